@@ -21,16 +21,27 @@ void log_line(const std::function<void(const std::string&)>& log, const std::str
 
 std::vector<LabeledGroup> group_by_label(const Model& model, std::span<const uint32_t> ops,
                                          std::span<const int> labels) {
+  std::vector<std::vector<uint32_t>> inputs, outputs;
+  for (uint32_t k : ops) {
+    inputs.push_back(model.operations[k].inputs);
+    outputs.push_back(model.operations[k].outputs);
+  }
+  return group_by_label(ops, labels, inputs, outputs);
+}
+
+std::vector<LabeledGroup> group_by_label(std::span<const uint32_t> ops, std::span<const int> labels,
+                                         std::span<const std::vector<uint32_t>> inputs,
+                                         std::span<const std::vector<uint32_t>> outputs) {
   const size_t n = ops.size();
-  // producer[operand] = position in `ops` of the op that writes it (within this subset).
+  // producer[operand] = position in `ops` of the unit that writes it (within this subset).
   std::map<uint32_t, size_t> producer;
   for (size_t k = 0; k < n; ++k)
-    for (uint32_t o : model.operations[ops[k]].outputs) producer[o] = k;
+    for (uint32_t o : outputs[k]) producer[o] = k;
   std::vector<std::vector<size_t>> consumers(n);
   std::vector<size_t> pending(n, 0);
   for (size_t k = 0; k < n; ++k) {
     std::vector<size_t> deps;
-    for (uint32_t o : model.operations[ops[k]].inputs) {
+    for (uint32_t o : inputs[k]) {
       auto it = producer.find(o);
       if (it != producer.end() && it->second != k) deps.push_back(it->second);
     }

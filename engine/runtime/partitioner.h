@@ -27,6 +27,11 @@ struct LabeledGroup {
 };
 std::vector<LabeledGroup> group_by_label(const Model& model, std::span<const uint32_t> ops,
                                          std::span<const int> labels);
+// The same over units that are not single model ops (e.g. an op with the ops fused into
+// it): inputs[k] / outputs[k] are the operands unit k reads / writes; ops[k] names it.
+std::vector<LabeledGroup> group_by_label(std::span<const uint32_t> ops, std::span<const int> labels,
+                                         std::span<const std::vector<uint32_t>> inputs,
+                                         std::span<const std::vector<uint32_t>> outputs);
 
 struct PlannedPartition {
   size_t delegate = 0;  // index into Plan::delegates

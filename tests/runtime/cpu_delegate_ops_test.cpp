@@ -24,16 +24,17 @@ constexpr double kTolerance = 1e-4;
 using Built = nn_test::TestModel;
 
 // Validates, compares cpu (profiled, 1 thread) and cpu (2 threads) against the reference,
-// and expects the op under test (e.g. "op 0 CONV_2D") as its own non-reference step:
-// "[xnnpack]", or "[native]" for the dense convs the delegate runs with its own GEMM. Dense
-// convs are checked a second time with the native GEMM off (XNNPACK's conv).
-void check(Built& b, const std::string& op, float lo = -1.f, float hi = 1.f) {
+// and expects the op under test (e.g. "op 0 CONV_2D") as its own step: "[native]" when
+// the delegate runs it with nnpipe's own kernel (native_kernels.h), else "[xnnpack]". Native
+// ops are checked a second time with the native kernels off (XNNPACK's).
+enum class Runs { kXnnpack, kNative };
+void check(Built& b, const std::string& op, Runs runs = Runs::kXnnpack, float lo = -1.f, float hi = 1.f) {
   nn::Status v = b.model->validate_and_infer_shapes();
   ASSERT_TRUE(v.is_ok()) << v.to_string();
-  const bool dense_conv = op.find(" CONV_2D") != std::string::npos;
-  for (int pass = 0; pass < (dense_conv ? 2 : 1); ++pass) {
+  const bool native = runs == Runs::kNative;
+  for (int pass = 0; pass < (native ? 2 : 1); ++pass) {
     if (pass == 1) setenv("NN_NO_NATIVE_CONV", "1", 1);
-    const std::string expected = op + (dense_conv && pass == 0 ? " [native]" : "");
+    const std::string expected = op + (native && pass == 0 ? " [native]" : " [xnnpack]");
     nn::SessionOptions profiled;
     profiled.delegates = {"cpu"};
     profiled.profile = true;
@@ -58,7 +59,7 @@ TEST_P(Channels, Conv2dExplicitStride2Relu6) {
   uint32_t w = b.constant({13, 3, 3, c}, 1), bias = b.constant({13}, 2);
   b.output(
       b.op(T::CONV_2D, {x, w, bias, b.i32(1), b.i32(0), b.i32(1), b.i32(1), b.i32(2), b.i32(2), b.i32(3)}));
-  check(b, "op 0 CONV_2D");
+  check(b, "op 0 CONV_2D", Runs::kNative);
 }
 
 TEST_P(Channels, Conv2dImplicitSameDilated) {
@@ -68,7 +69,7 @@ TEST_P(Channels, Conv2dImplicitSameDilated) {
   uint32_t w = b.constant({c, 3, 3, 5}, 3), bias = b.constant({c}, 4);
   b.output(b.op(T::CONV_2D,
                 {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0), b.boolean(false), b.i32(2), b.i32(2)}));
-  check(b, "op 0 CONV_2D");
+  check(b, "op 0 CONV_2D", Runs::kNative);
 }
 
 TEST_P(Channels, Conv2d1x1ImplicitValidRelu) {
@@ -77,7 +78,7 @@ TEST_P(Channels, Conv2d1x1ImplicitValidRelu) {
   uint32_t x = b.input({2, 7, 13, c});
   uint32_t w = b.constant({127, 1, 1, c}, 5), bias = b.constant({127}, 6);
   b.output(b.op(T::CONV_2D, {x, w, bias, b.i32(2), b.i32(1), b.i32(1), b.i32(1)}));
-  check(b, "op 0 CONV_2D");
+  check(b, "op 0 CONV_2D", Runs::kNative);
 }
 
 TEST_P(Channels, DepthwiseSameStride2) {
@@ -86,7 +87,8 @@ TEST_P(Channels, DepthwiseSameStride2) {
   uint32_t x = b.input({1, 13, 13, c});
   uint32_t w = b.constant({1, 3, 3, c}, 7), bias = b.constant({c}, 8);
   b.output(b.op(T::DEPTHWISE_CONV_2D, {x, w, bias, b.i32(1), b.i32(2), b.i32(2), b.i32(1), b.i32(0)}));
-  check(b, "op 0 DEPTHWISE_CONV_2D");
+  // 3x3: nnpipe's kernel up to 32 channels, XNNPACK's above (cpu_delegate.cpp says why).
+  check(b, "op 0 DEPTHWISE_CONV_2D", c <= 32 ? Runs::kNative : Runs::kXnnpack);
 }
 
 TEST_P(Channels, Depthwise5x5ExplicitMultiplier2Relu) {
@@ -96,7 +98,7 @@ TEST_P(Channels, Depthwise5x5ExplicitMultiplier2Relu) {
   uint32_t w = b.constant({1, 5, 5, 2 * c}, 9), bias = b.constant({2 * c}, 10);
   b.output(b.op(T::DEPTHWISE_CONV_2D, {x, w, bias, b.i32(2), b.i32(2), b.i32(1), b.i32(3), b.i32(1), b.i32(1),
                                        b.i32(2), b.i32(1)}));
-  check(b, "op 0 DEPTHWISE_CONV_2D");
+  check(b, "op 0 DEPTHWISE_CONV_2D");  // multiplier 2: XNNPACK
 }
 
 TEST_P(Channels, Depthwise5x5SameDilatedRelu6) {
@@ -106,7 +108,7 @@ TEST_P(Channels, Depthwise5x5SameDilatedRelu6) {
   uint32_t w = b.constant({1, 5, 5, c}, 26), bias = b.constant({c}, 27);
   b.output(b.op(T::DEPTHWISE_CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(3),
                                        b.boolean(false), b.i32(2), b.i32(1)}));
-  check(b, "op 0 DEPTHWISE_CONV_2D");
+  check(b, "op 0 DEPTHWISE_CONV_2D", Runs::kNative);
 }
 
 TEST_P(Channels, TransposeConvExplicitStride2) {
@@ -116,7 +118,7 @@ TEST_P(Channels, TransposeConvExplicitStride2) {
   uint32_t w = b.constant({13, 2, 2, c}, 11), bias = b.constant({13}, 12);
   b.output(b.op(T::TRANSPOSE_CONV_2D, {x, w, bias, b.i32(0), b.i32(0), b.i32(0), b.i32(0), b.i32(2), b.i32(2),
                                        b.i32(0), b.boolean(false)}));
-  check(b, "op 0 TRANSPOSE_CONV_2D");
+  check(b, "op 0 TRANSPOSE_CONV_2D", Runs::kNative);  // 2x2 stride 2: taps do not overlap
 }
 
 TEST_P(Channels, TransposeConvImplicitSame3x3) {
@@ -220,19 +222,19 @@ TEST_P(Channels, UnaryOps) {
     Built b;
     uint32_t x = b.input({1, 3, 13, c});
     b.output(b.op(t, {x}));
-    check(b, "op 0 " + std::string(nn::operation_type_name(t)), -8.f, 8.f);
+    check(b, "op 0 " + std::string(nn::operation_type_name(t)), Runs::kXnnpack, -8.f, 8.f);
   }
   {
     Built b;
     uint32_t x = b.input({1, 3, 13, c});
     b.output(b.op(T::SQRT, {x}));
-    check(b, "op 0 SQRT", 0.01f, 4.f);
+    check(b, "op 0 SQRT", Runs::kXnnpack, 0.01f, 4.f);
   }
   {
     Built b;
     uint32_t x = b.input({1, 3, 13, c});
     b.output(b.op(T::ELU, {x, b.f32(0.7f)}));
-    check(b, "op 0 ELU", -4.f, 4.f);
+    check(b, "op 0 ELU", Runs::kXnnpack, -4.f, 4.f);
   }
 }
 
@@ -241,7 +243,7 @@ TEST_P(Channels, Softmax) {
   Built b;
   uint32_t x = b.input({3, c});
   b.output(b.op(T::SOFTMAX, {x, b.f32(1.f)}));
-  check(b, "op 0 SOFTMAX", -5.f, 5.f);
+  check(b, "op 0 SOFTMAX", Runs::kXnnpack, -5.f, 5.f);
 }
 
 TEST_P(Channels, ReshapeSqueezeExpandDims) {
@@ -292,7 +294,6 @@ TEST_P(Channels, DepthToSpace) {
   check(b, "op 0 DEPTH_TO_SPACE");
 }
 
-INSTANTIATE_TEST_SUITE_P(OddSizes, Channels, ::testing::Values(1u, 13u, 127u));
 
 // A conv followed by a standalone RELU6: the activation folds into the conv's clamp
 // (one XNNPACK step holds both), and the result still matches.
@@ -310,6 +311,96 @@ TEST(CpuDelegateFusion, ReluFoldsIntoConv) {
   EXPECT_LE(c.max_rel_error, kTolerance);
   ASSERT_EQ(c.steps.size(), 1u) << nn_test::step_labels(c);
   EXPECT_NE(c.steps[0].label.find("CONV_2D"), std::string::npos);
+}
+
+// Native kernels take the ops that follow them into their epilogue: a MobileNetV3 block
+// tail (conv -> HARD_SWISH -> ADD of the block input) is one native step with no
+// XNNPACK ADD or HARD_SWISH left, and matches the reference at odd channel counts.
+TEST_P(Channels, ConvHardSwishResidualAddFuse) {
+  const uint32_t c = GetParam();
+  Built b;
+  uint32_t x = b.input({1, 13, 11, c});
+  uint32_t w = b.constant({c, 1, 1, c}, 31), bias = b.constant({c}, 32);
+  uint32_t conv = b.op(T::CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
+  uint32_t hs = b.op(T::HARD_SWISH, {conv});
+  b.output(b.op(T::ADD, {hs, x, b.i32(3)}));  // ADD's own RELU6 applies after the sum
+  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+  nn::SessionOptions o;
+  o.delegates = {"cpu"};
+  o.profile = true;
+  auto r = nn_test::compare_with_reference(b.model, o, -2.f, 2.f);
+  EXPECT_LE(r.max_rel_error, kTolerance);
+  ASSERT_EQ(r.steps.size(), 1u) << nn_test::step_labels(r);
+  EXPECT_NE(r.steps[0].label.find("op 0 CONV_2D [native]"), std::string::npos) << nn_test::step_labels(r);
+  o.threads = 2;
+  o.profile = false;
+  EXPECT_LE(nn_test::compare_with_reference(b.model, o, -2.f, 2.f).max_rel_error, kTolerance);
+}
+
+// The selfie decoder's tail: depthwise 3x3 -> RELU -> ADD of the depthwise's own input,
+// one native pass.
+TEST_P(Channels, DepthwiseReluResidualOfOwnInputFuse) {
+  const uint32_t c = GetParam();
+  Built b;
+  uint32_t x = b.input({1, 9, 14, c});
+  uint32_t w = b.constant({1, 3, 3, c}, 33), bias = b.constant({c}, 34);
+  uint32_t dw =
+      b.op(T::DEPTHWISE_CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
+  uint32_t relu = b.op(T::RELU, {dw});
+  b.output(b.op(T::ADD, {x, relu, b.i32(0)}));
+  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+  nn::SessionOptions o;
+  o.delegates = {"cpu"};
+  o.profile = true;
+  auto r = nn_test::compare_with_reference(b.model, o);
+  EXPECT_LE(r.max_rel_error, kTolerance);
+  ASSERT_EQ(r.steps.size(), 1u) << nn_test::step_labels(r);
+  EXPECT_NE(r.steps[0].label.find("op 0 DEPTHWISE_CONV_2D [native]"), std::string::npos)
+      << nn_test::step_labels(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(OddSizes, Channels, ::testing::Values(1u, 13u, 127u));
+
+// What must not fuse: an ADD that broadcasts, and a conv output that is also a model
+// output (it has to be written as is). Both still match the reference.
+TEST(CpuDelegateFusion, BroadcastAddAndVisibleOutputStayUnfused) {
+  Built b;
+  uint32_t x = b.input({1, 7, 9, 13});
+  uint32_t row = b.input({1, 1, 9, 13});
+  uint32_t w = b.constant({13, 1, 1, 13}, 35), bias = b.constant({13}, 36);
+  uint32_t conv = b.op(T::CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
+  uint32_t bcast = b.op(T::ADD, {conv, row, b.i32(0)});
+  uint32_t conv2 = b.op(T::CONV_2D, {bcast, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
+  b.output(b.op(T::ADD, {conv2, x, b.i32(0)}));
+  b.output(conv2);
+  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+  nn::SessionOptions o;
+  o.delegates = {"cpu"};
+  o.profile = true;
+  auto r = nn_test::compare_with_reference(b.model, o);
+  EXPECT_LE(r.max_rel_error, kTolerance);
+  EXPECT_EQ(nn_test::count_steps(r, "ADD [xnnpack]"), 2) << nn_test::step_labels(r);
+  EXPECT_EQ(nn_test::count_steps(r, "CONV_2D [native]"), 2) << nn_test::step_labels(r);
+}
+
+// A residual produced after the conv in model order (a side branch): the fused conv must
+// wait for it. Checks the step order through the numbers.
+TEST(CpuDelegateFusion, ResidualFromLaterBranchIsReadyFirst) {
+  Built b;
+  uint32_t x = b.input({1, 6, 6, 16});
+  uint32_t w = b.constant({16, 1, 1, 16}, 37), bias = b.constant({16}, 38);
+  uint32_t conv = b.op(T::CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
+  uint32_t side = b.op(T::LOGISTIC, {x});  // XNNPACK, after the conv in op order
+  b.output(b.op(T::ADD, {conv, side, b.i32(0)}));
+  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+  nn::SessionOptions o;
+  o.delegates = {"cpu"};
+  o.profile = true;
+  auto r = nn_test::compare_with_reference(b.model, o);
+  EXPECT_LE(r.max_rel_error, kTolerance);
+  ASSERT_EQ(r.steps.size(), 2u) << nn_test::step_labels(r);
+  EXPECT_NE(r.steps[0].label.find("LOGISTIC"), std::string::npos) << nn_test::step_labels(r);
+  EXPECT_NE(r.steps[1].label.find("CONV_2D [native]"), std::string::npos) << nn_test::step_labels(r);
 }
 
 // An op XNNPACK lacks (TRANSPOSE) between XNNPACK ops: three steps inside the one CPU

@@ -1,10 +1,12 @@
 // The CPU delegate: a partition becomes a few steps, each either ONE XNNPACK runtime
-// (every op XNNPACK does exactly, lowered into one subgraph with its own memory plan)
-// or a run of reference kernels (ops XNNPACK lacks). Before that, ops whose inputs are
-// all constant are folded at compile time (e.g. DEQUANTIZE of FP16 weights), and a
-// RELU/RELU1/RELU6 whose input has no other reader folds into its producer's clamp.
+// (every op XNNPACK does exactly, lowered into one subgraph with its own memory plan),
+// a run of nnpipe's native kernels (dense/depthwise/transpose convs, native_kernels.h) or
+// a run of reference kernels (ops XNNPACK lacks). Before that, ops whose inputs are all
+// constant are folded at compile time (e.g. DEQUANTIZE of FP16 weights), and a
+// RELU/RELU1/RELU6 whose input has no other reader folds into its producer's clamp; a
+// native kernel also takes a following HARD_SWISH and residual ADD into its epilogue.
 //
-//   ops --fold constants--> live ops --label xnn|ref--> group_by_label --> steps
+//   ops --fold constants--> live ops --label xnn|native|ref--> fuse --> group_by_label --> steps
 //   step boundary tensors: partition boundary -> session buffer, else a buffer here;
 //   everything inside an XNNPACK step stays in XNNPACK's workspace.
 #include <xnnpack.h>
@@ -18,7 +20,7 @@
 #include <set>
 
 #include "delegates/cpu/cpu_internal.h"
-#include "delegates/cpu/native_conv.h"
+#include "delegates/cpu/native_kernels.h"
 #include "delegates/cpu/op_params.h"
 #include "nn/ops/registry.h"
 #include "runtime/buffer.h"
@@ -78,20 +80,68 @@ struct Step {
   double last_ms = 0;
 };
 
-// Dense convs worth our GEMM (native_conv.h says why): CONV_2D that XNNPACK could also
-// take (fp32, static weights, NHWC), at least one micro-tile of output pixels.
-bool native_conv_candidate(const Model& m, uint32_t k) {
-  if (!native_conv_supported() || std::getenv("NN_NO_NATIVE_CONV")) return false;
-  const Operation& op = m.operations[k];
-  // DEPTHWISE_CONV_2D stays on XNNPACK: its dwconv kernels beat a plain 4-pixel AVX2
-  // kernel measured here (1.8 vs 3.6 ms over MobileNetV2's 17 depthwise layers).
-  if (op.type != OperationType::CONV_2D) return false;
-  const Operand& out = m.operands[op.outputs[0]];
-  return out.dims.size() == 4 && size_t(out.dims[0]) * out.dims[1] * out.dims[2] >= 6;
+bool is_activation(OperationType t) {
+  return t == OperationType::RELU || t == OperationType::RELU1 || t == OperationType::RELU6;
 }
 
-std::unique_ptr<NativeConv> make_native_conv(const Model& m, uint32_t k, const StaticLookup& statics,
-                                             float lo, float hi) {
+// Ops nnpipe's own kernels run (native_kernels.h says why), among those XNNPACK could
+// also take (fp32, static weights, NHWC). NN_NO_NATIVE_CONV=1 leaves them all to XNNPACK.
+enum class NativeKind { kNone, kConv, kDepthwise, kDeconv };
+
+// Whether op k's output (after a RELU*) feeds only a HARD_SWISH or an ADD: work a native
+// kernel's epilogue absorbs.
+bool feeds_epilogue_op(const Model& m, uint32_t k, const std::map<uint32_t, std::vector<uint32_t>>& readers) {
+  uint32_t out = m.operations[k].outputs[0];
+  for (int hop = 0; hop < 2; ++hop) {
+    auto r = readers.find(out);
+    if (r == readers.end() || r->second.size() != 1) return false;
+    const Operation& next = m.operations[r->second[0]];
+    if (next.type == OperationType::HARD_SWISH || next.type == OperationType::ADD) return true;
+    if (!is_activation(next.type)) return false;
+    out = next.outputs[0];
+  }
+  return false;
+}
+
+NativeKind native_candidate(const Model& m, uint32_t k, const std::map<uint32_t, std::vector<uint32_t>>& readers) {
+  if (!native_conv_supported() || std::getenv("NN_NO_NATIVE_CONV")) return NativeKind::kNone;
+  const Operation& op = m.operations[k];
+  const Operand& in = m.operands[op.inputs[0]];
+  const Operand& out = m.operands[op.outputs[0]];
+  if (out.dims.size() != 4 || in.dims.size() != 4) return NativeKind::kNone;
+  std::string why;
+  auto p = parse_window_op(m, op, &why);
+  if (!p) return NativeKind::kNone;
+  switch (op.type) {
+    case OperationType::CONV_2D:  // at least one micro-tile of output pixels
+      return size_t(out.dims[0]) * out.dims[1] * out.dims[2] >= 6 ? NativeKind::kConv : NativeKind::kNone;
+    case OperationType::DEPTHWISE_CONV_2D:
+      if (p->depth_multiplier != 1 || out.dims[3] != in.dims[3]) return NativeKind::kNone;
+      // XNNPACK's 3x3 up16x9 dwconv beats ours on wide layers with nothing to fuse
+      // (MobileNetV2: 10.3-10.9 vs 11.2-11.9 ms with all dw native); ours wins on narrow
+      // ones (selfie's 16-channel decoder) and where the epilogue saves a pass (selfie's
+      // residual ADDs, LR-ASPP's 5x5 + HARD_SWISH: 17.6-18.8 vs 17.6-23.4 ms).
+      if (p->filter_h == 3 && p->filter_w == 3 && out.dims[3] > 32 && !feeds_epilogue_op(m, k, readers))
+        return NativeKind::kNone;
+      return NativeKind::kDepthwise;
+    case OperationType::TRANSPOSE_CONV_2D: {
+      // Non-overlapping taps only, and few dot products per pixel (beyond that the
+      // problem is a GEMM, which XNNPACK's deconvolution already is).
+      const Operand& filter = m.operands[op.inputs[1]];
+      const bool tiled = p->filter_h == p->stride_h && p->filter_w == p->stride_w && p->pad_top == 0 &&
+                         p->pad_bottom == 0 && p->pad_left == 0 && p->pad_right == 0 && p->adjustment_h == 0 &&
+                         p->adjustment_w == 0 && out.dims[1] == in.dims[1] * p->stride_h &&
+                         out.dims[2] == in.dims[2] * p->stride_w && filter.dims[3] == in.dims[3];
+      return tiled && size_t(p->filter_h) * p->filter_w * out.dims[3] <= 64 ? NativeKind::kDeconv
+                                                                             : NativeKind::kNone;
+    }
+    default:
+      return NativeKind::kNone;
+  }
+}
+
+std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind kind, const StaticLookup& statics,
+                                         const Epilogue& epilogue) {
   const Operation& op = m.operations[k];
   std::string why;
   auto p = parse_window_op(m, op, &why);
@@ -107,12 +157,20 @@ std::unique_ptr<NativeConv> make_native_conv(const Model& m, uint32_t k, const S
   s.dilation_w = p->dilation_w;
   s.pad_top = p->pad_top, s.pad_left = p->pad_left;
   const float* bias = m.has_value(op.inputs[2]) ? static_cast<const float*>(statics(op.inputs[2])) : nullptr;
-  return std::make_unique<NativeConv>(s, static_cast<const float*>(statics(op.inputs[1])), bias, lo, hi);
+  const float* weights = static_cast<const float*>(statics(op.inputs[1]));
+  switch (kind) {
+    case NativeKind::kConv:
+      return std::make_unique<NativeConv>(s, weights, bias, epilogue);
+    case NativeKind::kDepthwise:
+      return std::make_unique<NativeDepthwise>(s, weights, bias, epilogue);
+    case NativeKind::kDeconv:
+      return std::make_unique<NativeDeconv>(s, weights, bias, epilogue);
+    case NativeKind::kNone:
+      break;
+  }
+  return nullptr;
 }
 
-bool is_activation(OperationType t) {
-  return t == OperationType::RELU || t == OperationType::RELU1 || t == OperationType::RELU6;
-}
 
 class CpuPartition final : public CompiledPartition {
  public:
@@ -146,7 +204,9 @@ class CpuPartition final : public CompiledPartition {
   std::map<uint32_t, uint32_t> fused_into_;                 // activation op -> producer op
   std::map<uint32_t, uint32_t> output_of_;                  // producer op -> operand it writes after fusion
   std::map<uint32_t, std::pair<float, float>> clamp_;       // producer op -> [lo, hi]
-  std::map<uint32_t, std::unique_ptr<NativeConv>> native_;  // dense convs run by native_conv
+  std::map<uint32_t, std::vector<uint32_t>> chain_;         // producer op -> ops fused into it, in order
+  std::map<uint32_t, uint32_t> residual_of_;                // native op -> operand its epilogue adds
+  std::map<uint32_t, std::unique_ptr<NativeOp>> native_;    // ops run by nnpipe's kernels
   std::vector<Step> steps_;
 };
 
@@ -285,11 +345,17 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
   std::vector<uint32_t> live;
   std::vector<int> labels;
   std::set<uint32_t> xnn_ops;  // ops that clamp their output in XNNPACK or native_conv
-  std::set<uint32_t> native_ops;
+  std::map<uint32_t, std::vector<uint32_t>> readers;  // operand -> ops (whole model)
+  for (uint32_t k = 0; k < model_.operations.size(); ++k)
+    for (uint32_t i : model_.operations[k].inputs) readers[i].push_back(k);
+  std::map<uint32_t, NativeKind> native_ops;
   for (uint32_t k : spec_.ops) {
     if (folded_ops_.count(k)) continue;
     bool xnn = use_xnnpack && !force_reference.count(k) && xnn_can_lower(model_, k, statics).supported;
-    if (xnn && native_conv_candidate(model_, k)) native_ops.insert(k);
+    if (xnn) {
+      const NativeKind kind = native_candidate(model_, k, readers);
+      if (kind != NativeKind::kNone) native_ops[k] = kind;
+    }
     if (!xnn) {
       const OpDef* def = registry.find(model_.operations[k].type);
       NN_CHECK_OR_RETURN(def && def->reference, StatusCode::kUnsupportedOp,
@@ -304,12 +370,6 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
 
   // Fold a RELU/RELU1/RELU6 into its producer's clamp when the producer's output has no
   // other reader and is not visible outside the partition.
-  std::map<uint32_t, std::vector<uint32_t>> readers;  // operand -> ops (whole model)
-  std::map<uint32_t, uint32_t> producer;
-  for (uint32_t k = 0; k < model_.operations.size(); ++k) {
-    for (uint32_t i : model_.operations[k].inputs) readers[i].push_back(k);
-    for (uint32_t o : model_.operations[k].outputs) producer[o] = k;
-  }
   std::set<uint32_t> partition_outputs(spec_.outputs.begin(), spec_.outputs.end());
   std::set<uint32_t> model_outputs(model_.outputs.begin(), model_.outputs.end());
   for (uint32_t k : live) {
@@ -318,58 +378,65 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
     xnn_own_clamp(model_, model_.operations[k], &lo, &hi);
     clamp_[k] = {lo, hi};
   }
+  std::map<uint32_t, Epilogue> epilogues;  // native op -> what it applies before storing
   for (uint32_t k : live) {
     if (!xnn_ops.count(k) || fused_into_.count(k)) continue;
     const Operation& op = model_.operations[k];
     if (!xnn_takes_output_clamp(op.type) || op.outputs.size() != 1) continue;
+    const bool native = native_ops.count(k) > 0;
+    Epilogue& e = epilogues[k];
     uint32_t out = op.outputs[0];
     for (;;) {
       if (partition_outputs.count(out) || model_outputs.count(out)) break;
       const auto& r = readers[out];
       if (r.size() != 1) break;
       const uint32_t c = r[0];
-      if (!xnn_ops.count(c) || !is_activation(model_.operations[c].type) || fused_into_.count(c)) break;
+      if (!xnn_ops.count(c) || fused_into_.count(c)) break;
+      const Operation& next = model_.operations[c];
       float lo, hi;
-      xnn_own_clamp(model_, model_.operations[c], &lo, &hi);
-      auto& range = clamp_[k];
-      range.first = std::max(range.first, lo);
-      range.second = std::min(range.second, hi);
+      if (is_activation(next.type) && !e.hard_swish && !e.residual) {
+        xnn_own_clamp(model_, next, &lo, &hi);
+        auto& range = clamp_[k];
+        range.first = std::max(range.first, lo);
+        range.second = std::min(range.second, hi);
+      } else if (is_activation(next.type) && native && e.residual) {
+        xnn_own_clamp(model_, next, &lo, &hi);
+        e.res_lo = std::max(e.res_lo, lo);
+        e.res_hi = std::min(e.res_hi, hi);
+      } else if (native && next.type == OperationType::HARD_SWISH && !e.hard_swish && !e.residual) {
+        e.hard_swish = true;
+      } else if (native && next.type == OperationType::ADD && !e.residual && next.inputs.size() == 3 &&
+                 static_data(next.inputs[2])) {
+        // A residual ADD of a tensor shaped like this output (no broadcast).
+        const uint32_t other = next.inputs[0] == out ? next.inputs[1] : next.inputs[0];
+        const Dims& d = model_.operands[out].dims;
+        if (other == out || !model_.has_value(other) || static_data(other) ||
+            model_.operands[other].dims != d || model_.operands[next.outputs[0]].dims != d)
+          break;
+        xnn_own_clamp(model_, next, &lo, &hi);
+        e.residual = true;
+        e.res_lo = lo, e.res_hi = hi;
+        residual_of_[k] = other;
+      } else {
+        break;
+      }
       fused_into_[c] = k;
-      out = model_.operations[c].outputs[0];
+      chain_[k].push_back(c);
+      out = next.outputs[0];
       output_of_[k] = out;
     }
   }
 
-  // A fused activation goes wherever its producer goes.
-  for (size_t i = 0; i < live.size(); ++i) {
-    auto f = fused_into_.find(live[i]);
-    if (f != fused_into_.end()) labels[i] = native_ops.count(f->second) ? kNativeStep : kXnnStep;
-  }
-  for (uint32_t k : native_ops) {
-    auto [lo, hi] = clamp_.at(k);
-    auto conv = make_native_conv(model_, k, statics, lo, hi);
-    NN_CHECK_OR_RETURN(conv && conv->ok(), StatusCode::kOutOfMemory,
-                       op_label(model_, k) + ": packing weights");
-    native_[k] = std::move(conv);
+  for (auto [k, kind] : native_ops) {
+    Epilogue e = epilogues[k];
+    std::tie(e.lo, e.hi) = clamp_.at(k);
+    auto native = make_native_op(model_, k, kind, statics, e);
+    NN_CHECK_OR_RETURN(native && native->ok(), StatusCode::kOutOfMemory, op_label(model_, k) + ": packing weights");
+    native_[k] = std::move(native);
   }
 
-  // Steps: runs of XNNPACK ops, native convs and reference ops, as few as dependencies allow.
-  std::vector<LabeledGroup> groups = group_by_label(model_, live, labels);
-  if (options_.profile) {
-    std::vector<LabeledGroup> split;
-    for (LabeledGroup& g : groups) {
-      for (uint32_t k : g.ops) {
-        if (fused_into_.count(k) && !split.empty()) {
-          split.back().ops.push_back(k);
-          continue;
-        }
-        split.push_back({g.label, {k}});
-      }
-    }
-    groups = std::move(split);
-  }
-
-  // Effective writes after fusion: a producer writes its activation's output.
+  // Effective reads and writes after fusion: a producer reads what its fused ops read
+  // (the residual) and writes the last fused op's output; fused ops do nothing themselves.
   auto writes = [&](uint32_t k) -> std::vector<uint32_t> {
     if (fused_into_.count(k)) return {};
     auto it = output_of_.find(k);
@@ -381,8 +448,42 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
     std::vector<uint32_t> r;
     for (uint32_t i : model_.operations[k].inputs)
       if (model_.has_value(i) && !static_data(i)) r.push_back(i);
+    auto res = residual_of_.find(k);
+    if (res != residual_of_.end() && std::find(r.begin(), r.end(), res->second) == r.end())
+      r.push_back(res->second);
     return r;
   };
+
+  // Steps: runs of XNNPACK ops, native kernels and reference ops, as few as dependencies
+  // allow. Grouped by producer (its fused ops follow it), so a fused chain never splits.
+  std::vector<uint32_t> heads;
+  std::vector<int> head_labels;
+  std::vector<std::vector<uint32_t>> head_reads, head_writes;
+  for (size_t i = 0; i < live.size(); ++i) {
+    const uint32_t k = live[i];
+    if (fused_into_.count(k)) continue;
+    heads.push_back(k);
+    head_labels.push_back(labels[i]);
+    head_reads.push_back(reads(k));
+    head_writes.push_back(writes(k));
+  }
+  std::vector<LabeledGroup> groups = group_by_label(heads, head_labels, head_reads, head_writes);
+  if (options_.profile) {  // one step per producer, to time each
+    std::vector<LabeledGroup> split;
+    for (LabeledGroup& g : groups)
+      for (uint32_t k : g.ops) split.push_back({g.label, {k}});
+    groups = std::move(split);
+  }
+  for (LabeledGroup& g : groups) {
+    std::vector<uint32_t> with_fused;
+    for (uint32_t k : g.ops) {
+      with_fused.push_back(k);
+      auto c = chain_.find(k);
+      if (c != chain_.end()) with_fused.insert(with_fused.end(), c->second.begin(), c->second.end());
+    }
+    g.ops = std::move(with_fused);
+  }
+
   std::map<uint32_t, size_t> step_of_op;
   for (size_t g = 0; g < groups.size(); ++g)
     for (uint32_t k : groups[g].ops) step_of_op[k] = g;
@@ -405,7 +506,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
         bool needed = partition_outputs.count(o) || model_outputs.count(o) || !step.xnn;
         for (uint32_t r : readers[o]) {
           auto it = step_of_op.find(r);
-          if (it != step_of_op.end() && it->second != g && !fused_into_.count(r)) needed = true;
+          if (it != step_of_op.end() && it->second != g) needed = true;  // fused readers sit in their producer's step
         }
         if (needed) step.outputs.push_back(o);
       }
@@ -413,7 +514,8 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
     const char* kind_name = step.kind == kXnnStep      ? "xnnpack"
                             : step.kind == kNativeStep ? "native"
                                                        : "reference";
-    if (step.ops.size() == 1 || (step.ops.size() == 2 && fused_into_.count(step.ops[1]))) {
+    const size_t fused_count = chain_.count(step.ops[0]) ? chain_.at(step.ops[0]).size() : 0;
+    if (step.ops.size() == 1 + fused_count) {
       step.label = op_label(model_, step.ops[0]) + " [" + kind_name + "]";
     } else {
       step.label = std::string(kind_name) + " step of " + std::to_string(step.ops.size()) + " ops (" +
@@ -465,8 +567,11 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
         RefOp r;
         r.op = k;
         r.in.push_back(pointer(model_.operations[k].inputs[0]));
+        auto res = residual_of_.find(k);
+        r.in.push_back(res != residual_of_.end() ? pointer(res->second) : nullptr);
         r.out.push_back(pointer(out != output_of_.end() ? out->second : model_.operations[k].outputs[0]));
-        NN_CHECK_OR_RETURN(r.in[0] && r.out[0], StatusCode::kInternal, step.label + ": no buffer");
+        NN_CHECK_OR_RETURN(r.in[0] && r.out[0] && (res == residual_of_.end() || r.in[1]), StatusCode::kInternal,
+                           step.label + ": no buffer");
         step.ref_ops.push_back(std::move(r));
       }
       continue;
@@ -516,8 +621,8 @@ Status CpuPartition::run() {
                          step.label + ": xnn_invoke_runtime: " + xnn_status_name(s));
     } else if (step.kind == kNativeStep) {
       for (const RefOp& r : step.ref_ops)
-        native_.at(r.op)->run(static_cast<const float*>(r.in[0]), static_cast<float*>(r.out[0]),
-                              options_.threadpool);
+        native_.at(r.op)->run(static_cast<const float*>(r.in[0]), static_cast<const float*>(r.in[1]),
+                              static_cast<float*>(r.out[0]), options_.threadpool);
     } else {
       for (const RefOp& r : step.ref_ops) {
         OpContext ctx{model_, model_.operations[r.op], r.in, r.out};

@@ -1,4 +1,4 @@
-#include "delegates/cpu/native_conv.h"
+#include "delegates/cpu/native_kernels.h"
 
 #include <pthreadpool.h>
 
@@ -6,14 +6,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define NN_NATIVE_X86 1
-#define NN_TARGET_AVX2 __attribute__((target("avx2,fma")))
-#else
-#define NN_NATIVE_X86 0
-#define NN_TARGET_AVX2
-#endif
 
 namespace nn::cpu {
 
@@ -28,27 +20,31 @@ void free_aligned(float* p) {
 
 #if NN_NATIVE_X86
 
-NN_TARGET_AVX2 inline __m256i tail_mask(size_t n) {  // first n (0..8) lanes
-  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lanes);
-}
-
-NN_TARGET_AVX2 inline void store_row(float* c, size_t nr, __m256 lo_half, __m256 hi_half) {
+// Applies the epilogue to one row of a micro-tile (residual row `r` shaped like `c`) and
+// stores its first nr lanes.
+NN_INLINE_AVX2 void store_row(float* c, const float* r, size_t nr, __m256 lo_half, __m256 hi_half,
+                                     const EpilogueAvx2& epi) {
+  __m256 r0 = epi.zero, r1 = epi.zero;
   if (nr == kNr) {
-    _mm256_storeu_ps(c, lo_half);
-    _mm256_storeu_ps(c + 8, hi_half);
+    if (epi.residual) r0 = _mm256_loadu_ps(r), r1 = _mm256_loadu_ps(r + 8);
+    _mm256_storeu_ps(c, epi(lo_half, r0));
+    _mm256_storeu_ps(c + 8, epi(hi_half, r1));
   } else if (nr > 8) {
-    _mm256_storeu_ps(c, lo_half);
-    _mm256_maskstore_ps(c + 8, tail_mask(nr - 8), hi_half);
+    const __m256i m = lane_mask(nr - 8);
+    if (epi.residual) r0 = _mm256_loadu_ps(r), r1 = _mm256_maskload_ps(r + 8, m);
+    _mm256_storeu_ps(c, epi(lo_half, r0));
+    _mm256_maskstore_ps(c + 8, m, epi(hi_half, r1));
   } else {
-    _mm256_maskstore_ps(c, tail_mask(nr), lo_half);
+    const __m256i m = lane_mask(nr);
+    if (epi.residual) r0 = _mm256_maskload_ps(r, m);
+    _mm256_maskstore_ps(c, m, epi(lo_half, r0));
   }
 }
 
-// C[mr x nr] = clamp(A[mr x k] * W[k x 16] + bias). Rows past mr alias the last valid row
-// (computed twice, stored to the same place), so the loop has no row branches.
+// C[mr x nr] = epilogue(A[mr x k] * W[k x 16] + bias, R). Rows past mr alias the last
+// valid row (computed twice, stored to the same place), so the loop has no row branches.
 NN_TARGET_AVX2 void kernel_6x16(size_t mr, size_t nr, size_t k, const float* a, size_t lda, const float* w,
-                                float* c, size_t ldc, float lo, float hi) {
+                                float* c, const float* res, size_t ldc, const EpilogueAvx2& epi) {
   const float* a0 = a;
   const float* a1 = mr > 1 ? a0 + lda : a0;
   const float* a2 = mr > 2 ? a1 + lda : a1;
@@ -82,38 +78,44 @@ NN_TARGET_AVX2 void kernel_6x16(size_t mr, size_t nr, size_t k, const float* a, 
     c50 = _mm256_fmadd_ps(va, b0, c50);
     c51 = _mm256_fmadd_ps(va, b1, c51);
   }
-  const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
-#define clamp(v) _mm256_min_ps(_mm256_max_ps((v), vlo), vhi)
-  float* r0 = c;
-  float* r1 = mr > 1 ? r0 + ldc : r0;
-  float* r2 = mr > 2 ? r1 + ldc : r1;
-  float* r3 = mr > 3 ? r2 + ldc : r2;
-  float* r4 = mr > 4 ? r3 + ldc : r3;
-  float* r5 = mr > 5 ? r4 + ldc : r4;
-  store_row(r5, nr, clamp(c50), clamp(c51));
-  store_row(r4, nr, clamp(c40), clamp(c41));
-  store_row(r3, nr, clamp(c30), clamp(c31));
-  store_row(r2, nr, clamp(c20), clamp(c21));
-  store_row(r1, nr, clamp(c10), clamp(c11));
-  store_row(r0, nr, clamp(c00), clamp(c01));
-#undef clamp
+  // Row i of the tile stores at c + i*ldc (residual res + i*ldc); rows past mr alias.
+  const size_t s1 = mr > 1 ? ldc : 0, s2 = mr > 2 ? 2 * ldc : s1, s3 = mr > 3 ? 3 * ldc : s2,
+               s4 = mr > 4 ? 4 * ldc : s3, s5 = mr > 5 ? 5 * ldc : s4;
+  store_row(c + s5, res + s5, nr, c50, c51, epi);
+  store_row(c + s4, res + s4, nr, c40, c41, epi);
+  store_row(c + s3, res + s3, nr, c30, c31, epi);
+  store_row(c + s2, res + s2, nr, c20, c21, epi);
+  store_row(c + s1, res + s1, nr, c10, c11, epi);
+  store_row(c, res, nr, c00, c01, epi);
 }
 
 #else
 
+struct EpilogueAvx2 {
+  explicit EpilogueAvx2(const Epilogue& e) : e(e) {}
+  Epilogue e;
+};
+
 void kernel_6x16(size_t mr, size_t nr, size_t k, const float* a, size_t lda, const float* w, float* c,
-                 size_t ldc, float lo, float hi) {
+                 const float* res, size_t ldc, const EpilogueAvx2& epi) {
   for (size_t r = 0; r < mr; ++r)
     for (size_t n = 0; n < nr; ++n) {
       float acc = w[n];
       for (size_t p = 0; p < k; ++p) acc += a[r * lda + p] * w[kNr + p * kNr + n];
-      c[r * ldc + n] = std::min(std::max(acc, lo), hi);
+      c[r * ldc + n] = apply_epilogue(epi.e, acc, epi.e.residual ? res[r * ldc + n] : 0.f);
     }
 }
 
 #endif
 
 }  // namespace
+
+AlignedFloats allocate_floats(size_t count) {
+  const size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
+  float* p = static_cast<float*>(std::aligned_alloc(64, bytes ? bytes : 64));
+  if (p) std::memset(p, 0, bytes ? bytes : 64);
+  return AlignedFloats(p, free_aligned);
+}
 
 bool native_conv_supported() {
 #if NN_NATIVE_X86
@@ -124,19 +126,18 @@ bool native_conv_supported() {
 #endif
 }
 
-NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const float* bias, float lo,
-                       float hi)
-    : shape_(shape), lo_(lo), hi_(hi) {
+NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const float* bias,
+                       const Epilogue& epilogue)
+    : shape_(shape), epilogue_(epilogue) {
   pointwise_ = shape.kernel_h == 1 && shape.kernel_w == 1 && shape.stride_h == 1 && shape.stride_w == 1 &&
                shape.pad_top == 0 && shape.pad_left == 0 && shape.out_h == shape.in_h &&
                shape.out_w == shape.in_w;
   k_ = size_t(shape.kernel_h) * shape.kernel_w * shape.in_c;
   n_blocks_ = (shape.out_c + kNr - 1) / kNr;
   const size_t panel = kNr * (k_ + 1);
-  const size_t bytes = (n_blocks_ * panel * sizeof(float) + 63) / 64 * 64;
-  float* p = static_cast<float*>(std::aligned_alloc(64, bytes ? bytes : 64));
-  if (!p) return;
-  std::memset(p, 0, bytes);
+  AlignedFloats packed = allocate_floats(n_blocks_ * panel);
+  if (!packed) return;
+  float* p = packed.get();
   for (size_t j = 0; j < n_blocks_; ++j) {
     float* dst = p + j * panel;
     for (size_t c = 0; c < kNr; ++c) {
@@ -146,23 +147,42 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
       for (size_t q = 0; q < k_; ++q) dst[kNr + q * kNr + c] = filter[n * k_ + q];
     }
   }
-  packed_ = std::unique_ptr<float, void (*)(float*)>(p, free_aligned);
+  packed_ = std::move(packed);
 }
 
 struct NativeConv::Task {
   const NativeConv* conv;
   const float* input;
+  const float* residual;
   float* output;
 };
 
 namespace {
 
+// Copies n floats (the receptive field's row, often 9 or 48 floats: too short for memcpy's
+// call to pay off).
+#if NN_NATIVE_X86
+NN_INLINE_AVX2 void copy_floats(float* dst, const float* src, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_loadu_ps(src + i));
+  if (i < n) {
+    const __m256i m = lane_mask(n - i);
+    _mm256_maskstore_ps(dst + i, m, _mm256_maskload_ps(src + i, m));
+  }
+}
+#else
+inline void copy_floats(float* dst, const float* src, size_t n) {
+  std::memcpy(dst, src, n * sizeof(float));
+}
+#endif
+
 // Builds the im2col rows [m0, m0 + count) of a conv: each row the receptive field of one
 // output pixel in (ky, kx, c) order, zeros where it falls in the padding.
-void im2col_rows(const NativeConvShape& s, const float* input, size_t m0, size_t count, float* rows) {
+NN_TARGET_AVX2 void im2col_rows(const NativeConvShape& s, const float* input, size_t m0, size_t count, float* rows) {
   const size_t k = size_t(s.kernel_h) * s.kernel_w * s.in_c;
   const size_t pixels = size_t(s.out_h) * s.out_w;
   const uint32_t in_c = s.in_c;
+  const size_t span = size_t(s.kernel_w) * in_c;  // one kernel row, contiguous when dilation_w == 1
   // Output coordinates advance with the row: one division for the first row only.
   size_t b = m0 / pixels;
   size_t oy = (m0 % pixels) / s.out_w, ox = (m0 % pixels) % s.out_w;
@@ -170,20 +190,22 @@ void im2col_rows(const NativeConvShape& s, const float* input, size_t m0, size_t
     float* dst = rows + r * k;
     const float* image = input + b * size_t(s.in_h) * s.in_w * in_c;
     const int64_t y0 = int64_t(oy) * s.stride_h - s.pad_top, x0 = int64_t(ox) * s.stride_w - s.pad_left;
+    const bool cols_inside =
+        s.dilation_w == 1 && x0 >= 0 && x0 + int64_t(s.kernel_w) <= int64_t(s.in_w);
     for (uint32_t ky = 0; ky < s.kernel_h; ++ky) {
       const int64_t iy = y0 + int64_t(ky) * s.dilation_h;
       const bool row_inside = iy >= 0 && iy < s.in_h;
+      if (row_inside && cols_inside) {
+        copy_floats(dst, image + (size_t(iy) * s.in_w + size_t(x0)) * in_c, span);
+        dst += span;
+        continue;
+      }
       for (uint32_t kx = 0; kx < s.kernel_w; ++kx, dst += in_c) {
         const int64_t ix = x0 + int64_t(kx) * s.dilation_w;
         if (!row_inside || ix < 0 || ix >= s.in_w) {
-          for (uint32_t c = 0; c < in_c; ++c) dst[c] = 0.f;
+          std::memset(dst, 0, in_c * sizeof(float));
         } else {
-          const float* src = image + (size_t(iy) * s.in_w + size_t(ix)) * in_c;
-          if (in_c >= 16) {
-            std::memcpy(dst, src, in_c * sizeof(float));
-          } else {
-            for (uint32_t c = 0; c < in_c; ++c) dst[c] = src[c];  // first layers: 3 channels
-          }
+          copy_floats(dst, image + (size_t(iy) * s.in_w + size_t(ix)) * in_c, in_c);
         }
       }
     }
@@ -196,17 +218,17 @@ void im2col_rows(const NativeConvShape& s, const float* input, size_t m0, size_t
 
 }  // namespace
 
-void NativeConv::run(const float* input, float* output, pthreadpool_t pool) const {
+void NativeConv::run(const float* input, const float* residual, float* output, pthreadpool_t pool) const {
   const size_t m_total = size_t(shape_.batch) * shape_.out_h * shape_.out_w;
   const size_t panel = kNr * (k_ + 1);
-  const size_t ldc = shape_.out_c;
   // Tiles: enough row tiles for two threads to share; panels per tile such that the
   // weights a tile walks stay in L2 while its rows stay in L1.
   const size_t panel_bytes = panel * sizeof(float);
   size_t tile_n = std::max<size_t>(1, std::min(n_blocks_, (size_t(256) << 10) / panel_bytes));
   size_t tile_m = kMr * 8;
   if (pool && m_total < tile_m * 4) tile_m = kMr * std::max<size_t>(1, (m_total / kMr + 3) / 4);
-  Task task{this, input, output};
+  // Without a residual the kernel is handed the output as one (never read): no null offsets.
+  Task task{this, input, residual ? residual : output, output};
   auto body = [](void* ctx, size_t m0, size_t j0, size_t m_count, size_t j_count) {
     const Task& t = *static_cast<const Task*>(ctx);
     const NativeConv& conv = *t.conv;
@@ -223,16 +245,18 @@ void NativeConv::run(const float* input, float* output, pthreadpool_t pool) cons
       im2col_rows(conv.shape_, t.input, m0, m_count, scratch.data());
       a = scratch.data();
     }
+    const EpilogueAvx2 epi(conv.epilogue_);
+    const size_t ldc = conv.shape_.out_c;
     for (size_t r = 0; r < m_count; r += kMr) {
       const size_t mr = std::min(kMr, m_count - r);
       for (size_t j = j0; j < j0 + j_count; ++j) {
-        const size_t nr = std::min(kNr, size_t(conv.shape_.out_c) - j * kNr);
-        kernel_6x16(mr, nr, k, a + r * lda, lda, conv.packed_.get() + j * panel_size,
-                    t.output + (m0 + r) * conv.shape_.out_c + j * kNr, conv.shape_.out_c, conv.lo_, conv.hi_);
+        const size_t nr = std::min(kNr, ldc - j * kNr);
+        const size_t at = (m0 + r) * ldc + j * kNr;
+        kernel_6x16(mr, nr, k, a + r * lda, lda, conv.packed_.get() + j * panel_size, t.output + at,
+                    t.residual + at, ldc, epi);
       }
     }
   };
-  (void)ldc;
   if (!pool) {
     for (size_t j0 = 0; j0 < n_blocks_; j0 += tile_n)
       for (size_t m0 = 0; m0 < m_total; m0 += tile_m)

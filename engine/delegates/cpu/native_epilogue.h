@@ -1,0 +1,87 @@
+// What a native kernel does to its accumulators before storing them, so the ops that
+// follow a conv in MobileNet-style blocks (RELU*, HARD_SWISH, the residual ADD) cost no
+// extra pass over memory:
+//
+//   y = clamp(acc + bias, lo, hi)        conv's fuse code and folded RELU/RELU1/RELU6
+//   y = hard_swish(y)                    when a HARD_SWISH follows
+//   y = clamp(y + residual, res_lo, res_hi)   when an ADD of a same-shaped tensor follows
+//
+// The order is the IR's: each stage is the op the delegate folded, applied in sequence.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define NN_NATIVE_X86 1
+#define NN_TARGET_AVX2 __attribute__((target("avx2,fma")))
+// For the helpers called inside micro-kernels: a call there would spill every accumulator.
+#define NN_INLINE_AVX2 __attribute__((target("avx2,fma"), always_inline)) inline
+#define NN_INLINE_LAMBDA __attribute__((always_inline))
+#else
+#define NN_INLINE_AVX2 inline
+#define NN_INLINE_LAMBDA
+#define NN_NATIVE_X86 0
+#define NN_TARGET_AVX2
+#endif
+
+namespace nn::cpu {
+
+struct Epilogue {
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
+  bool hard_swish = false;
+  bool residual = false;  // the kernel is given a second tensor shaped like its output
+  float res_lo = -std::numeric_limits<float>::infinity();
+  float res_hi = std::numeric_limits<float>::infinity();
+};
+
+inline float apply_epilogue(const Epilogue& e, float v, float residual) {
+  v = std::min(std::max(v, e.lo), e.hi);
+  if (e.hard_swish) v = v * std::min(std::max(v + 3.f, 0.f), 6.f) * (1.f / 6.f);
+  if (e.residual) v = std::min(std::max(v + residual, e.res_lo), e.res_hi);
+  return v;
+}
+
+#if NN_NATIVE_X86
+
+// The epilogue with its constants in registers.
+struct EpilogueAvx2 {
+  __m256 lo, hi, res_lo, res_hi, three, six, sixth, zero;
+  bool hard_swish, residual;
+
+  NN_TARGET_AVX2 explicit EpilogueAvx2(const Epilogue& e)
+      : lo(_mm256_set1_ps(e.lo)),
+        hi(_mm256_set1_ps(e.hi)),
+        res_lo(_mm256_set1_ps(e.res_lo)),
+        res_hi(_mm256_set1_ps(e.res_hi)),
+        three(_mm256_set1_ps(3.f)),
+        six(_mm256_set1_ps(6.f)),
+        sixth(_mm256_set1_ps(1.f / 6.f)),
+        zero(_mm256_setzero_ps()),
+        hard_swish(e.hard_swish),
+        residual(e.residual) {}
+
+  // `r` is the residual's 8 lanes (ignored unless residual).
+  NN_INLINE_AVX2 __m256 operator()(__m256 v, __m256 r) const {
+    v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+    if (hard_swish) {
+      const __m256 gate = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, three), zero), six);
+      v = _mm256_mul_ps(_mm256_mul_ps(v, gate), sixth);
+    }
+    if (residual) v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, r), res_lo), res_hi);
+    return v;
+  }
+};
+
+// First n (0..8) lanes set.
+NN_INLINE_AVX2 __m256i lane_mask(size_t n) {
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lanes);
+}
+
+#endif
+
+}  // namespace nn::cpu

@@ -1,0 +1,109 @@
+// nnpipe's own CPU kernels for the ops that dominate mobile vision models, used by the
+// CPU delegate in place of XNNPACK where they pay (measured; bench/README.md):
+//
+// - NativeConv: dense convolution as a packed-weight GEMM with an AVX2/FMA 6x16
+//   micro-kernel. The Debian XNNPACK build (Feb 2022, GCC) spills one accumulator of its
+//   f32 5x16 FMA3 GEMM/IGEMM kernels to the stack on every k step, which caps every dense
+//   conv at ~35 GFLOP/s on a core that peaks near 100 (a 1x1 conv 32x32x512->512 measured
+//   34.6 GFLOP/s).
+// - NativeDepthwise: depthwise conv (multiplier 1) on 8-channel vectors, two pixels per step.
+// - NativeDeconv: transpose conv whose kernel equals its stride (no overlap, no padding),
+//   e.g. the 2x upsampling head of the selfie models: per input pixel a few dot products.
+//
+// Every kernel applies an Epilogue (native_epilogue.h) before storing, so a following
+// RELU*, HARD_SWISH and residual ADD cost no extra pass. Weights are packed once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "delegates/cpu/native_epilogue.h"
+
+typedef struct pthreadpool* pthreadpool_t;
+
+namespace nn::cpu {
+
+// True when this CPU has AVX2 and FMA (the kernels' instruction set).
+bool native_conv_supported();
+
+struct NativeConvShape {
+  uint32_t batch = 1, in_h = 0, in_w = 0, in_c = 0;
+  uint32_t out_h = 0, out_w = 0, out_c = 0;
+  uint32_t kernel_h = 1, kernel_w = 1;
+  uint32_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  uint32_t pad_top = 0, pad_left = 0;  // bottom/right padding follows from the output size
+};
+
+using AlignedFloats = std::unique_ptr<float, void (*)(float*)>;
+// count floats, 64-byte aligned and zeroed; null when out of memory.
+AlignedFloats allocate_floats(size_t count);
+
+// One op run by a native kernel: input NHWC, residual shaped like the output (or nullptr
+// when the epilogue has none), output NHWC.
+class NativeOp {
+ public:
+  virtual ~NativeOp() = default;
+  virtual void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const = 0;
+  bool ok() const { return packed_ != nullptr; }
+
+ protected:
+  AlignedFloats packed_{nullptr, nullptr};
+};
+
+class NativeConv final : public NativeOp {
+ public:
+  // filter: OHWI [out_c, kernel_h, kernel_w, in_c]; bias: [out_c] or nullptr.
+  NativeConv(const NativeConvShape& shape, const float* filter, const float* bias, const Epilogue& epilogue);
+  void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
+
+  // A 1x1, stride 1, unpadded conv reads the input as the GEMM's A matrix (no im2col).
+  bool is_pointwise() const { return pointwise_; }
+  const NativeConvShape& shape() const { return shape_; }
+
+  struct Task;
+
+ private:
+  NativeConvShape shape_;
+  Epilogue epilogue_;
+  bool pointwise_ = false;
+  size_t k_ = 0;         // GEMM depth: kernel_h * kernel_w * in_c
+  size_t n_blocks_ = 0;  // out_c in panels of 16
+};
+
+class NativeDepthwise final : public NativeOp {
+ public:
+  // filter: [1, kernel_h, kernel_w, C]; bias [C] or nullptr; in_c == out_c (multiplier 1).
+  NativeDepthwise(const NativeConvShape& shape, const float* filter, const float* bias,
+                  const Epilogue& epilogue);
+  void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
+
+  struct Task;
+
+ private:
+  NativeConvShape shape_;
+  Epilogue epilogue_;
+  size_t c_pad_ = 0;  // channels rounded up to 8: the packed row length
+  size_t ox_lo_ = 0, ox_hi_ = 0;  // output columns needing no horizontal bounds checks
+};
+
+class NativeDeconv final : public NativeOp {
+ public:
+  // Transpose conv with kernel == stride and no padding: out[y*sh+ky][x*sw+kx][o] =
+  // bias[o] + sum_c in[y][x][c] * filter[o][ky][kx][c]. filter OHWI, bias [out_c] or nullptr.
+  NativeDeconv(const NativeConvShape& shape, const float* filter, const float* bias, const Epilogue& epilogue);
+  void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
+
+  struct Task;
+
+ private:
+  NativeConvShape shape_;
+  Epilogue epilogue_;
+  size_t n_ = 0;      // dot products per input pixel: kernel_h * kernel_w * out_c
+  size_t c_pad_ = 0;  // in_c rounded up to 8
+  std::vector<float> bias_;
+  std::vector<size_t> offsets_;  // output element of dot product n, from the pixel's first
+};
+
+}  // namespace nn::cpu
