@@ -193,13 +193,15 @@ class CpuPartition final : public CompiledPartition {
     return it == folded_.end() ? nullptr : it->second.data();
   }
   Status fold_constants();
+  Status plan_memory(const std::set<uint32_t>& partition_outputs);
   Status build_xnn_step(Step& step, int64_t* retry_op);
 
   const Model& model_;
   PartitionSpec spec_;
   CompileOptions options_;
   std::map<uint32_t, AlignedBuffer> folded_;    // values computed at compile time
-  std::map<uint32_t, AlignedBuffer> internal_;  // tensors between steps of this partition
+  std::map<uint32_t, void*> internal_;  // tensors between steps of this partition, in arena_
+  AlignedBuffer arena_;
   std::set<uint32_t> folded_ops_;
   std::map<uint32_t, uint32_t> fused_into_;                 // activation op -> producer op
   std::map<uint32_t, uint32_t> output_of_;                  // producer op -> operand it writes after fusion
@@ -521,17 +523,62 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       step.label = std::string(kind_name) + " step of " + std::to_string(step.ops.size()) + " ops (" +
                    op_label(model_, step.ops.front()) + " .. " + op_label(model_, step.ops.back()) + ")";
     }
-    // Tensors between steps of this partition live here.
-    for (uint32_t o : step.outputs)
-      if (!partition_outputs.count(o) && !internal_.count(o)) {
-        AlignedBuffer b(model_.operands[o].byte_size());
-        NN_CHECK_OR_RETURN(b.ok(), StatusCode::kOutOfMemory,
-                           "cpu delegate: buffer for operand " + std::to_string(o));
-        internal_[o] = std::move(b);
-      }
   }
+  NN_RETURN_IF_ERROR(plan_memory(partition_outputs));
   for (Step& step : steps_)
     if (step.xnn) NN_RETURN_IF_ERROR(build_xnn_step(step, retry_op));
+  return Status::ok();
+}
+
+// Tensors between steps share one arena: each lives from the step that writes it to the
+// last step that reads it, and tensors whose lives overlap get disjoint bytes (greedy by
+// size, first fit, as TFLite's arena planner). Besides memory, reuse keeps the working set
+// in cache: the selfie decoder's 1 MB tensors cycle through a few slots.
+Status CpuPartition::plan_memory(const std::set<uint32_t>& partition_outputs) {
+  struct Life {
+    uint32_t operand;
+    size_t first, last, bytes, offset = 0;
+  };
+  std::map<uint32_t, size_t> index;
+  std::vector<Life> lives;
+  for (size_t s = 0; s < steps_.size(); ++s)
+    for (uint32_t o : steps_[s].outputs)
+      if (!partition_outputs.count(o) && !index.count(o)) {
+        index[o] = lives.size();
+        // XNNPACK's read slack past each tensor, 64-byte aligned starts.
+        const size_t bytes = (model_.operands[o].byte_size() + kTensorSlackBytes + 63) / 64 * 64;
+        lives.push_back({o, s, s, bytes});
+      }
+  for (size_t s = 0; s < steps_.size(); ++s)
+    for (uint32_t i : steps_[s].inputs) {
+      auto it = index.find(i);
+      if (it != index.end()) lives[it->second].last = std::max(lives[it->second].last, s);
+    }
+  std::vector<size_t> order(lives.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lives[a].bytes > lives[b].bytes; });
+  std::vector<size_t> placed;
+  size_t total = 0;
+  for (size_t k : order) {
+    Life& l = lives[k];
+    std::vector<std::pair<size_t, size_t>> taken;  // [offset, end) of overlapping lives
+    for (size_t p : placed)
+      if (lives[p].first <= l.last && l.first <= lives[p].last)
+        taken.push_back({lives[p].offset, lives[p].offset + lives[p].bytes});
+    std::sort(taken.begin(), taken.end());
+    size_t offset = 0;
+    for (auto [begin, end] : taken) {
+      if (offset + l.bytes <= begin) break;
+      offset = std::max(offset, end);
+    }
+    l.offset = offset;
+    total = std::max(total, offset + l.bytes);
+    placed.push_back(k);
+  }
+  arena_ = AlignedBuffer(total);
+  NN_CHECK_OR_RETURN(arena_.ok(), StatusCode::kOutOfMemory,
+                     "cpu delegate: " + std::to_string(total) + " bytes for intermediate tensors");
+  for (const Life& l : lives) internal_[l.operand] = arena_.data() + l.offset;
   return Status::ok();
 }
 
@@ -539,7 +586,7 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
   auto pointer = [&](uint32_t operand) -> void* {
     if (const void* s = static_data(operand)) return const_cast<void*>(s);
     auto it = internal_.find(operand);
-    if (it != internal_.end()) return it->second.data();
+    if (it != internal_.end()) return it->second;
     return operand < buffers.size() ? buffers[operand] : nullptr;
   };
   const OpRegistry& registry = OpRegistry::instance();

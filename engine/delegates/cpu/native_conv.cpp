@@ -23,21 +23,22 @@ void free_aligned(float* p) {
 // Applies the epilogue to one row of a micro-tile (residual row `r` shaped like `c`) and
 // stores its first nr lanes.
 NN_INLINE_AVX2 void store_row(float* c, const float* r, size_t nr, __m256 lo_half, __m256 hi_half,
-                                     const EpilogueAvx2& epi) {
+                              const EpilogueAvx2& epi) {
   __m256 r0 = epi.zero, r1 = epi.zero;
   if (nr == kNr) {
     if (epi.residual) r0 = _mm256_loadu_ps(r), r1 = _mm256_loadu_ps(r + 8);
     _mm256_storeu_ps(c, epi(lo_half, r0));
     _mm256_storeu_ps(c + 8, epi(hi_half, r1));
-  } else if (nr > 8) {
-    const __m256i m = lane_mask(nr - 8);
-    if (epi.residual) r0 = _mm256_loadu_ps(r), r1 = _mm256_maskload_ps(r + 8, m);
+  } else if (nr >= 8) {
+    if (epi.residual) r0 = _mm256_loadu_ps(r);
     _mm256_storeu_ps(c, epi(lo_half, r0));
-    _mm256_maskstore_ps(c + 8, m, epi(hi_half, r1));
+    if (nr > 8) {
+      if (epi.residual) r1 = _mm256_maskload_ps(r + 8, lane_mask(nr - 8));
+      store_first(c + 8, epi(hi_half, r1), nr - 8);
+    }
   } else {
-    const __m256i m = lane_mask(nr);
-    if (epi.residual) r0 = _mm256_maskload_ps(r, m);
-    _mm256_maskstore_ps(c, m, epi(lo_half, r0));
+    if (epi.residual) r0 = _mm256_maskload_ps(r, lane_mask(nr));
+    store_first(c, epi(lo_half, r0), nr);
   }
 }
 
@@ -162,13 +163,12 @@ namespace {
 // Copies n floats (the receptive field's row, often 9 or 48 floats: too short for memcpy's
 // call to pay off).
 #if NN_NATIVE_X86
+// dst may be overwritten up to the next multiple of 8 floats (im2col rows are written in
+// order into a scratch buffer with 8 floats of slack); src is read only within n.
 NN_INLINE_AVX2 void copy_floats(float* dst, const float* src, size_t n) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_loadu_ps(src + i));
-  if (i < n) {
-    const __m256i m = lane_mask(n - i);
-    _mm256_maskstore_ps(dst + i, m, _mm256_maskload_ps(src + i, m));
-  }
+  if (i < n) _mm256_storeu_ps(dst + i, _mm256_maskload_ps(src + i, lane_mask(n - i)));
 }
 #else
 inline void copy_floats(float* dst, const float* src, size_t n) {
@@ -241,7 +241,7 @@ void NativeConv::run(const float* input, const float* residual, float* output, p
       a = t.input + m0 * conv.shape_.in_c;
       lda = conv.shape_.in_c;
     } else {
-      if (scratch.size() < m_count * k) scratch.resize(m_count * k);
+      if (scratch.size() < m_count * k + 8) scratch.resize(m_count * k + 8);  // + copy_floats' slack
       im2col_rows(conv.shape_, t.input, m0, m_count, scratch.data());
       a = scratch.data();
     }

@@ -50,13 +50,6 @@ template <bool kMasked>
 NN_INLINE_AVX2 __m256 load8(const float* p, __m256i mask) {
   return kMasked ? _mm256_maskload_ps(p, mask) : _mm256_loadu_ps(p);
 }
-template <bool kMasked>
-NN_INLINE_AVX2 void store8(float* p, __m256i mask, __m256 v) {
-  if (kMasked)
-    _mm256_maskstore_ps(p, mask, v);
-  else
-    _mm256_storeu_ps(p, v);
-}
 
 struct RowArgs {
   const NativeConvShape* s;
@@ -75,7 +68,10 @@ NN_INLINE_AVX2 void finish(const RowArgs& a, size_t ox, size_t cb, __m256i mask,
                            const EpilogueAvx2& epi) {
   const size_t at = ox * a.s->out_c + cb;
   const __m256 r = epi.residual ? load8<kMasked>(a.res_row + at, mask) : epi.zero;
-  store8<kMasked>(a.out_row + at, mask, epi(acc, r));
+  if (kMasked)
+    store_first(a.out_row + at, epi(acc, r), a.s->out_c - cb);
+  else
+    _mm256_storeu_ps(a.out_row + at, epi(acc, r));
 }
 
 // One channel block of an edge column: taps outside the image are skipped.
