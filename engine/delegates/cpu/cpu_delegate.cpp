@@ -103,6 +103,12 @@ bool feeds_epilogue_op(const Model& m, uint32_t k, const std::map<uint32_t, std:
   return false;
 }
 
+bool dense_conv_candidate(const Model& m, const Operation& op) {
+  const Operand& out = m.operands[op.outputs[0]];
+  return op.type == OperationType::CONV_2D && out.dims.size() == 4 &&
+         size_t(out.dims[0]) * out.dims[1] * out.dims[2] >= 6;
+}
+
 NativeKind native_candidate(const Model& m, uint32_t k, const std::map<uint32_t, std::vector<uint32_t>>& readers) {
   if (!native_conv_supported() || std::getenv("NN_NO_NATIVE_CONV")) return NativeKind::kNone;
   const Operation& op = m.operations[k];
@@ -114,9 +120,10 @@ NativeKind native_candidate(const Model& m, uint32_t k, const std::map<uint32_t,
   if (!p) return NativeKind::kNone;
   switch (op.type) {
     case OperationType::CONV_2D:  // at least one micro-tile of output pixels
-      return size_t(out.dims[0]) * out.dims[1] * out.dims[2] >= 6 ? NativeKind::kConv : NativeKind::kNone;
+      return dense_conv_candidate(m, op) ? NativeKind::kConv : NativeKind::kNone;
     case OperationType::DEPTHWISE_CONV_2D:
-      if (p->depth_multiplier != 1 || out.dims[3] != in.dims[3]) return NativeKind::kNone;
+      if (p->depth_multiplier != 1 || out.dims[3] != in.dims[3] || p->filter_h > NativeDepthwise::kMaxKernelH)
+        return NativeKind::kNone;
       // XNNPACK's 3x3 up16x9 dwconv beats ours on wide layers with nothing to fuse
       // (MobileNetV2: 10.3-10.9 vs 11.2-11.9 ms with all dw native); ours wins on narrow
       // ones (selfie's 16-channel decoder) and where the epilogue saves a pass (selfie's
@@ -432,7 +439,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
   for (auto [k, kind] : native_ops) {
     Epilogue e = epilogues[k];
     std::tie(e.lo, e.hi) = clamp_.at(k);
-    auto native = make_native_op(model_, k, kind, statics, e);
+    std::unique_ptr<NativeOp> native = make_native_op(model_, k, kind, statics, e);
     NN_CHECK_OR_RETURN(native && native->ok(), StatusCode::kOutOfMemory, op_label(model_, k) + ": packing weights");
     native_[k] = std::move(native);
   }

@@ -5,7 +5,9 @@
 #include <pthreadpool.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "delegates/cpu/native_kernels.h"
 
@@ -26,6 +28,8 @@ NativeDepthwise::NativeDepthwise(const NativeConvShape& shape, const float* filt
     for (size_t t = 0; t < taps; ++t) block[(t + 1) * 8] = filter[t * shape.out_c + c];
   }
   packed_ = std::move(packed);
+  zeros_ = allocate_floats(c_pad_ + 8);
+  if (!zeros_) packed_.reset();
   // Output columns whose window lies inside the input horizontally: x0 = ox*stride - pad >= 0
   // and x0 + (kernel_w - 1) * dilation < in_w.
   const int64_t extent = int64_t(shape.kernel_w - 1) * shape.dilation_w;
@@ -51,16 +55,20 @@ NN_INLINE_AVX2 __m256 load8(const float* p, __m256i mask) {
   return kMasked ? _mm256_maskload_ps(p, mask) : _mm256_loadu_ps(p);
 }
 
+// From this many channels the wide (pointer-table) kernel wins; below it the column kernel
+// (measured on 3x3 layers: 72 channels 0.070 vs 0.085 ms, 16 channels 0.43 vs 0.24 ms).
+constexpr size_t kWideChannels = 32;
+
 struct RowArgs {
   const NativeConvShape* s;
   const float* packed;
   size_t taps;
-  const float* image;     // this batch's input
-  int64_t y0;             // input row of the window's first tap
-  uint32_t ky_lo, ky_hi;  // taps whose row is inside the image
+  const float* const* rows;  // input row of each tap row ky (valid for ky_lo <= ky < ky_hi)
+  uint32_t ky_lo, ky_hi;     // taps whose row is inside the image
   size_t ox_lo, ox_hi;    // output columns whose whole window is inside horizontally
   const float* res_row;
   float* out_row;
+  const float* zeros;  // C zero floats: what taps in the padding read
 };
 
 template <bool kMasked>
@@ -78,12 +86,12 @@ NN_INLINE_AVX2 void finish(const RowArgs& a, size_t ox, size_t cb, __m256i mask,
 template <bool kMasked>
 NN_INLINE_AVX2 void edge_block(const RowArgs& a, size_t ox, size_t cb, __m256i mask, const EpilogueAvx2& epi) {
   const NativeConvShape& s = *a.s;
-  const size_t C = s.out_c, kw = s.kernel_w, row_stride = size_t(s.in_w) * C;
+  const size_t C = s.out_c, kw = s.kernel_w;
   const int64_t x0 = int64_t(ox) * s.stride_w - s.pad_left;
   const float* w = a.packed + (cb / 8) * (a.taps + 1) * 8;
   __m256 acc = _mm256_load_ps(w);
   for (uint32_t ky = a.ky_lo; ky < a.ky_hi; ++ky) {
-    const float* in_row = a.image + size_t(a.y0 + int64_t(ky) * s.dilation_h) * row_stride + cb;
+    const float* in_row = a.rows[ky] + cb;
     for (size_t kx = 0; kx < kw; ++kx) {
       const int64_t ix = x0 + int64_t(kx) * s.dilation_w;
       if (ix < 0 || ix >= int64_t(s.in_w)) continue;
@@ -102,15 +110,14 @@ NN_INLINE_AVX2 void interior_block(const RowArgs& a, size_t ox, size_t cb, __m25
                                    const EpilogueAvx2& epi) {
   const NativeConvShape& s = *a.s;
   const size_t C = s.out_c, kw = kKw > 0 ? size_t(kKw) : s.kernel_w;
-  const size_t row_stride = size_t(s.in_w) * C, tap_stride = size_t(s.dilation_w) * C;
-  const size_t step = size_t(s.stride_w) * C;
+  const size_t tap_stride = size_t(s.dilation_w) * C, step = size_t(s.stride_w) * C;
   const float* w = a.packed + (cb / 8) * (a.taps + 1) * 8;
   __m256 acc[kPixels];
 #pragma GCC unroll 4
   for (int p = 0; p < kPixels; ++p) acc[p] = _mm256_load_ps(w);
   const size_t x0 = ox * s.stride_w - s.pad_left;
   for (uint32_t ky = a.ky_lo; ky < a.ky_hi; ++ky) {
-    const float* in = a.image + size_t(a.y0 + int64_t(ky) * s.dilation_h) * row_stride + x0 * C + cb;
+    const float* in = a.rows[ky] + x0 * C + cb;
     const float* wk = w + (1 + ky * kw) * 8;
 #pragma GCC unroll 5
     for (size_t kx = 0; kx < kw; ++kx) {
@@ -124,9 +131,87 @@ NN_INLINE_AVX2 void interior_block(const RowArgs& a, size_t ox, size_t cb, __m25
   for (int p = 0; p < kPixels; ++p) finish<kMasked>(a, ox + p, cb, mask, acc[p], epi);
 }
 
+// Wide layers, XNNPACK's way: per output pixel a table of tap pointers (the zero row for
+// taps in the padding), then all channels 16 at a time, weights streamed in order.
+template <int kTaps>
+NN_TARGET_AVX2 void depthwise_row_wide(const RowArgs& a, const EpilogueAvx2& epi) {
+  const NativeConvShape& s = *a.s;
+  const size_t C = s.out_c, kw = s.kernel_w, taps = kTaps > 0 ? size_t(kTaps) : a.taps;
+  const size_t block = (taps + 1) * 8;  // packed floats per 8 channels
+  const float* ptr[64];
+  for (size_t ox = 0; ox < s.out_w; ++ox) {
+    const int64_t x0 = int64_t(ox) * s.stride_w - s.pad_left;
+    for (size_t ky = 0; ky < s.kernel_h; ++ky)
+      for (size_t kx = 0; kx < kw; ++kx) {
+        const int64_t ix = x0 + int64_t(kx) * s.dilation_w;
+        const bool inside = ky >= a.ky_lo && ky < a.ky_hi && ix >= 0 && ix < int64_t(s.in_w);
+        ptr[ky * kw + kx] = inside ? a.rows[ky] + size_t(ix) * C : a.zeros;
+      }
+    size_t c = 0;
+    if constexpr (kTaps > 0) {
+      // The tap pointers in registers, advanced with the channels (as XNNPACK's kernels).
+      const float* p[kTaps];
+#pragma GCC unroll 25
+      for (int t = 0; t < kTaps; ++t) p[t] = ptr[t];
+      const float* w0 = a.packed;
+      for (; c + 16 <= C; c += 16, w0 += 2 * block) {
+        const float* w1 = w0 + block;
+        __m256 acc0 = _mm256_load_ps(w0), acc1 = _mm256_load_ps(w1);
+#pragma GCC unroll 25
+        for (int t = 0; t < kTaps; ++t) {
+          acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(p[t]), _mm256_load_ps(w0 + (t + 1) * 8), acc0);
+          acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(p[t] + 8), _mm256_load_ps(w1 + (t + 1) * 8), acc1);
+          p[t] += 16;
+        }
+        float* o = a.out_row + ox * C + c;
+        const float* r = a.res_row + ox * C + c;
+        _mm256_storeu_ps(o, epi(acc0, epi.residual ? _mm256_loadu_ps(r) : epi.zero));
+        _mm256_storeu_ps(o + 8, epi(acc1, epi.residual ? _mm256_loadu_ps(r + 8) : epi.zero));
+      }
+    }
+    for (; c + 16 <= C; c += 16) {
+      const float* w0 = a.packed + (c / 8) * block;
+      const float* w1 = w0 + block;
+      __m256 acc0 = _mm256_load_ps(w0), acc1 = _mm256_load_ps(w1);
+      for (size_t t = 0; t < taps; ++t) {
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(ptr[t] + c), _mm256_load_ps(w0 + (t + 1) * 8), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(ptr[t] + c + 8), _mm256_load_ps(w1 + (t + 1) * 8), acc1);
+      }
+      const size_t at = ox * C + c;
+      const __m256 r0 = epi.residual ? _mm256_loadu_ps(a.res_row + at) : epi.zero;
+      const __m256 r1 = epi.residual ? _mm256_loadu_ps(a.res_row + at + 8) : epi.zero;
+      _mm256_storeu_ps(a.out_row + at, epi(acc0, r0));
+      _mm256_storeu_ps(a.out_row + at + 8, epi(acc1, r1));
+    }
+    for (; c < C; c += 8) {
+      const size_t n = std::min<size_t>(8, C - c);
+      const __m256i mask = lane_mask(n);
+      const float* w0 = a.packed + (c / 8) * block;
+      __m256 acc = _mm256_load_ps(w0);
+      for (size_t t = 0; t < taps; ++t)
+        acc = _mm256_fmadd_ps(_mm256_maskload_ps(ptr[t] + c, mask), _mm256_load_ps(w0 + (t + 1) * 8), acc);
+      const size_t at = ox * C + c;
+      const __m256 r = epi.residual ? _mm256_maskload_ps(a.res_row + at, mask) : epi.zero;
+      if (n == 8)
+        _mm256_storeu_ps(a.out_row + at, epi(acc, r));
+      else
+        store_first(a.out_row + at, epi(acc, r), n);
+    }
+  }
+}
+
 template <int kKw>
 NN_TARGET_AVX2 void depthwise_row(const RowArgs& a, const EpilogueAvx2& epi) {
   const size_t C = a.s->out_c, full = C / 8 * 8;
+  if (C >= kWideChannels && a.taps <= 64) {
+    if (a.taps == 9)
+      depthwise_row_wide<9>(a, epi);
+    else if (a.taps == 25)
+      depthwise_row_wide<25>(a, epi);
+    else
+      depthwise_row_wide<0>(a, epi);
+    return;
+  }
   const __m256i all = _mm256_set1_epi32(-1), tail = lane_mask(C - full);
   // Edge columns (left, then right below): every block, taps checked.
   for (size_t ox = 0; ox < a.ox_lo; ++ox) {
@@ -152,31 +237,43 @@ NN_TARGET_AVX2 void depthwise_row(const RowArgs& a, const EpilogueAvx2& epi) {
 
 }  // namespace
 
+void NativeDepthwise::run_row(const float* const* rows, size_t oy, const float* residual_row,
+                              float* output_row) const {
+  const NativeConvShape& s = shape_;
+#if NN_NATIVE_X86
+  const int64_t y0 = int64_t(oy) * s.stride_h - s.pad_top;
+  RowArgs a{&s,     packed_.get(), size_t(s.kernel_h) * s.kernel_w, rows, 0, s.kernel_h, ox_lo_, ox_hi_,
+            residual_row ? residual_row : output_row, output_row, zeros_.get()};
+  while (a.ky_lo < a.ky_hi && y0 + int64_t(a.ky_lo) * s.dilation_h < 0) ++a.ky_lo;
+  while (a.ky_hi > a.ky_lo && y0 + int64_t(a.ky_hi - 1) * s.dilation_h >= int64_t(s.in_h)) --a.ky_hi;
+  const EpilogueAvx2 epi(epilogue_);
+  if (s.kernel_w == 3)
+    depthwise_row<3>(a, epi);
+  else if (s.kernel_w == 5)
+    depthwise_row<5>(a, epi);
+  else
+    depthwise_row<0>(a, epi);
+#else
+  (void)s, (void)rows, (void)oy, (void)residual_row, (void)output_row;
+#endif
+}
+
 void NativeDepthwise::run(const float* input, const float* residual, float* output, pthreadpool_t pool) const {
-  // Without a residual the kernel is handed the output as one (never read): no null offsets.
-  Task task{this, input, residual ? residual : output, output};
+  Task task{this, input, residual, output};
   auto body = [](void* ctx, size_t row) {
     const Task& t = *static_cast<const Task*>(ctx);
     const NativeConvShape& s = t.op->shape_;
     const size_t b = row / s.out_h, oy = row % s.out_h;
-    const float* image = t.input + b * size_t(s.in_h) * s.in_w * s.in_c;
+    const size_t row_floats = size_t(s.in_w) * s.in_c;
+    const float* image = t.input + b * size_t(s.in_h) * row_floats;
+    const float* rows[kMaxKernelH] = {};
+    const int64_t y0 = int64_t(oy) * s.stride_h - s.pad_top;
+    for (uint32_t ky = 0; ky < s.kernel_h; ++ky) {
+      const int64_t iy = y0 + int64_t(ky) * s.dilation_h;
+      if (iy >= 0 && iy < int64_t(s.in_h)) rows[ky] = image + size_t(iy) * row_floats;
+    }
     const size_t out_at = row * size_t(s.out_w) * s.out_c;
-#if NN_NATIVE_X86
-    RowArgs a{&s, t.op->packed_.get(), size_t(s.kernel_h) * s.kernel_w, image,
-              int64_t(oy) * s.stride_h - s.pad_top, 0, s.kernel_h, t.op->ox_lo_, t.op->ox_hi_,
-              t.residual + out_at, t.output + out_at};
-    while (a.ky_lo < a.ky_hi && a.y0 + int64_t(a.ky_lo) * s.dilation_h < 0) ++a.ky_lo;
-    while (a.ky_hi > a.ky_lo && a.y0 + int64_t(a.ky_hi - 1) * s.dilation_h >= int64_t(s.in_h)) --a.ky_hi;
-    const EpilogueAvx2 epi(t.op->epilogue_);
-    if (s.kernel_w == 3)
-      depthwise_row<3>(a, epi);
-    else if (s.kernel_w == 5)
-      depthwise_row<5>(a, epi);
-    else
-      depthwise_row<0>(a, epi);
-#else
-    (void)image, (void)out_at, (void)oy;
-#endif
+    t.op->run_row(rows, oy, t.residual ? t.residual + out_at : nullptr, t.output + out_at);
   };
   const size_t rows = size_t(shape_.batch) * shape_.out_h;
   if (!pool) {

@@ -60,6 +60,7 @@ class NativeConv final : public NativeOp {
 
   // A 1x1, stride 1, unpadded conv reads the input as the GEMM's A matrix (no im2col).
   bool is_pointwise() const { return pointwise_; }
+  const Epilogue& epilogue() const { return epilogue_; }
   const NativeConvShape& shape() const { return shape_; }
 
   struct Task;
@@ -79,6 +80,13 @@ class NativeDepthwise final : public NativeOp {
                   const Epilogue& epilogue);
   void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
 
+  // Kernel heights above this run on XNNPACK (the row-pointer table is fixed-size).
+  static constexpr uint32_t kMaxKernelH = 8;
+  // Output row oy of one image: rows[ky] is the input row tap row ky reads (nullptr when it
+  // falls in the padding); residual_row / output_row are that output row.
+  void run_row(const float* const* rows, size_t oy, const float* residual_row, float* output_row) const;
+  const NativeConvShape& shape() const { return shape_; }
+
   struct Task;
 
  private:
@@ -86,6 +94,7 @@ class NativeDepthwise final : public NativeOp {
   Epilogue epilogue_;
   size_t c_pad_ = 0;  // channels rounded up to 8: the packed row length
   size_t ox_lo_ = 0, ox_hi_ = 0;  // output columns needing no horizontal bounds checks
+  AlignedFloats zeros_{nullptr, nullptr};  // what taps in the padding read
 };
 
 class NativeDeconv final : public NativeOp {
