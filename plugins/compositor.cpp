@@ -119,14 +119,7 @@ void Compositor::make_work_alpha(const cv::Mat& frame, const PackedLayout& layou
   const double fsx = mask.frame_width > 0 ? static_cast<double>(fw) / mask.frame_width : 1.0;
   const double fsy = mask.frame_height > 0 ? static_cast<double>(fh) / mask.frame_height : 1.0;
   const double rx = mask.rect_x * fsx, ry = mask.rect_y * fsy, rw = mask.rect_w * fsx, rh = mask.rect_h * fsy;
-  // work x -> frame x -> mask u (pixel centres): u = ((x + .5) * fw / ww - rx) * mw / rw - .5
-  const double kx = static_cast<double>(fw) / ws.width * mask.width / rw;
-  const double ky = static_cast<double>(fh) / ws.height * mask.height / rh;
-  const cv::Matx23d inv(kx, 0, (0.5 * fw / ws.width - rx) * mask.width / rw - 0.5,  //
-                        0, ky, (0.5 * fh / ws.height - ry) * mask.height / rh - 0.5);
-  const bool covers = rx <= 0.5 && ry <= 0.5 && rx + rw >= fw - 0.5 && ry + rh >= fh - 0.5;
-  cv::warpAffine(maskf, coarse_mask_, cv::Mat(inv), ws, cv::INTER_LINEAR | cv::WARP_INVERSE_MAP,
-                 covers ? cv::BORDER_REPLICATE : cv::BORDER_CONSTANT, cv::Scalar(0));
+  mask_to_grid(maskf, rx, ry, rw, rh, fw, fh, ws, coarse_mask_);
   if (s.feather > 0) {
     const double sigma = s.feather / scale;
     if (sigma >= 0.3)
