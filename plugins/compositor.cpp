@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -59,6 +60,34 @@ void gaussian_by_boxes(cv::Mat& m, double sigma) {
 
 }  // namespace
 
+namespace {
+
+// Scale to cover, then crop the middle.
+void cover(const cv::Mat& src, cv::Size size, cv::Mat& dst) {
+  const double sc = std::max(static_cast<double>(size.width) / src.cols, static_cast<double>(size.height) / src.rows);
+  const int cw = std::max(size.width, static_cast<int>(std::ceil(src.cols * sc)));
+  const int ch = std::max(size.height, static_cast<int>(std::ceil(src.rows * sc)));
+  cv::Mat covered;
+  if (cw == src.cols && ch == src.rows)
+    covered = src;
+  else
+    cv::resize(src, covered, cv::Size(cw, ch), 0, 0, sc < 1.0 ? cv::INTER_AREA : cv::INTER_LINEAR);
+  dst = covered(cv::Rect((cw - size.width) / 2, (ch - size.height) / 2, size.width, size.height));
+}
+
+}  // namespace
+
+void cover_and_convert(const cv::Mat& src, const PackedLayout& from, cv::Size size, const PackedLayout& to,
+                       cv::Mat& dst) {
+  cv::Mat covered;
+  cover(src, size, covered);
+  dst.create(size, CV_8UC(to.channels));
+  if (to.channels == 4) dst.setTo(cv::Scalar::all(255));
+  std::vector<int> pairs = {from.r, to.r, from.g, to.g, from.b, to.b};
+  if (to.alpha >= 0 && from.alpha >= 0) pairs.insert(pairs.end(), {from.alpha, to.alpha});
+  cv::mixChannels(&covered, 1, &dst, 1, pairs.data(), pairs.size() / 2);
+}
+
 Status Compositor::set_image(const std::string& path) {
   cv::Mat img;
   try {
@@ -77,15 +106,8 @@ Status Compositor::set_image(const std::string& path) {
 const cv::Mat& Compositor::scaled_image(const cv::Size& size, const PackedLayout& layout) {
   const int key = layout.channels * 16 + layout.r;
   if (image_scaled_key_ == key && image_scaled_size_ == size) return image_scaled_;
-  // Scale to cover the frame, then crop the middle.
-  const double sc = std::max(static_cast<double>(size.width) / image_bgr_.cols,
-                             static_cast<double>(size.height) / image_bgr_.rows);
-  const int cw = std::max(size.width, static_cast<int>(std::ceil(image_bgr_.cols * sc)));
-  const int ch = std::max(size.height, static_cast<int>(std::ceil(image_bgr_.rows * sc)));
-  cv::Mat covered;
-  cv::resize(image_bgr_, covered, cv::Size(cw, ch), 0, 0, sc < 1.0 ? cv::INTER_AREA : cv::INTER_LINEAR);
-  const cv::Mat crop =
-      covered(cv::Rect((cw - size.width) / 2, (ch - size.height) / 2, size.width, size.height));
+  cv::Mat crop;
+  cover(image_bgr_, size, crop);
   const bool rgb = layout.r == 0;
   if (layout.channels == 4)
     cv::cvtColor(crop, image_scaled_, rgb ? cv::COLOR_BGR2RGBA : cv::COLOR_BGR2BGRA);
@@ -253,7 +275,15 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
   // The background, at frame resolution and in the frame's channel layout.
   const int nc = layout.channels;
   const cv::Mat* bg = nullptr;
+  const bool video_ok = s.mode == BackgroundMode::kVideo && s.background &&
+                        s.background->size() == frame.size() && s.background->type() == frame.type();
   switch (s.mode) {
+    case BackgroundMode::kVideo:
+      if (video_ok) {
+        bg = s.background;
+        break;
+      }
+      [[fallthrough]];  // no background frame yet: blur
     case BackgroundMode::kBlur:
       make_blurred_background(s);
       cv::resize(small_bg_, background_, frame.size(), 0, 0, cv::INTER_LINEAR);
