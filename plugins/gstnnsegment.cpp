@@ -39,6 +39,12 @@
  *   nnsegment model=assets/models/selfie_segmentation.tflite resize=letterbox delegate=cpu \
  *   latency-budget=50 over-budget=drop-frame ! nnbackground mode=color ! videoconvert ! autovideosink
  * ]| A very wide frame letterboxed into the model; frames without their own mask in 50 ms are dropped.
+ * |[
+ * gst-launch-1.0 -m v4l2src ! videoconvert ! \
+ *   nnsegment model=assets/models/selfie_segmentation.tflite threads=2 smoothing=0.5 stats-interval=1000 ! \
+ *   nnbackground ! videoconvert ! autovideosink
+ * ]| A webcam with temporally smoothed masks and two inference threads; -m prints the
+ * nnsegment-stats messages posted every second.
  *
  * Caps: video/x-raw in RGBA, BGRA, RGBx, BGRx, RGB, BGR, I420 or NV12, any size; the
  * output caps equal the input caps, except with output-mode=mask: GRAY8 at the same size.
