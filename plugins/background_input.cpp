@@ -246,8 +246,8 @@ gboolean BackgroundInput::query(GstPad* pad, GstObject* parent, GstQuery* query)
       GstCaps* filter = nullptr;
       gst_query_parse_caps(query, &filter);
       GstCaps* templ = gst_pad_get_pad_template_caps(pad);
-      GstCaps* result = filter ? gst_caps_intersect_full(filter, templ, GST_CAPS_INTERSECT_FIRST)
-                               : gst_caps_ref(templ);
+      GstCaps* result =
+          filter ? gst_caps_intersect_full(filter, templ, GST_CAPS_INTERSECT_FIRST) : gst_caps_ref(templ);
       gst_caps_unref(templ);
       gst_query_set_caps_result(query, result);
       gst_caps_unref(result);
@@ -268,7 +268,8 @@ gboolean BackgroundInput::query(GstPad* pad, GstObject* parent, GstQuery* query)
   }
 }
 
-gboolean BackgroundInput::activate_mode(GstPad* pad, GstObject* /*parent*/, GstPadMode mode, gboolean active) {
+gboolean BackgroundInput::activate_mode(GstPad* pad, GstObject* /*parent*/, GstPadMode mode,
+                                        gboolean active) {
   if (mode != GST_PAD_MODE_PUSH) return FALSE;
   BackgroundInput* self = from_pad(pad);
   g_mutex_lock(&self->lock_);

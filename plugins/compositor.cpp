@@ -64,7 +64,8 @@ namespace {
 
 // Scale to cover, then crop the middle.
 void cover(const cv::Mat& src, cv::Size size, cv::Mat& dst) {
-  const double sc = std::max(static_cast<double>(size.width) / src.cols, static_cast<double>(size.height) / src.rows);
+  const double sc =
+      std::max(static_cast<double>(size.width) / src.cols, static_cast<double>(size.height) / src.rows);
   const int cw = std::max(size.width, static_cast<int>(std::ceil(src.cols * sc)));
   const int ch = std::max(size.height, static_cast<int>(std::ceil(src.rows * sc)));
   cv::Mat covered;

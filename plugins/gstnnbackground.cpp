@@ -92,9 +92,8 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
     "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(NN_BACKGROUND_FORMATS)));
 // mode=video's background frames. Always there (gst-launch links "name.background"); left
 // unlinked it simply never has a frame.
-static GstStaticPadTemplate background_template =
-    GST_STATIC_PAD_TEMPLATE("background", GST_PAD_SINK, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(NN_BACKGROUND_FORMATS)));
+static GstStaticPadTemplate background_template = GST_STATIC_PAD_TEMPLATE(
+    "background", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(NN_BACKGROUND_FORMATS)));
 
 GType gst_nn_background_mode_get_type(void) {
   static GType type = 0;
@@ -115,7 +114,7 @@ namespace nn::plugins {
 struct BackgroundState {
   Compositor compositor;
   PackedLayout layout;
-  std::string loaded_location;  // the image the compositor holds
+  std::string loaded_location;             // the image the compositor holds
   std::unique_ptr<BackgroundInput> input;  // the background pad (mode=video)
   // mode=video: the background buffer last converted, and the result (frame size and
   // layout), reused while no newer background frame arrives.
@@ -517,9 +516,11 @@ static void gst_nn_background_class_init(GstNnBackgroundClass* klass) {
                           100.0, DEFAULT_PROP_FEATHER, playing));
   g_object_class_install_property(
       gobject_class, PROP_STATS,
-      g_param_spec_boxed("stats", "Statistics", "Compositing time p50/p99 ms, frames, frames without a mask",
-                         GST_TYPE_STRUCTURE,
-                         static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+      g_param_spec_boxed(
+          "stats", "Statistics",
+          "Compositing time p50/p99 ms, frames, frames without a mask, background-pad frames received, "
+          "frames composited without a background frame (mode=video)",
+          GST_TYPE_STRUCTURE, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_set_static_metadata(
       element_class, "nnpipe background replacement", "Filter/Effect/Video",
@@ -547,5 +548,6 @@ static void gst_nn_background_init(GstNnBackground* self) {
   self->refine = DEFAULT_PROP_REFINE;
   self->feather = DEFAULT_PROP_FEATHER;
   self->state = new BackgroundState();
-  self->state->input = std::make_unique<nn::plugins::BackgroundInput>(GST_ELEMENT(self), &background_template);
+  self->state->input =
+      std::make_unique<nn::plugins::BackgroundInput>(GST_ELEMENT(self), &background_template);
 }

@@ -113,14 +113,15 @@ static constexpr double kSceneCutDifference = 16.0;
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(NN_SEGMENT_FORMATS)));
 // GRAY8 only with output-mode=mask (transform_caps decides which).
-static GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE("{ RGBA, BGRA, RGBx, BGRx, RGB, BGR, I420, NV12, GRAY8 }")));
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE("{ RGBA, BGRA, RGBx, BGRx, RGB, BGR, I420, NV12, GRAY8 }")));
 
 GType gst_nn_delegate_get_type(void) {
   static GType type = 0;
   static const GEnumValue values[] = {
-      {GST_NN_DELEGATE_AUTO, "Every available delegate, best first (skips CPU-type Vulkan devices such as lavapipe)", "auto"},
+      {GST_NN_DELEGATE_AUTO,
+       "Every available delegate, best first (skips CPU-type Vulkan devices such as lavapipe)", "auto"},
       {GST_NN_DELEGATE_CPU, "CPU (XNNPACK, reference kernels for the rest)", "cpu"},
       {GST_NN_DELEGATE_VULKAN, "Vulkan compute, CPU for the rest", "vulkan"},
       {GST_NN_DELEGATE_NNAPI, "Android NNAPI, CPU for the rest", "nnapi"},
@@ -485,8 +486,8 @@ static GstCaps* gst_nn_segment_transform_caps(GstBaseTransform* trans, GstPadDir
       }
       gst_structure_take_value(st, "format", &list);
     }
-    result = gst_caps_merge_structure_full(result, st,
-                                           gst_caps_features_copy(gst_caps_get_features(caps, i)));
+    result =
+        gst_caps_merge_structure_full(result, st, gst_caps_features_copy(gst_caps_get_features(caps, i)));
   }
   if (filter) {
     GstCaps* t = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);
@@ -554,8 +555,8 @@ static gboolean gst_nn_segment_set_info(GstVideoFilter* filter, GstCaps* /*incap
                                                                       : nn::plugins::ResizeMode::kStretch;
   GST_OBJECT_UNLOCK(self);
   const nn::plugins::FrameView& old = s->view_template;
-  const bool same_geometry = old.width == v.width && old.height == v.height && old.layout == v.layout &&
-                             s->resize == resize;
+  const bool same_geometry =
+      old.width == v.width && old.height == v.height && old.layout == v.layout && s->resize == resize;
   s->view_template = v;
   s->resize = resize;
   if (s->segmenter) s->rect = s->segmenter->mask_rect(v.width, v.height, resize);
@@ -822,10 +823,9 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
     const guint age = static_cast<guint>(seq - s->mask_tag);
     const int fw = GST_VIDEO_FRAME_WIDTH(frame), fh = GST_VIDEO_FRAME_HEIGHT(frame);
     const nn::plugins::FrameRect& r = s->rect;
-    GstNnMaskMeta* meta = gst_buffer_add_nn_mask_meta(gray_out ? gray_out->buffer : buf,
-                                                      GST_NN_MASK_FORMAT_FLOAT32, s->mask_w, s->mask_h,
-                                                      s->mask_w * sizeof(float), s->mask, fw, fh, r.x, r.y,
-                                                      r.width, r.height, age);
+    GstNnMaskMeta* meta = gst_buffer_add_nn_mask_meta(
+        gray_out ? gray_out->buffer : buf, GST_NN_MASK_FORMAT_FLOAT32, s->mask_w, s->mask_h,
+        s->mask_w * sizeof(float), s->mask, fw, fh, r.x, r.y, r.width, r.height, age);
     if (meta) meta->source_id = s->mask_tag;
     GST_LOG_OBJECT(self, "frame %" G_GUINT64_FORMAT ": mask of frame %" G_GUINT64_FORMAT " (age %u)", seq,
                    s->mask_tag, age);
@@ -870,8 +870,9 @@ static GstFlowReturn gst_nn_segment_transform_frame(GstVideoFilter* filter, GstV
                                                     GstVideoFrame* out) {
   GstNnSegment* self = GST_NN_SEGMENT(filter);
   if (GST_VIDEO_FRAME_FORMAT(out) != GST_VIDEO_FORMAT_GRAY8) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Unexpected output format"),
-                      ("copying transform with %s output", gst_video_format_to_string(GST_VIDEO_FRAME_FORMAT(out))));
+    GST_ELEMENT_ERROR(
+        self, CORE, NEGOTIATION, ("Unexpected output format"),
+        ("copying transform with %s output", gst_video_format_to_string(GST_VIDEO_FRAME_FORMAT(out))));
     return GST_FLOW_ERROR;
   }
   return run_guarded(self, in, out);

@@ -1,9 +1,9 @@
 // Leak check: nnsegment ! nnbackground mode=video (with its background pad fed), and
-// nnsegment output-mode=mask resize=letterbox, through three PLAYING -> NULL cycles, run in a child process under GStreamer's leaks tracer.
-// The tracer reports at gst_deinit(): every GstObject / GstMiniObject still alive is
-// logged as an "object-alive" record on GST_TRACER (level 7) and a "Leaks detected"
-// warning is printed. The parent test fails on either. A second test injects a leak into
-// the child to prove the check can fail.
+// nnsegment output-mode=mask resize=letterbox, through three PLAYING -> NULL cycles, run in a child process
+// under GStreamer's leaks tracer. The tracer reports at gst_deinit(): every GstObject / GstMiniObject still
+// alive is logged as an "object-alive" record on GST_TRACER (level 7) and a "Leaks detected" warning is
+// printed. The parent test fails on either. A second test injects a leak into the child to prove the check
+// can fail.
 #include <string>
 
 #include "plugin_test_util.h"
@@ -37,8 +37,8 @@ TEST(NnLeaksChild, Cycles) {
   GstBus* bus = gst_element_get_bus(pipe);
   for (int cycle = 0; cycle < kCycles; ++cycle) {
     ASSERT_NE(gst_element_set_state(pipe, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
-    GstMessage* msg = gst_bus_timed_pop_filtered(bus, 30 * GST_SECOND,
-                                                 static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+    GstMessage* msg = gst_bus_timed_pop_filtered(
+        bus, 30 * GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
     ASSERT_NE(msg, nullptr) << "cycle " << cycle << " timed out";
     EXPECT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS) << "cycle " << cycle;
     gst_message_unref(msg);
@@ -73,7 +73,8 @@ ChildResult run_child(bool inject_leak) {
   gchar* err = nullptr;
   ChildResult r;
   GError* error = nullptr;
-  if (!g_spawn_sync(nullptr, argv, env, G_SPAWN_DEFAULT, nullptr, nullptr, &out, &err, &r.exit_status, &error)) {
+  if (!g_spawn_sync(nullptr, argv, env, G_SPAWN_DEFAULT, nullptr, nullptr, &out, &err, &r.exit_status,
+                    &error)) {
     ADD_FAILURE() << "cannot run " << self << ": " << error->message;
     g_error_free(error);
   }
@@ -103,7 +104,8 @@ TEST(NnLeaks, ThreeStateCyclesLeakNothing) {
   if (is_child()) GTEST_SKIP();
   ASSERT_TRUE(nn_test::require_asset("models/selfie_segmentation.tflite"));
   const ChildResult r = run_child(false);
-  ASSERT_NE(r.err.find("NN_LEAKS_CYCLES_DONE 3"), std::string::npos) << "the child did not finish:\n" << r.err;
+  ASSERT_NE(r.err.find("NN_LEAKS_CYCLES_DONE 3"), std::string::npos) << "the child did not finish:\n"
+                                                                     << r.err;
   EXPECT_TRUE(g_spawn_check_wait_status(r.exit_status, nullptr)) << r.err;
   const std::string alive = alive_lines(r.err);
   EXPECT_TRUE(alive.empty()) << "objects alive at gst_deinit():\n" << alive;
@@ -117,7 +119,8 @@ TEST(NnLeaks, InjectedLeakIsReported) {
   const ChildResult r = run_child(true);
   ASSERT_NE(r.err.find("NN_LEAKS_CYCLES_DONE 3"), std::string::npos) << r.err;
   const std::string alive = alive_lines(r.err);
-  EXPECT_NE(alive.find("GstBuffer"), std::string::npos) << "the leaks tracer did not see the leak:\n" << r.err;
+  EXPECT_NE(alive.find("GstBuffer"), std::string::npos) << "the leaks tracer did not see the leak:\n"
+                                                        << r.err;
 }
 
 }  // namespace

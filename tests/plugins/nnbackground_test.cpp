@@ -471,15 +471,16 @@ TEST(NnBackgroundVideoPipeline, MegamindOverBall) {
                              " ! decodebin ! videoconvert ! nnsegment name=seg model=" + model_path() +
                              " ! nnbackground name=bg mode=video ! videoconvert ! fakesink "
                              "videotestsrc num-buffers=" +
-                             bg_buffers + " pattern=ball ! video/x-raw,width=320,height=240 ! "
-                                          "videoconvert ! bg.background";
+                             bg_buffers +
+                             " pattern=ball ! video/x-raw,width=320,height=240 ! "
+                             "videoconvert ! bg.background";
     GError* err = nullptr;
     GstElement* pipe = gst_parse_launch(line.c_str(), &err);
     ASSERT_NE(pipe, nullptr) << (err ? err->message : "");
     GstBus* bus = gst_element_get_bus(pipe);
     ASSERT_NE(gst_element_set_state(pipe, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
-    GstMessage* msg = gst_bus_timed_pop_filtered(bus, 120 * GST_SECOND,
-                                                 static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+    GstMessage* msg = gst_bus_timed_pop_filtered(
+        bus, 120 * GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
     ASSERT_NE(msg, nullptr) << "timed out";
     EXPECT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS);
     gst_message_unref(msg);
@@ -511,14 +512,16 @@ TEST_F(NnBackgroundTest, LetterboxPaddingIsNeverUsed) {
     for (int x = 0; x < 32; ++x) m[y * 32 + x] = 0;
   GBytes* mask = g_bytes_new(m.data(), m.size());
   GstBuffer* in = make_frame("RGBA", noise_rgb(w, h));
-  ASSERT_NE(gst_buffer_add_nn_mask_meta(in, GST_NN_MASK_FORMAT_UINT8, 32, 32, 32, mask, w, h, 0, -48, 128, 128, 0),
-            nullptr);
+  ASSERT_NE(
+      gst_buffer_add_nn_mask_meta(in, GST_NN_MASK_FORMAT_UINT8, 32, 32, 32, mask, w, h, 0, -48, 128, 128, 0),
+      nullptr);
   GstNnMaskMeta* meta = gst_buffer_get_nn_mask_meta(in);
   for (int y : {0, h - 1}) EXPECT_FLOAT_EQ(gst_nn_mask_meta_sample_frame(meta, 10, y), 0.f) << "row " << y;
   GstBuffer* out = gst_harness_push_and_pull(h_, in);
   const cv::Mat rgba = packed_to_mat(out, "RGBA", w, h);
   for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; x += 7) ASSERT_EQ(rgba.at<cv::Vec4b>(y, x), cv::Vec4b(0, 0, 255, 255)) << x << "," << y;
+    for (int x = 0; x < w; x += 7)
+      ASSERT_EQ(rgba.at<cv::Vec4b>(y, x), cv::Vec4b(0, 0, 255, 255)) << x << "," << y;
   gst_buffer_unref(out);
   g_bytes_unref(mask);
 }
