@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -59,6 +60,35 @@ void gaussian_by_boxes(cv::Mat& m, double sigma) {
 
 }  // namespace
 
+namespace {
+
+// Scale to cover, then crop the middle.
+void cover(const cv::Mat& src, cv::Size size, cv::Mat& dst) {
+  const double sc =
+      std::max(static_cast<double>(size.width) / src.cols, static_cast<double>(size.height) / src.rows);
+  const int cw = std::max(size.width, static_cast<int>(std::ceil(src.cols * sc)));
+  const int ch = std::max(size.height, static_cast<int>(std::ceil(src.rows * sc)));
+  cv::Mat covered;
+  if (cw == src.cols && ch == src.rows)
+    covered = src;
+  else
+    cv::resize(src, covered, cv::Size(cw, ch), 0, 0, sc < 1.0 ? cv::INTER_AREA : cv::INTER_LINEAR);
+  dst = covered(cv::Rect((cw - size.width) / 2, (ch - size.height) / 2, size.width, size.height));
+}
+
+}  // namespace
+
+void cover_and_convert(const cv::Mat& src, const PackedLayout& from, cv::Size size, const PackedLayout& to,
+                       cv::Mat& dst) {
+  cv::Mat covered;
+  cover(src, size, covered);
+  dst.create(size, CV_8UC(to.channels));
+  if (to.channels == 4) dst.setTo(cv::Scalar::all(255));
+  std::vector<int> pairs = {from.r, to.r, from.g, to.g, from.b, to.b};
+  if (to.alpha >= 0 && from.alpha >= 0) pairs.insert(pairs.end(), {from.alpha, to.alpha});
+  cv::mixChannels(&covered, 1, &dst, 1, pairs.data(), pairs.size() / 2);
+}
+
 Status Compositor::set_image(const std::string& path) {
   cv::Mat img;
   try {
@@ -77,15 +107,8 @@ Status Compositor::set_image(const std::string& path) {
 const cv::Mat& Compositor::scaled_image(const cv::Size& size, const PackedLayout& layout) {
   const int key = layout.channels * 16 + layout.r;
   if (image_scaled_key_ == key && image_scaled_size_ == size) return image_scaled_;
-  // Scale to cover the frame, then crop the middle.
-  const double sc = std::max(static_cast<double>(size.width) / image_bgr_.cols,
-                             static_cast<double>(size.height) / image_bgr_.rows);
-  const int cw = std::max(size.width, static_cast<int>(std::ceil(image_bgr_.cols * sc)));
-  const int ch = std::max(size.height, static_cast<int>(std::ceil(image_bgr_.rows * sc)));
-  cv::Mat covered;
-  cv::resize(image_bgr_, covered, cv::Size(cw, ch), 0, 0, sc < 1.0 ? cv::INTER_AREA : cv::INTER_LINEAR);
-  const cv::Mat crop =
-      covered(cv::Rect((cw - size.width) / 2, (ch - size.height) / 2, size.width, size.height));
+  cv::Mat crop;
+  cover(image_bgr_, size, crop);
   const bool rgb = layout.r == 0;
   if (layout.channels == 4)
     cv::cvtColor(crop, image_scaled_, rgb ? cv::COLOR_BGR2RGBA : cv::COLOR_BGR2BGRA);
@@ -119,14 +142,7 @@ void Compositor::make_work_alpha(const cv::Mat& frame, const PackedLayout& layou
   const double fsx = mask.frame_width > 0 ? static_cast<double>(fw) / mask.frame_width : 1.0;
   const double fsy = mask.frame_height > 0 ? static_cast<double>(fh) / mask.frame_height : 1.0;
   const double rx = mask.rect_x * fsx, ry = mask.rect_y * fsy, rw = mask.rect_w * fsx, rh = mask.rect_h * fsy;
-  // work x -> frame x -> mask u (pixel centres): u = ((x + .5) * fw / ww - rx) * mw / rw - .5
-  const double kx = static_cast<double>(fw) / ws.width * mask.width / rw;
-  const double ky = static_cast<double>(fh) / ws.height * mask.height / rh;
-  const cv::Matx23d inv(kx, 0, (0.5 * fw / ws.width - rx) * mask.width / rw - 0.5,  //
-                        0, ky, (0.5 * fh / ws.height - ry) * mask.height / rh - 0.5);
-  const bool covers = rx <= 0.5 && ry <= 0.5 && rx + rw >= fw - 0.5 && ry + rh >= fh - 0.5;
-  cv::warpAffine(maskf, coarse_mask_, cv::Mat(inv), ws, cv::INTER_LINEAR | cv::WARP_INVERSE_MAP,
-                 covers ? cv::BORDER_REPLICATE : cv::BORDER_CONSTANT, cv::Scalar(0));
+  mask_to_grid(maskf, rx, ry, rw, rh, fw, fh, ws, coarse_mask_);
   if (s.feather > 0) {
     const double sigma = s.feather / scale;
     if (sigma >= 0.3)
@@ -260,7 +276,15 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
   // The background, at frame resolution and in the frame's channel layout.
   const int nc = layout.channels;
   const cv::Mat* bg = nullptr;
+  const bool video_ok = s.mode == BackgroundMode::kVideo && s.background &&
+                        s.background->size() == frame.size() && s.background->type() == frame.type();
   switch (s.mode) {
+    case BackgroundMode::kVideo:
+      if (video_ok) {
+        bg = s.background;
+        break;
+      }
+      [[fallthrough]];  // no background frame yet: blur
     case BackgroundMode::kBlur:
       make_blurred_background(s);
       cv::resize(small_bg_, background_, frame.size(), 0, 0, cv::INTER_LINEAR);

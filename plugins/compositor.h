@@ -17,7 +17,7 @@
 
 namespace nn::plugins {
 
-enum class BackgroundMode { kBlur, kColor, kImage, kTransparent };
+enum class BackgroundMode { kBlur, kColor, kImage, kTransparent, kVideo };
 
 // The mask as GstNnMaskMeta carries it, borrowed.
 struct MaskView {
@@ -42,7 +42,15 @@ struct CompositorSettings {
   uint32_t color_argb = 0xFF00B140;
   bool refine = true;    // guided filter against the frame's luma
   double feather = 2.0;  // extra softening of the mask edge, in frame pixels
+  // kVideo: the background frame, already at the frame's size and channel layout (see
+  // cover_and_convert). Null or mismatched: the background is blurred instead.
+  const cv::Mat* background = nullptr;
 };
+
+// Scales `src` to cover `size` (aspect kept, the overflow cropped evenly) and reorders its
+// channels from `from` to `to` (alpha 255 where `from` has none).
+void cover_and_convert(const cv::Mat& src, const PackedLayout& from, cv::Size size, const PackedLayout& to,
+                       cv::Mat& dst);
 
 class Compositor {
  public:

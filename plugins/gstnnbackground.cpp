@@ -10,25 +10,54 @@
  *   computed at reduced resolution with the person masked out so no halo bleeds in;
  * - mode=color: a solid ARGB colour (its alpha lands in the alpha channel, if any);
  * - mode=image: an image file (location), scaled to cover the frame;
- * - mode=transparent: the mask goes into the alpha channel (RGBA/BGRA are negotiated).
+ * - mode=transparent: the mask goes into the alpha channel (RGBA/BGRA are negotiated);
+ * - mode=video: the newest frame that arrived on the "background" sink pad, scaled to
+ *   cover the frame. The main stream never waits for that pad: until its first frame
+ *   arrives the background is blurred (as mode=blur); after its EOS, its last frame
+ *   stays. The background branch is paced to the main stream's running time (it waits at
+ *   most 200 ms per frame for the main stream), and gets EOS once the main stream ends.
  *
  * Buffers without a mask pass unchanged.
  *
- * ## Example launch line
+ * ## Example launch lines
  * |[
  * gst-launch-1.0 filesrc location=Megamind.avi ! decodebin ! videoconvert ! \
  *   nnsegment model=assets/models/selfie_segmentation.tflite ! \
- *   nnbackground mode=blur blur-strength=20 ! videoconvert ! autovideosink
- * ]|
+ *   nnbackground mode=blur blur-strength=20 refine=true feather=2 ! videoconvert ! autovideosink
+ * ]| Blurs the background with edge refinement and 2 px of feathering.
+ * |[
+ * gst-launch-1.0 filesrc location=Megamind.avi ! decodebin ! videoconvert ! \
+ *   nnsegment model=assets/models/selfie_segmentation.tflite ! \
+ *   nnbackground mode=color color=0xFF00B140 ! videoconvert ! autovideosink
+ * ]| A green screen.
+ * |[
+ * gst-launch-1.0 filesrc location=Megamind.avi ! decodebin ! videoconvert ! \
+ *   nnsegment model=assets/models/selfie_segmentation.tflite ! \
+ *   nnbackground mode=image location=beach.jpg ! videoconvert ! autovideosink
+ * ]| A picture behind people.
+ * |[
+ * gst-launch-1.0 filesrc location=Megamind.avi ! decodebin ! videoconvert ! \
+ *   nnsegment model=assets/models/selfie_segmentation.tflite ! nnbackground name=bg mode=video ! \
+ *   videoconvert ! autovideosink \
+ *   videotestsrc pattern=ball ! video/x-raw,width=320,height=240 ! videoconvert ! bg.background
+ * ]| A video behind people (any size; it is scaled to cover the frame).
+ * |[
+ * gst-launch-1.0 filesrc location=Megamind.avi ! decodebin ! videoconvert ! \
+ *   nnsegment model=assets/models/selfie_segmentation.tflite ! nnbackground mode=transparent ! \
+ *   videoconvert ! pngenc ! multifilesink location=cutout-%05d.png
+ * ]| Cut-outs with transparency.
  *
  * Caps: video/x-raw in RGBA, BGRA, RGBx, BGRx, RGB or BGR (put videoconvert in front
- * for YUV), same caps out; mode=transparent restricts to RGBA and BGRA.
+ * for YUV), same caps out; mode=transparent restricts to RGBA and BGRA. The background
+ * pad takes any of those formats at any size, independently of the main stream.
  */
 #include "gstnnbackground.h"
 
 #include <exception>
+#include <memory>
 #include <string>
 
+#include "background_input.h"
 #include "compositor.h"
 #include "gstnnmaskmeta.h"
 #include "segmenter.h"  // LatencyWindow
@@ -61,6 +90,10 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(NN_BACKGROUND_FORMATS)));
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
     "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(NN_BACKGROUND_FORMATS)));
+// mode=video's background frames. Always there (gst-launch links "name.background"); left
+// unlinked it simply never has a frame.
+static GstStaticPadTemplate background_template = GST_STATIC_PAD_TEMPLATE(
+    "background", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(NN_BACKGROUND_FORMATS)));
 
 GType gst_nn_background_mode_get_type(void) {
   static GType type = 0;
@@ -69,6 +102,7 @@ GType gst_nn_background_mode_get_type(void) {
       {GST_NN_BACKGROUND_MODE_COLOR, "Solid colour (color property)", "color"},
       {GST_NN_BACKGROUND_MODE_IMAGE, "Image file (location property)", "image"},
       {GST_NN_BACKGROUND_MODE_TRANSPARENT, "Mask into the alpha channel", "transparent"},
+      {GST_NN_BACKGROUND_MODE_VIDEO, "Newest frame of the background pad (blur until there is one)", "video"},
       {0, nullptr, nullptr}};
   if (g_once_init_enter(&type))
     g_once_init_leave(&type, g_enum_register_static("GstNnBackgroundMode", values));
@@ -80,11 +114,22 @@ namespace nn::plugins {
 struct BackgroundState {
   Compositor compositor;
   PackedLayout layout;
-  std::string loaded_location;  // the image the compositor holds
+  std::string loaded_location;             // the image the compositor holds
+  std::unique_ptr<BackgroundInput> input;  // the background pad (mode=video)
+  // mode=video: the background buffer last converted, and the result (frame size and
+  // layout), reused while no newer background frame arrives.
+  GstBuffer* converted_from = nullptr;
+  cv::Mat converted;
   // Stats (OBJECT_LOCK).
   LatencyWindow composite_ms;
-  guint64 frames = 0, frames_without_mask = 0;
+  guint64 frames = 0, frames_without_mask = 0, frames_without_background = 0;
   guint last_mask_age = 0;
+
+  ~BackgroundState() { forget_converted(); }
+  void forget_converted() {
+    gst_clear_buffer(&converted_from);
+    converted.release();
+  }
 };
 
 }  // namespace nn::plugins
@@ -162,7 +207,9 @@ static void gst_nn_background_get_property(GObject* object, guint prop_id, GValu
                                    s->composite_ms.percentile(50), "composite-p99-ms", G_TYPE_DOUBLE,
                                    s->composite_ms.percentile(99), "frames", G_TYPE_UINT64, s->frames,
                                    "frames-without-mask", G_TYPE_UINT64, s->frames_without_mask, "mask-age",
-                                   G_TYPE_UINT, s->last_mask_age, nullptr));
+                                   G_TYPE_UINT, s->last_mask_age, "background-frames", G_TYPE_UINT64,
+                                   s->input->frames_received(), "frames-without-background", G_TYPE_UINT64,
+                                   s->frames_without_background, nullptr));
       break;
     }
     default:
@@ -197,8 +244,9 @@ static gboolean gst_nn_background_start(GstBaseTransform* trans) {
   const bool image = self->mode == GST_NN_BACKGROUND_MODE_IMAGE;
   const std::string location = self->location ? self->location : "";
   self->state->composite_ms.clear();
-  self->state->frames = self->state->frames_without_mask = 0;
+  self->state->frames = self->state->frames_without_mask = self->state->frames_without_background = 0;
   GST_OBJECT_UNLOCK(self);
+  self->state->input->on_main_start();
   if (image) {
     try {
       if (!ensure_image(self, location)) return FALSE;
@@ -228,11 +276,10 @@ static GstCaps* gst_nn_background_transform_caps(GstBaseTransform* trans, GstPad
   return result;
 }
 
-static gboolean gst_nn_background_set_info(GstVideoFilter* filter, GstCaps* /*incaps*/, GstVideoInfo* in_info,
-                                           GstCaps* /*outcaps*/, GstVideoInfo* /*out_info*/) {
-  GstNnBackground* self = GST_NN_BACKGROUND(filter);
-  nn::plugins::PackedLayout l;
-  switch (GST_VIDEO_INFO_FORMAT(in_info)) {
+// Where R, G, B and alpha sit in a packed format; false for formats we do not take.
+static bool layout_of(GstVideoFormat format, nn::plugins::PackedLayout* out) {
+  nn::plugins::PackedLayout& l = *out;
+  switch (format) {
     case GST_VIDEO_FORMAT_RGBA:
       l = {4, 0, 1, 2, 3};
       break;
@@ -252,12 +299,55 @@ static gboolean gst_nn_background_set_info(GstVideoFilter* filter, GstCaps* /*in
       l = {3, 2, 1, 0, -1};
       break;
     default:
-      GST_ERROR_OBJECT(self, "unsupported format %s", GST_VIDEO_INFO_NAME(in_info));
-      return FALSE;
+      return false;
+  }
+  return true;
+}
+
+static gboolean gst_nn_background_set_info(GstVideoFilter* filter, GstCaps* /*incaps*/, GstVideoInfo* in_info,
+                                           GstCaps* /*outcaps*/, GstVideoInfo* /*out_info*/) {
+  GstNnBackground* self = GST_NN_BACKGROUND(filter);
+  nn::plugins::PackedLayout l;
+  if (!layout_of(GST_VIDEO_INFO_FORMAT(in_info), &l)) {
+    GST_ERROR_OBJECT(self, "unsupported format %s", GST_VIDEO_INFO_NAME(in_info));
+    return FALSE;
   }
   self->state->layout = l;
+  self->state->forget_converted();  // converted for the old size or layout
   return TRUE;
 }
+
+// mode=video: the newest background frame at this frame's size and layout (converted once
+// per background frame), or null when there is none yet.
+static const cv::Mat* video_background(GstNnBackground* self, GstBuffer* newest, const GstVideoInfo& info,
+                                       cv::Size size) {
+  BackgroundState* s = self->state;
+  if (!newest) return nullptr;
+  if (newest == s->converted_from && s->converted.size() == size) return &s->converted;
+  nn::plugins::PackedLayout from;
+  if (!layout_of(GST_VIDEO_INFO_FORMAT(&info), &from)) return nullptr;  // refused at caps already
+  GstVideoFrame vf;
+  if (!gst_video_frame_map(&vf, &info, newest, GST_MAP_READ)) {
+    GST_WARNING_OBJECT(self, "cannot map the background frame: blurring instead");
+    return nullptr;
+  }
+  struct Unmap {
+    GstVideoFrame* f;
+    ~Unmap() { gst_video_frame_unmap(f); }
+  } unmap{&vf};
+  const cv::Mat src(GST_VIDEO_FRAME_HEIGHT(&vf), GST_VIDEO_FRAME_WIDTH(&vf), CV_8UC(from.channels),
+                    GST_VIDEO_FRAME_PLANE_DATA(&vf, 0), GST_VIDEO_FRAME_PLANE_STRIDE(&vf, 0));
+  nn::plugins::cover_and_convert(src, from, size, s->layout, s->converted);
+  gst_clear_buffer(&s->converted_from);
+  s->converted_from = gst_buffer_ref(newest);
+  return &s->converted;
+}
+
+// A buffer reference released on every path out (exceptions included).
+struct BufferUnref {
+  void operator()(GstBuffer* b) const { gst_buffer_unref(b); }
+};
+using BufferRef = std::unique_ptr<GstBuffer, BufferUnref>;
 
 static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
   BackgroundState* s = self->state;
@@ -276,6 +366,9 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
     case GST_NN_BACKGROUND_MODE_TRANSPARENT:
       settings.mode = nn::plugins::BackgroundMode::kTransparent;
       break;
+    case GST_NN_BACKGROUND_MODE_VIDEO:
+      settings.mode = nn::plugins::BackgroundMode::kVideo;
+      break;
   }
   settings.blur_sigma = self->blur_strength;
   settings.color_argb = self->color;
@@ -287,6 +380,15 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
 
   if (settings.mode == nn::plugins::BackgroundMode::kImage && !ensure_image(self, location))
     return GST_FLOW_ERROR;
+
+  // Every frame tells the background pad how far the main stream is (its pacing), even
+  // in other modes; mode=video also takes its newest frame. Never blocks.
+  const bool video = settings.mode == nn::plugins::BackgroundMode::kVideo;
+  GstBaseTransform* trans = GST_BASE_TRANSFORM(self);
+  const GstClockTime running_time =
+      gst_segment_to_running_time(&trans->segment, GST_FORMAT_TIME, GST_BUFFER_PTS(frame->buffer));
+  GstVideoInfo bg_info;
+  const BufferRef bg_buffer(s->input->on_main_frame(running_time, video, &bg_info));
 
   GstNnMaskMeta* meta = gst_buffer_get_nn_mask_meta(frame->buffer);
   if (!meta || !meta->data) {
@@ -313,9 +415,13 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
   cv::Mat img(GST_VIDEO_FRAME_HEIGHT(frame), GST_VIDEO_FRAME_WIDTH(frame),
               s->layout.channels == 4 ? CV_8UC4 : CV_8UC3, GST_VIDEO_FRAME_PLANE_DATA(frame, 0),
               GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0));
+  if (video) {
+    settings.background = video_background(self, bg_buffer.get(), bg_info, img.size());
+  }
   s->compositor.process(img, s->layout, mask, settings);
   const double ms = (g_get_monotonic_time() - t0) / 1000.0;
   GST_OBJECT_LOCK(self);
+  if (video && !settings.background) s->frames_without_background++;
   s->composite_ms.add(ms);
   s->last_mask_age = meta->age;
   GST_OBJECT_UNLOCK(self);
@@ -332,6 +438,33 @@ static GstFlowReturn gst_nn_background_transform_frame_ip(GstVideoFilter* filter
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Compositing failed"), ("unknown exception"));
   }
   return GST_FLOW_ERROR;
+}
+
+// The main stream's EOS and flushes matter to the background pad's pacing.
+static gboolean gst_nn_background_sink_event(GstBaseTransform* trans, GstEvent* event) {
+  GstNnBackground* self = GST_NN_BACKGROUND(trans);
+  switch (GST_EVENT_TYPE(event)) {
+    case GST_EVENT_EOS:
+      self->state->input->on_main_eos();
+      break;
+    case GST_EVENT_FLUSH_STOP:
+      self->state->input->on_main_flush();
+      break;
+    default:
+      break;
+  }
+  return GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
+}
+
+static GstStateChangeReturn gst_nn_background_change_state(GstElement* element, GstStateChange transition) {
+  GstNnBackground* self = GST_NN_BACKGROUND(element);
+  const GstStateChangeReturn ret = GST_ELEMENT_CLASS(parent_class)->change_state(element, transition);
+  // Pads are deactivated now (no streaming thread inside): drop the background frame.
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
+    self->state->input->clear();
+    self->state->forget_converted();
+  }
+  return ret;
 }
 
 static void gst_nn_background_finalize(GObject* object) {
@@ -383,17 +516,22 @@ static void gst_nn_background_class_init(GstNnBackgroundClass* klass) {
                           100.0, DEFAULT_PROP_FEATHER, playing));
   g_object_class_install_property(
       gobject_class, PROP_STATS,
-      g_param_spec_boxed("stats", "Statistics", "Compositing time p50/p99 ms, frames, frames without a mask",
-                         GST_TYPE_STRUCTURE,
-                         static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+      g_param_spec_boxed(
+          "stats", "Statistics",
+          "Compositing time p50/p99 ms, frames, frames without a mask, background-pad frames received, "
+          "frames composited without a background frame (mode=video)",
+          GST_TYPE_STRUCTURE, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_set_static_metadata(
       element_class, "nnpipe background replacement", "Filter/Effect/Video",
       "Blurs or replaces the background behind people using nnsegment's mask", "nnpipe developers");
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_element_class_add_static_pad_template(element_class, &background_template);
 
+  element_class->change_state = GST_DEBUG_FUNCPTR(gst_nn_background_change_state);
   trans_class->start = GST_DEBUG_FUNCPTR(gst_nn_background_start);
+  trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_nn_background_sink_event);
   trans_class->transform_caps = GST_DEBUG_FUNCPTR(gst_nn_background_transform_caps);
   trans_class->passthrough_on_same_caps = FALSE;
   filter_class->set_info = GST_DEBUG_FUNCPTR(gst_nn_background_set_info);
@@ -410,4 +548,6 @@ static void gst_nn_background_init(GstNnBackground* self) {
   self->refine = DEFAULT_PROP_REFINE;
   self->feather = DEFAULT_PROP_FEATHER;
   self->state = new BackgroundState();
+  self->state->input =
+      std::make_unique<nn::plugins::BackgroundInput>(GST_ELEMENT(self), &background_template);
 }

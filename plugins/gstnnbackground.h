@@ -19,6 +19,7 @@ typedef enum {
   GST_NN_BACKGROUND_MODE_COLOR,
   GST_NN_BACKGROUND_MODE_IMAGE,
   GST_NN_BACKGROUND_MODE_TRANSPARENT,
+  GST_NN_BACKGROUND_MODE_VIDEO,
 } GstNnBackgroundMode;
 
 #define GST_TYPE_NN_BACKGROUND_MODE (gst_nn_background_mode_get_type())

@@ -155,8 +155,19 @@ gfloat gst_nn_mask_meta_sample_frame(const GstNnMaskMeta* meta, gdouble fx, gdou
   // Inverse of the mapping in the header: frame x -> continuous mask column.
   const double u = (fx - meta->rect_x + 0.5) * meta->width / meta->rect_w - 0.5;
   const double v = (fy - meta->rect_y + 0.5) * meta->height / meta->rect_h - 0.5;
-  const double uc = std::clamp(u, 0.0, static_cast<double>(meta->width - 1));
-  const double vc = std::clamp(v, 0.0, static_cast<double>(meta->height - 1));
+  // Only cells that see the frame are read (letterbox padding never is): clamp to them.
+  double u_lo = 0, u_hi = meta->width - 1.0, v_lo = 0, v_hi = meta->height - 1.0;
+  if (meta->frame_width > 0 && meta->frame_height > 0 && meta->rect_x <= 0.5 && meta->rect_y <= 0.5 &&
+      meta->rect_x + meta->rect_w >= meta->frame_width - 0.5 &&
+      meta->rect_y + meta->rect_h >= meta->frame_height - 0.5) {
+    const double kx = meta->width / meta->rect_w, ky = meta->height / meta->rect_h;
+    u_lo = std::clamp(std::floor(-meta->rect_x * kx + 1e-6), 0.0, u_hi);
+    v_lo = std::clamp(std::floor(-meta->rect_y * ky + 1e-6), 0.0, v_hi);
+    u_hi = std::clamp(std::ceil((meta->frame_width - meta->rect_x) * kx - 1e-6) - 1.0, u_lo, u_hi);
+    v_hi = std::clamp(std::ceil((meta->frame_height - meta->rect_y) * ky - 1e-6) - 1.0, v_lo, v_hi);
+  }
+  const double uc = std::clamp(u, u_lo, u_hi);
+  const double vc = std::clamp(v, v_lo, v_hi);
   const guint x0 = static_cast<guint>(uc), y0 = static_cast<guint>(vc);
   const guint x1 = std::min(x0 + 1, meta->width - 1), y1 = std::min(y0 + 1, meta->height - 1);
   const float ax = static_cast<float>(uc - x0), ay = static_cast<float>(vc - y0);

@@ -78,7 +78,9 @@ gconstpointer gst_nn_mask_meta_get_row(const GstNnMaskMeta* meta, guint row);
 /* The mask value at mask pixel (x, y) as 0.0..1.0 (0 outside the mask). */
 gfloat gst_nn_mask_meta_get_value(const GstNnMaskMeta* meta, guint x, guint y);
 
-/* Samples the mask at frame pixel (fx, fy) (bilinear; 0 outside the rect). */
+/* Samples the mask at frame pixel (fx, fy) (bilinear; 0 outside the rect). When the frame
+ * lies inside the rect (stretch or letterbox), mask cells that see no frame pixel (the
+ * letterbox padding) are never read: the frame's border cells repeat, as nnbackground does. */
 gfloat gst_nn_mask_meta_sample_frame(const GstNnMaskMeta* meta, gdouble fx, gdouble fy);
 
 G_END_DECLS

@@ -5,7 +5,16 @@
  * Segments people in raw video with an nnpipe model (.nnapi, or .tflite/.onnx converted
  * on load) and attaches the mask to each buffer as a #GstNnMaskMeta (at the model's
  * resolution, with its mapping to the frame and its age in frames). With
- * output-mode=alpha the mask is also written into the alpha channel of RGBA/BGRA frames.
+ * output-mode=alpha the mask is also written into the alpha channel of RGBA/BGRA frames;
+ * with output-mode=mask the element outputs the mask itself as GRAY8 video at the frame's
+ * size (0..255 person probability after threshold and smoothing, 255 until the first mask
+ * is ready), still carrying the meta and the input's timestamps.
+ *
+ * resize=stretch (default) fills the model input with the whole frame, as MediaPipe's
+ * selfie models expect; resize=letterbox keeps the aspect ratio and pads with black, and
+ * the meta's rect then reaches outside the frame (consumers never read the padding).
+ * delegate=auto (default) takes the best available delegate; it passes over Vulkan devices
+ * that run on the CPU (lavapipe), so on a machine without a GPU it is the CPU (XNNPACK).
  *
  * Inference runs on a worker thread. The streaming thread hands over the newest frame
  * and waits at most latency-budget milliseconds for its mask; when the mask is late the
@@ -14,15 +23,34 @@
  * drops frames. The stats property and periodic "nnsegment-stats" element messages
  * report inference p50/p99, inferences run and skipped, frames dropped and the delegates.
  *
- * ## Example launch line
+ * ## Example launch lines
  * |[
  * gst-launch-1.0 filesrc location=Megamind.avi ! decodebin ! videoconvert ! \
  *   nnsegment model=assets/models/selfie_segmentation.tflite ! nnbackground mode=blur ! \
  *   videoconvert ! autovideosink
- * ]|
+ * ]| Blurs the background (delegate=auto, resize=stretch, output-mode=meta).
+ * |[
+ * gst-launch-1.0 filesrc location=Megamind.avi ! decodebin ! videoconvert ! \
+ *   nnsegment model=assets/models/selfie_segmentation.tflite output-mode=mask threshold=0 ! \
+ *   videoconvert ! autovideosink
+ * ]| Shows the raw person probability as a grey picture.
+ * |[
+ * gst-launch-1.0 videotestsrc ! video/x-raw,width=1280,height=360 ! videoconvert ! \
+ *   nnsegment model=assets/models/selfie_segmentation.tflite resize=letterbox delegate=cpu \
+ *   latency-budget=50 over-budget=drop-frame ! nnbackground mode=color ! videoconvert ! autovideosink
+ * ]| A very wide frame letterboxed into the model; frames without their own mask in 50 ms are dropped.
+ * |[
+ * gst-launch-1.0 -m v4l2src ! videoconvert ! \
+ *   nnsegment model=assets/models/selfie_segmentation.tflite threads=2 smoothing=0.5 stats-interval=1000 ! \
+ *   nnbackground ! videoconvert ! autovideosink
+ * ]| A webcam with temporally smoothed masks and two inference threads; -m prints the
+ * nnsegment-stats messages posted every second.
  *
  * Caps: video/x-raw in RGBA, BGRA, RGBx, BGRx, RGB, BGR, I420 or NV12, any size; the
- * output caps equal the input caps.
+ * output caps equal the input caps, except with output-mode=mask: GRAY8 at the same size.
+ * Changing output-mode to or from mask while playing renegotiates the src caps (a
+ * reconfigure): downstream must accept GRAY8 (put videoconvert after nnsegment).
+ * resize takes effect at the next caps or restart.
  */
 #include "gstnnsegment.h"
 
@@ -37,6 +65,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "gstnnmaskmeta.h"
+#include "imageops.h"
 #include "segmenter.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_nn_segment_debug);
@@ -52,21 +81,24 @@ enum {
   PROP_THRESHOLD,
   PROP_SMOOTHING,
   PROP_OUTPUT_MODE,
+  PROP_RESIZE,
   PROP_STATS,
   PROP_STATS_INTERVAL,
 };
 
 #define DEFAULT_PROP_MODEL nullptr
-// Not "auto": on a machine whose only Vulkan device is a software rasterizer (Mesa's
-// lavapipe) auto picks Vulkan, and the selfie model takes ~1.3 s per frame there against
-// ~15-30 ms on XNNPACK. A video element's default has to be fast everywhere.
-#define DEFAULT_PROP_DELEGATE GST_NN_DELEGATE_CPU
+// "auto": the best available delegate. The engine's auto passes over Vulkan devices that
+// are really the CPU (Mesa's lavapipe: ~1.3 s per selfie-model frame against ~15-30 ms on
+// XNNPACK), so auto is never slower than cpu; delegate=vulkan still forces such a device.
+#define DEFAULT_PROP_DELEGATE GST_NN_DELEGATE_AUTO
 #define DEFAULT_PROP_THREADS 1
 #define DEFAULT_PROP_LATENCY_BUDGET 30
 #define DEFAULT_PROP_OVER_BUDGET GST_NN_OVER_BUDGET_REUSE_MASK
 #define DEFAULT_PROP_THRESHOLD 0.5
 #define DEFAULT_PROP_SMOOTHING 0.0
 #define DEFAULT_PROP_OUTPUT_MODE GST_NN_SEGMENT_OUTPUT_META
+// What MediaPipe's selfie models are trained on (a stretched camera frame).
+#define DEFAULT_PROP_RESIZE GST_NN_SEGMENT_RESIZE_STRETCH
 #define DEFAULT_PROP_STATS_INTERVAL 1000
 
 // Consecutive late frames (per QoS) that only skip inference before frames are dropped.
@@ -80,13 +112,16 @@ static constexpr double kSceneCutDifference = 16.0;
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(NN_SEGMENT_FORMATS)));
+// GRAY8 only with output-mode=mask (transform_caps decides which).
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
-    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(NN_SEGMENT_FORMATS)));
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE("{ RGBA, BGRA, RGBx, BGRx, RGB, BGR, I420, NV12, GRAY8 }")));
 
 GType gst_nn_delegate_get_type(void) {
   static GType type = 0;
   static const GEnumValue values[] = {
-      {GST_NN_DELEGATE_AUTO, "Every available delegate, best first", "auto"},
+      {GST_NN_DELEGATE_AUTO,
+       "Every available delegate, best first (skips CPU-type Vulkan devices such as lavapipe)", "auto"},
       {GST_NN_DELEGATE_CPU, "CPU (XNNPACK, reference kernels for the rest)", "cpu"},
       {GST_NN_DELEGATE_VULKAN, "Vulkan compute, CPU for the rest", "vulkan"},
       {GST_NN_DELEGATE_NNAPI, "Android NNAPI, CPU for the rest", "nnapi"},
@@ -111,9 +146,24 @@ GType gst_nn_segment_output_mode_get_type(void) {
   static const GEnumValue values[] = {
       {GST_NN_SEGMENT_OUTPUT_META, "Attach the mask as GstNnMaskMeta only", "meta"},
       {GST_NN_SEGMENT_OUTPUT_ALPHA, "Also write the mask into the alpha channel (RGBA/BGRA)", "alpha"},
+      {GST_NN_SEGMENT_OUTPUT_MASK, "Output the mask itself: GRAY8 video at the frame's size, meta attached",
+       "mask"},
       {0, nullptr, nullptr}};
   if (g_once_init_enter(&type))
     g_once_init_leave(&type, g_enum_register_static("GstNnSegmentOutputMode", values));
+  return type;
+}
+
+GType gst_nn_segment_resize_get_type(void) {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {GST_NN_SEGMENT_RESIZE_STRETCH, "Stretch the frame to the model's input (selfie models expect this)",
+       "stretch"},
+      {GST_NN_SEGMENT_RESIZE_LETTERBOX, "Keep the aspect ratio, pad with black (the meta's rect says where)",
+       "letterbox"},
+      {0, nullptr, nullptr}};
+  if (g_once_init_enter(&type))
+    g_once_init_leave(&type, g_enum_register_static("GstNnSegmentResize", values));
   return type;
 }
 
@@ -128,6 +178,10 @@ struct SegmentState {
 
   std::unique_ptr<Segmenter> segmenter;
   FrameView view_template;  // layout and colour matrix from the caps
+  // Latched at negotiation so every mask of a caps period maps to the frame the same way.
+  ResizeMode resize = ResizeMode::kStretch;
+  FrameRect rect;            // where the mask lies in frame pixels
+  bool gray_output = false;  // output-mode=mask negotiated: GRAY8 out, not in place
   MaskFilter filter;
   std::vector<float> filtered;
 
@@ -169,6 +223,10 @@ struct SegmentState {
 }  // namespace nn::plugins
 
 using nn::plugins::SegmentState;
+
+static bool is_mask_output(GstNnSegmentOutputMode m) {
+  return m == GST_NN_SEGMENT_OUTPUT_MASK;
+}
 
 #define gst_nn_segment_parent_class parent_class
 G_DEFINE_TYPE(GstNnSegment, gst_nn_segment, GST_TYPE_VIDEO_FILTER);
@@ -213,7 +271,7 @@ static GstStructure* make_stats_locked(GstNnSegment* self) {
 static void gst_nn_segment_set_property(GObject* object, guint prop_id, const GValue* value,
                                         GParamSpec* pspec) {
   GstNnSegment* self = GST_NN_SEGMENT(object);
-  bool latency_changed = false;
+  bool latency_changed = false, renegotiate = false;
   GST_OBJECT_LOCK(self);
   switch (prop_id) {
     case PROP_MODEL:
@@ -241,8 +299,15 @@ static void gst_nn_segment_set_property(GObject* object, guint prop_id, const GV
     case PROP_SMOOTHING:
       self->smoothing = g_value_get_double(value);
       break;
-    case PROP_OUTPUT_MODE:
-      self->output_mode = static_cast<GstNnSegmentOutputMode>(g_value_get_enum(value));
+    case PROP_OUTPUT_MODE: {
+      const auto mode = static_cast<GstNnSegmentOutputMode>(g_value_get_enum(value));
+      // mask changes the src caps (GRAY8): renegotiate when crossing that edge.
+      renegotiate = is_mask_output(mode) != is_mask_output(self->output_mode);
+      self->output_mode = mode;
+      break;
+    }
+    case PROP_RESIZE:
+      self->resize = static_cast<GstNnSegmentResize>(g_value_get_enum(value));
       break;
     case PROP_STATS_INTERVAL:
       self->stats_interval_ms = g_value_get_uint(value);
@@ -252,6 +317,7 @@ static void gst_nn_segment_set_property(GObject* object, guint prop_id, const GV
       break;
   }
   GST_OBJECT_UNLOCK(self);
+  if (renegotiate) gst_base_transform_reconfigure_src(GST_BASE_TRANSFORM(self));
   // The budget is what this element adds to the pipeline latency: let the bin recompute.
   if (latency_changed) gst_element_post_message(GST_ELEMENT(self), gst_message_new_latency(GST_OBJECT(self)));
 }
@@ -283,6 +349,9 @@ static void gst_nn_segment_get_property(GObject* object, guint prop_id, GValue* 
       break;
     case PROP_OUTPUT_MODE:
       g_value_set_enum(value, self->output_mode);
+      break;
+    case PROP_RESIZE:
+      g_value_set_enum(value, self->resize);
       break;
     case PROP_STATS:
       g_value_take_boxed(value, make_stats_locked(self));
@@ -388,10 +457,61 @@ static gboolean gst_nn_segment_stop(GstBaseTransform* trans) {
   return TRUE;
 }
 
+// output-mode=mask: the src side is GRAY8 at the sink side's size (and the other way round,
+// any of our formats). Other modes: same caps both ways.
+static GstCaps* gst_nn_segment_transform_caps(GstBaseTransform* trans, GstPadDirection direction,
+                                              GstCaps* caps, GstCaps* filter) {
+  GstNnSegment* self = GST_NN_SEGMENT(trans);
+  GST_OBJECT_LOCK(self);
+  const bool mask = is_mask_output(self->output_mode);
+  GST_OBJECT_UNLOCK(self);
+  if (!mask) return GST_BASE_TRANSFORM_CLASS(parent_class)->transform_caps(trans, direction, caps, filter);
+
+  static const char* const kFormats[] = {"RGBA", "BGRA", "RGBx", "BGRx", "RGB", "BGR", "I420", "NV12"};
+  GstCaps* result = gst_caps_new_empty();
+  for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
+    GstStructure* st = gst_structure_copy(gst_caps_get_structure(caps, i));
+    // Colour properties of one side say nothing about the other.
+    gst_structure_remove_fields(st, "format", "colorimetry", "chroma-site", nullptr);
+    if (direction == GST_PAD_SINK) {
+      gst_structure_set(st, "format", G_TYPE_STRING, "GRAY8", nullptr);
+    } else {
+      GValue list = G_VALUE_INIT;
+      g_value_init(&list, GST_TYPE_LIST);
+      for (const char* f : kFormats) {
+        GValue v = G_VALUE_INIT;
+        g_value_init(&v, G_TYPE_STRING);
+        g_value_set_string(&v, f);
+        gst_value_list_append_and_take_value(&list, &v);
+      }
+      gst_structure_take_value(st, "format", &list);
+    }
+    result =
+        gst_caps_merge_structure_full(result, st, gst_caps_features_copy(gst_caps_get_features(caps, i)));
+  }
+  if (filter) {
+    GstCaps* t = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref(result);
+    result = t;
+  }
+  GST_DEBUG_OBJECT(self, "mask output, %s: %" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT,
+                   direction == GST_PAD_SINK ? "sink to src" : "src to sink", caps, result);
+  return result;
+}
+
 static gboolean gst_nn_segment_set_info(GstVideoFilter* filter, GstCaps* /*incaps*/, GstVideoInfo* in_info,
-                                        GstCaps* /*outcaps*/, GstVideoInfo* /*out_info*/) {
+                                        GstCaps* /*outcaps*/, GstVideoInfo* out_info) {
   GstNnSegment* self = GST_NN_SEGMENT(filter);
   SegmentState* s = self->state;
+  const bool gray = GST_VIDEO_INFO_FORMAT(out_info) == GST_VIDEO_FORMAT_GRAY8;
+  if (gray && (GST_VIDEO_INFO_WIDTH(out_info) != GST_VIDEO_INFO_WIDTH(in_info) ||
+               GST_VIDEO_INFO_HEIGHT(out_info) != GST_VIDEO_INFO_HEIGHT(in_info))) {
+    GST_ERROR_OBJECT(self, "mask output must have the frame's size");
+    return FALSE;
+  }
+  // The GRAY8 mask is a new buffer; every other mode annotates (or writes alpha) in place.
+  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), !gray);
+  s->gray_output = gray;
   nn::plugins::FrameView v;
   switch (GST_VIDEO_INFO_FORMAT(in_info)) {
     case GST_VIDEO_FORMAT_RGBA:
@@ -430,13 +550,27 @@ static gboolean gst_nn_segment_set_info(GstVideoFilter* filter, GstCaps* /*incap
     v.kb = kb;
   }
   v.full_range = in_info->colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
+  GST_OBJECT_LOCK(self);
+  const auto resize = self->resize == GST_NN_SEGMENT_RESIZE_LETTERBOX ? nn::plugins::ResizeMode::kLetterbox
+                                                                      : nn::plugins::ResizeMode::kStretch;
+  GST_OBJECT_UNLOCK(self);
+  const nn::plugins::FrameView& old = s->view_template;
+  const bool same_geometry =
+      old.width == v.width && old.height == v.height && old.layout == v.layout && s->resize == resize;
   s->view_template = v;
-  s->prev_thumb.clear();
-  // Masks computed for the old size map to the wrong pixels: start over.
-  s->drop_mask();
-  s->filter.reset();
-  s->min_valid_tag = s->seq + 1;
-  GST_DEBUG_OBJECT(self, "configured for %s %dx%d", GST_VIDEO_INFO_NAME(in_info), v.width, v.height);
+  s->resize = resize;
+  if (s->segmenter) s->rect = s->segmenter->mask_rect(v.width, v.height, resize);
+  // Masks computed for another size or placement map to the wrong pixels: start over.
+  // (Only the output side changed, e.g. output-mode: the mask still fits.)
+  if (!same_geometry) {
+    s->prev_thumb.clear();
+    s->drop_mask();
+    s->filter.reset();
+    s->min_valid_tag = s->seq + 1;
+  }
+  GST_DEBUG_OBJECT(self, "configured for %s %dx%d -> %s, mask rect %.1f,%.1f %.1fx%.1f",
+                   GST_VIDEO_INFO_NAME(in_info), v.width, v.height, GST_VIDEO_INFO_NAME(out_info), s->rect.x,
+                   s->rect.y, s->rect.width, s->rect.height);
   return TRUE;
 }
 
@@ -530,16 +664,35 @@ static void accept_result(GstNnSegment* self, nn::plugins::MaskResult& r, double
   s->mask_tag = r.tag;
 }
 
+// The mask at frame resolution, 0..255, mapped through its rect as nnbackground and
+// gst_nn_mask_meta_sample_frame() map it (letterbox padding never read).
+static cv::Mat mask_at_frame_size(const SegmentState* s, int w, int h) {
+  const cv::Mat mask(s->mask_h, s->mask_w, CV_32FC1, const_cast<void*>(g_bytes_get_data(s->mask, nullptr)));
+  const nn::plugins::FrameRect& r = s->rect;
+  cv::Mat up, out;
+  nn::plugins::mask_to_grid(mask, r.x, r.y, r.width, r.height, w, h, cv::Size(w, h), up);
+  up.convertTo(out, CV_8U, 255.0);
+  return out;
+}
+
 // Upsamples the mask into the alpha channel of an RGBA/BGRA frame.
 static void write_alpha(SegmentState* s, GstVideoFrame* frame) {
   const int w = GST_VIDEO_FRAME_WIDTH(frame), h = GST_VIDEO_FRAME_HEIGHT(frame);
-  const cv::Mat mask(s->mask_h, s->mask_w, CV_32FC1, const_cast<void*>(g_bytes_get_data(s->mask, nullptr)));
-  cv::Mat alpha_f, alpha;
-  cv::resize(mask, alpha_f, cv::Size(w, h), 0, 0, cv::INTER_LINEAR);
-  alpha_f.convertTo(alpha, CV_8U, 255.0);
+  const cv::Mat alpha = mask_at_frame_size(s, w, h);
   cv::Mat rgba(h, w, CV_8UC4, GST_VIDEO_FRAME_PLANE_DATA(frame, 0), GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0));
   const int from_to[] = {0, 3};
   cv::mixChannels(&alpha, 1, &rgba, 1, from_to, 1);
+}
+
+// output-mode=mask: the GRAY8 frame. Without a mask yet it is all 255 ("keep everything"),
+// as nnbackground leaves frames without a mask unchanged.
+static void write_gray(SegmentState* s, GstVideoFrame* out) {
+  const int w = GST_VIDEO_FRAME_WIDTH(out), h = GST_VIDEO_FRAME_HEIGHT(out);
+  cv::Mat gray(h, w, CV_8UC1, GST_VIDEO_FRAME_PLANE_DATA(out, 0), GST_VIDEO_FRAME_PLANE_STRIDE(out, 0));
+  if (s->mask)
+    mask_at_frame_size(s, w, h).copyTo(gray);
+  else
+    gray.setTo(255);
 }
 
 static void maybe_post_stats(GstNnSegment* self, guint interval_ms) {
@@ -554,7 +707,9 @@ static void maybe_post_stats(GstNnSegment* self, guint interval_ms) {
   gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), st));
 }
 
-static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame) {
+// frame: the input. gray_out: the GRAY8 output frame with output-mode=mask, else null (the
+// input buffer is the output and carries the meta).
+static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, GstVideoFrame* gray_out) {
   using Clock = std::chrono::steady_clock;
   GstBaseTransform* trans = GST_BASE_TRANSFORM(self);
   SegmentState* s = self->state;
@@ -618,7 +773,7 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame) {
       v.strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE(frame, p);
     }
     nn::Tensor input;
-    nn::Status st = s->segmenter->preprocess(v, &input, &s->thumb);
+    nn::Status st = s->segmenter->preprocess(v, s->resize, &input, &s->thumb);
     if (!st.is_ok()) {
       GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Pre-processing failed"), ("%s", st.to_string().c_str()));
       return GST_FLOW_ERROR;
@@ -663,12 +818,14 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame) {
   }
 
   // 4. The newest mask goes out with the frame.
+  if (gray_out) write_gray(s, gray_out);
   if (s->mask) {
     const guint age = static_cast<guint>(seq - s->mask_tag);
     const int fw = GST_VIDEO_FRAME_WIDTH(frame), fh = GST_VIDEO_FRAME_HEIGHT(frame);
-    GstNnMaskMeta* meta =
-        gst_buffer_add_nn_mask_meta(buf, GST_NN_MASK_FORMAT_FLOAT32, s->mask_w, s->mask_h,
-                                    s->mask_w * sizeof(float), s->mask, fw, fh, 0.0, 0.0, fw, fh, age);
+    const nn::plugins::FrameRect& r = s->rect;
+    GstNnMaskMeta* meta = gst_buffer_add_nn_mask_meta(
+        gray_out ? gray_out->buffer : buf, GST_NN_MASK_FORMAT_FLOAT32, s->mask_w, s->mask_h,
+        s->mask_w * sizeof(float), s->mask, fw, fh, r.x, r.y, r.width, r.height, age);
     if (meta) meta->source_id = s->mask_tag;
     GST_LOG_OBJECT(self, "frame %" G_GUINT64_FORMAT ": mask of frame %" G_GUINT64_FORMAT " (age %u)", seq,
                    s->mask_tag, age);
@@ -693,16 +850,32 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame) {
   return GST_FLOW_OK;
 }
 
-static GstFlowReturn gst_nn_segment_transform_frame_ip(GstVideoFilter* filter, GstVideoFrame* frame) {
-  GstNnSegment* self = GST_NN_SEGMENT(filter);
+static GstFlowReturn run_guarded(GstNnSegment* self, GstVideoFrame* frame, GstVideoFrame* gray_out) {
   try {
-    return process_frame(self, frame);
+    return process_frame(self, frame, gray_out);
   } catch (const std::exception& e) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Segmentation failed"), ("%s", e.what()));
   } catch (...) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Segmentation failed"), ("unknown exception"));
   }
   return GST_FLOW_ERROR;
+}
+
+static GstFlowReturn gst_nn_segment_transform_frame_ip(GstVideoFilter* filter, GstVideoFrame* frame) {
+  return run_guarded(GST_NN_SEGMENT(filter), frame, nullptr);
+}
+
+// output-mode=mask only (set_info turns in-place off for it).
+static GstFlowReturn gst_nn_segment_transform_frame(GstVideoFilter* filter, GstVideoFrame* in,
+                                                    GstVideoFrame* out) {
+  GstNnSegment* self = GST_NN_SEGMENT(filter);
+  if (GST_VIDEO_FRAME_FORMAT(out) != GST_VIDEO_FORMAT_GRAY8) {
+    GST_ELEMENT_ERROR(
+        self, CORE, NEGOTIATION, ("Unexpected output format"),
+        ("copying transform with %s output", gst_video_format_to_string(GST_VIDEO_FRAME_FORMAT(out))));
+    return GST_FLOW_ERROR;
+  }
+  return run_guarded(self, in, out);
 }
 
 static void gst_nn_segment_finalize(GObject* object) {
@@ -772,9 +945,19 @@ static void gst_nn_segment_class_init(GstNnSegmentClass* klass) {
   g_object_class_install_property(
       gobject_class, PROP_OUTPUT_MODE,
       g_param_spec_enum(
-          "output-mode", "Output mode", "Where the mask goes", GST_TYPE_NN_SEGMENT_OUTPUT_MODE,
-          DEFAULT_PROP_OUTPUT_MODE,
+          "output-mode", "Output mode",
+          "Where the mask goes. Changing to or from mask mid-stream renegotiates (src caps become or "
+          "stop being GRAY8): downstream must accept the new caps",
+          GST_TYPE_NN_SEGMENT_OUTPUT_MODE, DEFAULT_PROP_OUTPUT_MODE,
           static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)));
+  g_object_class_install_property(
+      gobject_class, PROP_RESIZE,
+      g_param_spec_enum(
+          "resize", "Resize",
+          "How frames are fitted to the model input; letterbox keeps the aspect ratio and the mask meta's "
+          "rect then reaches outside the frame. Takes effect at the next caps or restart",
+          GST_TYPE_NN_SEGMENT_RESIZE, DEFAULT_PROP_RESIZE,
+          static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
   g_object_class_install_property(
       gobject_class, PROP_STATS,
       g_param_spec_boxed("stats", "Statistics",
@@ -805,10 +988,13 @@ static void gst_nn_segment_class_init(GstNnSegmentClass* klass) {
   trans_class->transform_ip_on_passthrough = FALSE;
   filter_class->set_info = GST_DEBUG_FUNCPTR(gst_nn_segment_set_info);
   filter_class->transform_frame_ip = GST_DEBUG_FUNCPTR(gst_nn_segment_transform_frame_ip);
+  filter_class->transform_frame = GST_DEBUG_FUNCPTR(gst_nn_segment_transform_frame);
+  trans_class->transform_caps = GST_DEBUG_FUNCPTR(gst_nn_segment_transform_caps);
 
   gst_type_mark_as_plugin_api(GST_TYPE_NN_DELEGATE, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_NN_OVER_BUDGET, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_NN_SEGMENT_OUTPUT_MODE, static_cast<GstPluginAPIFlags>(0));
+  gst_type_mark_as_plugin_api(GST_TYPE_NN_SEGMENT_RESIZE, static_cast<GstPluginAPIFlags>(0));
 }
 
 static void gst_nn_segment_init(GstNnSegment* self) {
@@ -820,6 +1006,7 @@ static void gst_nn_segment_init(GstNnSegment* self) {
   self->threshold = DEFAULT_PROP_THRESHOLD;
   self->smoothing = DEFAULT_PROP_SMOOTHING;
   self->output_mode = DEFAULT_PROP_OUTPUT_MODE;
+  self->resize = DEFAULT_PROP_RESIZE;
   self->stats_interval_ms = DEFAULT_PROP_STATS_INTERVAL;
   self->state = new SegmentState();
   // QoS is handled here (skip inference before dropping), not by GstBaseTransform.

@@ -30,7 +30,13 @@ typedef enum {
 typedef enum {
   GST_NN_SEGMENT_OUTPUT_META,
   GST_NN_SEGMENT_OUTPUT_ALPHA,
+  GST_NN_SEGMENT_OUTPUT_MASK,
 } GstNnSegmentOutputMode;
+
+typedef enum {
+  GST_NN_SEGMENT_RESIZE_STRETCH,
+  GST_NN_SEGMENT_RESIZE_LETTERBOX,
+} GstNnSegmentResize;
 
 #define GST_TYPE_NN_DELEGATE (gst_nn_delegate_get_type())
 GType gst_nn_delegate_get_type(void);
@@ -38,6 +44,8 @@ GType gst_nn_delegate_get_type(void);
 GType gst_nn_over_budget_get_type(void);
 #define GST_TYPE_NN_SEGMENT_OUTPUT_MODE (gst_nn_segment_output_mode_get_type())
 GType gst_nn_segment_output_mode_get_type(void);
+#define GST_TYPE_NN_SEGMENT_RESIZE (gst_nn_segment_resize_get_type())
+GType gst_nn_segment_resize_get_type(void);
 
 struct _GstNnSegment {
   GstVideoFilter parent;
@@ -52,6 +60,7 @@ struct _GstNnSegment {
   gdouble threshold;
   gdouble smoothing;
   GstNnSegmentOutputMode output_mode;
+  GstNnSegmentResize resize;
   guint stats_interval_ms;
 
   /* Everything else: the plain C++ side (engine session, mask, QoS and stats). */

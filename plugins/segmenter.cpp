@@ -151,12 +151,41 @@ double thumb_difference(const std::vector<uint8_t>& a, const std::vector<uint8_t
   return static_cast<double>(sum) / a.size();
 }
 
-Status Segmenter::preprocess(const FrameView& f, Tensor* out, std::vector<uint8_t>* thumb) const {
+Placement Segmenter::placement(int frame_w, int frame_h, ResizeMode resize) const {
+  Placement p{0, 0, in_w_, in_h_};
+  if (resize == ResizeMode::kStretch || frame_w <= 0 || frame_h <= 0) return p;
+  const double s = std::min(static_cast<double>(in_w_) / frame_w, static_cast<double>(in_h_) / frame_h);
+  p.width = std::clamp(static_cast<int>(std::lround(frame_w * s)), 1, in_w_);
+  p.height = std::clamp(static_cast<int>(std::lround(frame_h * s)), 1, in_h_);
+  p.x = (in_w_ - p.width) / 2;
+  p.y = (in_h_ - p.height) / 2;
+  return p;
+}
+
+FrameRect Segmenter::mask_rect(int frame_w, int frame_h, ResizeMode resize) const {
+  // Input pixels [p.x, p.x + p.width) hold frame pixels [0, frame_w): the input's (and
+  // the mask's, which sees the same field) left edge is p.x input pixels further left.
+  const Placement p = placement(frame_w, frame_h, resize);
+  const double sx = static_cast<double>(frame_w) / p.width, sy = static_cast<double>(frame_h) / p.height;
+  return {-p.x * sx, -p.y * sy, in_w_ * sx, in_h_ * sy};
+}
+
+Status Segmenter::preprocess(const FrameView& f, ResizeMode resize, Tensor* out,
+                             std::vector<uint8_t>* thumb) const {
   if (f.width <= 0 || f.height <= 0 || !f.planes[0])
     return Status(StatusCode::kInvalidArgument, "empty frame");
   const Operand& in = model_->operands[model_->inputs[0]];
   *out = Tensor::like(in);
   TensorWriter w{in_type_, in_scale_, in_zero_point_, mean_, inv_std_, out->data()};
+  // The frame goes into the part `pl` of the input; the padding around it is black.
+  const Placement pl = placement(f.width, f.height, resize);
+  const int content_w = pl.width, content_h = pl.height;
+  if (content_w != in_w_ || content_h != in_h_) {
+    const size_t n = static_cast<size_t>(in_w_) * in_h_;
+    for (size_t i = 0; i < n; ++i)
+      for (int m = 0; m < 3; ++m) w.put(i * 3 + m, m, 0.f);
+  }
+  const auto index = [&](int y, int x) { return (static_cast<size_t>(y + pl.y) * in_w_ + x + pl.x) * 3; };
   // Model channel m reads frame channel src[m] of an RGB triple.
   const int rgb_to_model[3] = {model_wants_bgr_ ? 2 : 0, 1, model_wants_bgr_ ? 0 : 2};
 
@@ -174,7 +203,7 @@ Status Segmenter::preprocess(const FrameView& f, Tensor* out, std::vector<uint8_
       const cv::Mat frame(f.height, f.width, packed3 ? CV_8UC3 : CV_8UC4, const_cast<uint8_t*>(f.planes[0]),
                           static_cast<size_t>(f.strides[0]));
       cv::Mat small;
-      resize_to(frame, small, in_w_, in_h_);
+      resize_to(frame, small, content_w, content_h);
       make_thumb(small,
                  packed3 ? (bgr_order ? cv::COLOR_BGR2GRAY : cv::COLOR_RGB2GRAY)
                          : (bgr_order ? cv::COLOR_BGRA2GRAY : cv::COLOR_RGBA2GRAY),
@@ -184,10 +213,10 @@ Status Segmenter::preprocess(const FrameView& f, Tensor* out, std::vector<uint8_
       const int chan_of_rgb[3] = {bgr_order ? 2 : 0, 1, bgr_order ? 0 : 2};
       int src[3];
       for (int m = 0; m < 3; ++m) src[m] = chan_of_rgb[rgb_to_model[m]];
-      for (int y = 0; y < in_h_; ++y) {
+      for (int y = 0; y < content_h; ++y) {
         const uint8_t* row = small.ptr<uint8_t>(y);
-        for (int x = 0; x < in_w_; ++x) {
-          const size_t base = (static_cast<size_t>(y) * in_w_ + x) * 3;
+        for (int x = 0; x < content_w; ++x) {
+          const size_t base = index(y, x);
           const uint8_t* px = row + x * nc;
           for (int m = 0; m < 3; ++m) w.put(base + m, m, px[src[m]]);
         }
@@ -202,7 +231,7 @@ Status Segmenter::preprocess(const FrameView& f, Tensor* out, std::vector<uint8_
       const cv::Mat y_plane(f.height, f.width, CV_8UC1, const_cast<uint8_t*>(f.planes[0]),
                             static_cast<size_t>(f.strides[0]));
       cv::Mat ys, us, vs;
-      resize_to(y_plane, ys, in_w_, in_h_);
+      resize_to(y_plane, ys, content_w, content_h);
       make_thumb(ys, -1, thumb);
       if (f.layout == PixelLayout::kI420) {
         if (!f.planes[1] || !f.planes[2])
@@ -211,14 +240,14 @@ Status Segmenter::preprocess(const FrameView& f, Tensor* out, std::vector<uint8_
                         static_cast<size_t>(f.strides[1]));
         const cv::Mat v(ch, cw, CV_8UC1, const_cast<uint8_t*>(f.planes[2]),
                         static_cast<size_t>(f.strides[2]));
-        resize_to(u, us, in_w_, in_h_);
-        resize_to(v, vs, in_w_, in_h_);
+        resize_to(u, us, content_w, content_h);
+        resize_to(v, vs, content_w, content_h);
       } else {
         if (!f.planes[1]) return Status(StatusCode::kInvalidArgument, "NV12 frame without chroma");
         const cv::Mat uv(ch, cw, CV_8UC2, const_cast<uint8_t*>(f.planes[1]),
                          static_cast<size_t>(f.strides[1]));
         cv::Mat uvs;
-        resize_to(uv, uvs, in_w_, in_h_);
+        resize_to(uv, uvs, content_w, content_h);
         cv::Mat parts[2];
         cv::split(uvs, parts);
         us = parts[0];
@@ -227,11 +256,11 @@ Status Segmenter::preprocess(const FrameView& f, Tensor* out, std::vector<uint8_
       const float kr = static_cast<float>(f.kr), kb = static_cast<float>(f.kb), kg = 1.f - kr - kb;
       const float y_off = f.full_range ? 0.f : 16.f, y_gain = f.full_range ? 1.f : 255.f / 219.f;
       const float c_gain = f.full_range ? 1.f : 255.f / 224.f;
-      for (int yy = 0; yy < in_h_; ++yy) {
+      for (int yy = 0; yy < content_h; ++yy) {
         const uint8_t* yr = ys.ptr<uint8_t>(yy);
         const uint8_t* ur = us.ptr<uint8_t>(yy);
         const uint8_t* vr = vs.ptr<uint8_t>(yy);
-        for (int x = 0; x < in_w_; ++x) {
+        for (int x = 0; x < content_w; ++x) {
           const float Y = (yr[x] - y_off) * y_gain;
           const float cb = (ur[x] - 128.f) * c_gain, cr = (vr[x] - 128.f) * c_gain;
           const float r = Y + 2.f * (1.f - kr) * cr;
@@ -239,7 +268,7 @@ Status Segmenter::preprocess(const FrameView& f, Tensor* out, std::vector<uint8_
           const float g = (Y - kr * r - kb * b) / kg;
           const float rgb[3] = {std::clamp(r, 0.f, 255.f), std::clamp(g, 0.f, 255.f),
                                 std::clamp(b, 0.f, 255.f)};
-          const size_t base = (static_cast<size_t>(yy) * in_w_ + x) * 3;
+          const size_t base = index(yy, x);
           for (int m = 0; m < 3; ++m) w.put(base + m, m, rgb[rgb_to_model[m]]);
         }
       }

@@ -31,6 +31,23 @@ struct FrameView {
   bool full_range = false;
 };
 
+// How a frame becomes the model's input image. Stretch fills the input, distorting the
+// aspect ratio (what MediaPipe's selfie models are trained on); letterbox scales to fit
+// and pads the rest with black, so people keep their proportions on very wide or tall
+// frames.
+enum class ResizeMode { kStretch, kLetterbox };
+
+// The part of the model input that holds the frame, in input pixels.
+struct Placement {
+  int x = 0, y = 0, width = 0, height = 0;
+};
+
+// Where the whole model input (and so the mask) lies in frame pixels; with letterbox it
+// reaches outside the frame (GstNnMaskMeta's rect).
+struct FrameRect {
+  double x = 0, y = 0, width = 0, height = 0;
+};
+
 struct SegmenterOptions {
   std::string model_path;
   std::vector<std::string> delegates = {"auto"};
@@ -64,7 +81,14 @@ class Segmenter {
   // thumb is given it receives a kThumbSize x kThumbSize grey thumbnail, for cheap
   // scene-change detection.
   static constexpr int kThumbSize = 32;
-  Status preprocess(const FrameView& frame, Tensor* out, std::vector<uint8_t>* thumb = nullptr) const;
+  Status preprocess(const FrameView& frame, ResizeMode resize, Tensor* out,
+                    std::vector<uint8_t>* thumb = nullptr) const;
+  Status preprocess(const FrameView& frame, Tensor* out, std::vector<uint8_t>* thumb = nullptr) const {
+    return preprocess(frame, ResizeMode::kStretch, out, thumb);
+  }
+  // The geometry preprocess() uses for a frame of frame_w x frame_h.
+  Placement placement(int frame_w, int frame_h, ResizeMode resize) const;
+  FrameRect mask_rect(int frame_w, int frame_h, ResizeMode resize) const;
   // Hands a tensor to the worker; returns true when it replaced a waiting one.
   bool submit(Tensor input, uint64_t tag);
   std::optional<MaskResult> take_latest();

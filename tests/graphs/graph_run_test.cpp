@@ -77,6 +77,22 @@ TEST_F(GraphRun, SegmentBenchmarkOnMegamindRunsToEosWithEveryFrame) {
   EXPECT_FALSE(s.delegate.empty());
 }
 
+// nnbackground mode=video with an endless background (a test pattern): the person stream
+// (the clip) decides the end, every frame arrives, and the background is the pattern.
+TEST_F(GraphRun, BackgroundVideoEndsWithThePersonStream) {
+  ASSERT_TRUE(nn_test::require_asset("media/Megamind.avi"));
+  ASSERT_TRUE(nn_test::require_asset("models/selfie_segmentation.tflite"));
+  auto app = nn::graph::App::load("background-video", {{"background-source", "test"}, {"output", "none"}});
+  ASSERT_TRUE(app.is_ok()) << app.status().message();
+  std::atomic<int> eos{0};
+  (*app)->on_eos([&] { ++eos; });
+  const nn::Status st = (*app)->run();
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(eos.load(), 1);
+  EXPECT_EQ((*app)->stats().frames, kMegamindFrames);
+  EXPECT_EQ((*app)->stats().frames_dropped, 0u);
+}
+
 TEST_F(GraphRun, BlurOnTestPatternToMp4HasEveryFrame) {
   const std::string out =
       std::string(NN_GRAPH_TEST_OUT) + "/out/blur-test.mp4";  // out/ is made by the runner

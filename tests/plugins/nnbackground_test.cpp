@@ -2,6 +2,7 @@
 // stays bit-exact, what is background is blurred / recoloured / replaced / made
 // transparent; every format at an odd size; edge refinement sharpens the alpha edge.
 #include <atomic>
+#include <cmath>
 #include <random>
 #include <thread>
 
@@ -273,6 +274,256 @@ TEST_F(NnBackgroundTest, PropertiesChangedFromAnotherThreadWhileBuffersFlow) {
   changer.join();
   g_bytes_unref(mask);
   EXPECT_EQ(stat_u64(bg_, "frames"), 30u);
+}
+
+// ---- mode=video: the "background" pad ------------------------------------------------
+
+// Our own "cover" (as nnbackground documents it): scale so both sides cover, crop the middle.
+cv::Mat cover_rgb(const cv::Mat& src, int w, int h) {
+  const double sc = std::max(double(w) / src.cols, double(h) / src.rows);
+  const int cw = std::max(w, int(std::ceil(src.cols * sc))), ch = std::max(h, int(std::ceil(src.rows * sc)));
+  cv::Mat big;
+  cv::resize(src, big, cv::Size(cw, ch), 0, 0, sc < 1.0 ? cv::INTER_AREA : cv::INTER_LINEAR);
+  return big(cv::Rect((cw - w) / 2, (ch - h) / 2, w, h)).clone();
+}
+
+cv::Mat rgb_of(const cv::Mat& rgba) {
+  cv::Mat rgb;
+  cv::cvtColor(rgba, rgb, cv::COLOR_RGBA2RGB);
+  return rgb;
+}
+
+double mean_abs_diff(const cv::Mat& a, const cv::Mat& b) {
+  cv::Mat d;
+  cv::absdiff(a, b, d);
+  return cv::mean(d.reshape(1))[0];
+}
+
+class NnBackgroundVideoTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    h_ = gst_harness_new_with_padnames("nnbackground", "sink", "src");
+    ASSERT_NE(h_, nullptr);
+    bg_ = h_->element;
+    g_object_set(bg_, "mode", 4 /* video */, "refine", FALSE, "feather", 0.0, nullptr);
+    gst_harness_set_src_caps_str(h_, caps_string("RGBA", kW, kH).c_str());
+    mask_ = half_mask(64, 48, 0.5);  // left half person
+  }
+  void TearDown() override {
+    if (bh_) gst_harness_teardown(bh_);
+    gst_harness_teardown(h_);
+    g_bytes_unref(mask_);
+  }
+  // A second harness feeding the element's background pad.
+  void open_background(const char* format, int w, int h) {
+    bh_ = gst_harness_new_with_element(bg_, "background", nullptr);
+    ASSERT_NE(bh_, nullptr);
+    gst_harness_set_src_caps_str(bh_, caps_string(format, w, h).c_str());
+  }
+  // One main frame (noise, left half person) through the element, as RGBA.
+  cv::Mat composite(GstClockTime pts = GST_CLOCK_TIME_NONE) {
+    GstBuffer* in = make_frame("RGBA", person_, pts, 33 * GST_MSECOND);
+    attach_mask(in, mask_, 64, 48, kW, kH);
+    GstBuffer* out = gst_harness_push_and_pull(h_, in);
+    EXPECT_NE(out, nullptr);
+    if (!out) return {};
+    cv::Mat m = packed_to_mat(out, "RGBA", kW, kH);
+    gst_buffer_unref(out);
+    return m;
+  }
+  const cv::Rect person_side{0, 0, kW / 2 - 10, kH};
+  const cv::Rect background_side{kW / 2 + 10, 0, kW - (kW / 2 + 10), kH};
+  GstHarness* h_ = nullptr;
+  GstHarness* bh_ = nullptr;
+  GstElement* bg_ = nullptr;
+  GBytes* mask_ = nullptr;
+  cv::Mat person_ = noise_rgb(kW, kH);
+};
+
+// The background pad's frame (BGRx 160x120, another format and size) covers the frame where
+// the mask says background; the person side stays bit-exact.
+TEST_F(NnBackgroundVideoTest, UsesTheBackgroundPadsPixels) {
+  open_background("BGRx", 160, 120);
+  const cv::Mat picture = test_image_rgb(160, 120);
+  ASSERT_EQ(gst_harness_push(bh_, make_frame("BGRx", picture)), GST_FLOW_OK);
+  const cv::Mat out = rgb_of(composite());
+  const cv::Mat want = cover_rgb(picture, kW, kH);
+  EXPECT_LT(mean_abs_diff(out(background_side), want(background_side)), 1.5);
+  EXPECT_EQ(mean_abs_diff(out(person_side), person_(person_side)), 0.0) << "person pixels untouched";
+  EXPECT_EQ(stat_u64(bg_, "background-frames"), 1u);
+  EXPECT_EQ(stat_u64(bg_, "frames-without-background"), 0u);
+
+  // A newer background frame replaces it.
+  cv::Mat flipped;
+  cv::flip(picture, flipped, 1);
+  ASSERT_EQ(gst_harness_push(bh_, make_frame("BGRx", flipped)), GST_FLOW_OK);
+  const cv::Mat out2 = rgb_of(composite());
+  EXPECT_LT(mean_abs_diff(out2(background_side), cover_rgb(flipped, kW, kH)(background_side)), 1.5);
+}
+
+// No background frame (pad unlinked): the main stream flows, background blurred.
+TEST_F(NnBackgroundVideoTest, MainStreamFlowsWithoutBackground) {
+  for (int i = 0; i < 5; ++i) {
+    const cv::Mat out = composite(i * 33 * GST_MSECOND);
+    ASSERT_FALSE(out.empty());
+    EXPECT_LT(high_freq_energy(out, background_side), 0.1 * high_freq_energy(person_, background_side))
+        << "falls back to blur";
+  }
+  EXPECT_EQ(stat_u64(bg_, "frames"), 5u);
+  EXPECT_EQ(stat_u64(bg_, "frames-without-background"), 5u);
+}
+
+// The background ends: its last frame stays, the main stream keeps going to its own EOS.
+TEST_F(NnBackgroundVideoTest, BackgroundEosKeepsTheLastFrame) {
+  open_background("RGB", 100, 300);
+  const cv::Mat picture = test_image_rgb(100, 300);
+  ASSERT_EQ(gst_harness_push(bh_, make_frame("RGB", picture)), GST_FLOW_OK);
+  ASSERT_TRUE(gst_harness_push_event(bh_, gst_event_new_eos()));
+  const cv::Mat want = cover_rgb(picture, kW, kH);
+  for (int i = 0; i < 3; ++i) {
+    const cv::Mat out = rgb_of(composite(i * 33 * GST_MSECOND));
+    ASSERT_FALSE(out.empty());
+    EXPECT_LT(mean_abs_diff(out(background_side), want(background_side)), 1.5) << "frame " << i;
+  }
+  // Nothing of the background branch (its EOS) reached the main output.
+  ASSERT_TRUE(gst_harness_push_event(h_, gst_event_new_eos()));
+  GstEvent* e;
+  int eos = 0;
+  while ((e = gst_harness_try_pull_event(h_))) {
+    eos += GST_EVENT_TYPE(e) == GST_EVENT_EOS;
+    gst_event_unref(e);
+  }
+  EXPECT_EQ(eos, 1) << "only the main stream's EOS";
+  // After the main stream's EOS the background pad refuses data: its source stops.
+  EXPECT_EQ(gst_harness_push(bh_, make_frame("RGB", picture)), GST_FLOW_EOS);
+}
+
+// A flush on the background pad keeps the last frame until a new one arrives.
+TEST_F(NnBackgroundVideoTest, BackgroundFlush) {
+  open_background("RGBA", 64, 48);
+  const cv::Mat a(48, 64, CV_8UC3, cv::Scalar(200, 10, 10)), b(48, 64, CV_8UC3, cv::Scalar(10, 10, 200));
+  ASSERT_EQ(gst_harness_push(bh_, make_frame("RGBA", a)), GST_FLOW_OK);
+  ASSERT_TRUE(gst_harness_push_event(bh_, gst_event_new_flush_start()));
+  ASSERT_TRUE(gst_harness_push_event(bh_, gst_event_new_flush_stop(TRUE)));
+  cv::Mat out = rgb_of(composite());
+  EXPECT_EQ(out.at<cv::Vec3b>(kH / 2, kW - 5), cv::Vec3b(200, 10, 10)) << "kept across the flush";
+  GstSegment segment;
+  gst_segment_init(&segment, GST_FORMAT_TIME);
+  ASSERT_TRUE(gst_harness_push_event(bh_, gst_event_new_segment(&segment)));
+  ASSERT_EQ(gst_harness_push(bh_, make_frame("RGBA", b)), GST_FLOW_OK);
+  out = rgb_of(composite());
+  EXPECT_EQ(out.at<cv::Vec3b>(kH / 2, kW - 5), cv::Vec3b(10, 10, 200));
+}
+
+TEST_F(NnBackgroundVideoTest, BackgroundPadRefusesFormatsItCannotUse) {
+  GstPad* pad = gst_element_get_static_pad(bg_, "background");
+  ASSERT_NE(pad, nullptr);
+  GstCaps* i420 = gst_caps_from_string(caps_string("I420", 64, 48).c_str());
+  GstCaps* bgr = gst_caps_from_string(caps_string("BGR", 1919, 7).c_str());
+  EXPECT_FALSE(gst_pad_query_accept_caps(pad, i420));
+  EXPECT_TRUE(gst_pad_query_accept_caps(pad, bgr)) << "any size, independent of the main stream";
+  gst_caps_unref(i420);
+  gst_caps_unref(bgr);
+  gst_object_unref(pad);
+}
+
+// A non-live background source is paced to the main stream's running time: it may not
+// race ahead, and it is let go when the main stream moves on.
+TEST_F(NnBackgroundVideoTest, BackgroundIsPacedToTheMainStream) {
+  open_background("RGBA", 64, 48);
+  const cv::Mat picture = test_image_rgb(64, 48);
+  composite(0);  // main stream at running time 0
+  std::atomic<int> pushed{0};
+  std::thread feeder([&] {
+    for (int i = 0; i < 20; ++i) {
+      if (gst_harness_push(bh_, make_frame("RGBA", picture, i * 40 * GST_MSECOND, 40 * GST_MSECOND)) !=
+          GST_FLOW_OK)
+        break;
+      ++pushed;
+    }
+  });
+  g_usleep(100 * 1000);
+  // Frame 0 goes in at once and anchors the timelines; frame 1 (40 ms) waits for the main
+  // stream (at most 200 ms of real time).
+  EXPECT_LE(stat_u64(bg_, "background-frames"), 2u);
+  // The main stream advances to 400 ms: the background catches up to it.
+  for (int i = 1; i <= 10; ++i) composite(i * 40 * GST_MSECOND);
+  g_usleep(100 * 1000);
+  const guint64 got = stat_u64(bg_, "background-frames");
+  EXPECT_GE(got, 8u);
+  EXPECT_LE(got, 13u);
+  // Main EOS releases the feeder (its pushes return EOS).
+  ASSERT_TRUE(gst_harness_push_event(h_, gst_event_new_eos()));
+  feeder.join();
+  EXPECT_LT(pushed.load(), 20);
+}
+
+// The scenario of the launch line in the docs, with a real clip: Megamind.avi through
+// nnsegment, videotestsrc as the background; main reaches EOS with every frame, the
+// background is paced (a free-running one would push thousands of frames), and a
+// background that ends early does not end the main stream.
+TEST(NnBackgroundVideoPipeline, MegamindOverBall) {
+  ASSERT_TRUE(nn_test::require_asset("models/selfie_segmentation.tflite"));
+  ASSERT_TRUE(nn_test::require_asset("media/Megamind.avi"));
+  for (const char* bg_buffers : {"-1", "5"}) {
+    SCOPED_TRACE(std::string("background num-buffers=") + bg_buffers);
+    const std::string line = "filesrc location=" + nn_test::asset("media/Megamind.avi") +
+                             " ! decodebin ! videoconvert ! nnsegment name=seg model=" + model_path() +
+                             " ! nnbackground name=bg mode=video ! videoconvert ! fakesink "
+                             "videotestsrc num-buffers=" +
+                             bg_buffers +
+                             " pattern=ball ! video/x-raw,width=320,height=240 ! "
+                             "videoconvert ! bg.background";
+    GError* err = nullptr;
+    GstElement* pipe = gst_parse_launch(line.c_str(), &err);
+    ASSERT_NE(pipe, nullptr) << (err ? err->message : "");
+    GstBus* bus = gst_element_get_bus(pipe);
+    ASSERT_NE(gst_element_set_state(pipe, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+    GstMessage* msg = gst_bus_timed_pop_filtered(
+        bus, 120 * GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+    ASSERT_NE(msg, nullptr) << "timed out";
+    EXPECT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS);
+    gst_message_unref(msg);
+    GstElement* bg = gst_bin_get_by_name(GST_BIN(pipe), "bg");
+    EXPECT_EQ(stat_u64(bg, "frames"), 270u);
+    const guint64 received = stat_u64(bg, "background-frames");
+    if (std::string(bg_buffers) == "5") {
+      EXPECT_EQ(received, 5u);
+      EXPECT_EQ(stat_u64(bg, "frames-without-background"), 0u) << "the last frame stays";
+    } else {
+      EXPECT_GE(received, 100u);
+      EXPECT_LE(received, 400u) << "paced to the main stream";
+    }
+    gst_object_unref(bg);
+    ASSERT_EQ(gst_element_set_state(pipe, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+    gst_object_unref(bus);
+    gst_object_unref(pipe);
+  }
+}
+
+// Letterboxed masks: the cells outside the frame's band (the padding) are never used. A
+// hand-made 32x32 mask of a 128x32 frame (rect 0,-48 128x128): padding rows say person,
+// the band rows 12..19 say background -- the whole frame must get the background colour.
+TEST_F(NnBackgroundTest, LetterboxPaddingIsNeverUsed) {
+  constexpr int w = 128, h = 32;
+  start("mode=color color=0xFF0000FF refine=false feather=0", "RGBA", w, h);
+  std::vector<uint8_t> m(32 * 32, 255);
+  for (int y = 12; y < 20; ++y)
+    for (int x = 0; x < 32; ++x) m[y * 32 + x] = 0;
+  GBytes* mask = g_bytes_new(m.data(), m.size());
+  GstBuffer* in = make_frame("RGBA", noise_rgb(w, h));
+  ASSERT_NE(
+      gst_buffer_add_nn_mask_meta(in, GST_NN_MASK_FORMAT_UINT8, 32, 32, 32, mask, w, h, 0, -48, 128, 128, 0),
+      nullptr);
+  GstNnMaskMeta* meta = gst_buffer_get_nn_mask_meta(in);
+  for (int y : {0, h - 1}) EXPECT_FLOAT_EQ(gst_nn_mask_meta_sample_frame(meta, 10, y), 0.f) << "row " << y;
+  GstBuffer* out = gst_harness_push_and_pull(h_, in);
+  const cv::Mat rgba = packed_to_mat(out, "RGBA", w, h);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; x += 7)
+      ASSERT_EQ(rgba.at<cv::Vec4b>(y, x), cv::Vec4b(0, 0, 255, 255)) << x << "," << y;
+  gst_buffer_unref(out);
+  g_bytes_unref(mask);
 }
 
 }  // namespace

@@ -394,6 +394,194 @@ TEST_F(NnSegmentTest, SceneCutDiscardsTheOldMask) {
   EXPECT_EQ(stat_u64(seg_, "scene-cuts"), 1u);
 }
 
+// The GRAY8 mask frame of a buffer (stride as GStreamer lays it out).
+cv::Mat gray_to_mat(GstBuffer* buf, int w, int h) {
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_GRAY8, w, h);
+  GstVideoFrame frame;
+  EXPECT_TRUE(gst_video_frame_map(&frame, &info, buf, GST_MAP_READ));
+  cv::Mat m(h, w, CV_8UC1);
+  for (int y = 0; y < h; ++y)
+    memcpy(m.ptr(y),
+           static_cast<uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0)) +
+               y * GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0),
+           w);
+  gst_video_frame_unmap(&frame);
+  return m;
+}
+
+// output-mode=mask: RGBx 97x61 in, GRAY8 97x61 out; the pixels are the meta's
+// model-resolution mask resampled to the frame, timestamps and meta kept.
+TEST_F(NnSegmentTest, MaskOutputIsGray8AtFrameSize) {
+  constexpr int w = 97, h = 61;
+  start("latency-budget=10000 output-mode=mask", "RGBx", w, h);
+  GstBuffer* out = push_pull(frame("RGBx", w, h, 5 * GST_SECOND));
+  ASSERT_NE(out, nullptr);
+  GstCaps* caps = gst_pad_get_current_caps(h_->sinkpad);
+  ASSERT_NE(caps, nullptr);
+  GstVideoInfo info;
+  ASSERT_TRUE(gst_video_info_from_caps(&info, caps));
+  EXPECT_EQ(GST_VIDEO_INFO_FORMAT(&info), GST_VIDEO_FORMAT_GRAY8) << gst_caps_to_string(caps);
+  EXPECT_EQ(GST_VIDEO_INFO_WIDTH(&info), w);
+  EXPECT_EQ(GST_VIDEO_INFO_HEIGHT(&info), h);
+  gst_caps_unref(caps);
+  EXPECT_EQ(gst_buffer_get_size(out), GST_VIDEO_INFO_SIZE(&info));
+  EXPECT_EQ(GST_BUFFER_PTS(out), 5 * GST_SECOND);
+  EXPECT_EQ(GST_BUFFER_DURATION(out), 33 * GST_MSECOND);
+
+  GstNnMaskMeta* m = gst_buffer_get_nn_mask_meta(out);
+  ASSERT_NE(m, nullptr) << "the GRAY8 buffer still carries the mask meta";
+  EXPECT_EQ(m->age, 0u);
+  EXPECT_EQ(m->frame_width, static_cast<guint>(w));
+  EXPECT_EQ(m->frame_height, static_cast<guint>(h));
+  const cv::Mat gray = gray_to_mat(out, w, h);
+  // Our own resampling of the meta's mask (stretch: the mask covers the frame exactly).
+  cv::Mat resized;
+  cv::resize(mask_to_mat(m), resized, cv::Size(w, h), 0, 0, cv::INTER_LINEAR);
+  int checked = 0;
+  for (int y = 0; y < h; y += 3)
+    for (int x = 0; x < w; x += 4) {
+      EXPECT_NEAR(gray.at<uint8_t>(y, x), resized.at<float>(y, x) * 255.f, 3.0) << "at " << x << "," << y;
+      EXPECT_NEAR(gray.at<uint8_t>(y, x), gst_nn_mask_meta_sample_frame(m, x, y) * 255.f, 3.0)
+          << "at " << x << "," << y;
+      ++checked;
+    }
+  EXPECT_GT(checked, 400);
+  double lo, hi;
+  cv::minMaxLoc(gray, &lo, &hi);
+  EXPECT_LT(lo, 30) << "the pitch is background";
+  EXPECT_GT(hi, 225) << "the player is a person";
+  gst_buffer_unref(out);
+}
+
+// The threshold shapes the GRAY8 mask as it shapes the meta: threshold=0 gives raw
+// probabilities (soft), the default ramp pushes most pixels to 0 or 255.
+TEST_F(NnSegmentTest, MaskOutputAppliesThreshold) {
+  constexpr int w = 97, h = 61;
+  auto soft_fraction = [&](const char* props) {
+    start(std::string("latency-budget=10000 output-mode=mask ") + props, "RGBx", w, h);
+    GstBuffer* out = push_pull(frame("RGBx", w, h));
+    const cv::Mat gray = gray_to_mat(out, w, h);
+    gst_buffer_unref(out);
+    gst_object_unref(seg_);
+    seg_ = nullptr;
+    gst_harness_teardown(h_);
+    h_ = nullptr;
+    return cv::countNonZero((gray > 5) & (gray < 250)) / static_cast<double>(w * h);
+  };
+  const double raw = soft_fraction("threshold=0"), ramped = soft_fraction("threshold=0.5");
+  EXPECT_LT(ramped, raw) << "raw " << raw << " vs thresholded " << ramped;
+}
+
+// Before the first mask, the GRAY8 frame says "keep everything" (255) and carries no meta.
+TEST_F(NnSegmentTest, MaskOutputWithoutMaskIsAll255) {
+  start("latency-budget=0 output-mode=mask", "I420", 33, 17);
+  GstBuffer* out = push_pull(frame("I420", 33, 17));
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(gst_buffer_get_nn_mask_meta(out), nullptr);
+  const cv::Mat gray = gray_to_mat(out, 33, 17);
+  EXPECT_EQ(cv::countNonZero(gray != 255), 0);
+  gst_buffer_unref(out);
+}
+
+// Switching output-mode to mask mid-stream renegotiates the src caps to GRAY8 (and back).
+TEST_F(NnSegmentTest, OutputModeMaskRenegotiatesMidStream) {
+  start("latency-budget=10000", "RGBA", 64, 48);
+  GstBuffer* out = push_pull(frame("RGBA", 64, 48));
+  EXPECT_EQ(gst_buffer_get_size(out), 64u * 48u * 4u);
+  gst_buffer_unref(out);
+  g_object_set(seg_, "output-mode", 2 /* mask */, nullptr);
+  out = push_pull(frame("RGBA", 64, 48));
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(gst_buffer_get_size(out), 64u * 48u) << "GRAY8 after the switch";
+  EXPECT_NE(gst_buffer_get_nn_mask_meta(out), nullptr);
+  gst_buffer_unref(out);
+  g_object_set(seg_, "output-mode", 0 /* meta */, nullptr);
+  out = push_pull(frame("RGBA", 64, 48));
+  EXPECT_EQ(gst_buffer_get_size(out), 64u * 48u * 4u) << "RGBA again";
+  gst_buffer_unref(out);
+}
+
+// Letterbox on a very wide frame: 400x100 fits the 256x256 input as 256x64 with 96 rows of
+// padding above and below, so the mask covers a 400x400 frame square centred on the frame.
+TEST_F(NnSegmentTest, LetterboxMetaRectOnAWideFrame) {
+  constexpr int w = 400, h = 100;
+  start("latency-budget=10000 resize=letterbox output-mode=mask threshold=0", "RGBA", w, h);
+  GstBuffer* out = push_pull(frame("RGBA", w, h));
+  GstNnMaskMeta* m = gst_buffer_get_nn_mask_meta(out);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->width, 256u);
+  EXPECT_EQ(m->height, 256u);
+  EXPECT_DOUBLE_EQ(m->rect_x, 0.0);
+  EXPECT_DOUBLE_EQ(m->rect_y, -150.0);
+  EXPECT_DOUBLE_EQ(m->rect_w, 400.0);
+  EXPECT_DOUBLE_EQ(m->rect_h, 400.0);
+  // The frame's rows 0..99 come from mask rows 96..159 only: the GRAY8 frame is that band
+  // resampled, edges repeating the band's own border rows, never the padding.
+  const cv::Mat gray = gray_to_mat(out, w, h);
+  const cv::Mat band = mask_to_mat(m)(cv::Rect(0, 96, 256, 64));
+  cv::Mat expected;
+  cv::resize(band, expected, cv::Size(w, h), 0, 0, cv::INTER_LINEAR);
+  for (int y : {0, 1, 37, 50, 98, 99})
+    for (int x = 0; x < w; x += 13) {
+      EXPECT_NEAR(gray.at<uint8_t>(y, x), expected.at<float>(y, x) * 255.f, 3.0) << "at " << x << "," << y;
+      EXPECT_NEAR(gray.at<uint8_t>(y, x), gst_nn_mask_meta_sample_frame(m, x, y) * 255.f, 3.0)
+          << "at " << x << "," << y;
+    }
+  gst_buffer_unref(out);
+  gst_object_unref(seg_);
+  seg_ = nullptr;
+  gst_harness_teardown(h_);
+  h_ = nullptr;
+
+  // Stretch (the default) on the same frame: the mask covers the frame exactly.
+  start("latency-budget=10000", "RGBA", w, h);
+  out = push_pull(frame("RGBA", w, h));
+  m = gst_buffer_get_nn_mask_meta(out);
+  ASSERT_NE(m, nullptr);
+  EXPECT_DOUBLE_EQ(m->rect_y, 0.0);
+  EXPECT_DOUBLE_EQ(m->rect_h, 100.0);
+  gst_buffer_unref(out);
+}
+
+// Letterbox on a tall frame pads left and right; the model still finds the person.
+TEST_F(NnSegmentTest, LetterboxTallFrame) {
+  constexpr int w = 90, h = 360;
+  start("latency-budget=10000 resize=letterbox threshold=0", "NV12", w, h);
+  GstBuffer* out = push_pull(frame("NV12", w, h));
+  GstNnMaskMeta* m = gst_buffer_get_nn_mask_meta(out);
+  ASSERT_NE(m, nullptr);
+  // 90x360 -> 64x256 at x = 96: 256 input columns span 360 frame pixels.
+  EXPECT_DOUBLE_EQ(m->rect_x, -96.0 * 90.0 / 64.0);
+  EXPECT_DOUBLE_EQ(m->rect_w, 256.0 * 90.0 / 64.0);
+  EXPECT_DOUBLE_EQ(m->rect_y, 0.0);
+  EXPECT_DOUBLE_EQ(m->rect_h, 360.0);
+  gst_buffer_unref(out);
+}
+
+TEST(NnSegmentErrors, BadEnumValueIsAParseError) {
+  GError* err = nullptr;
+  GstElement* e = gst_parse_launch("nnsegment resize=squash", &err);
+  ASSERT_NE(err, nullptr) << "resize=squash must be refused";
+  EXPECT_NE(std::string(err->message).find("squash"), std::string::npos) << err->message;
+  g_clear_error(&err);
+  if (e) gst_object_unref(e);
+  e = gst_parse_launch("nnsegment output-mode=grey", &err);
+  ASSERT_NE(err, nullptr);
+  g_clear_error(&err);
+  if (e) gst_object_unref(e);
+}
+
+TEST(NnSegmentDefaults, DelegateIsAuto) {
+  GstElement* e = gst_element_factory_make("nnsegment", nullptr);
+  ASSERT_NE(e, nullptr);
+  gint delegate = -1, resize = -1;
+  g_object_get(e, "delegate", &delegate, "resize", &resize, nullptr);
+  EXPECT_EQ(delegate, 0) << "auto";
+  EXPECT_EQ(resize, 0) << "stretch";
+  gst_object_unref(e);
+}
+
 // PLAYING <-> NULL cycles with a real source, each run to EOS.
 TEST(NnSegmentPipeline, StateCyclesToEos) {
   ASSERT_TRUE(nn_test::require_asset("models/selfie_segmentation.tflite"));
