@@ -42,20 +42,29 @@ NN_INLINE_AVX2 void store_row(float* c, const float* r, size_t nr, __m256 lo_hal
   }
 }
 
-// C[mr x nr] = epilogue(A[mr x k] * W[k x 16] + bias, R). Rows past mr alias the last
-// valid row (computed twice, stored to the same place), so the loop has no row branches.
-NN_TARGET_AVX2 void kernel_6x16(size_t mr, size_t nr, size_t k, const float* a, size_t lda, const float* w,
-                                float* c, const float* res, size_t ldc, const EpilogueAvx2& epi) {
-  const float* a0 = a;
+// C[mr x nr] = epilogue(A[mr x K] * W[K x 16] + bias, R), where A's columns come in
+// `segments` runs of k each: run s is the matrix at seg_a[s] (row r at seg_a[s] + r*lda),
+// or all zeros when seg_a[s] is null (its weights are skipped). One run is a plain GEMM;
+// a conv gives one run per kernel row (implicit GEMM: no im2col copy). Rows past mr alias
+// the last valid row (computed twice, stored to the same place): no row branches.
+NN_TARGET_AVX2 void kernel_6x16(size_t mr, size_t nr, size_t segments, const float* const* seg_a, size_t k,
+                                size_t lda, const float* w, float* c, const float* res, size_t ldc,
+                                const EpilogueAvx2& epi) {
+  __m256 c00 = _mm256_load_ps(w), c01 = _mm256_load_ps(w + 8);
+  __m256 c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01, c40 = c00, c41 = c01, c50 = c00,
+         c51 = c01;
+  w += kNr;
+  for (size_t seg = 0; seg < segments; ++seg) {
+  if (!seg_a[seg]) {
+    w += k * kNr;
+    continue;
+  }
+  const float* a0 = seg_a[seg];
   const float* a1 = mr > 1 ? a0 + lda : a0;
   const float* a2 = mr > 2 ? a1 + lda : a1;
   const float* a3 = mr > 3 ? a2 + lda : a2;
   const float* a4 = mr > 4 ? a3 + lda : a3;
   const float* a5 = mr > 5 ? a4 + lda : a4;
-  __m256 c00 = _mm256_load_ps(w), c01 = _mm256_load_ps(w + 8);
-  __m256 c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01, c40 = c00, c41 = c01, c50 = c00,
-         c51 = c01;
-  w += kNr;
   for (size_t p = 0; p < k; ++p) {
     const __m256 b0 = _mm256_load_ps(w);
     const __m256 b1 = _mm256_load_ps(w + 8);
@@ -79,6 +88,7 @@ NN_TARGET_AVX2 void kernel_6x16(size_t mr, size_t nr, size_t k, const float* a, 
     c50 = _mm256_fmadd_ps(va, b0, c50);
     c51 = _mm256_fmadd_ps(va, b1, c51);
   }
+  }
   // Row i of the tile stores at c + i*ldc (residual res + i*ldc); rows past mr alias.
   const size_t s1 = mr > 1 ? ldc : 0, s2 = mr > 2 ? 2 * ldc : s1, s3 = mr > 3 ? 3 * ldc : s2,
                s4 = mr > 4 ? 4 * ldc : s3, s5 = mr > 5 ? 5 * ldc : s4;
@@ -97,12 +107,14 @@ struct EpilogueAvx2 {
   Epilogue e;
 };
 
-void kernel_6x16(size_t mr, size_t nr, size_t k, const float* a, size_t lda, const float* w, float* c,
-                 const float* res, size_t ldc, const EpilogueAvx2& epi) {
+void kernel_6x16(size_t mr, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
+                 const float* w, float* c, const float* res, size_t ldc, const EpilogueAvx2& epi) {
   for (size_t r = 0; r < mr; ++r)
     for (size_t n = 0; n < nr; ++n) {
       float acc = w[n];
-      for (size_t p = 0; p < k; ++p) acc += a[r * lda + p] * w[kNr + p * kNr + n];
+      for (size_t s = 0; s < segments; ++s)
+        if (seg_a[s])
+          for (size_t p = 0; p < k; ++p) acc += seg_a[s][r * lda + p] * w[kNr + (s * k + p) * kNr + n];
       c[r * ldc + n] = apply_epilogue(epi.e, acc, epi.e.residual ? res[r * ldc + n] : 0.f);
     }
 }
@@ -134,6 +146,8 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
                shape.pad_top == 0 && shape.pad_left == 0 && shape.out_h == shape.in_h &&
                shape.out_w == shape.in_w;
   k_ = size_t(shape.kernel_h) * shape.kernel_w * shape.in_c;
+  // Implicit GEMM needs each kernel row's taps contiguous in the input (dilation_w 1).
+  segments_ = shape.dilation_w == 1 && shape.kernel_h <= 16 ? shape.kernel_h : 0;
   n_blocks_ = (shape.out_c + kNr - 1) / kNr;
   const size_t panel = kNr * (k_ + 1);
   AlignedFloats packed = allocate_floats(n_blocks_ * panel);
@@ -232,28 +246,64 @@ void NativeConv::run(const float* input, const float* residual, float* output, p
   auto body = [](void* ctx, size_t m0, size_t j0, size_t m_count, size_t j_count) {
     const Task& t = *static_cast<const Task*>(ctx);
     const NativeConv& conv = *t.conv;
+    const NativeConvShape& s = conv.shape_;
     const size_t k = conv.k_;
     const size_t panel_size = kNr * (k + 1);
-    const float* a = nullptr;
-    size_t lda = k;
-    thread_local std::vector<float> scratch;
-    if (conv.pointwise_) {
-      a = t.input + m0 * conv.shape_.in_c;
-      lda = conv.shape_.in_c;
-    } else {
-      if (scratch.size() < m_count * k + 8) scratch.resize(m_count * k + 8);  // + copy_floats' slack
-      im2col_rows(conv.shape_, t.input, m0, m_count, scratch.data());
-      a = scratch.data();
-    }
+    const size_t ldc = s.out_c;
     const EpilogueAvx2 epi(conv.epilogue_);
-    const size_t ldc = conv.shape_.out_c;
-    for (size_t r = 0; r < m_count; r += kMr) {
-      const size_t mr = std::min(kMr, m_count - r);
+    if (conv.pointwise_) {
+      const float* a = t.input + m0 * s.in_c;
+      for (size_t r = 0; r < m_count; r += kMr) {
+        const float* row = a + r * s.in_c;
+        for (size_t j = j0; j < j0 + j_count; ++j) {
+          const size_t at = (m0 + r) * ldc + j * kNr;
+          kernel_6x16(std::min(kMr, m_count - r), std::min(kNr, ldc - j * kNr), 1, &row, k, s.in_c,
+                      conv.packed_.get() + j * panel_size, t.output + at, t.residual + at, ldc, epi);
+        }
+      }
+      return;
+    }
+    // Each micro-tile reads the input in place when its pixels share an output row and
+    // their windows are inside horizontally (one run of kernel_w * in_c floats per kernel
+    // row, rows `stride_w * in_c` apart); the others get im2col rows.
+    thread_local std::vector<float> scratch;
+    if (scratch.size() < m_count * k + 8) scratch.resize(m_count * k + 8);  // + copy_floats' slack
+    const size_t tiles = (m_count + kMr - 1) / kMr;
+    thread_local std::vector<const float*> seg;  // per micro-tile: kernel_h run pointers, or im2col
+    thread_local std::vector<uint8_t> implicit;
+    seg.resize(tiles * std::max<size_t>(1, conv.segments_));
+    implicit.assign(tiles, 0);
+    const size_t pixels = size_t(s.out_h) * s.out_w;
+    for (size_t tile = 0; tile < tiles; ++tile) {
+      const size_t first = m0 + tile * kMr, mr = std::min(kMr, m_count - tile * kMr);
+      const size_t b = first / pixels, oy = (first % pixels) / s.out_w, ox = (first % pixels) % s.out_w;
+      const int64_t x0 = int64_t(ox) * s.stride_w - s.pad_left;
+      const int64_t x_end = int64_t(ox + mr - 1) * s.stride_w - s.pad_left + s.kernel_w;  // one past
+      if (conv.segments_ > 0 && ox + mr <= s.out_w && x0 >= 0 && x_end <= int64_t(s.in_w)) {
+        implicit[tile] = 1;
+        const float* image = t.input + b * size_t(s.in_h) * s.in_w * s.in_c;
+        for (uint32_t ky = 0; ky < s.kernel_h; ++ky) {
+          const int64_t iy = int64_t(oy) * s.stride_h - s.pad_top + int64_t(ky) * s.dilation_h;
+          seg[tile * conv.segments_ + ky] =
+              iy >= 0 && iy < int64_t(s.in_h) ? image + (size_t(iy) * s.in_w + size_t(x0)) * s.in_c : nullptr;
+        }
+      } else {
+        im2col_rows(s, t.input, first, mr, scratch.data() + tile * kMr * k);
+      }
+    }
+    const size_t run_k = size_t(s.kernel_w) * s.in_c, run_lda = size_t(s.stride_w) * s.in_c;
+    for (size_t tile = 0; tile < tiles; ++tile) {
+      const size_t r = tile * kMr, mr = std::min(kMr, m_count - r);
+      const float* rows = scratch.data() + r * k;
       for (size_t j = j0; j < j0 + j_count; ++j) {
-        const size_t nr = std::min(kNr, ldc - j * kNr);
         const size_t at = (m0 + r) * ldc + j * kNr;
-        kernel_6x16(mr, nr, k, a + r * lda, lda, conv.packed_.get() + j * panel_size, t.output + at,
-                    t.residual + at, ldc, epi);
+        const size_t nr = std::min(kNr, ldc - j * kNr);
+        const float* w = conv.packed_.get() + j * panel_size;
+        if (implicit[tile])
+          kernel_6x16(mr, nr, conv.segments_, &seg[tile * conv.segments_], run_k, run_lda, w, t.output + at,
+                      t.residual + at, ldc, epi);
+        else
+          kernel_6x16(mr, nr, 1, &rows, k, k, w, t.output + at, t.residual + at, ldc, epi);
       }
     }
   };

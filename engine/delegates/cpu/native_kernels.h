@@ -70,6 +70,7 @@ class NativeConv final : public NativeOp {
   Epilogue epilogue_;
   bool pointwise_ = false;
   size_t k_ = 0;         // GEMM depth: kernel_h * kernel_w * in_c
+  size_t segments_ = 0;  // runs of A per output pixel read in place: kernel_h, or 0 (im2col only)
   size_t n_blocks_ = 0;  // out_c in panels of 16
 };
 
