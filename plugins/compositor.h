@@ -85,7 +85,8 @@ class Compositor {
   cv::Mat small_alpha_;  // CV_32F refined alpha at work size
   cv::Mat small_bg_;     // CV_8UC(n) blurred background at work size
   // Full resolution buffers.
-  cv::Mat luma_, coef_a_full_, coef_b_full_, alpha_, alpha_n_, background_;
+  cv::Mat coef_small_;   // CV_32FC2 (A, B): alpha * 255 = A * luma + B
+  cv::Mat luma_, coef_full_, alpha_, alpha_n_, background_;
   cv::Scalar background_color_ = cv::Scalar::all(-1);  // what background_ holds in colour mode
   // Image mode.
   cv::Mat image_bgr_;
