@@ -54,11 +54,43 @@ inline void blend_byte(uint8_t& p, uint8_t q, uint8_t a) {
 
 bool blend_rgba_supported() {
 #if defined(__x86_64__)
-  static const bool avx2 = __builtin_cpu_supports("avx2");
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return avx2;
 #else
   return false;
 #endif
+}
+
+// alpha[x] = clamp(A * luma[x] + B) with (A, B) = ab[x / 2] (half-resolution coefficients).
+inline void alpha_row_scalar(const uint8_t* l, const float* ab, uint8_t* out, int from, int width) {
+  for (int x = from; x < width; ++x) {
+    const float v = ab[2 * (x / 2)] * l[x] + ab[2 * (x / 2) + 1];
+    out[x] = static_cast<uint8_t>(std::min(std::max(v, 0.f), 255.f));
+  }
+}
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) void alpha_row_avx2(const uint8_t* l, const float* ab, uint8_t* out, int width) {
+  const __m256i dup_a = _mm256_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6), dup_b = _mm256_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7);
+  const __m256 lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.f);
+  int x = 0;
+  for (; x + 8 <= width; x += 8) {  // 8 pixels, 4 coefficient pairs
+    const __m256 pairs = _mm256_loadu_ps(ab + x);
+    const __m256 luma =
+        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(l + x))));
+    __m256 v = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(pairs, dup_a), luma, _mm256_permutevar8x32_ps(pairs, dup_b));
+    v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+    const __m256i i32 = _mm256_cvttps_epi32(v);  // truncation, as the scalar cast
+    const __m128i i16 = _mm_packus_epi32(_mm256_castsi256_si128(i32), _mm256_extracti128_si256(i32, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + x), _mm_packus_epi16(i16, i16));
+  }
+  alpha_row_scalar(l, ab, out, x, width);
+}
+#endif
+void alpha_row(const uint8_t* l, const float* ab, uint8_t* out, int width) {
+#if defined(__x86_64__)
+  if (blend_rgba_supported()) return alpha_row_avx2(l, ab, out, width);
+#endif
+  alpha_row_scalar(l, ab, out, 0, width);
 }
 
 // One row of 4-channel pixels blended with a one-byte-per-pixel alpha, 8 pixels per step:
@@ -302,15 +334,8 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
     const cv::Size half((fw + 1) / 2, (fh + 1) / 2);
     cv::resize(coef_small_, coef_full_, half, 0, 0, cv::INTER_LINEAR);
     cv::parallel_for_(cv::Range(0, fh), [&](const cv::Range& rows) {
-      for (int y = rows.start; y < rows.end; ++y) {
-        const uint8_t* l = luma_.ptr<uint8_t>(y);
-        const float* ab = coef_full_.ptr<float>(y / 2);
-        uint8_t* out = alpha_.ptr<uint8_t>(y);
-        for (int x = 0; x < fw; ++x) {
-          const float v = ab[2 * (x / 2)] * l[x] + ab[2 * (x / 2) + 1];
-          out[x] = static_cast<uint8_t>(std::min(std::max(v, 0.f), 255.f));
-        }
-      }
+      for (int y = rows.start; y < rows.end; ++y)
+        alpha_row(luma_.ptr<uint8_t>(y), coef_full_.ptr<float>(y / 2), alpha_.ptr<uint8_t>(y), fw);
     });
   } else {
     cv::Mat up;
