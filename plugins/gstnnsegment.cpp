@@ -728,6 +728,9 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
   s->frames_in++;
   GST_OBJECT_UNLOCK(self);
 
+  // The budget bounds the time this frame spends here, pre-processing included: under CPU
+  // contention pre-processing itself slows down, and the wait for the mask gets shorter.
+  const auto entered = Clock::now();
   const uint64_t seq = ++s->seq;
   GstBuffer* buf = frame->buffer;
   const GstClockTime running_time =
@@ -765,7 +768,7 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
     GST_OBJECT_UNLOCK(self);
   }
 
-  // 3. Hand the frame to the worker, then wait for its mask no longer than the budget.
+  // 3. Hand the frame to the worker, then wait for its mask until the budget (from arrival) is spent.
   if (!late) {
     nn::plugins::FrameView v = s->view_template;
     for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(frame) && p < 3; ++p) {
@@ -795,7 +798,7 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
       s->inferences_skipped++;  // a frame that was still waiting got replaced by this one
       GST_OBJECT_UNLOCK(self);
     }
-    const auto deadline = Clock::now() + std::chrono::milliseconds(budget_ms);
+    const auto deadline = entered + std::chrono::milliseconds(budget_ms);
     while (!(s->mask && s->mask_tag >= seq)) {
       const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
       if (left.count() <= 0) break;
