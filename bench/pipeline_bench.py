@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Pipeline benchmark: background blur on a live-paced 30 fps source.
 
-Megamind.avi is decoded, scaled to the target size and paced to the clock at 30 fps
-(videorate + identity sync=true, so frames arrive as a camera's would), then runs through
+Megamind.avi is decoded, brought to 30 fps, scaled to the target size and paced to the
+clock (videorate, videoscale, identity sync=true: frames arrive as a camera's would, each
+in a buffer of its own), then runs through
   nnsegment ! nnbackground mode=blur ! fakesink sync=true
 Reported per run: frames delivered and dropped, inferences run and skipped (nnsegment's
 stats), the latency our two elements add per frame (GstTracer "latency" with
@@ -34,8 +35,11 @@ from gi.repository import Gst, GLib
 Gst.init(None)
 cfg = json.loads(sys.argv[1])
 w, h = cfg["width"], cfg["height"]
-desc = (f"filesrc location={cfg['video']} ! decodebin ! videoconvert ! videoscale ! "
-        f"video/x-raw,format=RGBA,width={w},height={h} ! videorate ! video/x-raw,framerate=30/1 ! "
+# videorate (24 -> 30 fps) comes before the scaler, so every frame is a buffer of its own as
+# a camera's would be (videorate's repeated frames are shared buffers, which the first
+# element writing into the frame would have to copy).
+desc = (f"filesrc location={cfg['video']} ! decodebin ! videorate ! video/x-raw,framerate=30/1 ! "
+        f"videoconvert ! videoscale ! video/x-raw,format=RGBA,width={w},height={h} ! "
         f"identity sync=true name=pace ! queue max-size-buffers=2 leaky=downstream name=camq ! ")
 if cfg.get("baseline"):  # the same source, decoding and pacing without our elements
     desc += "fakesink name=sink sync=true qos=true"

@@ -11,9 +11,11 @@ namespace nn::plugins {
 
 // Shrinks with area averaging, fast: while the image is more than twice the target, a
 // bilinear resize to exactly half size (which averages 2x2 blocks, like INTER_AREA, at a
-// fraction of INTER_AREA's cost on non-integer factors); INTER_AREA does the rest.
+// fraction of INTER_AREA's cost on non-integer factors); INTER_AREA does the rest, or
+// INTER_LINEAR with final = cv::INTER_LINEAR where a little aliasing does not matter (the
+// remaining factor is under 2; 720p -> 427x240: 0.9 instead of 4.0 ms).
 // 1080p RGBA -> 480x270: 1.2 ms instead of 5.4 ms (one core). Grows with INTER_LINEAR.
-inline void shrink_area(const cv::Mat& src, cv::Mat& dst, cv::Size target) {
+inline void shrink_area(const cv::Mat& src, cv::Mat& dst, cv::Size target, int final = cv::INTER_AREA) {
   if (src.cols <= target.width || src.rows <= target.height) {
     cv::resize(src, dst, target, 0, 0, cv::INTER_LINEAR);
     return;
@@ -31,7 +33,7 @@ inline void shrink_area(const cv::Mat& src, cv::Mat& dst, cv::Size target) {
       dst = cur;
     return;
   }
-  cv::resize(cur, dst, target, 0, 0, cv::INTER_AREA);
+  cv::resize(cur, dst, target, 0, 0, final);
 }
 
 // Resamples a float mask that covers the rectangle (rx, ry, rw, rh) of a fw x fh frame
