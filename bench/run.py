@@ -14,6 +14,7 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import platform
 import subprocess
 import sys
@@ -143,6 +144,8 @@ def main():
     chart(rows, os.path.join(RESULTS, "engine.png"))
     if args.readme:
         update_readme(table)
+        # The chart bench/README.md shows (results/ itself is not kept in git).
+        shutil.copyfile(os.path.join(RESULTS, "engine.png"), os.path.join(ROOT, "bench", "engine-latency.png"))
 
 
 def fmt(v, spec=".2f"):
