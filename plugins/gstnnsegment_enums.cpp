@@ -1,0 +1,53 @@
+// The GTypes of nnsegment's enum properties (delegate, over-budget, output-mode, resize),
+// declared in gstnnsegment.h.
+#include "gstnnsegment.h"
+
+GType gst_nn_delegate_get_type(void) {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {GST_NN_DELEGATE_AUTO,
+       "Every available delegate, best first (skips CPU-type Vulkan devices such as lavapipe)", "auto"},
+      {GST_NN_DELEGATE_CPU, "CPU (XNNPACK, reference kernels for the rest)", "cpu"},
+      {GST_NN_DELEGATE_VULKAN, "Vulkan compute, CPU for the rest", "vulkan"},
+      {GST_NN_DELEGATE_NNAPI, "Android NNAPI, CPU for the rest", "nnapi"},
+      {GST_NN_DELEGATE_REFERENCE, "Plain C++ reference kernels only", "reference"},
+      {0, nullptr, nullptr}};
+  if (g_once_init_enter(&type)) g_once_init_leave(&type, g_enum_register_static("GstNnDelegate", values));
+  return type;
+}
+
+GType gst_nn_over_budget_get_type(void) {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {GST_NN_OVER_BUDGET_REUSE_MASK, "Send the frame with the newest finished mask", "reuse-mask"},
+      {GST_NN_OVER_BUDGET_DROP_FRAME, "Drop the frame", "drop-frame"},
+      {0, nullptr, nullptr}};
+  if (g_once_init_enter(&type)) g_once_init_leave(&type, g_enum_register_static("GstNnOverBudget", values));
+  return type;
+}
+
+GType gst_nn_segment_output_mode_get_type(void) {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {GST_NN_SEGMENT_OUTPUT_META, "Attach the mask as GstNnMaskMeta only", "meta"},
+      {GST_NN_SEGMENT_OUTPUT_ALPHA, "Also write the mask into the alpha channel (RGBA/BGRA)", "alpha"},
+      {GST_NN_SEGMENT_OUTPUT_MASK, "Output the mask itself: GRAY8 video at the frame's size, meta attached",
+       "mask"},
+      {0, nullptr, nullptr}};
+  if (g_once_init_enter(&type))
+    g_once_init_leave(&type, g_enum_register_static("GstNnSegmentOutputMode", values));
+  return type;
+}
+
+GType gst_nn_segment_resize_get_type(void) {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {GST_NN_SEGMENT_RESIZE_STRETCH, "Stretch the frame to the model's input (selfie models expect this)",
+       "stretch"},
+      {GST_NN_SEGMENT_RESIZE_LETTERBOX, "Keep the aspect ratio, pad with black (the meta's rect says where)",
+       "letterbox"},
+      {0, nullptr, nullptr}};
+  if (g_once_init_enter(&type))
+    g_once_init_leave(&type, g_enum_register_static("GstNnSegmentResize", values));
+  return type;
+}

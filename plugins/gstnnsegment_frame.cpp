@@ -1,0 +1,250 @@
+// nnsegment's per-frame work on the streaming thread: QoS, handing frames to the inference
+// worker, waiting for masks within the latency budget, and attaching or writing the mask.
+#include <algorithm>
+#include <chrono>
+#include <exception>
+
+#include <opencv2/core.hpp>
+
+#include "gstnnmaskmeta.h"
+#include "imageops.h"
+#include "segment_state.h"
+
+#define GST_CAT_DEFAULT gst_nn_segment_debug
+
+// Consecutive late frames (per QoS) that only skip inference before frames are dropped.
+static constexpr int kLateFramesBeforeDrop = 2;
+// Mean absolute difference of 32x32 grey thumbnails (0..255) above which consecutive
+// frames are a scene cut: the previous mask belongs to another shot and must not be
+// reused. On Megamind.avi cuts measure 33..43, motion within a shot stays below 4.
+static constexpr double kSceneCutDifference = 16.0;
+
+using nn::plugins::make_stats_locked;
+using nn::plugins::SegmentState;
+
+// Takes a finished inference: stats, and the new current mask when it is the newest valid one.
+static void accept_result(GstNnSegment* self, nn::plugins::MaskResult& r, double smoothing,
+                          double threshold) {
+  SegmentState* s = self->state;
+  guint64 failures = 0;
+  GST_OBJECT_LOCK(self);
+  if (r.status.is_ok())
+    s->latency.add(r.run_ms);
+  else
+    failures = s->segmenter->counters().failed;
+  GST_OBJECT_UNLOCK(self);
+  if (!r.status.is_ok()) {
+    // One failed inference costs one mask, not the stream; say so without flooding the bus.
+    if (failures == 1 || failures % 100 == 0)
+      GST_ELEMENT_WARNING(self, STREAM, FAILED, ("Inference failed (%" G_GUINT64_FORMAT " so far)", failures),
+                          ("%s", r.status.to_string().c_str()));
+    return;
+  }
+  if (r.tag < s->min_valid_tag || (s->mask && r.tag <= s->mask_tag)) return;
+  s->filter.apply(r, smoothing, threshold, &s->filtered);
+  if (s->mask) g_bytes_unref(s->mask);
+  s->mask = g_bytes_new(s->filtered.data(), s->filtered.size() * sizeof(float));
+  s->mask_w = r.width;
+  s->mask_h = r.height;
+  s->mask_tag = r.tag;
+}
+
+// The mask at frame resolution, 0..255, mapped through its rect as nnbackground and
+// gst_nn_mask_meta_sample_frame() map it (letterbox padding never read).
+static cv::Mat mask_at_frame_size(const SegmentState* s, int w, int h) {
+  const cv::Mat mask(s->mask_h, s->mask_w, CV_32FC1, const_cast<void*>(g_bytes_get_data(s->mask, nullptr)));
+  const nn::plugins::FrameRect& r = s->rect;
+  cv::Mat up, out;
+  nn::plugins::mask_to_grid(mask, r.x, r.y, r.width, r.height, w, h, cv::Size(w, h), up);
+  up.convertTo(out, CV_8U, 255.0);
+  return out;
+}
+
+// Upsamples the mask into the alpha channel of an RGBA/BGRA frame.
+static void write_alpha(SegmentState* s, GstVideoFrame* frame) {
+  const int w = GST_VIDEO_FRAME_WIDTH(frame), h = GST_VIDEO_FRAME_HEIGHT(frame);
+  const cv::Mat alpha = mask_at_frame_size(s, w, h);
+  cv::Mat rgba(h, w, CV_8UC4, GST_VIDEO_FRAME_PLANE_DATA(frame, 0), GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0));
+  const int from_to[] = {0, 3};
+  cv::mixChannels(&alpha, 1, &rgba, 1, from_to, 1);
+}
+
+// output-mode=mask: the GRAY8 frame. Without a mask yet it is all 255 ("keep everything"),
+// as nnbackground leaves frames without a mask unchanged.
+static void write_gray(SegmentState* s, GstVideoFrame* out) {
+  const int w = GST_VIDEO_FRAME_WIDTH(out), h = GST_VIDEO_FRAME_HEIGHT(out);
+  cv::Mat gray(h, w, CV_8UC1, GST_VIDEO_FRAME_PLANE_DATA(out, 0), GST_VIDEO_FRAME_PLANE_STRIDE(out, 0));
+  if (s->mask)
+    mask_at_frame_size(s, w, h).copyTo(gray);
+  else
+    gray.setTo(255);
+}
+
+static void maybe_post_stats(GstNnSegment* self, guint interval_ms) {
+  SegmentState* s = self->state;
+  if (interval_ms == 0) return;
+  const gint64 now = g_get_monotonic_time();
+  if (now - s->last_stats_post_us < static_cast<gint64>(interval_ms) * 1000) return;
+  s->last_stats_post_us = now;
+  GST_OBJECT_LOCK(self);
+  GstStructure* st = make_stats_locked(self);
+  GST_OBJECT_UNLOCK(self);
+  gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), st));
+}
+
+// frame: the input. gray_out: the GRAY8 output frame with output-mode=mask, else null (the
+// input buffer is the output and carries the meta).
+static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, GstVideoFrame* gray_out) {
+  using Clock = std::chrono::steady_clock;
+  GstBaseTransform* trans = GST_BASE_TRANSFORM(self);
+  SegmentState* s = self->state;
+  if (!s->segmenter) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("No model loaded"), ("buffer arrived before start()"));
+    return GST_FLOW_ERROR;
+  }
+
+  GST_OBJECT_LOCK(self);
+  const guint budget_ms = self->latency_budget_ms;
+  const GstNnOverBudget policy = self->over_budget;
+  const double threshold = self->threshold, smoothing = self->smoothing;
+  const GstNnSegmentOutputMode mode = self->output_mode;
+  const guint stats_interval = self->stats_interval_ms;
+  const GstClockTime earliest = s->qos_earliest;
+  s->frames_in++;
+  GST_OBJECT_UNLOCK(self);
+
+  // The budget bounds the time this frame spends here, pre-processing included: under CPU
+  // contention pre-processing itself slows down, and the wait for the mask gets shorter.
+  const auto entered = Clock::now();
+  const uint64_t seq = ++s->seq;
+  GstBuffer* buf = frame->buffer;
+  const GstClockTime running_time =
+      gst_segment_to_running_time(&trans->segment, GST_FORMAT_TIME, GST_BUFFER_PTS(buf));
+
+  // 1. Whatever finished since the last frame.
+  if (auto r = s->segmenter->take_latest()) accept_result(self, *r, smoothing, threshold);
+
+  // 2. QoS: a late frame first skips inference; if frames keep coming late, drop them.
+  const bool late =
+      GST_CLOCK_TIME_IS_VALID(running_time) && GST_CLOCK_TIME_IS_VALID(earliest) && running_time <= earliest;
+  if (late) {
+    GST_OBJECT_LOCK(self);
+    s->inferences_skipped++;
+    const int consecutive = ++s->consecutive_late;
+    GST_OBJECT_UNLOCK(self);
+    if (consecutive > kLateFramesBeforeDrop) {
+      GST_OBJECT_LOCK(self);
+      s->frames_dropped++;
+      const guint64 processed = s->frames_out, dropped = s->frames_dropped;
+      GST_OBJECT_UNLOCK(self);
+      GST_DEBUG_OBJECT(self, "QoS: dropping late frame %" GST_TIME_FORMAT, GST_TIME_ARGS(running_time));
+      GstMessage* qos = gst_message_new_qos(
+          GST_OBJECT(self), FALSE, running_time,
+          gst_segment_to_stream_time(&trans->segment, GST_FORMAT_TIME, GST_BUFFER_PTS(buf)),
+          GST_BUFFER_PTS(buf), GST_BUFFER_DURATION(buf));
+      gst_message_set_qos_stats(qos, GST_FORMAT_BUFFERS, processed, dropped);
+      gst_element_post_message(GST_ELEMENT(self), qos);
+      maybe_post_stats(self, stats_interval);
+      return GST_BASE_TRANSFORM_FLOW_DROPPED;
+    }
+  } else {
+    GST_OBJECT_LOCK(self);
+    s->consecutive_late = 0;
+    GST_OBJECT_UNLOCK(self);
+  }
+
+  // 3. Hand the frame to the worker, then wait for its mask until the budget (from arrival) is spent.
+  if (!late) {
+    nn::plugins::FrameView v = s->view_template;
+    for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(frame) && p < 3; ++p) {
+      v.planes[p] = static_cast<const uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(frame, p));
+      v.strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE(frame, p);
+    }
+    nn::Tensor input;
+    nn::Status st = s->segmenter->preprocess(v, s->resize, &input, &s->thumb);
+    if (!st.is_ok()) {
+      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Pre-processing failed"), ("%s", st.to_string().c_str()));
+      return GST_FLOW_ERROR;
+    }
+    // A new shot: the newest mask outlines people who are not there any more.
+    if (!s->prev_thumb.empty() &&
+        nn::plugins::thumb_difference(s->thumb, s->prev_thumb) > kSceneCutDifference) {
+      GST_DEBUG_OBJECT(self, "frame %" G_GUINT64_FORMAT ": scene cut, previous mask discarded", seq);
+      s->drop_mask();
+      s->filter.reset();
+      s->min_valid_tag = seq;
+      GST_OBJECT_LOCK(self);
+      s->scene_cuts++;
+      GST_OBJECT_UNLOCK(self);
+    }
+    std::swap(s->thumb, s->prev_thumb);
+    if (s->segmenter->submit(std::move(input), seq)) {
+      GST_OBJECT_LOCK(self);
+      s->inferences_skipped++;  // a frame that was still waiting got replaced by this one
+      GST_OBJECT_UNLOCK(self);
+    }
+    const auto deadline = entered + std::chrono::milliseconds(budget_ms);
+    while (!(s->mask && s->mask_tag >= seq)) {
+      const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
+      if (left.count() <= 0) break;
+      // Anything newer than the mask we hold is worth taking, even if not this frame's.
+      const uint64_t want = std::max<uint64_t>(s->mask ? s->mask_tag + 1 : 0, s->min_valid_tag);
+      auto r = s->segmenter->wait_for(want, left);
+      if (!r) break;
+      accept_result(self, *r, smoothing, threshold);
+    }
+  }
+
+  const bool fresh = s->mask && s->mask_tag == seq;
+  if (!fresh && policy == GST_NN_OVER_BUDGET_DROP_FRAME) {
+    GST_OBJECT_LOCK(self);
+    s->frames_dropped++;
+    GST_OBJECT_UNLOCK(self);
+    GST_LOG_OBJECT(self, "frame %" G_GUINT64_FORMAT ": no mask within %u ms, dropped", seq, budget_ms);
+    maybe_post_stats(self, stats_interval);
+    return GST_BASE_TRANSFORM_FLOW_DROPPED;
+  }
+
+  // 4. The newest mask goes out with the frame.
+  if (gray_out) write_gray(s, gray_out);
+  if (s->mask) {
+    const guint age = static_cast<guint>(seq - s->mask_tag);
+    const int fw = GST_VIDEO_FRAME_WIDTH(frame), fh = GST_VIDEO_FRAME_HEIGHT(frame);
+    const nn::plugins::FrameRect& r = s->rect;
+    GstNnMaskMeta* meta = gst_buffer_add_nn_mask_meta(
+        gray_out ? gray_out->buffer : buf, GST_NN_MASK_FORMAT_FLOAT32, s->mask_w, s->mask_h,
+        s->mask_w * sizeof(float), s->mask, fw, fh, r.x, r.y, r.width, r.height, age);
+    if (meta) meta->source_id = s->mask_tag;
+    GST_LOG_OBJECT(self, "frame %" G_GUINT64_FORMAT ": mask of frame %" G_GUINT64_FORMAT " (age %u)", seq,
+                   s->mask_tag, age);
+    if (mode == GST_NN_SEGMENT_OUTPUT_ALPHA) {
+      const GstVideoFormat fmt = GST_VIDEO_FRAME_FORMAT(frame);
+      if (fmt == GST_VIDEO_FORMAT_RGBA || fmt == GST_VIDEO_FORMAT_BGRA) {
+        write_alpha(s, frame);
+      } else if (!s->warned_alpha) {
+        s->warned_alpha = true;
+        GST_WARNING_OBJECT(self, "output-mode=alpha needs RGBA or BGRA, got %s: attaching the meta only",
+                           gst_video_format_to_string(fmt));
+      }
+    }
+    GST_OBJECT_LOCK(self);
+    s->mask_age = age;
+    GST_OBJECT_UNLOCK(self);
+  }
+  GST_OBJECT_LOCK(self);
+  s->frames_out++;
+  GST_OBJECT_UNLOCK(self);
+  maybe_post_stats(self, stats_interval);
+  return GST_FLOW_OK;
+}
+
+GstFlowReturn nn::plugins::run_guarded(GstNnSegment* self, GstVideoFrame* frame, GstVideoFrame* gray_out) {
+  try {
+    return process_frame(self, frame, gray_out);
+  } catch (const std::exception& e) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Segmentation failed"), ("%s", e.what()));
+  } catch (...) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Segmentation failed"), ("unknown exception"));
+  }
+  return GST_FLOW_ERROR;
+}
