@@ -86,6 +86,49 @@ __attribute__((target("avx2,fma"))) void alpha_row_avx2(const uint8_t* l, const 
   }
   alpha_row_scalar(l, ab, out, x, width);
 }
+// Shuffle mask: bytes c, c+4, c+8, c+12 of each 128-bit lane (channel c of its 4 pixels)
+// into the lane's low dword.
+__attribute__((target("avx2"), always_inline)) inline __m256i pick_channel(int c) {
+  const char b0 = static_cast<char>(c), b1 = static_cast<char>(c + 4), b2 = static_cast<char>(c + 8),
+             b3 = static_cast<char>(c + 12);
+  return _mm256_setr_epi8(b0, b1, b2, b3, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,  //
+                          b0, b1, b2, b3, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+}
+// Channel `mask` of 8 packed 4-byte pixels as 8 floats.
+__attribute__((target("avx2"), always_inline)) inline __m256 channel_floats(__m256i v, __m256i mask, __m256i join) {
+  const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, mask), join);
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm256_castsi256_si128(bytes)));
+}
+
+// The same for a 4-channel frame row, its luma (0.299 R + 0.587 G + 0.114 B, as
+// cvtColor's) computed on the fly: no frame-sized luma image is written and read back.
+__attribute__((target("avx2,fma"))) void alpha_row_rgba_avx2(const uint8_t* px, const PackedLayout& layout,
+                                                             const float* ab, uint8_t* out, int width) {
+  const __m256i pr = pick_channel(layout.r), pg = pick_channel(layout.g), pb = pick_channel(layout.b);
+  const __m256i join = _mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1);  // lane 1's dword next to lane 0's
+  const __m256 wr = _mm256_set1_ps(0.299f), wg = _mm256_set1_ps(0.587f), wb = _mm256_set1_ps(0.114f);
+  const __m256i dup_a = _mm256_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6), dup_b = _mm256_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7);
+  const __m256 lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.f);
+  int x = 0;
+  for (; x + 8 <= width; x += 8) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(px + 4 * x));
+    const __m256 luma = _mm256_fmadd_ps(channel_floats(v, pr, join), wr,
+                                        _mm256_fmadd_ps(channel_floats(v, pg, join), wg,
+                                                        _mm256_mul_ps(channel_floats(v, pb, join), wb)));
+    const __m256 pairs = _mm256_loadu_ps(ab + x);
+    __m256 a = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(pairs, dup_a), luma, _mm256_permutevar8x32_ps(pairs, dup_b));
+    a = _mm256_min_ps(_mm256_max_ps(a, lo), hi);
+    const __m256i i32 = _mm256_cvttps_epi32(a);
+    const __m128i i16 = _mm_packus_epi32(_mm256_castsi256_si128(i32), _mm256_extracti128_si256(i32, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + x), _mm_packus_epi16(i16, i16));
+  }
+  for (; x < width; ++x) {
+    const uint8_t* p = px + 4 * x;
+    const float luma = 0.299f * p[layout.r] + 0.587f * p[layout.g] + 0.114f * p[layout.b];
+    const float v = ab[2 * (x / 2)] * luma + ab[2 * (x / 2) + 1];
+    out[x] = static_cast<uint8_t>(std::min(std::max(v, 0.f), 255.f));
+  }
+}
 #endif
 void alpha_row(const uint8_t* l, const float* ab, uint8_t* out, int width) {
 #if defined(__x86_64__)
@@ -365,7 +408,8 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
   // here runs over contiguous rows of one type so the compiler vectorizes it.
   alpha_.create(fh, fw, CV_8UC1);
   if (s.refine) {
-    cv::cvtColor(frame, luma_, gray_code(layout));
+    const bool fused_luma = layout.channels == 4 && blend_rgba_supported();
+    if (!fused_luma) cv::cvtColor(frame, luma_, gray_code(layout));
     // alpha * 255 = A * luma + B, with the gain and offsets folded into A and B at the work
     // size; both upsampled in one two-channel resize.
     const cv::Mat folded_a = coef_a_ * kRefineGain;
@@ -378,8 +422,15 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
     const cv::Size half((fw + 1) / 2, (fh + 1) / 2);
     cv::resize(coef_small_, coef_full_, half, 0, 0, cv::INTER_LINEAR);
     cv::parallel_for_(cv::Range(0, fh), [&](const cv::Range& rows) {
-      for (int y = rows.start; y < rows.end; ++y)
+      for (int y = rows.start; y < rows.end; ++y) {
+#if defined(__x86_64__)
+        if (fused_luma) {
+          alpha_row_rgba_avx2(frame.ptr<uint8_t>(y), layout, coef_full_.ptr<float>(y / 2), alpha_.ptr<uint8_t>(y), fw);
+          continue;
+        }
+#endif
         alpha_row(luma_.ptr<uint8_t>(y), coef_full_.ptr<float>(y / 2), alpha_.ptr<uint8_t>(y), fw);
+      }
     });
   } else {
     cv::Mat up;
