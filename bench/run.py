@@ -4,7 +4,8 @@
 For every model x threads {1, 2}: nnpipe (nnbench, .nnapi files, CPU delegate), ONNX Runtime
 (onnxruntime-node, CPU EP), PyTorch 1.13 (optimize_for_mobile, channels_last,
 OMP_WAIT_POLICY=PASSIVE) and OpenCV DNN 4.6, on the same ONNX files where a peer can read
-them. Prints one table (ms, GFLOP/s, % of a measured one-core peak), writes
+them; nnpipe and ONNX Runtime alternate for --rounds rounds (median of the rounds'
+medians). Prints one table (ms, GFLOP/s, % of a measured one-core peak), writes
 bench/results/engine.{csv,json} and a PNG chart, and with --readme rewrites the table in
 bench/README.md.
 
@@ -15,6 +16,7 @@ import csv
 import json
 import os
 import shutil
+import statistics
 import platform
 import subprocess
 import sys
@@ -74,6 +76,9 @@ def main():
     ap.add_argument("--models", default=",".join(ALL_MODELS))
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--readme", action="store_true", help="rewrite the table in bench/README.md")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="nnpipe and ONNX Runtime alternate this many times per model and thread count; "
+                         "the table takes the median of the rounds' medians")
     args = ap.parse_args()
     threads = [int(t) for t in args.threads.split(",")]
     os.makedirs(RESULTS, exist_ok=True)
@@ -93,8 +98,6 @@ def main():
             print(f"  ! {src_path} missing: run scripts/setup.sh", file=sys.stderr)
             continue
         subprocess.run([os.path.join(BUILD, "engine", "nnconvert"), "-q", src_path, "-o", nnapi], check=True)
-        ours = run_json([os.path.join(BUILD, "bench", "nnbench"), nnapi, "--threads", args.threads, "--delegates",
-                         "cpu", "--runs", str(args.runs), "--warmup", str(args.warmup), "--json"]) or []
         onnx_path = os.path.join(MODELS, onnx_name) if onnx_name else None
         if onnx_path and not os.path.exists(onnx_path) and source.endswith(".tflite"):
             # MediaPipe ships only .tflite: the peers run our ONNX export of the same IR.
@@ -102,15 +105,29 @@ def main():
                            capture_output=True)
         for t in threads:
             row = {"model": name, "threads": t}
-            mine = [r for r in ours if r["threads"] == t]
-            if mine:
-                row.update(nnpipe_ms=mine[0]["median_ms"], nnpipe_p90=mine[0]["p90_ms"], nnpipe_p99=mine[0]["p99_ms"],
-                           load_ms=mine[0]["load_ms"] + mine[0]["open_ms"], flops=mine[0]["flops"])
-            if not args.no_peers and onnx_path and os.path.exists(onnx_path):
-                r = run_json(["node", os.path.join(PEERS, "ort_bench.js"), onnx_path, str(t), str(args.runs),
-                              str(args.warmup)])
+            # Shared machines drift within minutes: nnpipe and ONNX Runtime alternate round by
+            # round so both see the same conditions, and each reports its median round.
+            mine, ort = [], []
+            have_onnx = not args.no_peers and onnx_path and os.path.exists(onnx_path)
+            for _ in range(max(args.rounds, 1)):
+                r = run_json([os.path.join(BUILD, "bench", "nnbench"), nnapi, "--threads", str(t), "--delegates",
+                              "cpu", "--runs", str(args.runs), "--warmup", str(args.warmup), "--json"])
                 if r:
-                    row["ort_ms"] = r["median_ms"]
+                    mine.append(r[0])
+                if have_onnx:
+                    r = run_json(["node", os.path.join(PEERS, "ort_bench.js"), onnx_path, str(t), str(args.runs),
+                                  str(args.warmup)])
+                    if r:
+                        ort.append(r)
+            if mine:
+                med = lambda key: statistics.median(m[key] for m in mine)
+                row.update(nnpipe_ms=med("median_ms"), nnpipe_p90=med("p90_ms"), nnpipe_p99=med("p99_ms"),
+                           load_ms=statistics.median(m["load_ms"] + m["open_ms"] for m in mine), flops=mine[0]["flops"],
+                           nnpipe_rounds=[m["median_ms"] for m in mine])
+            if ort:
+                row["ort_ms"] = statistics.median(r["median_ms"] for r in ort)
+                row["ort_rounds"] = [r["median_ms"] for r in ort]
+            if have_onnx:
                 r = run_json(["/usr/bin/python3", os.path.join(PEERS, "opencv_bench.py"), onnx_path, str(t),
                               str(max(args.runs // 2, 10)), str(max(args.warmup // 2, 3))])
                 if r:
@@ -138,7 +155,7 @@ def main():
         w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
-    table = markdown_table(rows, machine)
+    table = markdown_table(rows, machine, args)
     print()
     print(table)
     chart(rows, os.path.join(RESULTS, "engine.png"))
@@ -157,9 +174,12 @@ def format_row(r):
             f"torch {fmt(r.get('torch_ms'))}  OpenCV {fmt(r.get('opencv_ms'))}  x ORT {fmt(r.get('vs_ort'))}")
 
 
-def markdown_table(rows, machine):
+def markdown_table(rows, machine, args):
     lines = [f"Machine: {machine['cpu']}, {machine['cores']} cores; measured one-core fp32 peak "
-             f"{machine['peak_gflops_1core']:.1f} GFLOP/s ({machine['isa']}).", "",
+             f"{machine['peak_gflops_1core']:.1f} GFLOP/s ({machine['isa']}). nnpipe and ONNX Runtime: median "
+             f"of {args.rounds} alternating rounds of {args.runs} runs after {args.warmup} warm-up runs "
+             f"(`/usr/bin/python3 bench/run.py --runs {args.runs} --rounds {args.rounds} --readme`); PyTorch and "
+             f"OpenCV: one round.", "",
              "| model | threads | nnpipe ms (p90) | ONNX Runtime ms | PyTorch ms | OpenCV DNN ms | nnpipe / ORT | "
              "GFLOP/s | % peak | load+pack ms |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -178,28 +198,30 @@ def chart(rows, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     models = sorted({r["model"] for r in rows}, key=list(ALL_MODELS).index)
-    peers = [("nnpipe_ms", "nnpipe"), ("ort_ms", "ONNX Runtime"), ("torch_ms", "PyTorch mobile"),
-             ("opencv_ms", "OpenCV DNN")]
+    peers = [("nnpipe_ms", "nnpipe", "tab:blue"), ("ort_ms", "ONNX Runtime", "tab:orange"),
+             ("torch_ms", "PyTorch mobile", "tab:green"), ("opencv_ms", "OpenCV DNN", "tab:red")]
     fig, axes = plt.subplots(1, len(models), figsize=(4 * max(len(models), 1), 3.6), squeeze=False)
     for ax, m in zip(axes[0], models):
         mr = {r["threads"]: r for r in rows if r["model"] == m}
         base = (mr.get(1) or {}).get("ort_ms")
         width = 0.2
-        for k, (key, label) in enumerate(peers):
+        for k, (key, label, color) in enumerate(peers):
             xs, ys = [], []
             for i, t in enumerate(sorted(mr)):
                 v = mr[t].get(key)
                 if v is not None and base:
                     xs.append(i + (k - 1.5) * width)
                     ys.append(v / base)
-            ax.bar(xs, ys, width, label=label)
+            ax.bar(xs, ys, width, label=label, color=color)
         ax.set_xticks(range(len(mr)))
         ax.set_xticklabels([f"{t} thread{'s' if t > 1 else ''}" for t in sorted(mr)])
         ax.set_title(m, fontsize=9)
         ax.set_ylabel("latency / ORT 1-thread")
         ax.axhline(1.0, color="gray", lw=0.5)
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
+    from matplotlib.patches import Patch  # one legend for all panels (some lack a peer)
+    fig.legend(handles=[Patch(color=c, label=l) for _, l, c in peers], loc="upper center", ncol=len(peers),
+               fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 0.92))
     fig.savefig(path, dpi=110)
 
 
