@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the mutation fuzz test with AddressSanitizer + UndefinedBehaviorSanitizer
 # (-DNN_SANITIZE=ON) in build-asan/ and runs it: >= 1000 mutated .nnapi, .tflite and .onnx
-# files each through the readers, any sanitizer report failing the run.
+# files each through the readers, then the CPU delegate op tests and the whole-model tests
+# (nnpipe's native kernels); any sanitizer report fails the run.
 # Called by scripts/test.sh. Env: NN_FUZZ_ITERATIONS (default 1000 per real seed),
 # NN_FUZZ_SEED, NN_ASAN_BUILD_DIR (default <root>/build-asan), JOBS (default 2).
 set -euo pipefail
@@ -15,8 +16,8 @@ echo "[sanitized-fuzz] configuring $build (NN_SANITIZE=ON)"
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNN_SANITIZE=ON \
   -DNN_BUILD_PLUGINS=OFF -DNN_BUILD_BENCH=OFF -DNN_BUILD_TESTS=ON >"$build.configure.log" 2>&1 \
   || { cat "$build.configure.log"; exit 1; }
-echo "[sanitized-fuzz] building mutation_fuzz_test"
-cmake --build "$build" --target mutation_fuzz_test -j "$jobs"
+echo "[sanitized-fuzz] building mutation_fuzz_test and the CPU delegate tests"
+cmake --build "$build" --target mutation_fuzz_test cpu_delegate_ops_test whole_model_test -j "$jobs"
 
 # halt_on_error: the first report fails the run. Leak checking stays on where the
 # platform allows it (LeakSanitizer needs ptrace-free /proc access; off under some sandboxes).
@@ -27,5 +28,11 @@ echo "[sanitized-fuzz] running (ASAN_OPTIONS=$ASAN_OPTIONS)"
 start=$(date +%s)
 status=0
 ./tests/mutation_fuzz_test --gtest_color=no || status=$?
+# The CPU delegate's native kernels index raw buffers (tails, padding taps, arena slots):
+# every op at odd sizes and the four real models, under the same sanitizers.
+for t in cpu_delegate_ops_test whole_model_test; do
+  echo "[sanitized-fuzz] $t"
+  ./tests/$t --gtest_color=no --gtest_brief=1 || status=$?
+done
 echo "[sanitized-fuzz] finished in $(( $(date +%s) - start )) s, exit $status"
 exit $status
