@@ -47,9 +47,15 @@ NN_INLINE_AVX2 void store_row(float* c, const float* r, size_t nr, __m256 lo_hal
 // or all zeros when seg_a[s] is null (its weights are skipped). One run is a plain GEMM;
 // a conv gives one run per kernel row (implicit GEMM: no im2col copy). Rows past mr alias
 // the last valid row (computed twice, stored to the same place): no row branches.
-NN_TARGET_AVX2 void kernel_6x16(size_t mr, size_t nr, size_t segments, const float* const* seg_a, size_t k,
-                                size_t lda, const float* w, float* c, const float* res, size_t ldc,
-                                const EpilogueAvx2& epi) {
+// kHardSwish / kResidual: the epilogue's stages as constants, so the stores carry no
+// branches (the dispatcher below picks the instantiation once per call).
+template <bool kHardSwish, bool kResidual>
+NN_TARGET_AVX2 void kernel_6x16_t(size_t mr, size_t nr, size_t segments, const float* const* seg_a, size_t k,
+                                  size_t lda, const float* w, float* c, const float* res, size_t ldc,
+                                  const EpilogueAvx2& shared_epi) {
+  EpilogueAvx2 epi = shared_epi;
+  epi.hard_swish = kHardSwish;
+  epi.residual = kResidual;
   __m256 c00 = _mm256_load_ps(w), c01 = _mm256_load_ps(w + 8);
   __m256 c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01, c40 = c00, c41 = c01, c50 = c00,
          c51 = c01;
@@ -98,6 +104,17 @@ NN_TARGET_AVX2 void kernel_6x16(size_t mr, size_t nr, size_t segments, const flo
   store_row(c + s2, res + s2, nr, c20, c21, epi);
   store_row(c + s1, res + s1, nr, c10, c11, epi);
   store_row(c, res, nr, c00, c01, epi);
+}
+
+NN_TARGET_AVX2 void kernel_6x16(size_t mr, size_t nr, size_t segments, const float* const* seg_a, size_t k,
+                                size_t lda, const float* w, float* c, const float* res, size_t ldc,
+                                const EpilogueAvx2& epi) {
+  if (epi.hard_swish)
+    (epi.residual ? kernel_6x16_t<true, true> : kernel_6x16_t<true, false>)(mr, nr, segments, seg_a, k, lda, w, c,
+                                                                             res, ldc, epi);
+  else
+    (epi.residual ? kernel_6x16_t<false, true> : kernel_6x16_t<false, false>)(mr, nr, segments, seg_a, k, lda, w, c,
+                                                                               res, ldc, epi);
 }
 
 #else
