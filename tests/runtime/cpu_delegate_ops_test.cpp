@@ -50,6 +50,17 @@ void check(Built& b, const std::string& op, Runs runs = Runs::kXnnpack, float lo
   }
 }
 
+// The model on a profiled one-thread CPU session beside the reference kernels: the error
+// and the steps the delegate made (each test asserts on both).
+nn_test::Comparison profiled_cpu(Built& b, float lo = -1.f, float hi = 1.f) {
+  nn::Status v = b.model->validate_and_infer_shapes();
+  EXPECT_TRUE(v.is_ok()) << v.to_string();
+  nn::SessionOptions o;
+  o.delegates = {"cpu"};
+  o.profile = true;
+  return nn_test::compare_with_reference(b.model, o, lo, hi);
+}
+
 class Channels : public ::testing::TestWithParam<uint32_t> {};
 
 TEST_P(Channels, Conv2dExplicitStride2Relu6) {
@@ -303,11 +314,7 @@ TEST(CpuDelegateFusion, ReluFoldsIntoConv) {
   uint32_t w = b.constant({13, 3, 3, 13}, 21, -2.f, 2.f), bias = b.constant({13}, 22);
   uint32_t conv = b.op(T::CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
   b.output(b.op(T::RELU6, {conv}));
-  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
-  nn::SessionOptions o;
-  o.delegates = {"cpu"};
-  o.profile = true;
-  auto c = nn_test::compare_with_reference(b.model, o);
+  auto c = profiled_cpu(b);
   EXPECT_LE(c.max_rel_error, kTolerance);
   ASSERT_EQ(c.steps.size(), 1u) << nn_test::step_labels(c);
   EXPECT_NE(c.steps[0].label.find("CONV_2D"), std::string::npos);
@@ -324,17 +331,14 @@ TEST_P(Channels, ConvHardSwishResidualAddFuse) {
   uint32_t conv = b.op(T::CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
   uint32_t hs = b.op(T::HARD_SWISH, {conv});
   b.output(b.op(T::ADD, {hs, x, b.i32(3)}));  // ADD's own RELU6 applies after the sum
-  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
-  nn::SessionOptions o;
-  o.delegates = {"cpu"};
-  o.profile = true;
-  auto r = nn_test::compare_with_reference(b.model, o, -2.f, 2.f);
+  auto r = profiled_cpu(b, -2.f, 2.f);
   EXPECT_LE(r.max_rel_error, kTolerance);
   ASSERT_EQ(r.steps.size(), 1u) << nn_test::step_labels(r);
   EXPECT_NE(r.steps[0].label.find("op 0 CONV_2D [native]"), std::string::npos) << nn_test::step_labels(r);
-  o.threads = 2;
-  o.profile = false;
-  EXPECT_LE(nn_test::compare_with_reference(b.model, o, -2.f, 2.f).max_rel_error, kTolerance);
+  nn::SessionOptions two;
+  two.delegates = {"cpu"};
+  two.threads = 2;
+  EXPECT_LE(nn_test::compare_with_reference(b.model, two, -2.f, 2.f).max_rel_error, kTolerance);
 }
 
 // The selfie decoder's tail: depthwise 3x3 -> RELU -> ADD of the depthwise's own input,
@@ -348,11 +352,7 @@ TEST_P(Channels, DepthwiseReluResidualOfOwnInputFuse) {
       b.op(T::DEPTHWISE_CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
   uint32_t relu = b.op(T::RELU, {dw});
   b.output(b.op(T::ADD, {x, relu, b.i32(0)}));
-  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
-  nn::SessionOptions o;
-  o.delegates = {"cpu"};
-  o.profile = true;
-  auto r = nn_test::compare_with_reference(b.model, o);
+  auto r = profiled_cpu(b);
   EXPECT_LE(r.max_rel_error, kTolerance);
   ASSERT_EQ(r.steps.size(), 1u) << nn_test::step_labels(r);
   EXPECT_NE(r.steps[0].label.find("op 0 DEPTHWISE_CONV_2D [native]"), std::string::npos)
@@ -373,11 +373,7 @@ TEST(CpuDelegateFusion, BroadcastAddAndVisibleOutputStayUnfused) {
   uint32_t conv2 = b.op(T::CONV_2D, {bcast, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
   b.output(b.op(T::ADD, {conv2, x, b.i32(0)}));
   b.output(conv2);
-  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
-  nn::SessionOptions o;
-  o.delegates = {"cpu"};
-  o.profile = true;
-  auto r = nn_test::compare_with_reference(b.model, o);
+  auto r = profiled_cpu(b);
   EXPECT_LE(r.max_rel_error, kTolerance);
   EXPECT_EQ(nn_test::count_steps(r, "ADD [xnnpack]"), 2) << nn_test::step_labels(r);
   EXPECT_EQ(nn_test::count_steps(r, "CONV_2D [native]"), 2) << nn_test::step_labels(r);
@@ -392,11 +388,7 @@ TEST(CpuDelegateFusion, ResidualFromLaterBranchIsReadyFirst) {
   uint32_t conv = b.op(T::CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
   uint32_t side = b.op(T::LOGISTIC, {x});  // XNNPACK, after the conv in op order
   b.output(b.op(T::ADD, {conv, side, b.i32(0)}));
-  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
-  nn::SessionOptions o;
-  o.delegates = {"cpu"};
-  o.profile = true;
-  auto r = nn_test::compare_with_reference(b.model, o);
+  auto r = profiled_cpu(b);
   EXPECT_LE(r.max_rel_error, kTolerance);
   ASSERT_EQ(r.steps.size(), 2u) << nn_test::step_labels(r);
   EXPECT_NE(r.steps[0].label.find("LOGISTIC"), std::string::npos) << nn_test::step_labels(r);
@@ -441,11 +433,7 @@ TEST(CpuDelegateFolding, Fp16WeightsBehindDequantizeFold) {
   b.model->add_operation(T::DEQUANTIZE, {w16}, {w});
   uint32_t bias = b.constant({4}, 25);
   b.output(b.op(T::CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)}));
-  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
-  nn::SessionOptions o;
-  o.delegates = {"cpu"};
-  o.profile = true;
-  auto c = nn_test::compare_with_reference(b.model, o);
+  auto c = profiled_cpu(b);
   EXPECT_LE(c.max_rel_error, kTolerance);
   ASSERT_EQ(c.steps.size(), 1u) << nn_test::step_labels(c);
   EXPECT_NE(c.steps[0].label.find("op 1 CONV_2D [native]"), std::string::npos) << nn_test::step_labels(c);

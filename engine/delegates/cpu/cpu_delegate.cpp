@@ -17,6 +17,7 @@
 #include <ctime>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "delegates/cpu/cpu_internal.h"
@@ -88,15 +89,30 @@ bool is_activation(OperationType t) {
 // also take (fp32, static weights, NHWC). NN_NO_NATIVE_CONV=1 leaves them all to XNNPACK.
 enum class NativeKind { kNone, kConv, kDepthwise, kDeconv };
 
-// Whether op k's output (after a RELU*) feeds only a HARD_SWISH or an ADD: work a native
-// kernel's epilogue absorbs.
-bool feeds_epilogue_op(const Model& m, uint32_t k, const std::map<uint32_t, std::vector<uint32_t>>& readers) {
+// When `add` is an ADD of `out` and another tensor of the same shape (no broadcast, a
+// constant fuse code), that other operand: the residual a native epilogue can add. The one
+// rule for both choosing native kernels and fusing.
+std::optional<uint32_t> residual_operand(const Model& m, const Operation& add, uint32_t out,
+                                         const StaticLookup& statics) {
+  if (add.type != OperationType::ADD || add.inputs.size() != 3 || !statics(add.inputs[2])) return std::nullopt;
+  const uint32_t other = add.inputs[0] == out ? add.inputs[1] : add.inputs[0];
+  const Dims& d = m.operands[out].dims;
+  if (other == out || !m.has_value(other) || statics(other) || m.operands[other].dims != d ||
+      m.operands[add.outputs[0]].dims != d)
+    return std::nullopt;
+  return other;
+}
+
+// Whether op k's output (after a RELU*) feeds only a HARD_SWISH or a residual ADD: work a
+// native kernel's epilogue absorbs.
+bool feeds_epilogue_op(const Model& m, uint32_t k, const std::map<uint32_t, std::vector<uint32_t>>& readers,
+                       const StaticLookup& statics) {
   uint32_t out = m.operations[k].outputs[0];
   for (int hop = 0; hop < 2; ++hop) {
     auto r = readers.find(out);
     if (r == readers.end() || r->second.size() != 1) return false;
     const Operation& next = m.operations[r->second[0]];
-    if (next.type == OperationType::HARD_SWISH || next.type == OperationType::ADD) return true;
+    if (next.type == OperationType::HARD_SWISH || residual_operand(m, next, out, statics)) return true;
     if (!is_activation(next.type)) return false;
     out = next.outputs[0];
   }
@@ -109,7 +125,8 @@ bool dense_conv_candidate(const Model& m, const Operation& op) {
          size_t(out.dims[0]) * out.dims[1] * out.dims[2] >= 6;
 }
 
-NativeKind native_candidate(const Model& m, uint32_t k, const std::map<uint32_t, std::vector<uint32_t>>& readers) {
+NativeKind native_candidate(const Model& m, uint32_t k, const std::map<uint32_t, std::vector<uint32_t>>& readers,
+                            const StaticLookup& statics) {
   if (!native_conv_supported() || std::getenv("NN_NO_NATIVE_CONV")) return NativeKind::kNone;
   const Operation& op = m.operations[k];
   const Operand& in = m.operands[op.inputs[0]];
@@ -128,7 +145,7 @@ NativeKind native_candidate(const Model& m, uint32_t k, const std::map<uint32_t,
       // (MobileNetV2: 10.3-10.9 vs 11.2-11.9 ms with all dw native); ours wins on narrow
       // ones (selfie's 16-channel decoder) and where the epilogue saves a pass (selfie's
       // residual ADDs, LR-ASPP's 5x5 + HARD_SWISH: 17.6-18.8 vs 17.6-23.4 ms).
-      if (p->filter_h == 3 && p->filter_w == 3 && out.dims[3] > 32 && !feeds_epilogue_op(m, k, readers))
+      if (p->filter_h == 3 && p->filter_w == 3 && out.dims[3] > 32 && !feeds_epilogue_op(m, k, readers, statics))
         return NativeKind::kNone;
       return NativeKind::kDepthwise;
     case OperationType::TRANSPOSE_CONV_2D: {
@@ -362,7 +379,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
     if (folded_ops_.count(k)) continue;
     bool xnn = use_xnnpack && !force_reference.count(k) && xnn_can_lower(model_, k, statics).supported;
     if (xnn) {
-      const NativeKind kind = native_candidate(model_, k, readers);
+      const NativeKind kind = native_candidate(model_, k, readers, statics);
       if (kind != NativeKind::kNone) native_ops[k] = kind;
     }
     if (!xnn) {
@@ -414,18 +431,11 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
         e.res_hi = std::min(e.res_hi, hi);
       } else if (native && next.type == OperationType::HARD_SWISH && !e.hard_swish && !e.residual) {
         e.hard_swish = true;
-      } else if (native && next.type == OperationType::ADD && !e.residual && next.inputs.size() == 3 &&
-                 static_data(next.inputs[2])) {
-        // A residual ADD of a tensor shaped like this output (no broadcast).
-        const uint32_t other = next.inputs[0] == out ? next.inputs[1] : next.inputs[0];
-        const Dims& d = model_.operands[out].dims;
-        if (other == out || !model_.has_value(other) || static_data(other) ||
-            model_.operands[other].dims != d || model_.operands[next.outputs[0]].dims != d)
-          break;
+      } else if (auto other = native && !e.residual ? residual_operand(model_, next, out, statics) : std::nullopt) {
         xnn_own_clamp(model_, next, &lo, &hi);
         e.residual = true;
         e.res_lo = lo, e.res_hi = hi;
-        residual_of_[k] = other;
+        residual_of_[k] = *other;
       } else {
         break;
       }
