@@ -53,7 +53,9 @@ inline void blend_byte(uint8_t& p, uint8_t q, uint8_t a) {
   p = static_cast<uint8_t>((v + (v >> 8)) >> 8);
 }
 
-bool blend_rgba_supported() {
+// The AVX2/FMA row functions below (alpha, 2x upsampling, blend); elsewhere OpenCV and the
+// scalar loops do the same work.
+bool simd_rows_available() {
 #if defined(__x86_64__)
   static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return avx2;
@@ -132,7 +134,7 @@ __attribute__((target("avx2,fma"))) void alpha_row_rgba_avx2(const uint8_t* px, 
 #endif
 void alpha_row(const uint8_t* l, const float* ab, uint8_t* out, int width) {
 #if defined(__x86_64__)
-  if (blend_rgba_supported()) return alpha_row_avx2(l, ab, out, width);
+  if (simd_rows_available()) return alpha_row_avx2(l, ab, out, width);
 #endif
   alpha_row_scalar(l, ab, out, 0, width);
 }
@@ -201,7 +203,6 @@ __attribute__((target("avx2"))) void upsample2x_rgba_row(const uint8_t* near, co
     }
 }
 #else
-void upsample2x_rgba_row(const uint8_t*, const uint8_t*, int, uint8_t*, uint8_t*) {}
 void blend_rgba_row(uint8_t* p, const uint8_t* q, const uint8_t* a, int pixels) {
   for (int x = 0; x < pixels; ++x)
     for (int c = 0; c < 4; ++c) blend_byte(p[4 * x + c], q[4 * x + c], a[x]);
@@ -364,7 +365,10 @@ void Compositor::make_blurred_background(const CompositorSettings& s) {
   // does not bleed a halo into the blurred background around them. The small floor on the
   // weight makes deep-inside-the-person areas fall back to a plain blur instead of 0/0.
   constexpr float kMinWeight = 0.02f;
-  cv::Mat weighted(bs, CV_32FC(n)), weight(bs, CV_32F);
+  weighted_.create(bs, CV_32FC(n));  // members: a 2 MB allocation per 1080p frame otherwise
+  weight_.create(bs, CV_32F);
+  cv::Mat& weighted = weighted_;
+  cv::Mat& weight = weight_;
   for (int y = 0; y < bs.height; ++y) {
     const uint8_t* src = img8.ptr<uint8_t>(y);
     const float* a = alpha.ptr<float>(y);
@@ -408,7 +412,7 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
   // here runs over contiguous rows of one type so the compiler vectorizes it.
   alpha_.create(fh, fw, CV_8UC1);
   if (s.refine) {
-    const bool fused_luma = layout.channels == 4 && blend_rgba_supported();
+    const bool fused_luma = layout.channels == 4 && simd_rows_available();
     if (!fused_luma) cv::cvtColor(frame, luma_, gray_code(layout));
     // alpha * 255 = A * luma + B, with the gain and offsets folded into A and B at the work
     // size; both upsampled in one two-channel resize.
@@ -460,7 +464,7 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
       [[fallthrough]];  // no background frame yet: blur
     case BackgroundMode::kBlur:
       make_blurred_background(s);
-      if (nc == 4 && blend_rgba_supported()) {
+      if (nc == 4 && simd_rows_available()) {
         // Upsampled to half the frame size here and the last 2x row by row inside the blend:
         // a frame-sized background is never written (1080p: 8 MB less traffic per frame).
         cv::resize(small_bg_, background_, cv::Size((fw + 1) / 2, (fh + 1) / 2), 0, 0, cv::INTER_LINEAR);
@@ -500,11 +504,12 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
 
   // out = (frame * a + bg * (255 - a)) / 255 on every byte, alpha replicated per channel.
   // Alpha bytes blend too: 255 over 255 stays opaque; a translucent colour shows through.
-  if (nc == 4 && blend_rgba_supported()) {
+  if (nc == 4 && simd_rows_available()) {
     cv::parallel_for_(cv::Range(0, fh), [&](const cv::Range& rows) {
       thread_local std::vector<uint8_t> up, tmp;
       for (int y = rows.start; y < rows.end; ++y) {
         const uint8_t* q = bg->ptr<uint8_t>(y);
+#if defined(__x86_64__)  // half_size_bg is only set where the SIMD rows run
         if (half_size_bg) {
           const int hw = bg->cols, j = y / 2;
           const int k = std::clamp(y % 2 ? j + 1 : j - 1, 0, bg->rows - 1);
@@ -513,6 +518,9 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
           upsample2x_rgba_row(bg->ptr<uint8_t>(j), bg->ptr<uint8_t>(k), hw, tmp.data(), up.data());
           q = up.data();
         }
+#else
+        (void)half_size_bg;
+#endif
         blend_rgba_row(frame.ptr<uint8_t>(y), q, alpha_.ptr<uint8_t>(y), fw);
       }
     });

@@ -84,6 +84,7 @@ class Compositor {
   cv::Mat coef_a_, coef_b_;
   cv::Mat small_alpha_;  // CV_32F refined alpha at work size
   cv::Mat small_bg_;     // CV_8UC(n) blurred background at work size
+  cv::Mat weighted_, weight_;  // the blur's (1 - alpha)-weighted image and the weights
   // Full resolution buffers.
   cv::Mat coef_small_;   // CV_32FC2 (A, B): alpha * 255 = A * luma + B
   cv::Mat luma_, coef_full_, alpha_, alpha_n_, background_;

@@ -140,6 +140,14 @@ void kernel_6x16(size_t mr, size_t nr, size_t segments, const float* const* seg_
 
 }  // namespace
 
+void for_each_row(pthreadpool_t pool, size_t rows, void (*body)(void*, size_t), void* ctx) {
+  if (!pool) {
+    for (size_t r = 0; r < rows; ++r) body(ctx, r);
+    return;
+  }
+  pthreadpool_parallelize_1d(pool, body, ctx, rows, 0);
+}
+
 AlignedFloats allocate_floats(size_t count) {
   const size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
   float* p = static_cast<float*>(std::aligned_alloc(64, bytes ? bytes : 64));

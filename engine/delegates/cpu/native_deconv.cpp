@@ -2,8 +2,6 @@
 // every input pixel scatters kernel_h * kernel_w * out_c dot products of its channels. The
 // selfie models end in one (128x128x16 -> 256x256x1, 2x2 stride 2), which XNNPACK's 2022
 // deconvolution runs as a general strided GEMM at ~8% of the layer's time.
-#include <pthreadpool.h>
-
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -114,11 +112,7 @@ void NativeDeconv::run(const float* input, const float* residual, float* output,
 #endif
   };
   const size_t rows = size_t(shape_.batch) * shape_.in_h;
-  if (!pool) {
-    for (size_t r = 0; r < rows; ++r) body(&task, r);
-    return;
-  }
-  pthreadpool_parallelize_1d(pool, body, &task, rows, 0);
+  for_each_row(pool, rows, body, &task);
 }
 
 }  // namespace nn::cpu

@@ -2,8 +2,6 @@
 // Pixel-major like XNNPACK's dwconv (all channels of one or two output pixels, then the
 // next), with the weights of a channel block packed contiguously (bias, tap 0, tap 1, ...)
 // so the inner loop streams them in order.
-#include <pthreadpool.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -276,11 +274,7 @@ void NativeDepthwise::run(const float* input, const float* residual, float* outp
     t.op->run_row(rows, oy, t.residual ? t.residual + out_at : nullptr, t.output + out_at);
   };
   const size_t rows = size_t(shape_.batch) * shape_.out_h;
-  if (!pool) {
-    for (size_t r = 0; r < rows; ++r) body(&task, r);
-    return;
-  }
-  pthreadpool_parallelize_1d(pool, body, &task, rows, 0);
+  for_each_row(pool, rows, body, &task);
 }
 
 }  // namespace nn::cpu

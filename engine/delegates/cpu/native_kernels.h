@@ -36,6 +36,10 @@ struct NativeConvShape {
   uint32_t pad_top = 0, pad_left = 0;  // bottom/right padding follows from the output size
 };
 
+// body(ctx, row) for every row in [0, rows): on the calling thread without a pool, else
+// spread over the pool's threads.
+void for_each_row(pthreadpool_t pool, size_t rows, void (*body)(void*, size_t), void* ctx);
+
 using AlignedFloats = std::unique_ptr<float, void (*)(float*)>;
 // count floats, 64-byte aligned and zeroed; null when out of memory.
 AlignedFloats allocate_floats(size_t count);
