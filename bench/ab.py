@@ -51,8 +51,10 @@ def main():
     args = ap.parse_args()
     sides = {"A": (args.a, parse_env(args.a_env)), "B": (args.b, parse_env(args.b_env))}
     results = {"A": [], "B": []}
-    for _ in range(args.rounds):
-        for side, (binary, env) in sides.items():
+    for i in range(args.rounds):
+        # A B, B A, A B, ...: neither side always runs first after the other's warm caches.
+        for side in ("A", "B") if i % 2 == 0 else ("B", "A"):
+            binary, env = sides[side]
             results[side].append(median_ms(binary, args.model, args.threads, args.runs, env))
     for side, values in results.items():
         print(f"{side}: median of medians {statistics.median(values):.3f} ms, min {min(values):.3f} ms  "

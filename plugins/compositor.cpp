@@ -345,11 +345,11 @@ void Compositor::make_work_alpha(const cv::Mat& frame, const PackedLayout& layou
   cv::min(cv::max(small_alpha_, 0.0), 1.0, small_alpha_);
 }
 
-void Compositor::make_blurred_background(const CompositorSettings& s) {
+void Compositor::make_blurred_background(const CompositorSettings& s, int frame_width) {
   // The blur runs on the work grid (1920 -> 480 px wide), halved while sigma stays at 2
   // cells or more: a blur of sigma S has no detail finer than ~S/2, and each halving
   // quarters the blur's cost (1080p, sigma 16: 240 px wide).
-  double sigma = s.blur_sigma * small_.cols / alpha_.cols;
+  double sigma = s.blur_sigma * small_.cols / frame_width;
   cv::Mat img8 = small_, alpha = small_alpha_;
   while (sigma >= 4.0 && img8.cols >= 64 && img8.rows >= 64) {
     cv::Mat half_img, half_alpha;
@@ -410,7 +410,13 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
   // Full-resolution alpha: the guided filter's coefficients upsampled and applied to the
   // frame's own luma (the "fast guided filter"), or the plain upsampled mask. Every loop
   // here runs over contiguous rows of one type so the compiler vectorizes it.
-  alpha_.create(fh, fw, CV_8UC1);
+  // A 4-channel frame's alpha is computed row by row inside the blend below (its luma on
+  // the fly too): no frame-sized alpha is written and read back, and the frame is read
+  // once. Only mode=transparent into an alpha channel keeps the alpha as an image.
+  const bool writes_alpha_channel = s.mode == BackgroundMode::kTransparent && layout.alpha >= 0;
+  const bool alpha_in_blend =
+      s.refine && layout.channels == 4 && simd_rows_available() && !writes_alpha_channel;
+  if (!alpha_in_blend) alpha_.create(fh, fw, CV_8UC1);
   if (s.refine) {
     const bool fused_luma = layout.channels == 4 && simd_rows_available();
     if (!fused_luma) cv::cvtColor(frame, luma_, gray_code(layout));
@@ -425,7 +431,7 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
     // (a third of the full-size resize's time; the luma stays full resolution).
     const cv::Size half((fw + 1) / 2, (fh + 1) / 2);
     cv::resize(coef_small_, coef_full_, half, 0, 0, cv::INTER_LINEAR);
-    cv::parallel_for_(cv::Range(0, fh), [&](const cv::Range& rows) {
+    if (!alpha_in_blend) cv::parallel_for_(cv::Range(0, fh), [&](const cv::Range& rows) {
       for (int y = rows.start; y < rows.end; ++y) {
 #if defined(__x86_64__)
         if (fused_luma) {
@@ -443,7 +449,7 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
   }
   times_.alpha_ms = lap();
 
-  if (s.mode == BackgroundMode::kTransparent && layout.alpha >= 0) {
+  if (writes_alpha_channel) {
     const int from_to[] = {0, layout.alpha};
     cv::mixChannels(&alpha_, 1, &frame, 1, from_to, 1);
     return;
@@ -463,7 +469,7 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
       }
       [[fallthrough]];  // no background frame yet: blur
     case BackgroundMode::kBlur:
-      make_blurred_background(s);
+      make_blurred_background(s, fw);
       if (nc == 4 && simd_rows_available()) {
         // Upsampled to half the frame size here and the last 2x row by row inside the blend:
         // a frame-sized background is never written (1080p: 8 MB less traffic per frame).
@@ -506,9 +512,10 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
   // Alpha bytes blend too: 255 over 255 stays opaque; a translucent colour shows through.
   if (nc == 4 && simd_rows_available()) {
     cv::parallel_for_(cv::Range(0, fh), [&](const cv::Range& rows) {
-      thread_local std::vector<uint8_t> up, tmp;
+      thread_local std::vector<uint8_t> up, tmp, alpha_row_buf;
       for (int y = rows.start; y < rows.end; ++y) {
         const uint8_t* q = bg->ptr<uint8_t>(y);
+        const uint8_t* a = alpha_in_blend ? nullptr : alpha_.ptr<uint8_t>(y);
 #if defined(__x86_64__)  // half_size_bg is only set where the SIMD rows run
         if (half_size_bg) {
           const int hw = bg->cols, j = y / 2;
@@ -518,10 +525,15 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
           upsample2x_rgba_row(bg->ptr<uint8_t>(j), bg->ptr<uint8_t>(k), hw, tmp.data(), up.data());
           q = up.data();
         }
+        if (alpha_in_blend) {  // the row's alpha, before the blend overwrites the row
+          alpha_row_buf.resize(static_cast<size_t>(fw));
+          alpha_row_rgba_avx2(frame.ptr<uint8_t>(y), layout, coef_full_.ptr<float>(y / 2), alpha_row_buf.data(), fw);
+          a = alpha_row_buf.data();
+        }
 #else
         (void)half_size_bg;
 #endif
-        blend_rgba_row(frame.ptr<uint8_t>(y), q, alpha_.ptr<uint8_t>(y), fw);
+        blend_rgba_row(frame.ptr<uint8_t>(y), q, a, fw);
       }
     });
     times_.blend_ms = lap();

@@ -74,7 +74,7 @@ class Compositor {
  private:
   void make_work_alpha(const cv::Mat& frame, const PackedLayout& layout, const MaskView& mask,
                        const CompositorSettings& s);
-  void make_blurred_background(const CompositorSettings& s);
+  void make_blurred_background(const CompositorSettings& s, int frame_width);
   const cv::Mat& scaled_image(const cv::Size& size, const PackedLayout& layout);
 
   // Work resolution buffers, reused across frames.

@@ -26,15 +26,17 @@ using Built = nn_test::TestModel;
 // Validates, compares cpu (profiled, 1 thread) and cpu (2 threads) against the reference,
 // and expects the op under test (e.g. "op 0 CONV_2D") as its own step: "[native]" when
 // the delegate runs it with nnpipe's own kernel (native_kernels.h), else "[xnnpack]". Native
-// ops are checked a second time with the native kernels off (XNNPACK's).
+// ops are checked again on the AVX2 kernels (NN_NO_AVX512; the same as the first pass on
+// CPUs without AVX-512) and with the native kernels off (XNNPACK's).
 enum class Runs { kXnnpack, kNative };
 void check(Built& b, const std::string& op, Runs runs = Runs::kXnnpack, float lo = -1.f, float hi = 1.f) {
   nn::Status v = b.model->validate_and_infer_shapes();
   ASSERT_TRUE(v.is_ok()) << v.to_string();
   const bool native = runs == Runs::kNative;
-  for (int pass = 0; pass < (native ? 2 : 1); ++pass) {
-    if (pass == 1) setenv("NN_NO_NATIVE_CONV", "1", 1);
-    const std::string expected = op + (native && pass == 0 ? " [native]" : " [xnnpack]");
+  for (int pass = 0; pass < (native ? 3 : 1); ++pass) {
+    if (pass == 1) setenv("NN_NO_AVX512", "1", 1);
+    if (pass == 2) setenv("NN_NO_NATIVE_CONV", "1", 1);
+    const std::string expected = op + (native && pass < 2 ? " [native]" : " [xnnpack]");
     nn::SessionOptions profiled;
     profiled.delegates = {"cpu"};
     profiled.profile = true;
@@ -46,7 +48,7 @@ void check(Built& b, const std::string& op, Runs runs = Runs::kXnnpack, float lo
     threaded.threads = 2;
     auto c2 = nn_test::compare_with_reference(b.model, threaded, lo, hi);
     EXPECT_LE(c2.max_rel_error, kTolerance) << expected << " (2 threads)";
-    if (pass == 1) unsetenv("NN_NO_NATIVE_CONV");
+    if (pass == 2) unsetenv("NN_NO_NATIVE_CONV"), unsetenv("NN_NO_AVX512");
   }
 }
 

@@ -1,8 +1,10 @@
-// Whole published models: the CPU delegate (XNNPACK, 1 and 2 threads) against the
+// Whole published models: the CPU delegate (1 and 2 threads, AVX-512 and AVX2 kernels) against the
 // reference kernels on the same seeded input, relative error <= 1e-4 (floored at 1% of
 // the output range, see runtime_test_util.h). Also checks that every op of these models
 // lowers to XNNPACK (none silently left on the slow reference kernels).
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 
 #include "nn/import/import.h"
 #include "runtime_test_util.h"
@@ -30,6 +32,12 @@ TEST_P(WholeModel, CpuMatchesReference) {
   fast.threads = 2;
   auto c2 = nn_test::compare_with_reference(model, fast);
   EXPECT_LE(c2.max_rel_error, 1e-4) << "max |expected| " << c2.max_abs_expected;
+
+  // The AVX2 micro-kernels as well, which CPUs without AVX-512 run (a no-op rerun there).
+  setenv("NN_NO_AVX512", "1", 1);
+  auto c3 = nn_test::compare_with_reference(model, fast);
+  unsetenv("NN_NO_AVX512");
+  EXPECT_LE(c3.max_rel_error, 1e-4) << "AVX2 kernels, max |expected| " << c3.max_abs_expected;
 }
 
 INSTANTIATE_TEST_SUITE_P(Assets, WholeModel,

@@ -117,6 +117,69 @@ NN_TARGET_AVX2 void kernel_6x16(size_t mr, size_t nr, size_t segments, const flo
                                                                                res, ldc, epi);
 }
 
+// The AVX-512F micro-kernel: 8 rows x 16 columns, one zmm accumulator per row, on the same
+// 16-wide weight panels (one 64-byte load per k step, each row's A value broadcast from
+// memory into its FMA). Tails in nr are k-masked: AVX-512 masked loads and stores are
+// plain instructions, unlike AVX2's microcoded vmaskmovps on AMD. Rows past mr read the
+// last valid row and are not stored.
+#define NN_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+template <bool kHardSwish, bool kResidual>
+NN_TARGET_AVX512 void kernel_8x16_avx512_t(size_t mr, size_t nr, size_t segments, const float* const* seg_a,
+                                           size_t k, size_t lda, const float* w, float* c, const float* res,
+                                           size_t ldc, const EpilogueAvx512& shared_epi) {
+  EpilogueAvx512 epi = shared_epi;
+  epi.hard_swish = kHardSwish;
+  epi.residual = kResidual;
+  const __m512 bias = _mm512_load_ps(w);
+#define NN_ACC(i) __m512 c##i = bias;
+  NN_ROWS8(NN_ACC)
+#undef NN_ACC
+  w += kNr;
+  for (size_t seg = 0; seg < segments; ++seg) {
+    if (!seg_a[seg]) {
+      w += k * kNr;
+      continue;
+    }
+    const float* a0 = seg_a[seg];
+    const float* a1 = mr > 1 ? a0 + lda : a0;
+    const float* a2 = mr > 2 ? a1 + lda : a1;
+    const float* a3 = mr > 3 ? a2 + lda : a2;
+    const float* a4 = mr > 4 ? a3 + lda : a3;
+    const float* a5 = mr > 5 ? a4 + lda : a4;
+    const float* a6 = mr > 6 ? a5 + lda : a5;
+    const float* a7 = mr > 7 ? a6 + lda : a6;
+    for (size_t p = 0; p < k; ++p) {
+      const __m512 b = _mm512_load_ps(w);
+      w += kNr;
+#define NN_FMA(i) c##i = _mm512_fmadd_ps(_mm512_set1_ps(a##i[p]), b, c##i);
+      NN_ROWS8(NN_FMA)
+#undef NN_FMA
+    }
+  }
+  const __mmask16 lanes = nr >= kNr ? __mmask16(0xFFFF) : __mmask16((1u << nr) - 1);
+  // Rows are stored only below mr: with a residual read in place, a row stored twice would
+  // add it twice.
+#define NN_STORE(i)                                                                          \
+  if (i < mr) {                                                                               \
+    const __m512 r = kResidual ? _mm512_maskz_loadu_ps(lanes, res + i * ldc) : epi.zero;     \
+    _mm512_mask_storeu_ps(c + i * ldc, lanes, epi(c##i, r));                                  \
+  }
+  NN_ROWS8(NN_STORE)
+#undef NN_STORE
+}
+#undef NN_ROWS8
+
+NN_TARGET_AVX512 void kernel_8x16_avx512(size_t mr, size_t nr, size_t segments, const float* const* seg_a,
+                                         size_t k, size_t lda, const float* w, float* c, const float* res,
+                                         size_t ldc, const EpilogueAvx512& epi) {
+  if (epi.hard_swish)
+    (epi.residual ? kernel_8x16_avx512_t<true, true> : kernel_8x16_avx512_t<true, false>)(
+        mr, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+  else
+    (epi.residual ? kernel_8x16_avx512_t<false, true> : kernel_8x16_avx512_t<false, false>)(
+        mr, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+}
+
 #else
 
 struct EpilogueAvx2 {
@@ -174,6 +237,7 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
   // Implicit GEMM needs each kernel row's taps contiguous in the input (dilation_w 1).
   segments_ = shape.dilation_w == 1 && shape.kernel_h <= 16 ? shape.kernel_h : 0;
   n_blocks_ = (shape.out_c + kNr - 1) / kNr;
+  avx512_ = native_avx512_enabled();
   const size_t panel = kNr * (k_ + 1);
   AlignedFloats packed = allocate_floats(n_blocks_ * panel);
   if (!packed) return;
@@ -257,88 +321,131 @@ NN_TARGET_AVX2 void im2col_rows(const NativeConvShape& s, const float* input, si
 
 }  // namespace
 
+namespace {
+
+// The micro-kernel an ISA brings: rows per tile, its epilogue's register form, the call.
+struct Avx2Gemm {
+  static constexpr size_t kRows = kMr;
+  using Epi = EpilogueAvx2;
+  static void kernel(size_t mr, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
+                     const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
+    kernel_6x16(mr, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+  }
+};
+
+#if NN_NATIVE_X86
+struct Avx512Gemm {
+  static constexpr size_t kRows = 8;
+  using Epi = EpilogueAvx512;
+  static void kernel(size_t mr, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
+                     const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
+    kernel_8x16_avx512(mr, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+  }
+};
+#endif
+
+}  // namespace
+
+bool native_avx512_enabled() {
+#if NN_NATIVE_X86
+  static const bool cpu_has = __builtin_cpu_supports("avx512f");
+  return cpu_has && !std::getenv("NN_NO_AVX512");
+#else
+  return false;
+#endif
+}
+
+// Rows [m0, m0 + m_count) x panels [j0, j0 + j_count) of the output.
+template <class Gemm>
+void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_t j_count) {
+  constexpr size_t kRows = Gemm::kRows;
+  const Task& t = *static_cast<const Task*>(ctx);
+  const NativeConv& conv = *t.conv;
+  const NativeConvShape& s = conv.shape_;
+  const size_t k = conv.k_;
+  const size_t panel_size = kNr * (k + 1);
+  const size_t ldc = s.out_c;
+  const typename Gemm::Epi epi(conv.epilogue_);
+  if (conv.pointwise_) {
+    const float* a = t.input + m0 * s.in_c;
+    for (size_t r = 0; r < m_count; r += kRows) {
+      const float* row = a + r * s.in_c;
+      for (size_t j = j0; j < j0 + j_count; ++j) {
+        const size_t at = (m0 + r) * ldc + j * kNr;
+        Gemm::kernel(std::min(kRows, m_count - r), std::min(kNr, ldc - j * kNr), 1, &row, k, s.in_c,
+                     conv.packed_.get() + j * panel_size, t.output + at, t.residual + at, ldc, epi);
+      }
+    }
+    return;
+  }
+  // Each micro-tile reads the input in place when its pixels share an output row and
+  // their windows are inside horizontally (one run of kernel_w * in_c floats per kernel
+  // row, rows `stride_w * in_c` apart); the others get im2col rows.
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < m_count * k + 8) scratch.resize(m_count * k + 8);  // + copy_floats' slack
+  const size_t tiles = (m_count + kRows - 1) / kRows;
+  thread_local std::vector<const float*> seg;  // per micro-tile: kernel_h run pointers, or im2col
+  thread_local std::vector<uint8_t> implicit;
+  seg.resize(tiles * std::max<size_t>(1, conv.segments_));
+  implicit.assign(tiles, 0);
+  const size_t pixels = size_t(s.out_h) * s.out_w;
+  for (size_t tile = 0; tile < tiles; ++tile) {
+    const size_t first = m0 + tile * kRows, mr = std::min(kRows, m_count - tile * kRows);
+    const size_t b = first / pixels, oy = (first % pixels) / s.out_w, ox = (first % pixels) % s.out_w;
+    const int64_t x0 = int64_t(ox) * s.stride_w - s.pad_left;
+    const int64_t x_end = int64_t(ox + mr - 1) * s.stride_w - s.pad_left + s.kernel_w;  // one past
+    if (conv.segments_ > 0 && ox + mr <= s.out_w && x0 >= 0 && x_end <= int64_t(s.in_w)) {
+      implicit[tile] = 1;
+      const float* image = t.input + b * size_t(s.in_h) * s.in_w * s.in_c;
+      for (uint32_t ky = 0; ky < s.kernel_h; ++ky) {
+        const int64_t iy = int64_t(oy) * s.stride_h - s.pad_top + int64_t(ky) * s.dilation_h;
+        seg[tile * conv.segments_ + ky] =
+            iy >= 0 && iy < int64_t(s.in_h) ? image + (size_t(iy) * s.in_w + size_t(x0)) * s.in_c : nullptr;
+      }
+    } else {
+      im2col_rows(s, t.input, first, mr, scratch.data() + tile * kRows * k);
+    }
+  }
+  const size_t run_k = size_t(s.kernel_w) * s.in_c, run_lda = size_t(s.stride_w) * s.in_c;
+  for (size_t tile = 0; tile < tiles; ++tile) {
+    const size_t r = tile * kRows, mr = std::min(kRows, m_count - r);
+    const float* rows = scratch.data() + r * k;
+    for (size_t j = j0; j < j0 + j_count; ++j) {
+      const size_t at = (m0 + r) * ldc + j * kNr;
+      const size_t nr = std::min(kNr, ldc - j * kNr);
+      const float* w = conv.packed_.get() + j * panel_size;
+      if (implicit[tile])
+        Gemm::kernel(mr, nr, conv.segments_, &seg[tile * conv.segments_], run_k, run_lda, w, t.output + at,
+                     t.residual + at, ldc, epi);
+      else
+        Gemm::kernel(mr, nr, 1, &rows, k, k, w, t.output + at, t.residual + at, ldc, epi);
+    }
+  }
+}
+
 void NativeConv::run(const float* input, const float* residual, float* output, pthreadpool_t pool) const {
   const size_t m_total = size_t(shape_.batch) * shape_.out_h * shape_.out_w;
   const size_t panel = kNr * (k_ + 1);
+  void (*tile_fn)(void*, size_t, size_t, size_t, size_t) = &run_tile<Avx2Gemm>;
+  size_t rows = Avx2Gemm::kRows;
+#if NN_NATIVE_X86
+  if (avx512_) tile_fn = &run_tile<Avx512Gemm>, rows = Avx512Gemm::kRows;
+#endif
   // Tiles: enough row tiles for two threads to share; panels per tile such that the
   // weights a tile walks stay in L2 while its rows stay in L1.
   const size_t panel_bytes = panel * sizeof(float);
   size_t tile_n = std::max<size_t>(1, std::min(n_blocks_, (size_t(256) << 10) / panel_bytes));
-  size_t tile_m = kMr * 8;
-  if (pool && m_total < tile_m * 4) tile_m = kMr * std::max<size_t>(1, (m_total / kMr + 3) / 4);
+  size_t tile_m = rows * 8;
+  if (pool && m_total < tile_m * 4) tile_m = rows * std::max<size_t>(1, (m_total / rows + 3) / 4);
   // Without a residual the kernel is handed the output as one (never read): no null offsets.
   Task task{this, input, residual ? residual : output, output};
-  auto body = [](void* ctx, size_t m0, size_t j0, size_t m_count, size_t j_count) {
-    const Task& t = *static_cast<const Task*>(ctx);
-    const NativeConv& conv = *t.conv;
-    const NativeConvShape& s = conv.shape_;
-    const size_t k = conv.k_;
-    const size_t panel_size = kNr * (k + 1);
-    const size_t ldc = s.out_c;
-    const EpilogueAvx2 epi(conv.epilogue_);
-    if (conv.pointwise_) {
-      const float* a = t.input + m0 * s.in_c;
-      for (size_t r = 0; r < m_count; r += kMr) {
-        const float* row = a + r * s.in_c;
-        for (size_t j = j0; j < j0 + j_count; ++j) {
-          const size_t at = (m0 + r) * ldc + j * kNr;
-          kernel_6x16(std::min(kMr, m_count - r), std::min(kNr, ldc - j * kNr), 1, &row, k, s.in_c,
-                      conv.packed_.get() + j * panel_size, t.output + at, t.residual + at, ldc, epi);
-        }
-      }
-      return;
-    }
-    // Each micro-tile reads the input in place when its pixels share an output row and
-    // their windows are inside horizontally (one run of kernel_w * in_c floats per kernel
-    // row, rows `stride_w * in_c` apart); the others get im2col rows.
-    thread_local std::vector<float> scratch;
-    if (scratch.size() < m_count * k + 8) scratch.resize(m_count * k + 8);  // + copy_floats' slack
-    const size_t tiles = (m_count + kMr - 1) / kMr;
-    thread_local std::vector<const float*> seg;  // per micro-tile: kernel_h run pointers, or im2col
-    thread_local std::vector<uint8_t> implicit;
-    seg.resize(tiles * std::max<size_t>(1, conv.segments_));
-    implicit.assign(tiles, 0);
-    const size_t pixels = size_t(s.out_h) * s.out_w;
-    for (size_t tile = 0; tile < tiles; ++tile) {
-      const size_t first = m0 + tile * kMr, mr = std::min(kMr, m_count - tile * kMr);
-      const size_t b = first / pixels, oy = (first % pixels) / s.out_w, ox = (first % pixels) % s.out_w;
-      const int64_t x0 = int64_t(ox) * s.stride_w - s.pad_left;
-      const int64_t x_end = int64_t(ox + mr - 1) * s.stride_w - s.pad_left + s.kernel_w;  // one past
-      if (conv.segments_ > 0 && ox + mr <= s.out_w && x0 >= 0 && x_end <= int64_t(s.in_w)) {
-        implicit[tile] = 1;
-        const float* image = t.input + b * size_t(s.in_h) * s.in_w * s.in_c;
-        for (uint32_t ky = 0; ky < s.kernel_h; ++ky) {
-          const int64_t iy = int64_t(oy) * s.stride_h - s.pad_top + int64_t(ky) * s.dilation_h;
-          seg[tile * conv.segments_ + ky] =
-              iy >= 0 && iy < int64_t(s.in_h) ? image + (size_t(iy) * s.in_w + size_t(x0)) * s.in_c : nullptr;
-        }
-      } else {
-        im2col_rows(s, t.input, first, mr, scratch.data() + tile * kMr * k);
-      }
-    }
-    const size_t run_k = size_t(s.kernel_w) * s.in_c, run_lda = size_t(s.stride_w) * s.in_c;
-    for (size_t tile = 0; tile < tiles; ++tile) {
-      const size_t r = tile * kMr, mr = std::min(kMr, m_count - r);
-      const float* rows = scratch.data() + r * k;
-      for (size_t j = j0; j < j0 + j_count; ++j) {
-        const size_t at = (m0 + r) * ldc + j * kNr;
-        const size_t nr = std::min(kNr, ldc - j * kNr);
-        const float* w = conv.packed_.get() + j * panel_size;
-        if (implicit[tile])
-          kernel_6x16(mr, nr, conv.segments_, &seg[tile * conv.segments_], run_k, run_lda, w, t.output + at,
-                      t.residual + at, ldc, epi);
-        else
-          kernel_6x16(mr, nr, 1, &rows, k, k, w, t.output + at, t.residual + at, ldc, epi);
-      }
-    }
-  };
   if (!pool) {
     for (size_t j0 = 0; j0 < n_blocks_; j0 += tile_n)
       for (size_t m0 = 0; m0 < m_total; m0 += tile_m)
-        body(&task, m0, j0, std::min(tile_m, m_total - m0), std::min(tile_n, n_blocks_ - j0));
+        tile_fn(&task, m0, j0, std::min(tile_m, m_total - m0), std::min(tile_n, n_blocks_ - j0));
     return;
   }
-  pthreadpool_parallelize_2d_tile_2d(pool, body, &task, m_total, n_blocks_, tile_m, tile_n, 0);
+  pthreadpool_parallelize_2d_tile_2d(pool, tile_fn, &task, m_total, n_blocks_, tile_m, tile_n, 0);
 }
 
 }  // namespace nn::cpu

@@ -20,6 +20,9 @@
 // For the helpers called inside micro-kernels: a call there would spill every accumulator.
 #define NN_INLINE_AVX2 __attribute__((target("avx2,fma"), always_inline)) inline
 #define NN_INLINE_LAMBDA __attribute__((always_inline))
+// AVX-512F (Zen 4/5, Skylake-SP and later): 16-lane FMAs, cheap k-masked tails.
+#define NN_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma")))
+#define NN_INLINE_AVX512 __attribute__((target("avx512f,avx2,fma"), always_inline)) inline
 #else
 #define NN_INLINE_AVX2 inline
 #define NN_INLINE_LAMBDA
@@ -72,6 +75,34 @@ struct EpilogueAvx2 {
       v = _mm256_mul_ps(_mm256_mul_ps(v, gate), sixth);
     }
     if (residual) v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, r), res_lo), res_hi);
+    return v;
+  }
+};
+
+// The same on 16 lanes.
+struct EpilogueAvx512 {
+  __m512 lo, hi, res_lo, res_hi, three, six, sixth, zero;
+  bool hard_swish, residual;
+
+  NN_TARGET_AVX512 explicit EpilogueAvx512(const Epilogue& e)
+      : lo(_mm512_set1_ps(e.lo)),
+        hi(_mm512_set1_ps(e.hi)),
+        res_lo(_mm512_set1_ps(e.res_lo)),
+        res_hi(_mm512_set1_ps(e.res_hi)),
+        three(_mm512_set1_ps(3.f)),
+        six(_mm512_set1_ps(6.f)),
+        sixth(_mm512_set1_ps(1.f / 6.f)),
+        zero(_mm512_setzero_ps()),
+        hard_swish(e.hard_swish),
+        residual(e.residual) {}
+
+  NN_INLINE_AVX512 __m512 operator()(__m512 v, __m512 r) const {
+    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+    if (hard_swish) {
+      const __m512 gate = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, three), zero), six);
+      v = _mm512_mul_ps(_mm512_mul_ps(v, gate), sixth);
+    }
+    if (residual) v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, r), res_lo), res_hi);
     return v;
   }
 };

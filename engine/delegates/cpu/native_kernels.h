@@ -2,7 +2,8 @@
 // CPU delegate in place of XNNPACK where they pay (measured; bench/README.md):
 //
 // - NativeConv: dense convolution as a packed-weight GEMM with an AVX2/FMA 6x16
-//   micro-kernel. The Debian XNNPACK build (Feb 2022, GCC) spills one accumulator of its
+//   micro-kernel, or an AVX-512F 8x16 one on CPUs that have it (same weight panels;
+//   0.76-0.94x the AVX2 kernel's model latency on Zen 5, bench/README.md). The Debian XNNPACK build (Feb 2022, GCC) spills one accumulator of its
 //   f32 5x16 FMA3 GEMM/IGEMM kernels to the stack on every k step, which caps every dense
 //   conv at ~35 GFLOP/s on a core that peaks near 100 (a 1x1 conv 32x32x512->512 measured
 //   34.6 GFLOP/s).
@@ -27,6 +28,9 @@ namespace nn::cpu {
 
 // True when this CPU has AVX2 and FMA (the kernels' instruction set).
 bool native_conv_supported();
+// True when NativeConv uses its AVX-512F micro-kernel: the CPU has AVX-512F and
+// NN_NO_AVX512 is unset (read when a conv is built, so tests can cover both kernels).
+bool native_avx512_enabled();
 
 struct NativeConvShape {
   uint32_t batch = 1, in_h = 0, in_w = 0, in_c = 0;
@@ -70,9 +74,13 @@ class NativeConv final : public NativeOp {
   struct Task;
 
  private:
+  template <class Gemm>
+  static void run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_t j_count);
+
   NativeConvShape shape_;
   Epilogue epilogue_;
   bool pointwise_ = false;
+  bool avx512_ = false;  // the 8x16 AVX-512F kernel, else the 6x16 AVX2 one
   size_t k_ = 0;         // GEMM depth: kernel_h * kernel_w * in_c
   size_t segments_ = 0;  // runs of A per output pixel read in place: kernel_h, or 0 (im2col only)
   size_t n_blocks_ = 0;  // out_c in panels of 16
