@@ -79,6 +79,15 @@ struct EpilogueAvx2 {
   }
 };
 
+// min/max on 16 lanes. Not _mm512_min_ps/_mm512_max_ps: GCC 12 builds those on
+// _mm512_undefined_ps() and then warns (-Wmaybe-uninitialized) wherever they inline.
+NN_INLINE_AVX512 __m512 max16(__m512 a, __m512 b) {
+  return _mm512_maskz_max_ps(__mmask16(0xFFFF), a, b);
+}
+NN_INLINE_AVX512 __m512 min16(__m512 a, __m512 b) {
+  return _mm512_maskz_min_ps(__mmask16(0xFFFF), a, b);
+}
+
 // The same on 16 lanes.
 struct EpilogueAvx512 {
   __m512 lo, hi, res_lo, res_hi, three, six, sixth, zero;
@@ -97,12 +106,12 @@ struct EpilogueAvx512 {
         residual(e.residual) {}
 
   NN_INLINE_AVX512 __m512 operator()(__m512 v, __m512 r) const {
-    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+    v = min16(max16(v, lo), hi);
     if (hard_swish) {
-      const __m512 gate = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, three), zero), six);
+      const __m512 gate = min16(max16(_mm512_add_ps(v, three), zero), six);
       v = _mm512_mul_ps(_mm512_mul_ps(v, gate), sixth);
     }
-    if (residual) v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, r), res_lo), res_hi);
+    if (residual) v = min16(max16(_mm512_add_ps(v, r), res_lo), res_hi);
     return v;
   }
 };
