@@ -19,8 +19,8 @@
  * Inference runs on a worker thread. The streaming thread hands over the newest frame
  * and waits at most latency-budget milliseconds for its mask; when the mask is late the
  * frame goes out with the newest finished mask (its age says how old) or, with
- * over-budget=drop-frame, is dropped. QoS from downstream first skips inference, then
- * drops frames. The stats property and periodic "nnsegment-stats" element messages
+ * over-budget=drop-frame, is dropped. QoS from downstream first skips inference, then,
+ * while the pipeline runs slower than real time (QoS proportion >= 1), drops frames. The stats property and periodic "nnsegment-stats" element messages
  * report inference p50/p99, inferences run and skipped, frames dropped and the delegates.
  *
  * ## Example launch lines

@@ -13,7 +13,11 @@
 #define GST_CAT_DEFAULT gst_nn_segment_debug
 
 // Consecutive late frames (per QoS) that only skip inference before frames are dropped.
+// Frames are dropped only while downstream's QoS proportion says the pipeline runs slower
+// than real time (>= 1): a burst of lateness in a pipeline that keeps up on average (e.g.
+// the decoder's start-up) is absorbed by skipping inference, and no frame is lost.
 static constexpr int kLateFramesBeforeDrop = 2;
+static constexpr double kDropProportion = 1.0;
 // Mean absolute difference of 32x32 grey thumbnails (0..255) above which consecutive
 // frames are a scene cut: the previous mask belongs to another shot and must not be
 // reused. On Megamind.avi cuts measure 33..43, motion within a shot stays below 4.
@@ -110,6 +114,7 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
   const GstNnSegmentOutputMode mode = self->output_mode;
   const guint stats_interval = self->stats_interval_ms;
   const GstClockTime earliest = s->qos_earliest;
+  const double proportion = s->qos_proportion;
   s->frames_in++;
   GST_OBJECT_UNLOCK(self);
 
@@ -124,7 +129,8 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
   // 1. Whatever finished since the last frame.
   if (auto r = s->segmenter->take_latest()) accept_result(self, *r, smoothing, threshold);
 
-  // 2. QoS: a late frame first skips inference; if frames keep coming late, drop them.
+  // 2. QoS: a late frame first skips inference; if frames keep coming late while the
+  // pipeline falls behind, drop them.
   const bool late =
       GST_CLOCK_TIME_IS_VALID(running_time) && GST_CLOCK_TIME_IS_VALID(earliest) && running_time <= earliest;
   if (late) {
@@ -132,7 +138,7 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
     s->inferences_skipped++;
     const int consecutive = ++s->consecutive_late;
     GST_OBJECT_UNLOCK(self);
-    if (consecutive > kLateFramesBeforeDrop) {
+    if (consecutive > kLateFramesBeforeDrop && proportion >= kDropProportion) {
       GST_OBJECT_LOCK(self);
       s->frames_dropped++;
       const guint64 processed = s->frames_out, dropped = s->frames_dropped;

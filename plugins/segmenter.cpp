@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 
 #include <opencv2/core.hpp>
@@ -125,6 +126,16 @@ Result<std::unique_ptr<Segmenter>> Segmenter::open(const SegmenterOptions& optio
   so.threads = std::max(1, options.threads);
   auto session = Session::open(model, so);
   if (!session.is_ok()) return session.status().with_context(options.model_path);
+  // Two warm-up inferences on a black frame, here (before data flows) rather than on the
+  // first frames: the first run touches every arena page and starts the thread pool,
+  // several times a steady run's latency, which made a live sink's QoS drop the frames
+  // that followed. A model that cannot run fails here, naming the file.
+  for (int i = 0; i < 2; ++i) {
+    for (size_t k = 0; k < session.value()->num_inputs(); ++k)
+      std::memset(session.value()->input_data(k), 0, session.value()->input_desc(k).byte_size());
+    Status warm = session.value()->run();
+    if (!warm.is_ok()) return warm.with_context(options.model_path + ": warm-up inference");
+  }
   s->async_ = std::make_unique<AsyncSession>(std::move(session).value());
   return s;
 }

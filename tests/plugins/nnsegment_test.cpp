@@ -267,6 +267,24 @@ TEST_F(NnSegmentTest, QosSkipsInferenceThenDropsFrames) {
   gst_buffer_unref(out);
 }
 
+// A pipeline that keeps up on average (QoS proportion < 1) but had a late burst, as at
+// a decoder's start-up: late frames skip inference, none is dropped.
+TEST_F(NnSegmentTest, QosLateBurstSkipsInferenceWithoutDropping) {
+  start("latency-budget=10000");
+  gst_buffer_unref(push_pull(frame("RGBA", kW, kH, 0)));
+  ASSERT_TRUE(wait_inferences(1));
+  const guint64 run_before = stat_u64(seg_, "inferences-run");
+  ASSERT_TRUE(gst_harness_push_upstream_event(
+      h_, gst_event_new_qos(GST_QOS_TYPE_UNDERFLOW, 0.8, 0, 10 * GST_SECOND)));
+  for (int i = 1; i <= 5; ++i)
+    ASSERT_EQ(gst_harness_push(h_, frame("RGBA", kW, kH, i * 33 * GST_MSECOND)), GST_FLOW_OK);
+  EXPECT_EQ(gst_harness_buffers_in_queue(h_), 5u) << "no frame dropped";
+  EXPECT_EQ(stat_u64(seg_, "frames-dropped"), 0u);
+  EXPECT_EQ(stat_u64(seg_, "inferences-skipped"), 5u);
+  EXPECT_EQ(stat_u64(seg_, "inferences-run"), run_before) << "no inference ran while late";
+  for (int i = 1; i <= 5; ++i) gst_buffer_unref(gst_harness_pull(h_));
+}
+
 TEST_F(NnSegmentTest, LatencyQueryAddsTheBudgetWhenLive) {
   start("latency-budget=40");
   gst_harness_set_upstream_latency(h_, 10 * GST_MSECOND);
