@@ -1,0 +1,81 @@
+// reduce_rgba / shrink_area (plugins/imageops.cpp) against exact block averages and
+// OpenCV's INTER_AREA, on random frames with odd sizes (SIMD body and scalar tail both).
+#include <gtest/gtest.h>
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "imageops.h"
+
+namespace {
+
+cv::Mat random_rgba(int w, int h) {
+  cv::Mat m(h, w, CV_8UC4);
+  cv::RNG rng(1234);
+  rng.fill(m, cv::RNG::UNIFORM, 0, 256);
+  return m;
+}
+
+// Exact (rounded) means of factor x factor blocks.
+cv::Mat block_means(const cv::Mat& src, int factor) {
+  cv::Mat out(src.rows / factor, src.cols / factor, CV_8UC4);
+  const int n = factor * factor;
+  for (int y = 0; y < out.rows; ++y)
+    for (int x = 0; x < out.cols; ++x)
+      for (int c = 0; c < 4; ++c) {
+        int sum = 0;
+        for (int dy = 0; dy < factor; ++dy)
+          for (int dx = 0; dx < factor; ++dx) sum += src.at<cv::Vec4b>(factor * y + dy, factor * x + dx)[c];
+        out.at<cv::Vec4b>(y, x)[c] = static_cast<uint8_t>((sum + n / 2) / n);
+      }
+  return out;
+}
+
+class Reduce : public ::testing::TestWithParam<int> {};
+
+TEST_P(Reduce, MatchesBlockMeansWithinRounding) {
+  const int factor = GetParam();
+  const cv::Mat src = random_rgba(1923, 1081);  // odd: partial blocks left out, scalar tail
+  cv::Mat got;
+  if (!nn::plugins::reduce_rgba(src, got, factor)) GTEST_SKIP() << "no AVX2 here";
+  const cv::Mat want = block_means(src, factor);
+  ASSERT_EQ(got.size(), want.size());
+  cv::Mat diff;
+  cv::absdiff(got, want, diff);
+  double max_diff = 0;
+  cv::minMaxLoc(diff.reshape(1), nullptr, &max_diff);
+  // Pairwise rounding averages (vpavgb) round up at each level: under one step per level.
+  EXPECT_LE(max_diff, factor == 2 ? 1.0 : 2.0);
+  const cv::Scalar mean = cv::mean(diff);
+  EXPECT_LT((mean[0] + mean[1] + mean[2] + mean[3]) / 4, 1.0);
+  // The last columns (past the last 8 SIMD outputs) are exact.
+  for (int x = got.cols - got.cols % 8; x < got.cols; ++x)
+    EXPECT_EQ(got.at<cv::Vec4b>(got.rows - 1, x), want.at<cv::Vec4b>(got.rows - 1, x)) << "x " << x;
+}
+
+INSTANTIATE_TEST_SUITE_P(Factors, Reduce, ::testing::Values(2, 4));
+
+TEST(Reduce, RefusesOtherTypesAndFactors) {
+  cv::Mat rgb(64, 64, CV_8UC3, cv::Scalar::all(7)), out;
+  EXPECT_FALSE(nn::plugins::reduce_rgba(rgb, out, 2));
+  EXPECT_TRUE(out.empty());
+  EXPECT_FALSE(nn::plugins::reduce_rgba(random_rgba(64, 64), out, 3));
+  EXPECT_FALSE(nn::plugins::reduce_rgba(random_rgba(3, 3), out, 4));
+}
+
+// 1080p -> the compositor's work size and the model's input size: close to INTER_AREA.
+TEST(ShrinkArea, CloseToInterArea) {
+  cv::Mat src = random_rgba(1920, 1080);
+  cv::GaussianBlur(src, src, cv::Size(0, 0), 3);  // image-like: smooth, not white noise
+  for (const cv::Size target : {cv::Size(480, 270), cv::Size(256, 256), cv::Size(427, 240)}) {
+    cv::Mat got, want, diff;
+    nn::plugins::shrink_area(src, got, target);
+    cv::resize(src, want, target, 0, 0, cv::INTER_AREA);
+    ASSERT_EQ(got.size(), target);
+    cv::absdiff(got, want, diff);
+    const cv::Scalar mean = cv::mean(diff);
+    EXPECT_LT((mean[0] + mean[1] + mean[2] + mean[3]) / 4, 1.5) << target;
+  }
+}
+
+}  // namespace
