@@ -13,7 +13,7 @@ frame (all threads, all elements, decoding included). --overload adds CPU conten
 skipped.
 
 Usage: /usr/bin/python3 bench/pipeline_bench.py [--sizes 720,1080] [--seconds 20]
-       [--budget 30] [--overload] [--json OUT]
+       [--budget 30] [--overload] [--repeat 3] [--json OUT]
 """
 import argparse
 import json
@@ -146,6 +146,20 @@ def run_one(width, height, seconds, budget, threads, overload, baseline=False):
     }
 
 
+def combine(runs):
+    """One row from repeated runs: the median of each figure, the worst run's drops."""
+    if len(runs) == 1:
+        return runs[0]
+    row = dict(runs[0])
+    for key, value in runs[0].items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            vals = sorted(r[key] for r in runs if r.get(key) is not None)
+            row[key] = vals[len(vals) // 2] if len(vals) % 2 else (vals[len(vals) // 2 - 1] + vals[len(vals) // 2]) / 2
+    row["frames_dropped"] = max(r["frames_dropped"] for r in runs)
+    row["repeats"] = len(runs)
+    return row
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="720,1080")
@@ -153,20 +167,27 @@ def main():
     ap.add_argument("--budget", type=int, default=30)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--overload", action="store_true", help="also run each size under CPU contention")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs per row, each with its own baseline run just before; the row reports the "
+                         "median of every figure, and the worst run's dropped frames")
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
     dims = {"480": (854, 480), "720": (1280, 720), "1080": (1920, 1080)}
     rows = []
     for s in args.sizes.split(","):
-        # CPU our two elements cost per frame = the whole process's minus that of the same
-        # pipeline without them (decoding, scaling, pacing), measured just before.
-        base = run_one(*dims[s], args.seconds, args.budget, args.threads, False, baseline=True)
+        runs = {False: [], True: []}
+        for _ in range(args.repeat):
+            # CPU our two elements cost per frame = the whole process's minus that of the same
+            # pipeline without them (decoding, scaling, pacing), measured just before.
+            base = run_one(*dims[s], args.seconds, args.budget, args.threads, False, baseline=True)
+            for overload in ([False, True] if args.overload else [False]):
+                r = run_one(*dims[s], args.seconds, args.budget, args.threads, overload)
+                r["baseline_cpu_ms_per_frame"] = base["cpu_ms_per_frame"]
+                r["elements_cpu_ms_per_frame"] = r["cpu_ms_per_frame"] - base["cpu_ms_per_frame"]
+                runs[overload].append(r)
+                print(json.dumps(r))
         for overload in ([False, True] if args.overload else [False]):
-            r = run_one(*dims[s], args.seconds, args.budget, args.threads, overload)
-            r["baseline_cpu_ms_per_frame"] = base["cpu_ms_per_frame"]
-            r["elements_cpu_ms_per_frame"] = r["cpu_ms_per_frame"] - base["cpu_ms_per_frame"]
-            rows.append(r)
-            print(json.dumps(r))
+            rows.append(combine(runs[overload]))
     print()
     print("| size | load | fps out | frames in/out | dropped | inferences run/skipped | inference p50/p99 ms | "
           "added latency p50/p99 ms (nnsegment p99) | CPU ms/frame: process / source alone / our elements |")
