@@ -122,6 +122,8 @@ struct BackgroundState {
   cv::Mat converted;
   // Stats (OBJECT_LOCK).
   LatencyWindow composite_ms;
+  // The last second or so of compositing times, for the cost reported upstream.
+  LatencyWindow recent_ms{32};
   guint64 frames = 0, frames_without_mask = 0, frames_without_background = 0;
   guint last_mask_age = 0;
 
@@ -244,6 +246,7 @@ static gboolean gst_nn_background_start(GstBaseTransform* trans) {
   const bool image = self->mode == GST_NN_BACKGROUND_MODE_IMAGE;
   const std::string location = self->location ? self->location : "";
   self->state->composite_ms.clear();
+  self->state->recent_ms.clear();
   self->state->frames = self->state->frames_without_mask = self->state->frames_without_background = 0;
   GST_OBJECT_UNLOCK(self);
   self->state->input->on_main_start();
@@ -303,6 +306,9 @@ static bool layout_of(GstVideoFormat format, nn::plugins::PackedLayout* out) {
   }
   return true;
 }
+
+// Frames between two GST_NN_DOWNSTREAM_COST_EVENTs sent upstream.
+static constexpr guint64 kCostReportFrames = 4;
 
 // One blur composite on a grey frame at the negotiated size, before the first buffer: the
 // first real frame otherwise pays for every buffer allocation and OpenCV's worker threads
@@ -449,8 +455,17 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
   GST_OBJECT_LOCK(self);
   if (video && !settings.background) s->frames_without_background++;
   s->composite_ms.add(ms);
+  s->recent_ms.add(ms);
   s->last_mask_age = meta->age;
+  // Every few frames, tell nnsegment upstream what compositing costs: it takes this out
+  // of its latency budget (GST_NN_DOWNSTREAM_COST_EVENT).
+  const bool report = s->frames % kCostReportFrames == 1;
+  const double cost_ms = report ? s->recent_ms.percentile(90) : 0.0;
   GST_OBJECT_UNLOCK(self);
+  if (report) {
+    GstStructure* st = gst_structure_new(GST_NN_DOWNSTREAM_COST_EVENT, "ms", G_TYPE_DOUBLE, cost_ms, nullptr);
+    gst_pad_push_event(GST_BASE_TRANSFORM_SINK_PAD(trans), gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM, st));
+  }
   return GST_FLOW_OK;
 }
 

@@ -17,11 +17,15 @@
  * that run on the CPU (lavapipe), so on a machine without a GPU it is the CPU (XNNPACK).
  *
  * Inference runs on a worker thread. The streaming thread hands over the newest frame
- * and waits at most latency-budget milliseconds for its mask; when the mask is late the
+ * and waits for its mask until latency-budget milliseconds from the frame's arrival,
+ * minus what compositing downstream costs (nnbackground reports its recent p90 upstream),
+ * so the budget bounds segmentation and compositing together. When the mask is late the
  * frame goes out with the newest finished mask (its age says how old) or, with
  * over-budget=drop-frame, is dropped. QoS from downstream first skips inference, then,
- * while the pipeline runs slower than real time (QoS proportion >= 1), drops frames. The stats property and periodic "nnsegment-stats" element messages
- * report inference p50/p99, inferences run and skipped, frames dropped and the delegates.
+ * while the pipeline runs slower than real time (QoS proportion >= 1), drops frames. The
+ * stats property and periodic "nnsegment-stats" element messages report inference
+ * p50/p99, inferences run and skipped, frames dropped, the downstream cost and the
+ * delegates.
  *
  * ## Example launch lines
  * |[
@@ -54,10 +58,13 @@
  */
 #include "gstnnsegment.h"
 
+#include <algorithm>
+#include <cmath>
 #include <exception>
 #include <string>
 #include <vector>
 
+#include "gstnnmaskmeta.h"
 #include "segment_state.h"
 
 GST_DEBUG_CATEGORY(gst_nn_segment_debug);
@@ -146,7 +153,8 @@ GstStructure* nn::plugins::make_stats_locked(GstNnSegment* self) {
                            s->frames_out, "frames-dropped", G_TYPE_UINT64, s->frames_dropped, "mask-age",
                            G_TYPE_UINT, s->mask_age, "delegate", G_TYPE_STRING, s->delegate_summary.c_str(),
                            "partitions", G_TYPE_UINT, s->partitions, "scene-cuts", G_TYPE_UINT64,
-                           s->scene_cuts, "latency-budget-ms", G_TYPE_UINT, self->latency_budget_ms, nullptr);
+                           s->scene_cuts, "latency-budget-ms", G_TYPE_UINT, self->latency_budget_ms,
+                           "downstream-ms", G_TYPE_DOUBLE, s->downstream_ms, nullptr);
 }
 
 static void gst_nn_segment_set_property(GObject* object, guint prop_id, const GValue* value,
@@ -302,6 +310,7 @@ static gboolean gst_nn_segment_start(GstBaseTransform* trans) {
     s->qos_earliest = GST_CLOCK_TIME_NONE;
     s->qos_proportion = 1.0;
     s->consecutive_late = 0;
+    s->downstream_ms = 0;
     GST_OBJECT_UNLOCK(self);
     GST_INFO_OBJECT(self, "model %s: input %dx%d, %s", path.c_str(), s->segmenter->input_width(),
                     s->segmenter->input_height(), s->delegate_summary.c_str());
@@ -476,6 +485,18 @@ static gboolean gst_nn_segment_sink_event(GstBaseTransform* trans, GstEvent* eve
 
 static gboolean gst_nn_segment_src_event(GstBaseTransform* trans, GstEvent* event) {
   GstNnSegment* self = GST_NN_SEGMENT(trans);
+  if (GST_EVENT_TYPE(event) == GST_EVENT_CUSTOM_UPSTREAM && gst_event_has_name(event, GST_NN_DOWNSTREAM_COST_EVENT)) {
+    // A compositor downstream (nnbackground) says what it costs per frame: ours to consume.
+    gdouble ms = 0;
+    if (gst_structure_get_double(gst_event_get_structure(event), "ms", &ms) && std::isfinite(ms)) {
+      GST_OBJECT_LOCK(self);
+      self->state->downstream_ms = std::clamp(ms, 0.0, 60000.0);
+      GST_OBJECT_UNLOCK(self);
+      GST_LOG_OBJECT(self, "downstream compositing: %.2f ms per frame", ms);
+    }
+    gst_event_unref(event);
+    return TRUE;
+  }
   if (GST_EVENT_TYPE(event) == GST_EVENT_QOS) {
     GstQOSType type;
     gdouble proportion;
@@ -576,7 +597,10 @@ static void gst_nn_segment_class_init(GstNnSegmentClass* klass) {
       gobject_class, PROP_LATENCY_BUDGET,
       g_param_spec_uint(
           "latency-budget", "Latency budget",
-          "Longest a frame waits for its own mask, in ms (also the latency this element adds when live)", 0,
+          "Latency, in ms from a frame's arrival, that this element and the compositing downstream of it "
+          "(nnbackground) may add together; the frame waits for its own mask only that long (also the "
+          "latency reported when live)",
+          0,
           10000, DEFAULT_PROP_LATENCY_BUDGET,
           static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)));
   g_object_class_install_property(

@@ -115,6 +115,7 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
   const guint stats_interval = self->stats_interval_ms;
   const GstClockTime earliest = s->qos_earliest;
   const double proportion = s->qos_proportion;
+  const double downstream_ms = s->downstream_ms;
   s->frames_in++;
   GST_OBJECT_UNLOCK(self);
 
@@ -189,7 +190,10 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
       s->inferences_skipped++;  // a frame that was still waiting got replaced by this one
       GST_OBJECT_UNLOCK(self);
     }
-    const auto deadline = entered + std::chrono::milliseconds(budget_ms);
+    // The budget covers compositing downstream too (nnbackground reports its recent p90):
+    // what is left of it after that is this element's.
+    const double own_ms = std::max(0.0, budget_ms - downstream_ms);
+    const auto deadline = entered + std::chrono::microseconds(static_cast<int64_t>(own_ms * 1000));
     while (!(s->mask && s->mask_tag >= seq)) {
       const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
       if (left.count() <= 0) break;

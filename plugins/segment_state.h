@@ -42,6 +42,9 @@ struct SegmentState {
   GstClockTime qos_earliest = GST_CLOCK_TIME_NONE;
   gdouble qos_proportion = 1.0;
   int consecutive_late = 0;
+  // Compositing time downstream (GST_NN_DOWNSTREAM_COST_EVENT), taken out of the budget
+  // (OBJECT_LOCK).
+  double downstream_ms = 0;
 
   // Stats (OBJECT_LOCK).
   LatencyWindow latency;

@@ -393,11 +393,11 @@ void MaskFilter::apply(const MaskResult& in, double smoothing, double threshold,
 }
 
 void LatencyWindow::add(double ms) {
-  if (samples_.size() < kCapacity) {
+  if (samples_.size() < capacity_) {
     samples_.push_back(ms);
   } else {
     samples_[next_] = ms;
-    next_ = (next_ + 1) % kCapacity;
+    next_ = (next_ + 1) % capacity_;
   }
 }
 

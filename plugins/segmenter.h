@@ -4,6 +4,7 @@
 // and nothing of delegates beyond their names.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -133,15 +134,16 @@ class MaskFilter {
   int w_ = 0, h_ = 0;
 };
 
-// Inference times of the last few hundred runs, for p50/p99.
+// Times of the last `capacity` runs (default: a few hundred), for p50/p99.
 class LatencyWindow {
  public:
+  explicit LatencyWindow(size_t capacity = 512) : capacity_(std::max<size_t>(1, capacity)) {}
   void add(double ms);
   double percentile(double p) const;  // 0 when empty
   void clear() { samples_.clear(), next_ = 0; }
 
  private:
-  static constexpr size_t kCapacity = 512;
+  size_t capacity_;
   std::vector<double> samples_;
   size_t next_ = 0;
 };

@@ -64,6 +64,31 @@ class NnBackgroundTest : public ::testing::Test {
   GstElement* bg_ = nullptr;
 };
 
+// Compositing reports its cost upstream (for nnsegment's budget) every few frames.
+TEST_F(NnBackgroundTest, ReportsItsCostUpstream) {
+  start("mode=blur");
+  GBytes* mask = half_mask(64, 48, 0.5);
+  const cv::Mat rgb = noise_rgb(kW, kH);
+  int cost_events = 0;
+  for (int i = 0; i < 8; ++i) {
+    GstBuffer* in = make_frame("RGBA", rgb);
+    attach_mask(in, mask, 64, 48, kW, kH);
+    gst_buffer_unref(gst_harness_push_and_pull(h_, in));
+    while (GstEvent* ev = gst_harness_try_pull_upstream_event(h_)) {
+      if (GST_EVENT_TYPE(ev) == GST_EVENT_CUSTOM_UPSTREAM && gst_event_has_name(ev, GST_NN_DOWNSTREAM_COST_EVENT)) {
+        ++cost_events;
+        gdouble ms = -1;
+        EXPECT_TRUE(gst_structure_get_double(gst_event_get_structure(ev), "ms", &ms));
+        EXPECT_GT(ms, 0.0);
+        EXPECT_LT(ms, 10000.0);
+      }
+      gst_event_unref(ev);
+    }
+  }
+  g_bytes_unref(mask);
+  EXPECT_EQ(cost_events, 2) << "frames 1 and 5 of 8";
+}
+
 TEST_F(NnBackgroundTest, BuffersWithoutMaskPassUnchanged) {
   start("mode=color");
   cv::Mat rgb = noise_rgb(kW, kH);

@@ -285,6 +285,35 @@ TEST_F(NnSegmentTest, QosLateBurstSkipsInferenceWithoutDropping) {
   for (int i = 1; i <= 5; ++i) gst_buffer_unref(gst_harness_pull(h_));
 }
 
+// nnbackground's reported compositing cost comes out of the budget: with all of it spent
+// downstream, a frame does not wait for its mask (with none reported, the same budget
+// waits, as every other test shows); the event is consumed and shows in the stats.
+TEST_F(NnSegmentTest, DownstreamCostComesOutOfTheBudget) {
+  start("latency-budget=10000");
+  ASSERT_TRUE(gst_harness_push_upstream_event(
+      h_, gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM,
+                               gst_structure_new(GST_NN_DOWNSTREAM_COST_EVENT, "ms", G_TYPE_DOUBLE, 10000.0,
+                                                 nullptr))));
+  EXPECT_DOUBLE_EQ(stat_double(seg_, "downstream-ms"), 10000.0);
+  GstBuffer* out = push_pull(frame());
+  EXPECT_EQ(gst_buffer_get_nn_mask_meta(out), nullptr) << "no time left to wait for the first mask";
+  gst_buffer_unref(out);
+  ASSERT_TRUE(wait_inferences(1));
+  // Downstream got cheap again: the whole budget is this element's, the frame waits.
+  ASSERT_TRUE(gst_harness_push_upstream_event(
+      h_, gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM,
+                               gst_structure_new(GST_NN_DOWNSTREAM_COST_EVENT, "ms", G_TYPE_DOUBLE, 2.0, nullptr))));
+  out = push_pull(frame());
+  GstNnMaskMeta* m = gst_buffer_get_nn_mask_meta(out);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->age, 0u);
+  gst_buffer_unref(out);
+  while (GstEvent* ev = gst_harness_try_pull_upstream_event(h_)) {
+    EXPECT_FALSE(gst_event_has_name(ev, GST_NN_DOWNSTREAM_COST_EVENT)) << "the cost event is nnsegment's";
+    gst_event_unref(ev);
+  }
+}
+
 TEST_F(NnSegmentTest, LatencyQueryAddsTheBudgetWhenLive) {
   start("latency-budget=40");
   gst_harness_set_upstream_latency(h_, 10 * GST_MSECOND);
