@@ -122,62 +122,71 @@ NN_TARGET_AVX2 void kernel_6x16(size_t mr, size_t nr, size_t segments, const flo
 // memory into its FMA). Tails in nr are k-masked: AVX-512 masked loads and stores are
 // plain instructions, unlike AVX2's microcoded vmaskmovps on AMD. Rows past mr read the
 // last valid row and are not stored.
+//
+// With one segment (a plain GEMM: 1x1 convs and im2col rows) it takes any number of rows
+// m and walks them 8 at a time in one call: a 1x1 conv with k = 16 (MobileNetV2's first
+// expansion) spends only 16 k steps per tile, and per-call setup (the epilogue's
+// registers, the row pointers, the call itself) was a third of its time. With several
+// segments (implicit GEMM) m is at most 8.
 #define NN_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 template <bool kHardSwish, bool kResidual>
-NN_TARGET_AVX512 void kernel_8x16_avx512_t(size_t mr, size_t nr, size_t segments, const float* const* seg_a,
+NN_TARGET_AVX512 void kernel_8x16_avx512_t(size_t m, size_t nr, size_t segments, const float* const* seg_a,
                                            size_t k, size_t lda, const float* w, float* c, const float* res,
                                            size_t ldc, const EpilogueAvx512& shared_epi) {
   EpilogueAvx512 epi = shared_epi;
   epi.hard_swish = kHardSwish;
   epi.residual = kResidual;
-  const __m512 bias = _mm512_load_ps(w);
-#define NN_ACC(i) __m512 c##i = bias;
-  NN_ROWS8(NN_ACC)
-#undef NN_ACC
-  w += kNr;
-  for (size_t seg = 0; seg < segments; ++seg) {
-    if (!seg_a[seg]) {
-      w += k * kNr;
-      continue;
-    }
-    const float* a0 = seg_a[seg];
-    const float* a1 = mr > 1 ? a0 + lda : a0;
-    const float* a2 = mr > 2 ? a1 + lda : a1;
-    const float* a3 = mr > 3 ? a2 + lda : a2;
-    const float* a4 = mr > 4 ? a3 + lda : a3;
-    const float* a5 = mr > 5 ? a4 + lda : a4;
-    const float* a6 = mr > 6 ? a5 + lda : a5;
-    const float* a7 = mr > 7 ? a6 + lda : a6;
-    for (size_t p = 0; p < k; ++p) {
-      const __m512 b = _mm512_load_ps(w);
-      w += kNr;
-#define NN_FMA(i) c##i = _mm512_fmadd_ps(_mm512_set1_ps(a##i[p]), b, c##i);
-      NN_ROWS8(NN_FMA)
-#undef NN_FMA
-    }
-  }
   const __mmask16 lanes = nr >= kNr ? __mmask16(0xFFFF) : __mmask16((1u << nr) - 1);
-  // Rows are stored only below mr: with a residual read in place, a row stored twice would
-  // add it twice.
-#define NN_STORE(i)                                                                          \
-  if (i < mr) {                                                                               \
-    const __m512 r = kResidual ? _mm512_maskz_loadu_ps(lanes, res + i * ldc) : epi.zero;     \
-    _mm512_mask_storeu_ps(c + i * ldc, lanes, epi(c##i, r));                                  \
-  }
-  NN_ROWS8(NN_STORE)
+  const __m512 bias = _mm512_load_ps(w);
+  for (size_t r0 = 0; r0 < m; r0 += 8, c += 8 * ldc, res += 8 * ldc) {
+    const size_t mr = std::min<size_t>(8, m - r0);
+#define NN_ACC(i) __m512 c##i = bias;
+    NN_ROWS8(NN_ACC)
+#undef NN_ACC
+    const float* wp = w + kNr;
+    for (size_t seg = 0; seg < segments; ++seg) {
+      if (!seg_a[seg]) {
+        wp += k * kNr;
+        continue;
+      }
+      const float* a0 = seg_a[seg] + r0 * lda;
+      const float* a1 = mr > 1 ? a0 + lda : a0;
+      const float* a2 = mr > 2 ? a1 + lda : a1;
+      const float* a3 = mr > 3 ? a2 + lda : a2;
+      const float* a4 = mr > 4 ? a3 + lda : a3;
+      const float* a5 = mr > 5 ? a4 + lda : a4;
+      const float* a6 = mr > 6 ? a5 + lda : a5;
+      const float* a7 = mr > 7 ? a6 + lda : a6;
+      for (size_t p = 0; p < k; ++p) {
+        const __m512 b = _mm512_load_ps(wp);
+        wp += kNr;
+#define NN_FMA(i) c##i = _mm512_fmadd_ps(_mm512_set1_ps(a##i[p]), b, c##i);
+        NN_ROWS8(NN_FMA)
+#undef NN_FMA
+      }
+    }
+    // Rows are stored only below mr: with a residual read in place, a row stored twice
+    // would add it twice.
+#define NN_STORE(i)                                                                        \
+    if (i < mr) {                                                                           \
+      const __m512 r = kResidual ? _mm512_maskz_loadu_ps(lanes, res + i * ldc) : epi.zero; \
+      _mm512_mask_storeu_ps(c + i * ldc, lanes, epi(c##i, r));                              \
+    }
+    NN_ROWS8(NN_STORE)
 #undef NN_STORE
+  }
 }
 #undef NN_ROWS8
 
-NN_TARGET_AVX512 void kernel_8x16_avx512(size_t mr, size_t nr, size_t segments, const float* const* seg_a,
+NN_TARGET_AVX512 void kernel_8x16_avx512(size_t m, size_t nr, size_t segments, const float* const* seg_a,
                                          size_t k, size_t lda, const float* w, float* c, const float* res,
                                          size_t ldc, const EpilogueAvx512& epi) {
   if (epi.hard_swish)
     (epi.residual ? kernel_8x16_avx512_t<true, true> : kernel_8x16_avx512_t<true, false>)(
-        mr, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+        m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
   else
     (epi.residual ? kernel_8x16_avx512_t<false, true> : kernel_8x16_avx512_t<false, false>)(
-        mr, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+        m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
 }
 
 #else
@@ -324,12 +333,17 @@ NN_TARGET_AVX2 void im2col_rows(const NativeConvShape& s, const float* input, si
 namespace {
 
 // The micro-kernel an ISA brings: rows per tile, its epilogue's register form, the call.
+// kernel(m, ...): m rows of C; m may exceed kRows only with one segment (a plain GEMM).
 struct Avx2Gemm {
   static constexpr size_t kRows = kMr;
   using Epi = EpilogueAvx2;
-  static void kernel(size_t mr, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
+  static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
                      const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
-    kernel_6x16(mr, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+    for (size_t r = 0; r < m; r += kRows) {
+      const float* a = seg_a[0] + r * lda;
+      kernel_6x16(std::min(kRows, m - r), nr, segments, segments == 1 ? &a : seg_a, k, lda, w, c + r * ldc,
+                  res + r * ldc, ldc, epi);
+    }
   }
 };
 
@@ -337,9 +351,9 @@ struct Avx2Gemm {
 struct Avx512Gemm {
   static constexpr size_t kRows = 8;
   using Epi = EpilogueAvx512;
-  static void kernel(size_t mr, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
+  static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
                      const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
-    kernel_8x16_avx512(mr, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+    kernel_8x16_avx512(m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
   }
 };
 #endif
@@ -367,14 +381,12 @@ void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_
   const size_t ldc = s.out_c;
   const typename Gemm::Epi epi(conv.epilogue_);
   if (conv.pointwise_) {
+    // One call per panel over all of the tile's rows (their A block stays in cache).
     const float* a = t.input + m0 * s.in_c;
-    for (size_t r = 0; r < m_count; r += kRows) {
-      const float* row = a + r * s.in_c;
-      for (size_t j = j0; j < j0 + j_count; ++j) {
-        const size_t at = (m0 + r) * ldc + j * kNr;
-        Gemm::kernel(std::min(kRows, m_count - r), std::min(kNr, ldc - j * kNr), 1, &row, k, s.in_c,
-                     conv.packed_.get() + j * panel_size, t.output + at, t.residual + at, ldc, epi);
-      }
+    for (size_t j = j0; j < j0 + j_count; ++j) {
+      const size_t at = m0 * ldc + j * kNr;
+      Gemm::kernel(m_count, std::min(kNr, ldc - j * kNr), 1, &a, k, s.in_c, conv.packed_.get() + j * panel_size,
+                   t.output + at, t.residual + at, ldc, epi);
     }
     return;
   }
