@@ -642,7 +642,8 @@ static void gst_nn_segment_class_init(GstNnSegmentClass* klass) {
   g_object_class_install_property(
       gobject_class, PROP_STATS,
       g_param_spec_boxed("stats", "Statistics",
-                         "Inference p50/p99 ms, inferences run/skipped, frames dropped, mask age, delegates",
+                         "Inference p50/p99 ms, inferences run/skipped, frames dropped, mask age, delegates, "
+                         "downstream compositing ms taken out of the budget",
                          GST_TYPE_STRUCTURE,
                          static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
   g_object_class_install_property(
