@@ -332,7 +332,11 @@ static void warm_up(GstNnBackground* self, int width, int height) {
   settings.refine = self->refine;
   settings.feather = self->feather;
   GST_OBJECT_UNLOCK(self);
-  self->state->compositor.process(frame, l, mask, settings);
+  try {
+    self->state->compositor.process(frame, l, mask, settings);
+  } catch (const std::exception& e) {  // only a head start: the first frame will say it properly
+    GST_WARNING_OBJECT(self, "warm-up composite failed: %s", e.what());
+  }
 }
 
 static gboolean gst_nn_background_set_info(GstVideoFilter* filter, GstCaps* /*incaps*/, GstVideoInfo* in_info,
