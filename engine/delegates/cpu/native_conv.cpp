@@ -12,7 +12,8 @@ namespace nn::cpu {
 namespace {
 
 constexpr size_t kMr = 6;   // rows (output pixels) per micro-tile
-constexpr size_t kNr = 16;  // columns (output channels) per micro-tile / weight panel
+constexpr size_t kNr = 16;     // columns (output channels) per micro-tile / weight panel, AVX2
+constexpr size_t kNr512 = 32;  // the same for the AVX-512 kernel
 
 void free_aligned(float* p) {
   std::free(p);
@@ -117,36 +118,39 @@ NN_TARGET_AVX2 void kernel_6x16(size_t mr, size_t nr, size_t segments, const flo
                                                                                res, ldc, epi);
 }
 
-// The AVX-512F micro-kernel: 8 rows x 16 columns, one zmm accumulator per row, on the same
-// 16-wide weight panels (one 64-byte load per k step, each row's A value broadcast from
-// memory into its FMA). Tails in nr are k-masked: AVX-512 masked loads and stores are
-// plain instructions, unlike AVX2's microcoded vmaskmovps on AMD. Rows past mr read the
-// last valid row and are not stored.
+// The AVX-512F micro-kernel: 8 rows x 16 * kVecs columns on weight panels as wide, kVecs
+// zmm accumulators per row. kVecs 2 (32 columns, 16 accumulators): per k step two 64-byte
+// weight loads and 8 broadcasts feed 16 FMAs; kVecs 1 for convs of 16 output channels or
+// fewer, which a 32-wide panel would half waste. Tails in nr are k-masked: AVX-512 masked
+// loads and stores are plain instructions, unlike AVX2's microcoded vmaskmovps on AMD.
+// Rows past mr read the last valid row and are not stored.
 //
 // With one segment (a plain GEMM: 1x1 convs and im2col rows) it takes any number of rows
-// m and walks them 8 at a time in one call: a 1x1 conv with k = 16 (MobileNetV2's first
-// expansion) spends only 16 k steps per tile, and per-call setup (the epilogue's
-// registers, the row pointers, the call itself) was a third of its time. With several
-// segments (implicit GEMM) m is at most 8.
+// m and walks them 8 at a time in one call (the epilogue's registers and the call are
+// paid once per panel). With several segments (implicit GEMM) m is at most 8.
 #define NN_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-template <bool kHardSwish, bool kResidual>
-NN_TARGET_AVX512 void kernel_8x16_avx512_t(size_t m, size_t nr, size_t segments, const float* const* seg_a,
-                                           size_t k, size_t lda, const float* w, float* c, const float* res,
-                                           size_t ldc, const EpilogueAvx512& shared_epi) {
+template <int kVecs, bool kHardSwish, bool kResidual>
+NN_TARGET_AVX512 void kernel_8xn_avx512_t(size_t m, size_t nr, size_t segments, const float* const* seg_a,
+                                          size_t k, size_t lda, const float* w, float* c, const float* res,
+                                          size_t ldc, const EpilogueAvx512& shared_epi) {
+  constexpr size_t kWidth = 16 * kVecs;
   EpilogueAvx512 epi = shared_epi;
   epi.hard_swish = kHardSwish;
   epi.residual = kResidual;
-  const __mmask16 lanes = nr >= kNr ? __mmask16(0xFFFF) : __mmask16((1u << nr) - 1);
-  const __m512 bias = _mm512_load_ps(w);
+  const auto mask_of = [](size_t n) NN_INLINE_LAMBDA {
+    return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
+  };
+  const __mmask16 lo_lanes = mask_of(nr), hi_lanes = nr > 16 ? mask_of(nr - 16) : __mmask16(0);
+  const __m512 bias_lo = _mm512_load_ps(w), bias_hi = kVecs == 2 ? _mm512_load_ps(w + 16) : bias_lo;
   for (size_t r0 = 0; r0 < m; r0 += 8, c += 8 * ldc, res += 8 * ldc) {
     const size_t mr = std::min<size_t>(8, m - r0);
-#define NN_ACC(i) __m512 c##i = bias;
+#define NN_ACC(i) __m512 c##i##l = bias_lo, c##i##h = bias_hi;
     NN_ROWS8(NN_ACC)
 #undef NN_ACC
-    const float* wp = w + kNr;
+    const float* wp = w + kWidth;
     for (size_t seg = 0; seg < segments; ++seg) {
       if (!seg_a[seg]) {
-        wp += k * kNr;
+        wp += k * kWidth;
         continue;
       }
       const float* a0 = seg_a[seg] + r0 * lda;
@@ -158,19 +162,31 @@ NN_TARGET_AVX512 void kernel_8x16_avx512_t(size_t m, size_t nr, size_t segments,
       const float* a6 = mr > 6 ? a5 + lda : a5;
       const float* a7 = mr > 7 ? a6 + lda : a6;
       for (size_t p = 0; p < k; ++p) {
-        const __m512 b = _mm512_load_ps(wp);
-        wp += kNr;
-#define NN_FMA(i) c##i = _mm512_fmadd_ps(_mm512_set1_ps(a##i[p]), b, c##i);
+        const __m512 b0 = _mm512_load_ps(wp);
+        const __m512 b1 = kVecs == 2 ? _mm512_load_ps(wp + 16) : b0;
+        wp += kWidth;
+#define NN_FMA(i)                                                 \
+  {                                                               \
+    const __m512 va = _mm512_set1_ps(a##i[p]);                    \
+    c##i##l = _mm512_fmadd_ps(va, b0, c##i##l);                   \
+    if constexpr (kVecs == 2) c##i##h = _mm512_fmadd_ps(va, b1, c##i##h); \
+  }
         NN_ROWS8(NN_FMA)
 #undef NN_FMA
       }
     }
     // Rows are stored only below mr: with a residual read in place, a row stored twice
-    // would add it twice.
-#define NN_STORE(i)                                                                        \
-    if (i < mr) {                                                                           \
-      const __m512 r = kResidual ? _mm512_maskz_loadu_ps(lanes, res + i * ldc) : epi.zero; \
-      _mm512_mask_storeu_ps(c + i * ldc, lanes, epi(c##i, r));                              \
+    // would add it twice. The upper half only where nr reaches it.
+#define NN_STORE(i)                                                                                 \
+    if (i < mr) {                                                                                    \
+      float* out = c + i * ldc;                                                                      \
+      const float* rr = res + i * ldc;                                                               \
+      const __m512 rl = kResidual ? _mm512_maskz_loadu_ps(lo_lanes, rr) : epi.zero;                 \
+      _mm512_mask_storeu_ps(out, lo_lanes, epi(c##i##l, rl));                                        \
+      if (kVecs == 2 && hi_lanes) {                                                                  \
+        const __m512 rh = kResidual ? _mm512_maskz_loadu_ps(hi_lanes, rr + 16) : epi.zero;          \
+        _mm512_mask_storeu_ps(out + 16, hi_lanes, epi(c##i##h, rh));                                 \
+      }                                                                                              \
     }
     NN_ROWS8(NN_STORE)
 #undef NN_STORE
@@ -178,14 +194,15 @@ NN_TARGET_AVX512 void kernel_8x16_avx512_t(size_t m, size_t nr, size_t segments,
 }
 #undef NN_ROWS8
 
-NN_TARGET_AVX512 void kernel_8x16_avx512(size_t m, size_t nr, size_t segments, const float* const* seg_a,
-                                         size_t k, size_t lda, const float* w, float* c, const float* res,
-                                         size_t ldc, const EpilogueAvx512& epi) {
+template <int kVecs>
+NN_TARGET_AVX512 void kernel_8xn_avx512(size_t m, size_t nr, size_t segments, const float* const* seg_a,
+                                        size_t k, size_t lda, const float* w, float* c, const float* res,
+                                        size_t ldc, const EpilogueAvx512& epi) {
   if (epi.hard_swish)
-    (epi.residual ? kernel_8x16_avx512_t<true, true> : kernel_8x16_avx512_t<true, false>)(
+    (epi.residual ? kernel_8xn_avx512_t<kVecs, true, true> : kernel_8xn_avx512_t<kVecs, true, false>)(
         m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
   else
-    (epi.residual ? kernel_8x16_avx512_t<false, true> : kernel_8x16_avx512_t<false, false>)(
+    (epi.residual ? kernel_8xn_avx512_t<kVecs, false, true> : kernel_8xn_avx512_t<kVecs, false, false>)(
         m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
 }
 
@@ -245,19 +262,23 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
   k_ = size_t(shape.kernel_h) * shape.kernel_w * shape.in_c;
   // Implicit GEMM needs each kernel row's taps contiguous in the input (dilation_w 1).
   segments_ = shape.dilation_w == 1 && shape.kernel_h <= 16 ? shape.kernel_h : 0;
-  n_blocks_ = (shape.out_c + kNr - 1) / kNr;
   avx512_ = native_avx512_enabled();
-  const size_t panel = kNr * (k_ + 1);
+  // 32-wide panels only where a conv has more than 16 output channels (else half empty).
+  wide_ = avx512_ && shape.out_c > 16;
+  // Weight panels as wide as the kernel's tile: per panel its bias, then k rows of width.
+  const size_t width = wide_ ? kNr512 : kNr;
+  n_blocks_ = (shape.out_c + width - 1) / width;
+  const size_t panel = width * (k_ + 1);
   AlignedFloats packed = allocate_floats(n_blocks_ * panel);
   if (!packed) return;
   float* p = packed.get();
   for (size_t j = 0; j < n_blocks_; ++j) {
     float* dst = p + j * panel;
-    for (size_t c = 0; c < kNr; ++c) {
-      const size_t n = j * kNr + c;
+    for (size_t c = 0; c < width; ++c) {
+      const size_t n = j * width + c;
       if (n >= shape.out_c) break;
       dst[c] = bias ? bias[n] : 0.f;
-      for (size_t q = 0; q < k_; ++q) dst[kNr + q * kNr + c] = filter[n * k_ + q];
+      for (size_t q = 0; q < k_; ++q) dst[width + q * width + c] = filter[n * k_ + q];
     }
   }
   packed_ = std::move(packed);
@@ -336,6 +357,7 @@ namespace {
 // kernel(m, ...): m rows of C; m may exceed kRows only with one segment (a plain GEMM).
 struct Avx2Gemm {
   static constexpr size_t kRows = kMr;
+  static constexpr size_t kPanel = kNr;
   using Epi = EpilogueAvx2;
   static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
                      const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
@@ -348,12 +370,14 @@ struct Avx2Gemm {
 };
 
 #if NN_NATIVE_X86
+template <int kVecs>
 struct Avx512Gemm {
   static constexpr size_t kRows = 8;
+  static constexpr size_t kPanel = 16 * kVecs;
   using Epi = EpilogueAvx512;
   static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
                      const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
-    kernel_8x16_avx512(m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+    kernel_8xn_avx512<kVecs>(m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
   }
 };
 #endif
@@ -377,15 +401,16 @@ void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_
   const NativeConv& conv = *t.conv;
   const NativeConvShape& s = conv.shape_;
   const size_t k = conv.k_;
-  const size_t panel_size = kNr * (k + 1);
+  constexpr size_t kPanel = Gemm::kPanel;
+  const size_t panel_size = kPanel * (k + 1);
   const size_t ldc = s.out_c;
   const typename Gemm::Epi epi(conv.epilogue_);
   if (conv.pointwise_) {
     // One call per panel over all of the tile's rows (their A block stays in cache).
     const float* a = t.input + m0 * s.in_c;
     for (size_t j = j0; j < j0 + j_count; ++j) {
-      const size_t at = m0 * ldc + j * kNr;
-      Gemm::kernel(m_count, std::min(kNr, ldc - j * kNr), 1, &a, k, s.in_c, conv.packed_.get() + j * panel_size,
+      const size_t at = m0 * ldc + j * kPanel;
+      Gemm::kernel(m_count, std::min(kPanel, ldc - j * kPanel), 1, &a, k, s.in_c, conv.packed_.get() + j * panel_size,
                    t.output + at, t.residual + at, ldc, epi);
     }
     return;
@@ -423,8 +448,8 @@ void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_
     const size_t r = tile * kRows, mr = std::min(kRows, m_count - r);
     const float* rows = scratch.data() + r * k;
     for (size_t j = j0; j < j0 + j_count; ++j) {
-      const size_t at = (m0 + r) * ldc + j * kNr;
-      const size_t nr = std::min(kNr, ldc - j * kNr);
+      const size_t at = (m0 + r) * ldc + j * kPanel;
+      const size_t nr = std::min(kPanel, ldc - j * kPanel);
       const float* w = conv.packed_.get() + j * panel_size;
       if (implicit[tile])
         Gemm::kernel(mr, nr, conv.segments_, &seg[tile * conv.segments_], run_k, run_lda, w, t.output + at,
@@ -437,12 +462,15 @@ void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_
 
 void NativeConv::run(const float* input, const float* residual, float* output, pthreadpool_t pool) const {
   const size_t m_total = size_t(shape_.batch) * shape_.out_h * shape_.out_w;
-  const size_t panel = kNr * (k_ + 1);
   void (*tile_fn)(void*, size_t, size_t, size_t, size_t) = &run_tile<Avx2Gemm>;
-  size_t rows = Avx2Gemm::kRows;
+  size_t rows = Avx2Gemm::kRows, width = Avx2Gemm::kPanel;
 #if NN_NATIVE_X86
-  if (avx512_) tile_fn = &run_tile<Avx512Gemm>, rows = Avx512Gemm::kRows;
+  if (avx512_ && wide_)
+    tile_fn = &run_tile<Avx512Gemm<2>>, rows = Avx512Gemm<2>::kRows, width = Avx512Gemm<2>::kPanel;
+  else if (avx512_)
+    tile_fn = &run_tile<Avx512Gemm<1>>, rows = Avx512Gemm<1>::kRows, width = Avx512Gemm<1>::kPanel;
 #endif
+  const size_t panel = width * (k_ + 1);
   // Tiles: enough row tiles for two threads to share; panels per tile such that the
   // weights a tile walks stay in L2 while its rows stay in L1.
   const size_t panel_bytes = panel * sizeof(float);

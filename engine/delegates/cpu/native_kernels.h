@@ -2,8 +2,8 @@
 // CPU delegate in place of XNNPACK where they pay (measured; bench/README.md):
 //
 // - NativeConv: dense convolution as a packed-weight GEMM with an AVX2/FMA 6x16
-//   micro-kernel, or an AVX-512F 8x16 one on CPUs that have it (same weight panels;
-//   0.76-0.94x the AVX2 kernel's model latency on Zen 5, bench/README.md). The Debian XNNPACK build (Feb 2022, GCC) spills one accumulator of its
+//   micro-kernel, or AVX-512F 8x32 / 8x16 ones (32-wide panels above 16 output channels)
+//   on CPUs that have it (bench/README.md has what each bought on Zen 5). The Debian XNNPACK build (Feb 2022, GCC) spills one accumulator of its
 //   f32 5x16 FMA3 GEMM/IGEMM kernels to the stack on every k step, which caps every dense
 //   conv at ~35 GFLOP/s on a core that peaks near 100 (a 1x1 conv 32x32x512->512 measured
 //   34.6 GFLOP/s).
@@ -80,10 +80,11 @@ class NativeConv final : public NativeOp {
   NativeConvShape shape_;
   Epilogue epilogue_;
   bool pointwise_ = false;
-  bool avx512_ = false;  // the 8x16 AVX-512F kernel, else the 6x16 AVX2 one
+  bool avx512_ = false;  // the 8x16 / 8x32 AVX-512F kernels, else the 6x16 AVX2 one
+  bool wide_ = false;    // AVX-512 with 32-wide panels (more than 16 output channels)
   size_t k_ = 0;         // GEMM depth: kernel_h * kernel_w * in_c
   size_t segments_ = 0;  // runs of A per output pixel read in place: kernel_h, or 0 (im2col only)
-  size_t n_blocks_ = 0;  // out_c in panels of 16
+  size_t n_blocks_ = 0;  // out_c in panels of 32 (AVX-512) or 16
 };
 
 class NativeDepthwise final : public NativeOp {
