@@ -13,9 +13,10 @@ jobs="${JOBS:-2}"
 generator=()
 if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
 echo "[sanitized-fuzz] configuring $build (NN_SANITIZE=ON)"
+mkdir -p "$build"  # its configure log lives inside it, with the other build outputs (git-ignored)
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNN_SANITIZE=ON \
-  -DNN_BUILD_PLUGINS=OFF -DNN_BUILD_BENCH=OFF -DNN_BUILD_TESTS=ON >"$build.configure.log" 2>&1 \
-  || { cat "$build.configure.log"; exit 1; }
+  -DNN_BUILD_PLUGINS=OFF -DNN_BUILD_BENCH=OFF -DNN_BUILD_TESTS=ON >"$build/configure.log" 2>&1 \
+  || { cat "$build/configure.log"; exit 1; }
 echo "[sanitized-fuzz] building mutation_fuzz_test and the CPU delegate tests"
 cmake --build "$build" --target mutation_fuzz_test cpu_delegate_ops_test whole_model_test -j "$jobs"
 
