@@ -307,10 +307,38 @@ static bool layout_of(GstVideoFormat format, nn::plugins::PackedLayout* out) {
   return true;
 }
 
+// The compositor's settings from the element's properties (OBJECT_LOCK held).
+static nn::plugins::CompositorSettings settings_locked(GstNnBackground* self) {
+  nn::plugins::CompositorSettings settings;
+  switch (self->mode) {
+    case GST_NN_BACKGROUND_MODE_BLUR:
+      settings.mode = nn::plugins::BackgroundMode::kBlur;
+      break;
+    case GST_NN_BACKGROUND_MODE_COLOR:
+      settings.mode = nn::plugins::BackgroundMode::kColor;
+      break;
+    case GST_NN_BACKGROUND_MODE_IMAGE:
+      settings.mode = nn::plugins::BackgroundMode::kImage;
+      break;
+    case GST_NN_BACKGROUND_MODE_TRANSPARENT:
+      settings.mode = nn::plugins::BackgroundMode::kTransparent;
+      break;
+    case GST_NN_BACKGROUND_MODE_VIDEO:
+      settings.mode = nn::plugins::BackgroundMode::kVideo;
+      break;
+  }
+  settings.blur_sigma = self->blur_strength;
+  settings.color_argb = self->color;
+  settings.refine = self->refine;
+  settings.feather = self->feather;
+  return settings;
+}
+
 // Frames between two GST_NN_DOWNSTREAM_COST_EVENTs sent upstream.
 static constexpr guint64 kCostReportFrames = 4;
 
-// One blur composite on a grey frame at the negotiated size, before the first buffer: the
+// One composite in the element's mode on a grey frame at the negotiated size, before the
+// first buffer (image mode before its image loads, and video mode, warm up as black / blur): the
 // first real frame otherwise pays for every buffer allocation and OpenCV's worker threads
 // (1080p: 47 ms instead of 9), late enough for a live sink's QoS to drop the frames after it.
 static void warm_up(GstNnBackground* self, int width, int height) {
@@ -326,11 +354,8 @@ static void warm_up(GstNnBackground* self, int width, int height) {
   mask.frame_height = height;
   mask.rect_w = width;
   mask.rect_h = height;
-  nn::plugins::CompositorSettings settings;
   GST_OBJECT_LOCK(self);
-  settings.blur_sigma = self->blur_strength;
-  settings.refine = self->refine;
-  settings.feather = self->feather;
+  nn::plugins::CompositorSettings settings = settings_locked(self);
   GST_OBJECT_UNLOCK(self);
   try {
     self->state->compositor.process(frame, l, mask, settings);
@@ -388,28 +413,7 @@ using BufferRef = std::unique_ptr<GstBuffer, BufferUnref>;
 static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
   BackgroundState* s = self->state;
   GST_OBJECT_LOCK(self);
-  nn::plugins::CompositorSettings settings;
-  switch (self->mode) {
-    case GST_NN_BACKGROUND_MODE_BLUR:
-      settings.mode = nn::plugins::BackgroundMode::kBlur;
-      break;
-    case GST_NN_BACKGROUND_MODE_COLOR:
-      settings.mode = nn::plugins::BackgroundMode::kColor;
-      break;
-    case GST_NN_BACKGROUND_MODE_IMAGE:
-      settings.mode = nn::plugins::BackgroundMode::kImage;
-      break;
-    case GST_NN_BACKGROUND_MODE_TRANSPARENT:
-      settings.mode = nn::plugins::BackgroundMode::kTransparent;
-      break;
-    case GST_NN_BACKGROUND_MODE_VIDEO:
-      settings.mode = nn::plugins::BackgroundMode::kVideo;
-      break;
-  }
-  settings.blur_sigma = self->blur_strength;
-  settings.color_argb = self->color;
-  settings.refine = self->refine;
-  settings.feather = self->feather;
+  nn::plugins::CompositorSettings settings = settings_locked(self);
   const std::string location = self->location ? self->location : "";
   s->frames++;
   GST_OBJECT_UNLOCK(self);
