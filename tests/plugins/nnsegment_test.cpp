@@ -285,24 +285,25 @@ TEST_F(NnSegmentTest, QosLateBurstSkipsInferenceWithoutDropping) {
   for (int i = 1; i <= 5; ++i) gst_buffer_unref(gst_harness_pull(h_));
 }
 
+// What nnbackground sends upstream after compositing (GST_NN_DOWNSTREAM_COST_EVENT).
+GstEvent* downstream_cost(double ms) {
+  return gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM,
+                              gst_structure_new(GST_NN_DOWNSTREAM_COST_EVENT, "ms", G_TYPE_DOUBLE, ms, nullptr));
+}
+
 // nnbackground's reported compositing cost comes out of the budget: with all of it spent
 // downstream, a frame does not wait for its mask (with none reported, the same budget
 // waits, as every other test shows); the event is consumed and shows in the stats.
 TEST_F(NnSegmentTest, DownstreamCostComesOutOfTheBudget) {
   start("latency-budget=10000");
-  ASSERT_TRUE(gst_harness_push_upstream_event(
-      h_, gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM,
-                               gst_structure_new(GST_NN_DOWNSTREAM_COST_EVENT, "ms", G_TYPE_DOUBLE, 10000.0,
-                                                 nullptr))));
+  ASSERT_TRUE(gst_harness_push_upstream_event(h_, downstream_cost(10000.0)));
   EXPECT_DOUBLE_EQ(stat_double(seg_, "downstream-ms"), 10000.0);
   GstBuffer* out = push_pull(frame());
   EXPECT_EQ(gst_buffer_get_nn_mask_meta(out), nullptr) << "no time left to wait for the first mask";
   gst_buffer_unref(out);
   ASSERT_TRUE(wait_inferences(1));
   // Downstream got cheap again: the whole budget is this element's, the frame waits.
-  ASSERT_TRUE(gst_harness_push_upstream_event(
-      h_, gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM,
-                               gst_structure_new(GST_NN_DOWNSTREAM_COST_EVENT, "ms", G_TYPE_DOUBLE, 2.0, nullptr))));
+  ASSERT_TRUE(gst_harness_push_upstream_event(h_, downstream_cost(2.0)));
   out = push_pull(frame());
   GstNnMaskMeta* m = gst_buffer_get_nn_mask_meta(out);
   ASSERT_NE(m, nullptr);
