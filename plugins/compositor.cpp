@@ -209,19 +209,12 @@ void blend_rgba_row(uint8_t* p, const uint8_t* q, const uint8_t* a, int pixels) 
 }
 #endif
 
-cv::Mat box(const cv::Mat& src, int r) {
-  cv::Mat dst;
-  cv::boxFilter(src, dst, CV_32F, cv::Size(2 * r + 1, 2 * r + 1), cv::Point(-1, -1), true,
-                cv::BORDER_REPLICATE);
-  return dst;
-}
-
-// Three box passes approximate a Gaussian of the given sigma at O(1) cost per pixel.
-void gaussian_by_boxes(cv::Mat& m, double sigma) {
+// The background blur: after make_blurred_background's halvings sigma is under 4 work
+// pixels, where OpenCV's separable float Gaussian (a 4-channel image in one call) costs
+// half of three box passes (whose sums OpenCV keeps in double).
+void gaussian(cv::Mat& m, double sigma) {
   if (sigma < 0.5) return;
-  int w = static_cast<int>(std::lround(std::sqrt(12.0 * sigma * sigma / 3.0 + 1.0)));
-  if (w % 2 == 0) ++w;
-  for (int i = 0; i < 3; ++i) cv::blur(m, m, cv::Size(w, w), cv::Point(-1, -1), cv::BORDER_REFLECT);
+  cv::GaussianBlur(m, m, cv::Size(0, 0), sigma, sigma, cv::BORDER_REFLECT);
 }
 
 }  // namespace
@@ -317,32 +310,68 @@ void Compositor::make_work_alpha(const cv::Mat& frame, const PackedLayout& layou
       cv::GaussianBlur(coarse_mask_, coarse_mask_, cv::Size(0, 0), sigma, sigma, cv::BORDER_REPLICATE);
   }
 
-  if (!s.refine) {
-    coef_a_ = cv::Mat::zeros(ws, CV_32F);
-    coef_b_ = coarse_mask_;
+  coef_small_.create(ws, CV_32FC2);
+  if (!s.refine) {  // alpha * 255 = 0 * luma + mask * 255 (+0.5: the blend truncates)
     small_alpha_ = coarse_mask_;
+    for (int y = 0; y < ws.height; ++y) {
+      const float* m = coarse_mask_.ptr<float>(y);
+      float* ab = coef_small_.ptr<float>(y);
+      for (int x = 0; x < ws.width; ++x) ab[2 * x] = 0.f, ab[2 * x + 1] = m[x] * 255.f + 0.5f;
+    }
     return;
   }
   // Guided filter (He et al.): the alpha is locally a linear function of luma, a*I + b,
-  // so it follows the frame's edges where the coarse mask is uncertain.
-  cv::Mat gray;
-  cv::cvtColor(small_, gray, gray_code(layout));
-  gray.convertTo(small_luma_, CV_32F, 1.0 / 255.0);
+  // so it follows the frame's edges where the coarse mask is uncertain. Its four box sums
+  // (I, p, I*I, I*p) run as one 4-channel box filter and its two (a, b) as one 2-channel
+  // one; everything else is one pass per step over the work grid (1080p: 480x270).
   const double cell = std::max(rw / std::max(1, mask.width), rh / std::max(1, mask.height));
   const double radius = std::max(kGuidedMinRadius, kGuidedCellsRadius * cell);
   const int r = std::max(1, static_cast<int>(std::lround(radius / scale)));
-  const cv::Mat& I = small_luma_;
-  const cv::Mat& p = coarse_mask_;
-  const cv::Mat mean_I = box(I, r), mean_p = box(p, r);
-  const cv::Mat corr_Ip = box(I.mul(p), r), corr_II = box(I.mul(I), r);
-  const cv::Mat var_I = corr_II - mean_I.mul(mean_I);
-  const cv::Mat cov_Ip = corr_Ip - mean_I.mul(mean_p);
-  cv::Mat a = cov_Ip / (var_I + kGuidedEps);
-  cv::Mat b = mean_p - a.mul(mean_I);
-  coef_a_ = box(a, r);
-  coef_b_ = box(b, r);
-  small_alpha_ = (coef_a_.mul(I) + coef_b_ - 0.5) * kRefineGain + 0.5;
-  cv::min(cv::max(small_alpha_, 0.0), 1.0, small_alpha_);
+  const int n = small_.channels();
+  const float wr = 0.299f / 255.f, wg = 0.587f / 255.f, wb = 0.114f / 255.f;
+  small_luma_.create(ws, CV_32F);
+  guide_stats_.create(ws, CV_32FC4);
+  for (int y = 0; y < ws.height; ++y) {
+    const uint8_t* px = small_.ptr<uint8_t>(y);
+    const float* p = coarse_mask_.ptr<float>(y);
+    float* lum = small_luma_.ptr<float>(y);
+    float* q = guide_stats_.ptr<float>(y);
+    for (int x = 0; x < ws.width; ++x) {
+      const uint8_t* c = px + n * x;
+      const float I = wr * c[layout.r] + wg * c[layout.g] + wb * c[layout.b];
+      lum[x] = I;
+      q[4 * x] = I, q[4 * x + 1] = p[x], q[4 * x + 2] = I * I, q[4 * x + 3] = I * p[x];
+    }
+  }
+  const cv::Size window(2 * r + 1, 2 * r + 1);
+  cv::boxFilter(guide_stats_, guide_means_, CV_32F, window, cv::Point(-1, -1), true, cv::BORDER_REPLICATE);
+  guide_ab_.create(ws, CV_32FC2);
+  for (int y = 0; y < ws.height; ++y) {
+    const float* m = guide_means_.ptr<float>(y);
+    float* ab = guide_ab_.ptr<float>(y);
+    for (int x = 0; x < ws.width; ++x) {
+      const float mI = m[4 * x], mp = m[4 * x + 1], mII = m[4 * x + 2], mIp = m[4 * x + 3];
+      const float a = (mIp - mI * mp) / (mII - mI * mI + static_cast<float>(kGuidedEps));
+      ab[2 * x] = a, ab[2 * x + 1] = mp - a * mI;
+    }
+  }
+  cv::boxFilter(guide_ab_, guide_ab_mean_, CV_32F, window, cv::Point(-1, -1), true, cv::BORDER_REPLICATE);
+  // The refined alpha at work size (the blur's weights) and the coefficients for the
+  // full-resolution frame: alpha * 255 = A * luma + B with luma in 0..255, the contrast
+  // gain and the offsets folded in (+0.5: the blend truncates).
+  small_alpha_.create(ws, CV_32F);
+  for (int y = 0; y < ws.height; ++y) {
+    const float* ab = guide_ab_mean_.ptr<float>(y);
+    const float* lum = small_luma_.ptr<float>(y);
+    float* al = small_alpha_.ptr<float>(y);
+    float* folded = coef_small_.ptr<float>(y);
+    for (int x = 0; x < ws.width; ++x) {
+      const float A = ab[2 * x], B = ab[2 * x + 1];
+      al[x] = std::min(std::max((A * lum[x] + B - 0.5f) * kRefineGain + 0.5f, 0.f), 1.f);
+      folded[2 * x] = A * kRefineGain;
+      folded[2 * x + 1] = ((B - 0.5f) * kRefineGain + 0.5f) * 255.f + 0.5f;
+    }
+  }
 }
 
 void Compositor::make_blurred_background(const CompositorSettings& s, int frame_width) {
@@ -380,8 +409,8 @@ void Compositor::make_blurred_background(const CompositorSettings& s, int frame_
       for (int c = 0; c < n; ++c) dst[x * n + c] = src[x * n + c] * wx;
     }
   }
-  gaussian_by_boxes(weighted, sigma);
-  gaussian_by_boxes(weight, sigma);
+  gaussian(weighted, sigma);
+  gaussian(weight, sigma);
   small_bg_.create(bs, small_.type());
   for (int y = 0; y < bs.height; ++y) {
     const float* src = weighted.ptr<float>(y);
@@ -414,39 +443,27 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
   // the fly too): no frame-sized alpha is written and read back, and the frame is read
   // once. Only mode=transparent into an alpha channel keeps the alpha as an image.
   const bool writes_alpha_channel = s.mode == BackgroundMode::kTransparent && layout.alpha >= 0;
-  const bool alpha_in_blend =
-      s.refine && layout.channels == 4 && simd_rows_available() && !writes_alpha_channel;
+  const bool alpha_in_blend = layout.channels == 4 && simd_rows_available() && !writes_alpha_channel;
   if (!alpha_in_blend) alpha_.create(fh, fw, CV_8UC1);
-  if (s.refine) {
-    const bool fused_luma = layout.channels == 4 && simd_rows_available();
-    if (!fused_luma) cv::cvtColor(frame, luma_, gray_code(layout));
-    // alpha * 255 = A * luma + B, with the gain and offsets folded into A and B at the work
-    // size; both upsampled in one two-channel resize.
-    const cv::Mat folded_a = coef_a_ * kRefineGain;
-    const cv::Mat folded_b = ((coef_b_ - 0.5f) * kRefineGain + 0.5f) * 255.f + 0.5f;
-    const cv::Mat parts[] = {folded_a, folded_b};
-    cv::merge(parts, 2, coef_small_);
-    // The coefficients are box-filtered twice on the work grid, smooth over many frame
-    // pixels: they are upsampled to half the frame size and each value serves a 2x2 block
-    // (a third of the full-size resize's time; the luma stays full resolution).
-    const cv::Size half((fw + 1) / 2, (fh + 1) / 2);
-    cv::resize(coef_small_, coef_full_, half, 0, 0, cv::INTER_LINEAR);
-    if (!alpha_in_blend) cv::parallel_for_(cv::Range(0, fh), [&](const cv::Range& rows) {
-      for (int y = rows.start; y < rows.end; ++y) {
+  const bool fused_luma = layout.channels == 4 && simd_rows_available();
+  if (!fused_luma) cv::cvtColor(frame, luma_, gray_code(layout));
+  // The coefficients are smooth over many frame pixels (box-filtered twice on the work
+  // grid, or the feathered mask): they are upsampled to half the frame size and each value
+  // serves a 2x2 block (a third of the full-size resize's time; the luma stays full
+  // resolution).
+  const cv::Size half((fw + 1) / 2, (fh + 1) / 2);
+  cv::resize(coef_small_, coef_full_, half, 0, 0, cv::INTER_LINEAR);
+  if (!alpha_in_blend) cv::parallel_for_(cv::Range(0, fh), [&](const cv::Range& rows) {
+    for (int y = rows.start; y < rows.end; ++y) {
 #if defined(__x86_64__)
-        if (fused_luma) {
-          alpha_row_rgba_avx2(frame.ptr<uint8_t>(y), layout, coef_full_.ptr<float>(y / 2), alpha_.ptr<uint8_t>(y), fw);
-          continue;
-        }
-#endif
-        alpha_row(luma_.ptr<uint8_t>(y), coef_full_.ptr<float>(y / 2), alpha_.ptr<uint8_t>(y), fw);
+      if (fused_luma) {
+        alpha_row_rgba_avx2(frame.ptr<uint8_t>(y), layout, coef_full_.ptr<float>(y / 2), alpha_.ptr<uint8_t>(y), fw);
+        continue;
       }
-    });
-  } else {
-    cv::Mat up;
-    cv::resize(coarse_mask_, up, frame.size(), 0, 0, cv::INTER_LINEAR);
-    up.convertTo(alpha_, CV_8U, 255.0);
-  }
+#endif
+      alpha_row(luma_.ptr<uint8_t>(y), coef_full_.ptr<float>(y / 2), alpha_.ptr<uint8_t>(y), fw);
+    }
+  });
   times_.alpha_ms = lap();
 
   if (writes_alpha_channel) {

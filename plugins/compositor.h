@@ -81,12 +81,13 @@ class Compositor {
   cv::Mat small_;        // frame at work size, frame channels
   cv::Mat small_luma_;   // CV_32F 0..1
   cv::Mat coarse_mask_;  // CV_32F mask resampled to work size
-  cv::Mat coef_a_, coef_b_;
+  cv::Mat guide_stats_, guide_means_;   // CV_32FC4 (I, p, I*I, I*p) and their box means
+  cv::Mat guide_ab_, guide_ab_mean_;    // CV_32FC2 (a, b) and their box means
   cv::Mat small_alpha_;  // CV_32F refined alpha at work size
   cv::Mat small_bg_;     // CV_8UC(n) blurred background at work size
   cv::Mat weighted_, weight_;  // the blur's (1 - alpha)-weighted image and the weights
   // Full resolution buffers.
-  cv::Mat coef_small_;   // CV_32FC2 (A, B): alpha * 255 = A * luma + B
+  cv::Mat coef_small_;   // CV_32FC2 (A, B) at work size: alpha * 255 = A * luma + B (luma 0..255)
   cv::Mat luma_, coef_full_, alpha_, alpha_n_, background_;
   cv::Scalar background_color_ = cv::Scalar::all(-1);  // what background_ holds in colour mode
   // Image mode.

@@ -40,6 +40,12 @@ inline void mask_to_grid(const cv::Mat& mask, double rx, double ry, double rw, d
     const int y1 = std::clamp(static_cast<int>(std::ceil((fh - ry) * ky - 1e-6)), y0 + 1, mask.rows);
     cells = cv::Rect(x0, y0, x1 - x0, y1 - y0);
   }
+  // The common case, a mask stretched over exactly the frame (nnsegment's resize=stretch):
+  // the mapping below is cv::resize's own, at a fifth of warpAffine's cost.
+  if (std::abs(rx) < 1e-6 && std::abs(ry) < 1e-6 && std::abs(rw - fw) < 1e-6 && std::abs(rh - fh) < 1e-6) {
+    cv::resize(mask, dst, out, 0, 0, cv::INTER_LINEAR);
+    return;
+  }
   // grid x -> frame x (edges) -> mask u (centres): u = ((x + .5) * fw / out.w - rx) * kx - .5
   const double sx = static_cast<double>(fw) / out.width, sy = static_cast<double>(fh) / out.height;
   const cv::Matx23d inv(sx * kx, 0, (0.5 * sx - rx) * kx - 0.5 - cells.x,  //
