@@ -47,10 +47,25 @@ int gray_code(const PackedLayout& l) {
   return rgb ? cv::COLOR_RGB2GRAY : cv::COLOR_BGR2GRAY;
 }
 
-// (p * a + q * (255 - a)) / 255, rounded: 16-bit lanes suffice (255 * 255 + 128 < 65536).
-inline void blend_byte(uint8_t& p, uint8_t q, uint8_t a) {
-  const uint16_t v = static_cast<uint16_t>(p * a + q * static_cast<uint16_t>(255 - a) + 128);
-  p = static_cast<uint8_t>((v + (v >> 8)) >> 8);
+// out = q + (p - q) * a / 255, rounded the way pmulhrsw does it (the SIMD rows below):
+// ((p - q) * 128 * y + 2^14) >> 15 with y = a + (a >> 7), 0..256. y / 256 is within half a
+// level of a / 255 and exact at 0 and 255, so a = 255 gives p and a = 0 gives q.
+inline uint8_t blend_value(int p, int q, int a) {
+  const int y = a + (a >> 7);
+  return static_cast<uint8_t>(q + (((p - q) * 128 * y + 16384) >> 15));
+}
+inline void blend_byte(uint8_t& p, uint8_t q, uint8_t a) { p = blend_value(p, q, a); }
+
+// A 4-channel pixel's luma x 128, in integers (pmaddubsw weights, 0.299 / 0.587 / 0.114 as
+// 38 / 75 / 15 of 128): the alpha of the fast guided filter needs no more precision.
+constexpr int kLumaR = 38, kLumaG = 75, kLumaB = 15;
+inline int luma128(const uint8_t* px, const PackedLayout& l) {
+  return kLumaR * px[l.r] + kLumaG * px[l.g] + kLumaB * px[l.b];
+}
+// alpha * 255 = A * luma + B (luma 0..255), clamped and truncated.
+inline uint8_t alpha_from_luma128(int l128, const float* ab) {
+  const float v = ab[0] * (l128 * (1.f / 128.f)) + ab[1];
+  return static_cast<uint8_t>(std::min(std::max(v, 0.f), 255.f));
 }
 
 // The AVX2/FMA row functions below (alpha, 2x upsampling, blend); elsewhere OpenCV and the
@@ -88,48 +103,38 @@ __attribute__((target("avx2,fma"))) void alpha_row_avx2(const uint8_t* l, const 
   }
   alpha_row_scalar(l, ab, out, x, width);
 }
-// Shuffle mask: bytes c, c+4, c+8, c+12 of each 128-bit lane (channel c of its 4 pixels)
-// into the lane's low dword.
-__attribute__((target("avx2"), always_inline)) inline __m256i pick_channel(int c) {
-  const char b0 = static_cast<char>(c), b1 = static_cast<char>(c + 4), b2 = static_cast<char>(c + 8),
-             b3 = static_cast<char>(c + 12);
-  return _mm256_setr_epi8(b0, b1, b2, b3, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,  //
-                          b0, b1, b2, b3, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+// The luma weights of `l` as pmaddubsw's per-byte multipliers of a 4-byte pixel.
+__attribute__((target("avx2"), always_inline)) inline __m256i luma_weights(const PackedLayout& l) {
+  uint8_t w[4] = {0, 0, 0, 0};
+  w[l.r] = kLumaR, w[l.g] = kLumaG, w[l.b] = kLumaB;
+  return _mm256_set1_epi32(static_cast<int>(w[0] | w[1] << 8 | w[2] << 16 | static_cast<uint32_t>(w[3]) << 24));
 }
-// Channel `mask` of 8 packed 4-byte pixels as 8 floats.
-__attribute__((target("avx2"), always_inline)) inline __m256 channel_floats(__m256i v, __m256i mask, __m256i join) {
-  const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, mask), join);
-  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm256_castsi256_si128(bytes)));
+// The alphas of 8 packed 4-byte pixels (int32 lanes, 0..255): luma in two integer
+// multiply-adds, then clamp(A * luma + B) with (A, B) = ab[x / 2] (4 coefficient pairs,
+// half-resolution). The same arithmetic as alpha_from_luma128.
+__attribute__((target("avx2,fma"), always_inline)) inline __m256i alpha8(__m256i px, __m256i weights,
+                                                                        const float* ab) {
+  const __m256i dup_a = _mm256_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6), dup_b = _mm256_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7);
+  const __m256i l128 = _mm256_madd_epi16(_mm256_maddubs_epi16(px, weights), _mm256_set1_epi16(1));
+  const __m256 luma = _mm256_mul_ps(_mm256_cvtepi32_ps(l128), _mm256_set1_ps(1.f / 128.f));
+  const __m256 pairs = _mm256_loadu_ps(ab);
+  __m256 a = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(pairs, dup_a), luma, _mm256_permutevar8x32_ps(pairs, dup_b));
+  a = _mm256_min_ps(_mm256_max_ps(a, _mm256_setzero_ps()), _mm256_set1_ps(255.f));
+  return _mm256_cvttps_epi32(a);
 }
 
-// The same for a 4-channel frame row, its luma (0.299 R + 0.587 G + 0.114 B, as
-// cvtColor's) computed on the fly: no frame-sized luma image is written and read back.
+// The same for a 4-channel frame row, its luma computed on the fly: no frame-sized luma
+// image is written and read back.
 __attribute__((target("avx2,fma"))) void alpha_row_rgba_avx2(const uint8_t* px, const PackedLayout& layout,
                                                              const float* ab, uint8_t* out, int width) {
-  const __m256i pr = pick_channel(layout.r), pg = pick_channel(layout.g), pb = pick_channel(layout.b);
-  const __m256i join = _mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1);  // lane 1's dword next to lane 0's
-  const __m256 wr = _mm256_set1_ps(0.299f), wg = _mm256_set1_ps(0.587f), wb = _mm256_set1_ps(0.114f);
-  const __m256i dup_a = _mm256_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6), dup_b = _mm256_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7);
-  const __m256 lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.f);
+  const __m256i weights = luma_weights(layout);
   int x = 0;
   for (; x + 8 <= width; x += 8) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(px + 4 * x));
-    const __m256 luma = _mm256_fmadd_ps(channel_floats(v, pr, join), wr,
-                                        _mm256_fmadd_ps(channel_floats(v, pg, join), wg,
-                                                        _mm256_mul_ps(channel_floats(v, pb, join), wb)));
-    const __m256 pairs = _mm256_loadu_ps(ab + x);
-    __m256 a = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(pairs, dup_a), luma, _mm256_permutevar8x32_ps(pairs, dup_b));
-    a = _mm256_min_ps(_mm256_max_ps(a, lo), hi);
-    const __m256i i32 = _mm256_cvttps_epi32(a);
+    const __m256i i32 = alpha8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(px + 4 * x)), weights, ab + x);
     const __m128i i16 = _mm_packus_epi32(_mm256_castsi256_si128(i32), _mm256_extracti128_si256(i32, 1));
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + x), _mm_packus_epi16(i16, i16));
   }
-  for (; x < width; ++x) {
-    const uint8_t* p = px + 4 * x;
-    const float luma = 0.299f * p[layout.r] + 0.587f * p[layout.g] + 0.114f * p[layout.b];
-    const float v = ab[2 * (x / 2)] * luma + ab[2 * (x / 2) + 1];
-    out[x] = static_cast<uint8_t>(std::min(std::max(v, 0.f), 255.f));
-  }
+  for (; x < width; ++x) out[x] = alpha_from_luma128(luma128(px + 4 * x, layout), ab + 2 * (x / 2));
 }
 #endif
 void alpha_row(const uint8_t* l, const float* ab, uint8_t* out, int width) {
@@ -139,35 +144,36 @@ void alpha_row(const uint8_t* l, const float* ab, uint8_t* out, int width) {
   alpha_row_scalar(l, ab, out, 0, width);
 }
 
-// One row of 4-channel pixels blended with a one-byte-per-pixel alpha, 8 pixels per step:
-// the alpha is replicated across each pixel's 4 bytes in registers instead of through a
-// frame-sized 4-channel copy (which cost more than the blend at 1080p).
+// One row of 4-channel pixels blended over the background row q, 8 pixels per step, each
+// pixel's alpha computed from its own luma on the way (alpha8): the frame is read once and
+// no alpha image is written. The alpha is widened to each channel's 16-bit lane by a byte
+// shuffle, and the blend is one pmulhrsw per lane (blend_value's arithmetic).
 #if defined(__x86_64__)
-__attribute__((target("avx2"), always_inline)) inline __m256i blend16(__m256i f, __m256i g, __m256i a, __m256i c255,
-                                                                      __m256i c128) {
-  const __m256i v =
-      _mm256_add_epi16(_mm256_add_epi16(_mm256_mullo_epi16(f, a), _mm256_mullo_epi16(g, _mm256_sub_epi16(c255, a))), c128);
-  return _mm256_srli_epi16(_mm256_add_epi16(v, _mm256_srli_epi16(v, 8)), 8);
-}
-
-__attribute__((target("avx2"))) void blend_rgba_row(uint8_t* p, const uint8_t* q, const uint8_t* a, int pixels) {
-  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,  //
-                                          4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
-  const __m256i zero = _mm256_setzero_si256(), c255 = _mm256_set1_epi16(255), c128 = _mm256_set1_epi16(128);
+__attribute__((target("avx2,fma"))) void blend_rgba_row_fused(uint8_t* p, const uint8_t* q, const float* ab,
+                                                              const PackedLayout& layout, int pixels) {
+  const __m256i weights = luma_weights(layout), zero = _mm256_setzero_si256();
+  // Pixels 0, 1 (lane 0) / 4, 5 (lane 1) and 2, 3 / 6, 7: unpacklo / unpackhi's order.
+  const __m256i spread_lo = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 4, 5, 4, 5, 4, 5, 4, 5,  //
+                                             0, 1, 0, 1, 0, 1, 0, 1, 4, 5, 4, 5, 4, 5, 4, 5);
+  const __m256i spread_hi = _mm256_setr_epi8(8, 9, 8, 9, 8, 9, 8, 9, 12, 13, 12, 13, 12, 13, 12, 13,  //
+                                             8, 9, 8, 9, 8, 9, 8, 9, 12, 13, 12, 13, 12, 13, 12, 13);
   int x = 0;
   for (; x + 8 <= pixels; x += 8) {
-    const __m256i alpha = _mm256_shuffle_epi8(
-        _mm256_broadcastsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + x))), spread);
     const __m256i f = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4 * x));
     const __m256i g = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 4 * x));
-    const __m256i lo = blend16(_mm256_unpacklo_epi8(f, zero), _mm256_unpacklo_epi8(g, zero),
-                               _mm256_unpacklo_epi8(alpha, zero), c255, c128);
-    const __m256i hi = blend16(_mm256_unpackhi_epi8(f, zero), _mm256_unpackhi_epi8(g, zero),
-                               _mm256_unpackhi_epi8(alpha, zero), c255, c128);
+    const __m256i a = alpha8(f, weights, ab + x);
+    const __m256i y = _mm256_add_epi32(a, _mm256_srli_epi32(a, 7));  // 0..256
+    const __m256i glo = _mm256_unpacklo_epi8(g, zero), ghi = _mm256_unpackhi_epi8(g, zero);
+    const __m256i dlo = _mm256_slli_epi16(_mm256_sub_epi16(_mm256_unpacklo_epi8(f, zero), glo), 7);
+    const __m256i dhi = _mm256_slli_epi16(_mm256_sub_epi16(_mm256_unpackhi_epi8(f, zero), ghi), 7);
+    const __m256i lo = _mm256_add_epi16(glo, _mm256_mulhrs_epi16(dlo, _mm256_shuffle_epi8(y, spread_lo)));
+    const __m256i hi = _mm256_add_epi16(ghi, _mm256_mulhrs_epi16(dhi, _mm256_shuffle_epi8(y, spread_hi)));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 4 * x), _mm256_packus_epi16(lo, hi));
   }
-  for (; x < pixels; ++x)
-    for (int c = 0; c < 4; ++c) blend_byte(p[4 * x + c], q[4 * x + c], a[x]);
+  for (; x < pixels; ++x) {
+    const uint8_t a = alpha_from_luma128(luma128(p + 4 * x, layout), ab + 2 * (x / 2));
+    for (int c = 0; c < 4; ++c) blend_byte(p[4 * x + c], q[4 * x + c], a);
+  }
 }
 // Row y of a 2x bilinear upsampling of a 4-channel image (pixel centres aligned, edges
 // replicated): 0.75 of the nearest source row/column and 0.25 of the next, computed as
@@ -201,11 +207,6 @@ __attribute__((target("avx2"))) void upsample2x_rgba_row(const uint8_t* near, co
       out[8 * x + k] = static_cast<uint8_t>((c + ((c + l + 1) >> 1) + 1) >> 1);
       out[8 * x + 4 + k] = static_cast<uint8_t>((c + ((c + r + 1) >> 1) + 1) >> 1);
     }
-}
-#else
-void blend_rgba_row(uint8_t* p, const uint8_t* q, const uint8_t* a, int pixels) {
-  for (int x = 0; x < pixels; ++x)
-    for (int c = 0; c < 4; ++c) blend_byte(p[4 * x + c], q[4 * x + c], a[x]);
 }
 #endif
 
@@ -527,13 +528,12 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
 
   // out = (frame * a + bg * (255 - a)) / 255 on every byte, alpha replicated per channel.
   // Alpha bytes blend too: 255 over 255 stays opaque; a translucent colour shows through.
-  if (nc == 4 && simd_rows_available()) {
+#if defined(__x86_64__)
+  if (alpha_in_blend) {  // 4 channels with the SIMD rows (see above)
     cv::parallel_for_(cv::Range(0, fh), [&](const cv::Range& rows) {
-      thread_local std::vector<uint8_t> up, tmp, alpha_row_buf;
+      thread_local std::vector<uint8_t> up, tmp;
       for (int y = rows.start; y < rows.end; ++y) {
         const uint8_t* q = bg->ptr<uint8_t>(y);
-        const uint8_t* a = alpha_in_blend ? nullptr : alpha_.ptr<uint8_t>(y);
-#if defined(__x86_64__)  // half_size_bg is only set where the SIMD rows run
         if (half_size_bg) {
           const int hw = bg->cols, j = y / 2;
           const int k = std::clamp(y % 2 ? j + 1 : j - 1, 0, bg->rows - 1);
@@ -542,20 +542,14 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
           upsample2x_rgba_row(bg->ptr<uint8_t>(j), bg->ptr<uint8_t>(k), hw, tmp.data(), up.data());
           q = up.data();
         }
-        if (alpha_in_blend) {  // the row's alpha, before the blend overwrites the row
-          alpha_row_buf.resize(static_cast<size_t>(fw));
-          alpha_row_rgba_avx2(frame.ptr<uint8_t>(y), layout, coef_full_.ptr<float>(y / 2), alpha_row_buf.data(), fw);
-          a = alpha_row_buf.data();
-        }
-#else
-        (void)half_size_bg;
-#endif
-        blend_rgba_row(frame.ptr<uint8_t>(y), q, a, fw);
+        blend_rgba_row_fused(frame.ptr<uint8_t>(y), q, coef_full_.ptr<float>(y / 2), layout, fw);
       }
     });
     times_.blend_ms = lap();
     return;
   }
+#endif
+  (void)half_size_bg;
   const int from_to4[] = {0, 0, 0, 1, 0, 2, 0, 3};
   alpha_n_.create(frame.size(), frame.type());
   cv::mixChannels(&alpha_, 1, &alpha_n_, 1, from_to4, nc);
