@@ -84,7 +84,7 @@ gfloat gst_nn_mask_meta_get_value(const GstNnMaskMeta* meta, guint x, guint y);
 gfloat gst_nn_mask_meta_sample_frame(const GstNnMaskMeta* meta, gdouble fx, gdouble fy);
 
 /* Upstream custom event (GST_EVENT_CUSTOM_UPSTREAM) a compositor downstream of nnsegment
- * sends to say how long it takes per frame: field "ms" (gdouble, a recent p90, wall
+ * sends to say how long it takes per frame: field "ms" (gdouble, its recent worst case, wall
  * time). nnsegment takes it out of its latency budget, so the budget bounds the latency
  * of segmentation and compositing together. nnbackground sends it every few frames. */
 #define GST_NN_DOWNSTREAM_COST_EVENT "nn-downstream-cost"

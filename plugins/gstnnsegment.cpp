@@ -18,8 +18,10 @@
  *
  * Inference runs on a worker thread. The streaming thread hands over the newest frame
  * and waits for its mask until latency-budget milliseconds from the frame's arrival,
- * minus what compositing downstream costs (nnbackground reports its recent p90 upstream),
- * so the budget bounds segmentation and compositing together. When the mask is late the
+ * minus what compositing downstream costs (nnbackground reports its worst recent time
+ * upstream) and minus its own worst recent overrun past that deadline (the streaming
+ * thread is not always scheduled the moment the wait ends), so the budget bounds
+ * segmentation and compositing together, also under CPU contention. When the mask is late the
  * frame goes out with the newest finished mask (its age says how old) or, with
  * over-budget=drop-frame, is dropped. QoS from downstream first skips inference, then,
  * while the pipeline runs slower than real time (QoS proportion >= 1), drops frames. The
@@ -154,7 +156,8 @@ GstStructure* nn::plugins::make_stats_locked(GstNnSegment* self) {
                            G_TYPE_UINT, s->mask_age, "delegate", G_TYPE_STRING, s->delegate_summary.c_str(),
                            "partitions", G_TYPE_UINT, s->partitions, "scene-cuts", G_TYPE_UINT64,
                            s->scene_cuts, "latency-budget-ms", G_TYPE_UINT, self->latency_budget_ms,
-                           "downstream-ms", G_TYPE_DOUBLE, s->downstream_ms, nullptr);
+                           "downstream-ms", G_TYPE_DOUBLE, s->downstream_ms, "overrun-ms", G_TYPE_DOUBLE,
+                           s->overrun_ms.percentile(100), nullptr);
 }
 
 static void gst_nn_segment_set_property(GObject* object, guint prop_id, const GValue* value,
@@ -311,6 +314,7 @@ static gboolean gst_nn_segment_start(GstBaseTransform* trans) {
     s->qos_proportion = 1.0;
     s->consecutive_late = 0;
     s->downstream_ms = 0;
+    s->overrun_ms.clear();
     GST_OBJECT_UNLOCK(self);
     GST_INFO_OBJECT(self, "model %s: input %dx%d, %s", path.c_str(), s->segmenter->input_width(),
                     s->segmenter->input_height(), s->delegate_summary.c_str());
@@ -643,7 +647,7 @@ static void gst_nn_segment_class_init(GstNnSegmentClass* klass) {
       gobject_class, PROP_STATS,
       g_param_spec_boxed("stats", "Statistics",
                          "Inference p50/p99 ms, inferences run/skipped, frames dropped, mask age, delegates, "
-                         "downstream compositing ms taken out of the budget",
+                         "downstream compositing ms and own overrun ms taken out of the budget",
                          GST_TYPE_STRUCTURE,
                          static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
   g_object_class_install_property(

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <optional>
 
 #include <opencv2/core.hpp>
 
@@ -116,12 +117,22 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
   const GstClockTime earliest = s->qos_earliest;
   const double proportion = s->qos_proportion;
   const double downstream_ms = s->downstream_ms;
+  const double overrun_ms = s->overrun_ms.percentile(100);
   s->frames_in++;
   GST_OBJECT_UNLOCK(self);
 
   // The budget bounds the time this frame spends here, pre-processing included: under CPU
   // contention pre-processing itself slows down, and the wait for the mask gets shorter.
   const auto entered = Clock::now();
+  std::optional<Clock::time_point> deadline;  // set when the frame waits for its mask
+  // How late this frame leaves past its deadline (0 if in time), for the next frames' wait.
+  const auto note_overrun = [&]() {
+    if (!deadline) return;
+    const double late_ms = std::chrono::duration<double, std::milli>(Clock::now() - *deadline).count();
+    GST_OBJECT_LOCK(self);
+    s->overrun_ms.add(std::max(0.0, late_ms));
+    GST_OBJECT_UNLOCK(self);
+  };
   const uint64_t seq = ++s->seq;
   GstBuffer* buf = frame->buffer;
   const GstClockTime running_time =
@@ -190,12 +201,13 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
       s->inferences_skipped++;  // a frame that was still waiting got replaced by this one
       GST_OBJECT_UNLOCK(self);
     }
-    // The budget covers compositing downstream too (nnbackground reports its recent p90):
-    // what is left of it after that is this element's.
-    const double own_ms = std::max(0.0, budget_ms - downstream_ms);
-    const auto deadline = entered + std::chrono::microseconds(static_cast<int64_t>(own_ms * 1000));
+    // The budget covers compositing downstream too (nnbackground reports its worst recent
+    // time) and how late this element itself tends to finish past its deadline: the wait
+    // gets what is left.
+    const double own_ms = std::max(0.0, budget_ms - downstream_ms - overrun_ms);
+    deadline = entered + std::chrono::microseconds(static_cast<int64_t>(own_ms * 1000));
     while (!(s->mask && s->mask_tag >= seq)) {
-      const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
+      const auto left = std::chrono::duration_cast<std::chrono::microseconds>(*deadline - Clock::now());
       if (left.count() <= 0) break;
       // Anything newer than the mask we hold is worth taking, even if not this frame's.
       const uint64_t want = std::max<uint64_t>(s->mask ? s->mask_tag + 1 : 0, s->min_valid_tag);
@@ -211,6 +223,7 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
     s->frames_dropped++;
     GST_OBJECT_UNLOCK(self);
     GST_LOG_OBJECT(self, "frame %" G_GUINT64_FORMAT ": no mask within %u ms, dropped", seq, budget_ms);
+    note_overrun();
     maybe_post_stats(self, stats_interval);
     return GST_BASE_TRANSFORM_FLOW_DROPPED;
   }
@@ -244,6 +257,7 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
   GST_OBJECT_LOCK(self);
   s->frames_out++;
   GST_OBJECT_UNLOCK(self);
+  note_overrun();
   maybe_post_stats(self, stats_interval);
   return GST_FLOW_OK;
 }

@@ -45,6 +45,9 @@ struct SegmentState {
   // Compositing time downstream (GST_NN_DOWNSTREAM_COST_EVENT), taken out of the budget
   // (OBJECT_LOCK).
   double downstream_ms = 0;
+  // How late this element's own part finished past its deadline (scheduling delay after
+  // the wait, the meta), the last ~2 s: its worst is also kept out of the wait (OBJECT_LOCK).
+  LatencyWindow overrun_ms{64};
 
   // Stats (OBJECT_LOCK).
   LatencyWindow latency;
