@@ -282,15 +282,15 @@ const cv::Mat& Compositor::scaled_image(const cv::Size& size, const PackedLayout
 }
 
 void Compositor::make_work_alpha(const cv::Mat& frame, const PackedLayout& layout, const MaskView& mask,
-                                 const CompositorSettings& s) {
+                                 const CompositorSettings& s, bool refine, bool need_small) {
   const int fw = frame.cols, fh = frame.rows;
   // An integer factor keeps INTER_AREA on its fast path (1920 -> 480, 720 -> 360).
   const double scale = std::max(1.0, std::ceil(fw / kWorkWidth - 0.01));
   const cv::Size ws(std::max(1, static_cast<int>(std::lround(fw / scale))),
                     std::max(1, static_cast<int>(std::lround(fh / scale))));
   // Aliasing is harmless here (the guided filter box-filters the luma, the background is
-  // blurred): the fast final step.
-  shrink_area(frame, small_, ws, cv::INTER_LINEAR);
+  // blurred): the fast final step. Only the guided filter and the blur read it.
+  if (need_small) shrink_area(frame, small_, ws, cv::INTER_LINEAR);
 
   // The mask, resampled onto the work grid through the meta's rect. The rect refers to a
   // frame of mask.frame_width x frame_height; rescale it if this frame differs.
@@ -312,7 +312,7 @@ void Compositor::make_work_alpha(const cv::Mat& frame, const PackedLayout& layou
   }
 
   coef_small_.create(ws, CV_32FC2);
-  if (!s.refine) {  // alpha * 255 = 0 * luma + mask * 255 (+0.5: the blend truncates)
+  if (!refine) {  // alpha * 255 = 0 * luma + mask * 255 (+0.5: the blend truncates)
     small_alpha_ = coarse_mask_;
     for (int y = 0; y < ws.height; ++y) {
       const float* m = coarse_mask_.ptr<float>(y);
@@ -434,7 +434,13 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
     return d;
   };
   times_ = {};
-  make_work_alpha(frame, layout, mask, s);
+  const bool video_ok = s.mode == BackgroundMode::kVideo && s.background &&
+                        s.background->size() == frame.size() && s.background->type() == frame.type();
+  const bool blurs = s.mode == BackgroundMode::kBlur || (s.mode == BackgroundMode::kVideo && !video_ok);
+  const BlurKey key{frame.size(), frame.type(), layout.r, s.blur_sigma};
+  const bool reuse_blur = blurs && s.fast && blur_key_ == key && blur_reuses_ < kMaxBackgroundReuse;
+  const bool refine = s.refine && !s.fast;
+  make_work_alpha(frame, layout, mask, s, refine, refine || (blurs && !reuse_blur));
   times_.work_ms = lap();
 
   // Full-resolution alpha: the guided filter's coefficients upsampled and applied to the
@@ -477,8 +483,6 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
   const int nc = layout.channels;
   bool half_size_bg = false;
   const cv::Mat* bg = nullptr;
-  const bool video_ok = s.mode == BackgroundMode::kVideo && s.background &&
-                        s.background->size() == frame.size() && s.background->type() == frame.type();
   switch (s.mode) {
     case BackgroundMode::kVideo:
       if (video_ok) {
@@ -487,12 +491,19 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
       }
       [[fallthrough]];  // no background frame yet: blur
     case BackgroundMode::kBlur:
+      half_size_bg = nc == 4 && simd_rows_available();
+      if (reuse_blur) {  // a fast frame: the background a recent frame blurred
+        ++blur_reuses_;
+        bg = &background_;
+        break;
+      }
       make_blurred_background(s, fw);
-      if (nc == 4 && simd_rows_available()) {
+      blur_key_ = key;
+      blur_reuses_ = 0;
+      if (half_size_bg) {
         // Upsampled to half the frame size here and the last 2x row by row inside the blend:
         // a frame-sized background is never written (1080p: 8 MB less traffic per frame).
         cv::resize(small_bg_, background_, cv::Size((fw + 1) / 2, (fh + 1) / 2), 0, 0, cv::INTER_LINEAR);
-        half_size_bg = true;
       } else {
         cv::resize(small_bg_, background_, frame.size(), 0, 0, cv::INTER_LINEAR);
       }
@@ -518,6 +529,7 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
         background_.create(frame.size(), frame.type());
         background_.setTo(color);
         background_color_ = color;
+        blur_key_ = {};
       }
       bg = &background_;
       break;

@@ -45,6 +45,10 @@ struct CompositorSettings {
   // kVideo: the background frame, already at the frame's size and channel layout (see
   // cover_and_convert). Null or mismatched: the background is blurred instead.
   const cv::Mat* background = nullptr;
+  // Under load (nnbackground adaptive=true when a frame's deadline is near): no edge
+  // refinement, and the blurred background of a recent frame is reused (up to
+  // kMaxBackgroundReuse frames in a row). 1080p: about 40% of the full cost.
+  bool fast = false;
 };
 
 // Scales `src` to cover `size` (aspect kept, the overflow cropped evenly) and reorders its
@@ -72,8 +76,10 @@ class Compositor {
   const StageTimes& last_stage_times() const { return times_; }
 
  private:
+  static constexpr int kMaxBackgroundReuse = 2;
+
   void make_work_alpha(const cv::Mat& frame, const PackedLayout& layout, const MaskView& mask,
-                       const CompositorSettings& s);
+                       const CompositorSettings& s, bool refine, bool need_small);
   void make_blurred_background(const CompositorSettings& s, int frame_width);
   const cv::Mat& scaled_image(const cv::Size& size, const PackedLayout& layout);
 
@@ -90,6 +96,14 @@ class Compositor {
   cv::Mat coef_small_;   // CV_32FC2 (A, B) at work size: alpha * 255 = A * luma + B (luma 0..255)
   cv::Mat luma_, coef_full_, alpha_, alpha_n_, background_;
   cv::Scalar background_color_ = cv::Scalar::all(-1);  // what background_ holds in colour mode
+  // What background_ holds in blur mode (for fast frames' reuse); empty size: nothing.
+  struct BlurKey {
+    cv::Size frame;
+    int type = -1, red = -1;  // red: the layout's R index (RGBA and BGRA share a type)
+    double sigma = 0;
+    bool operator==(const BlurKey&) const = default;
+  } blur_key_;
+  int blur_reuses_ = 0;
   // Image mode.
   cv::Mat image_bgr_;
   cv::Mat image_scaled_;

@@ -19,6 +19,14 @@
  *
  * Buffers without a mask pass unchanged.
  *
+ * adaptive=true (default) keeps each frame within nnsegment's latency budget under CPU
+ * contention: the mask meta carries the frame's deadline, and a frame that would finish
+ * compositing after it at full quality takes the fast path instead -- no edge refinement
+ * (the feathered mask is upsampled), and in mode=blur the blurred background of one of the
+ * last frames (never more than 2 in a row). The full-quality cost is predicted from the
+ * lowest cost seen at the current caps and settings times the recent slowdown. The stats
+ * count these frames (fast-frames).
+ *
  * ## Example launch lines
  * |[
  * gst-launch-1.0 filesrc location=Megamind.avi ! decodebin ! videoconvert ! \
@@ -73,6 +81,7 @@ enum {
   PROP_LOCATION,
   PROP_REFINE,
   PROP_FEATHER,
+  PROP_ADAPTIVE,
   PROP_STATS,
 };
 
@@ -82,6 +91,7 @@ enum {
 #define DEFAULT_PROP_LOCATION nullptr
 #define DEFAULT_PROP_REFINE TRUE
 #define DEFAULT_PROP_FEATHER 2.0
+#define DEFAULT_PROP_ADAPTIVE TRUE
 
 #define NN_BACKGROUND_FORMATS "{ RGBA, BGRA, RGBx, BGRx, RGB, BGR }"
 #define NN_BACKGROUND_ALPHA_FORMATS "{ RGBA, BGRA }"
@@ -111,6 +121,31 @@ GType gst_nn_background_mode_get_type(void) {
 
 namespace nn::plugins {
 
+// adaptive=true's choice between full quality and the fast path for one frame. Each
+// level's uncontended cost is the lowest seen (same caps and settings); the slowdown is the
+// p90 of recent frames' cost over their own level's lowest. CPU contention slows both
+// levels alike, so the full-quality cost is still predicted while only fast frames run.
+class QualityGovernor {
+ public:
+  bool choose_fast(double left_ms) const {
+    if (lowest_[0] <= 0) return false;  // full quality not measured yet: measure it
+    return lowest_[0] * std::max(1.0, slowdown_.percentile(90)) > left_ms;
+  }
+  void record(bool fast, double ms) {
+    double& low = lowest_[fast ? 1 : 0];
+    if (low <= 0 || ms < low) low = std::max(ms, 1e-3);
+    slowdown_.add(ms / low);
+  }
+  void reset() {
+    lowest_[0] = lowest_[1] = 0;
+    slowdown_.clear();
+  }
+
+ private:
+  double lowest_[2] = {0, 0};  // full, fast
+  LatencyWindow slowdown_{16};
+};
+
 struct BackgroundState {
   Compositor compositor;
   PackedLayout layout;
@@ -124,8 +159,11 @@ struct BackgroundState {
   LatencyWindow composite_ms;
   // The last ~2 s of this element's time per frame, for the cost reported upstream.
   LatencyWindow recent_ms{64};
-  guint64 frames = 0, frames_without_mask = 0, frames_without_background = 0;
+  guint64 frames = 0, frames_without_mask = 0, frames_without_background = 0, fast_frames = 0;
   guint last_mask_age = 0;
+  // adaptive=true (streaming thread only), and the settings its costs belong to.
+  QualityGovernor governor;
+  CompositorSettings governed;
 
   ~BackgroundState() { forget_converted(); }
   void forget_converted() {
@@ -172,6 +210,9 @@ static void gst_nn_background_set_property(GObject* object, guint prop_id, const
     case PROP_FEATHER:
       self->feather = g_value_get_double(value);
       break;
+    case PROP_ADAPTIVE:
+      self->adaptive = g_value_get_boolean(value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
       break;
@@ -202,6 +243,9 @@ static void gst_nn_background_get_property(GObject* object, guint prop_id, GValu
     case PROP_FEATHER:
       g_value_set_double(value, self->feather);
       break;
+    case PROP_ADAPTIVE:
+      g_value_set_boolean(value, self->adaptive);
+      break;
     case PROP_STATS: {
       BackgroundState* s = self->state;
       g_value_take_boxed(
@@ -211,7 +255,8 @@ static void gst_nn_background_get_property(GObject* object, guint prop_id, GValu
                                    "frames-without-mask", G_TYPE_UINT64, s->frames_without_mask, "mask-age",
                                    G_TYPE_UINT, s->last_mask_age, "background-frames", G_TYPE_UINT64,
                                    s->input->frames_received(), "frames-without-background", G_TYPE_UINT64,
-                                   s->frames_without_background, nullptr));
+                                   s->frames_without_background, "fast-frames", G_TYPE_UINT64, s->fast_frames,
+                                   nullptr));
       break;
     }
     default:
@@ -248,6 +293,7 @@ static gboolean gst_nn_background_start(GstBaseTransform* trans) {
   self->state->composite_ms.clear();
   self->state->recent_ms.clear();
   self->state->frames = self->state->frames_without_mask = self->state->frames_without_background = 0;
+  self->state->fast_frames = 0;
   GST_OBJECT_UNLOCK(self);
   self->state->input->on_main_start();
   if (image) {
@@ -374,6 +420,7 @@ static gboolean gst_nn_background_set_info(GstVideoFilter* filter, GstCaps* /*in
   }
   self->state->layout = l;
   self->state->forget_converted();  // converted for the old size or layout
+  self->state->governor.reset();     // costs of the old size
   warm_up(self, GST_VIDEO_INFO_WIDTH(in_info), GST_VIDEO_INFO_HEIGHT(in_info));
   return TRUE;
 }
@@ -416,6 +463,7 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
   GST_OBJECT_LOCK(self);
   nn::plugins::CompositorSettings settings = settings_locked(self);
   const std::string location = self->location ? self->location : "";
+  const bool adaptive = self->adaptive;
   s->frames++;
   GST_OBJECT_UNLOCK(self);
 
@@ -458,13 +506,25 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
   if (video) {
     settings.background = video_background(self, bg_buffer.get(), bg_info, img.size());
   }
+  // Costs measured under other settings say nothing about these.
+  const nn::plugins::CompositorSettings& g = s->governed;
+  if (g.mode != settings.mode || g.refine != settings.refine || g.blur_sigma != settings.blur_sigma ||
+      g.feather != settings.feather) {
+    s->governor.reset();
+    s->governed = settings;
+  }
+  // Would full quality finish after the frame's deadline? Then the fast path.
+  if (adaptive && meta->deadline_us > 0)
+    settings.fast = s->governor.choose_fast((meta->deadline_us - t0) / 1000.0);
   s->compositor.process(img, s->layout, mask, settings);
   const double ms = (g_get_monotonic_time() - t0) / 1000.0;
+  s->governor.record(settings.fast, ms);
   GST_OBJECT_LOCK(self);
   if (video && !settings.background) s->frames_without_background++;
   s->composite_ms.add(ms);
   s->recent_ms.add(ms);
   s->last_mask_age = meta->age;
+  if (settings.fast) s->fast_frames++;
   // Every few frames, tell nnsegment upstream what compositing costs: it takes this out
   // of its latency budget (GST_NN_DOWNSTREAM_COST_EVENT). The worst of the last ~2 s, not
   // a typical time: the budget bounds the pair's p99, and under CPU contention the tail is
@@ -566,11 +626,19 @@ static void gst_nn_background_class_init(GstNnBackgroundClass* klass) {
       g_param_spec_double("feather", "Feather", "Extra softening of the mask edge, in frame pixels", 0.0,
                           100.0, DEFAULT_PROP_FEATHER, playing));
   g_object_class_install_property(
+      gobject_class, PROP_ADAPTIVE,
+      g_param_spec_boolean("adaptive", "Adaptive quality",
+                           "Composite a frame on the fast path (no edge refinement, a recent blurred "
+                           "background) when full quality would finish after the frame's deadline "
+                           "(nnsegment's latency budget)",
+                           DEFAULT_PROP_ADAPTIVE, playing));
+  g_object_class_install_property(
       gobject_class, PROP_STATS,
       g_param_spec_boxed(
           "stats", "Statistics",
           "Compositing time p50/p99 ms, frames, frames without a mask, background-pad frames received, "
-          "frames composited without a background frame (mode=video)",
+          "frames composited without a background frame (mode=video), frames composited on the fast path "
+          "(adaptive)",
           GST_TYPE_STRUCTURE, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_set_static_metadata(
@@ -598,6 +666,7 @@ static void gst_nn_background_init(GstNnBackground* self) {
   self->location = nullptr;
   self->refine = DEFAULT_PROP_REFINE;
   self->feather = DEFAULT_PROP_FEATHER;
+  self->adaptive = DEFAULT_PROP_ADAPTIVE;
   self->state = new BackgroundState();
   self->state->input =
       std::make_unique<nn::plugins::BackgroundInput>(GST_ELEMENT(self), &background_template);

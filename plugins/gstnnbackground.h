@@ -35,6 +35,7 @@ struct _GstNnBackground {
   gchar* location;
   gboolean refine;
   gdouble feather;
+  gboolean adaptive;
 
   nn::plugins::BackgroundState* state;
 };

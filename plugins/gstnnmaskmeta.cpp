@@ -20,6 +20,7 @@ gboolean mask_meta_init(GstMeta* meta, gpointer /*params*/, GstBuffer* /*buffer*
   m->rect_x = m->rect_y = m->rect_w = m->rect_h = 0.0;
   m->age = 0;
   m->source_id = 0;
+  m->deadline_us = 0;
   return TRUE;
 }
 
@@ -33,7 +34,7 @@ GstNnMaskMeta* copy_to(GstBuffer* dest, const GstNnMaskMeta* src) {
   GstNnMaskMeta* d = gst_buffer_add_nn_mask_meta(dest, src->format, src->width, src->height, src->stride,
                                                  src->data, src->frame_width, src->frame_height, src->rect_x,
                                                  src->rect_y, src->rect_w, src->rect_h, src->age);
-  if (d) d->source_id = src->source_id;
+  if (d) d->source_id = src->source_id, d->deadline_us = src->deadline_us;
   return d;
 }
 

@@ -57,6 +57,12 @@ struct _GstNnMaskMeta {
 
   guint age;         /* frames between the buffer and the frame the mask came from */
   guint64 source_id; /* nnsegment's sequence number of the frame the mask came from */
+
+  /* g_get_monotonic_time() (us) by which the frame should have left the compositing
+   * downstream: nnsegment's latency budget counted from the frame's arrival. A compositor
+   * may take a cheaper path when it would finish later (nnbackground adaptive=true).
+   * 0: no deadline. */
+  gint64 deadline_us;
 };
 
 GType gst_nn_mask_meta_api_get_type(void);

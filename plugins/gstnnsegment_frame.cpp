@@ -124,6 +124,7 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
   // The budget bounds the time this frame spends here, pre-processing included: under CPU
   // contention pre-processing itself slows down, and the wait for the mask gets shorter.
   const auto entered = Clock::now();
+  const gint64 entered_us = g_get_monotonic_time();  // the clock of the meta's deadline
   std::optional<Clock::time_point> deadline;  // set when the frame waits for its mask
   // How late this frame leaves past its deadline (0 if in time), for the next frames' wait.
   const auto note_overrun = [&]() {
@@ -237,7 +238,10 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
     GstNnMaskMeta* meta = gst_buffer_add_nn_mask_meta(
         gray_out ? gray_out->buffer : buf, GST_NN_MASK_FORMAT_FLOAT32, s->mask_w, s->mask_h,
         s->mask_w * sizeof(float), s->mask, fw, fh, r.x, r.y, r.width, r.height, age);
-    if (meta) meta->source_id = s->mask_tag;
+    if (meta) {
+      meta->source_id = s->mask_tag;
+      meta->deadline_us = entered_us + static_cast<gint64>(budget_ms) * 1000;
+    }
     GST_LOG_OBJECT(self, "frame %" G_GUINT64_FORMAT ": mask of frame %" G_GUINT64_FORMAT " (age %u)", seq,
                    s->mask_tag, age);
     if (mode == GST_NN_SEGMENT_OUTPUT_ALPHA) {

@@ -14,6 +14,7 @@ GstBuffer* buffer_with_mask(int fw, int fh, GBytes** out_bytes = nullptr) {
                                                     bytes, fw, fh, 0, 0, fw, fh, 3);
   EXPECT_NE(meta, nullptr);
   meta->source_id = 42;
+  meta->deadline_us = 1234567;
   if (out_bytes)
     *out_bytes = bytes;
   else
@@ -51,6 +52,7 @@ TEST(NnMaskMeta, CopySharesTheData) {
   EXPECT_EQ(a->data, b->data) << "copies reference the same GBytes";
   EXPECT_EQ(b->age, 3u);
   EXPECT_EQ(b->source_id, 42u);
+  EXPECT_EQ(b->deadline_us, 1234567);
   gst_buffer_unref(buf);
   EXPECT_FLOAT_EQ(gst_nn_mask_meta_get_value(b, 3, 1), 1.f) << "data outlives the original buffer";
   gst_buffer_unref(copy);

@@ -89,6 +89,41 @@ TEST_F(NnBackgroundTest, ReportsItsCostUpstream) {
   EXPECT_EQ(cost_events, 2) << "frames 1 and 5 of 8";
 }
 
+// adaptive=true: a frame whose deadline (the meta's, from nnsegment's budget) full quality
+// would miss goes the fast path -- still a composite: the person kept, the background
+// replaced; frames with time to spare, and every frame with adaptive=false, get full quality.
+TEST_F(NnBackgroundTest, AdaptiveTakesTheFastPathOnlyWhenTheDeadlineIsNear) {
+  start("mode=blur");
+  GBytes* mask = half_mask(64, 48, 0.5);  // left half: person
+  const cv::Mat rgb = noise_rgb(kW, kH);
+  const auto push = [&](gint64 deadline_us) {
+    GstBuffer* in = make_frame("RGBA", rgb);
+    attach_mask(in, mask, 64, 48, kW, kH);
+    gst_buffer_get_nn_mask_meta(in)->deadline_us = deadline_us;
+    GstBuffer* out = gst_harness_push_and_pull(h_, in);
+    const cv::Mat got = packed_to_mat(out, "RGBA", kW, kH);
+    gst_buffer_unref(out);
+    return got;
+  };
+  const auto plenty = [] { return g_get_monotonic_time() + 10 * G_USEC_PER_SEC; };
+  const auto missed = [] { return g_get_monotonic_time() - 1000; };
+  for (int i = 0; i < 5; ++i) push(plenty());
+  EXPECT_EQ(stat_u64(bg_, "fast-frames"), 0u) << "time to spare: full quality";
+  for (int i = 0; i < 5; ++i) {
+    const cv::Mat got = push(missed());
+    const cv::Vec4b person = got.at<cv::Vec4b>(kH / 2, 20);
+    EXPECT_EQ(cv::Vec3b(person[0], person[1], person[2]), rgb.at<cv::Vec3b>(kH / 2, 20)) << "frame " << i;
+    EXPECT_LT(high_freq_energy(got, cv::Rect(kW - 60, 20, 40, kH - 40)),
+              0.5 * high_freq_energy(got, cv::Rect(20, 20, 40, kH - 40)))
+        << "frame " << i << ": the background is still blurred";
+  }
+  EXPECT_EQ(stat_u64(bg_, "fast-frames"), 5u) << "every frame past its deadline";
+  g_object_set(bg_, "adaptive", FALSE, nullptr);
+  for (int i = 0; i < 3; ++i) push(missed());
+  EXPECT_EQ(stat_u64(bg_, "fast-frames"), 5u) << "adaptive=false: always full quality";
+  g_bytes_unref(mask);
+}
+
 TEST_F(NnBackgroundTest, BuffersWithoutMaskPassUnchanged) {
   start("mode=color");
   cv::Mat rgb = noise_rgb(kW, kH);

@@ -315,6 +315,19 @@ TEST_F(NnSegmentTest, DownstreamCostComesOutOfTheBudget) {
   }
 }
 
+// The meta carries the frame's deadline for the compositor: the budget from its arrival.
+TEST_F(NnSegmentTest, MaskMetaCarriesTheDeadline) {
+  start("latency-budget=5000");
+  const gint64 before = g_get_monotonic_time();
+  GstBuffer* out = push_pull(frame());  // waits for its own mask (well within 5 s)
+  const gint64 after = g_get_monotonic_time();
+  GstNnMaskMeta* m = gst_buffer_get_nn_mask_meta(out);
+  ASSERT_NE(m, nullptr);
+  EXPECT_GE(m->deadline_us, before + 5000 * 1000);
+  EXPECT_LE(m->deadline_us, after + 5000 * 1000);
+  gst_buffer_unref(out);
+}
+
 TEST_F(NnSegmentTest, LatencyQueryAddsTheBudgetWhenLive) {
   start("latency-budget=40");
   gst_harness_set_upstream_latency(h_, 10 * GST_MSECOND);
