@@ -6,9 +6,10 @@ clock (videorate, videoscale, identity sync=true: frames arrive as a camera's wo
 in a buffer of its own), then runs through
   nnsegment ! nnbackground mode=blur ! fakesink sync=true
 Reported per run: frames delivered and dropped, inferences run and skipped (nnsegment's
-stats), the latency our two elements add per frame (GstTracer "latency" with
-flags=element: p50/p99 of nnsegment + nnbackground per buffer), and process CPU time per
-frame (all threads, all elements, decoding included). --overload adds CPU contention
+stats), frames nnbackground composited on its fast path (adaptive=true, its stats), the
+latency our two elements add per frame (GstTracer "latency" with flags=element: p50/p99 of
+nnsegment + nnbackground per buffer), and process CPU time per frame (all threads, all
+elements, decoding included). --overload adds CPU contention
 (busy processes on every core) to show the latency budget holding while inferences are
 skipped.
 
@@ -71,8 +72,12 @@ loop.run()
 wall = time.monotonic() - t0; r1 = resource.getrusage(resource.RUSAGE_SELF)
 seg = pipe.get_by_name("seg")
 stats = seg.get_property("stats") if seg else None
+bg = pipe.get_by_name("bg")
+bg_stats = bg.get_property("stats") if bg else None
 pipe.set_state(Gst.State.NULL)
 s = {stats.nth_field_name(i): stats.get_value(stats.nth_field_name(i)) for i in range(stats.n_fields())} if stats else {}
+if bg_stats:
+    s["bg-fast-frames"] = bg_stats.get_value("fast-frames")
 cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 print(json.dumps({"error": err.get("e"), "frames_out": frames["n"], "wall_s": wall, "cpu_s": cpu,
                   "stats": {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in s.items()}}))
@@ -138,6 +143,7 @@ def run_one(width, height, seconds, budget, threads, overload, baseline=False):
         "seconds": round(res["wall_s"], 1), "frames_out": res["frames_out"], "fps": res["frames_out"] / res["wall_s"],
         "frames_in": frames_in, "frames_dropped": st.get("frames-dropped", 0),
         "inferences_run": st.get("inferences-run", 0), "inferences_skipped": st.get("inferences-skipped", 0),
+        "fast_composites": st.get("bg-fast-frames", 0),
         "inference_p50_ms": st.get("inference-p50-ms"), "inference_p99_ms": st.get("inference-p99-ms"),
         "added_latency_p50_ms": percentile(added, 50), "added_latency_p99_ms": percentile(added, 99),
         # nnsegment alone: what its latency-budget bounds (nnbackground's compositing follows).
@@ -193,14 +199,16 @@ def main():
             rows.append(combine(runs[overload]))
     print()
     print("| size | load | fps out | frames in/out | dropped | inferences run/skipped | inference p50/p99 ms | "
-          "added latency p50/p99 ms (nnsegment / nnbackground p99) | CPU ms/frame: process / source alone / our elements |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "added latency p50/p99 ms (nnsegment / nnbackground p99) | fast composites | "
+          "CPU ms/frame: process / source alone / our elements |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['size']} | {'overload' if r['overload'] else 'idle'} | {r['fps']:.1f} | {r['frames_in']}/{r['frames_out']} "
               f"| {r['frames_dropped']} | {r['inferences_run']}/{r['inferences_skipped']} | "
               f"{r['inference_p50_ms']:.1f}/{r['inference_p99_ms']:.1f} | "
               f"{r['added_latency_p50_ms']:.1f}/{r['added_latency_p99_ms']:.1f} "
               f"({r['segment_latency_p99_ms']:.1f} / {r['composite_latency_p99_ms']:.1f}) | "
+              f"{r['fast_composites']:.0f} | "
               f"{r['cpu_ms_per_frame']:.1f} / "
               f"{r['baseline_cpu_ms_per_frame']:.1f} / {r['elements_cpu_ms_per_frame']:.1f} |")
     if args.json:
