@@ -387,8 +387,20 @@ static constexpr guint64 kCostReportFrames = 4;
 // first buffer (image mode before its image loads, and video mode, warm up as black / blur): the
 // first real frame otherwise pays for every buffer allocation and OpenCV's worker threads
 // (1080p: 47 ms instead of 9), late enough for a live sink's QoS to drop the frames after it.
-static void warm_up(GstNnBackground* self, int width, int height) {
-  if (width <= 0 || height <= 0) return;
+// Tells nnsegment upstream what compositing costs per frame: it takes this out of its
+// latency budget (GST_NN_DOWNSTREAM_COST_EVENT).
+static void report_cost(GstNnBackground* self, double ms) {
+  GstStructure* st = gst_structure_new(GST_NN_DOWNSTREAM_COST_EVENT, "ms", G_TYPE_DOUBLE, ms, nullptr);
+  gst_pad_push_event(GST_BASE_TRANSFORM_SINK_PAD(GST_BASE_TRANSFORM(self)),
+                     gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM, st));
+}
+
+// Composites a grey frame twice at the new size: the first allocates and faults in the
+// buffers, the second is timed. Returns its wall time in ms, or -1. That first estimate
+// of the cost goes upstream before the first frame (nnsegment's budget) and seeds the
+// adaptive governor, so frame 1 is already judged against its deadline.
+static double warm_up(GstNnBackground* self, int width, int height) {
+  if (width <= 0 || height <= 0) return -1;
   const nn::plugins::PackedLayout& l = self->state->layout;
   cv::Mat frame(height, width, l.channels == 4 ? CV_8UC4 : CV_8UC3, cv::Scalar::all(128));
   const std::vector<float> half(16 * 16, 0.5f);
@@ -405,9 +417,16 @@ static void warm_up(GstNnBackground* self, int width, int height) {
   GST_OBJECT_UNLOCK(self);
   try {
     self->state->compositor.process(frame, l, mask, settings);
+    const gint64 t0 = g_get_monotonic_time();
+    self->state->compositor.process(frame, l, mask, settings);
+    const double ms = (g_get_monotonic_time() - t0) / 1000.0;
+    self->state->governed = settings;
+    self->state->governor.record(false, ms);
+    return ms;
   } catch (const std::exception& e) {  // only a head start: the first frame will say it properly
     GST_WARNING_OBJECT(self, "warm-up composite failed: %s", e.what());
   }
+  return -1;
 }
 
 static gboolean gst_nn_background_set_info(GstVideoFilter* filter, GstCaps* /*incaps*/, GstVideoInfo* in_info,
@@ -421,7 +440,14 @@ static gboolean gst_nn_background_set_info(GstVideoFilter* filter, GstCaps* /*in
   self->state->layout = l;
   self->state->forget_converted();  // converted for the old size or layout
   self->state->governor.reset();     // costs of the old size
-  warm_up(self, GST_VIDEO_INFO_WIDTH(in_info), GST_VIDEO_INFO_HEIGHT(in_info));
+  const double ms = warm_up(self, GST_VIDEO_INFO_WIDTH(in_info), GST_VIDEO_INFO_HEIGHT(in_info));
+  if (ms > 0) {
+    GST_OBJECT_LOCK(self);
+    self->state->recent_ms.clear();
+    self->state->recent_ms.add(ms);
+    GST_OBJECT_UNLOCK(self);
+    report_cost(self, ms);
+  }
   return TRUE;
 }
 
@@ -525,17 +551,13 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
   s->recent_ms.add(ms);
   s->last_mask_age = meta->age;
   if (settings.fast) s->fast_frames++;
-  // Every few frames, tell nnsegment upstream what compositing costs: it takes this out
-  // of its latency budget (GST_NN_DOWNSTREAM_COST_EVENT). The worst of the last ~2 s, not
-  // a typical time: the budget bounds the pair's p99, and under CPU contention the tail is
-  // what grows.
+  // Every few frames, tell nnsegment upstream what compositing costs. The worst of the
+  // last ~2 s, not a typical time: the budget bounds the pair's p99, and under CPU
+  // contention the tail is what grows.
   const bool report = s->frames % kCostReportFrames == 1;
   const double cost_ms = report ? s->recent_ms.percentile(100) : 0.0;
   GST_OBJECT_UNLOCK(self);
-  if (report) {
-    GstStructure* st = gst_structure_new(GST_NN_DOWNSTREAM_COST_EVENT, "ms", G_TYPE_DOUBLE, cost_ms, nullptr);
-    gst_pad_push_event(GST_BASE_TRANSFORM_SINK_PAD(trans), gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM, st));
-  }
+  if (report) report_cost(self, cost_ms);
   return GST_FLOW_OK;
 }
 

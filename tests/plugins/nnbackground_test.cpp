@@ -86,7 +86,7 @@ TEST_F(NnBackgroundTest, ReportsItsCostUpstream) {
     }
   }
   g_bytes_unref(mask);
-  EXPECT_EQ(cost_events, 2) << "frames 1 and 5 of 8";
+  EXPECT_EQ(cost_events, 3) << "the warm-up's estimate at caps, then frames 1 and 5 of 8";
 }
 
 // adaptive=true: a frame whose deadline (the meta's, from nnsegment's budget) full quality
