@@ -29,6 +29,12 @@
  * p50/p99, inferences run and skipped, frames dropped, the downstream cost and the
  * delegates.
  *
+ * thread-priority=realtime (default) gives the streaming thread that runs nnsegment a
+ * real-time round-robin priority (10) when the process may have one, else a short
+ * scheduling slice (low-latency); the inference worker stays at normal priority, so on a
+ * loaded machine inference gives way, not the frames. The thread is put back at stop. With
+ * GStreamer's own thread policy in the application (stream-status messages), use normal.
+ *
  * ## Example launch lines
  * |[
  * gst-launch-1.0 filesrc location=Megamind.avi ! decodebin ! videoconvert ! \
@@ -85,6 +91,7 @@ enum {
   PROP_RESIZE,
   PROP_STATS,
   PROP_STATS_INTERVAL,
+  PROP_THREAD_PRIORITY,
 };
 
 #define DEFAULT_PROP_MODEL nullptr
@@ -101,6 +108,7 @@ enum {
 // What MediaPipe's selfie models are trained on (a stretched camera frame).
 #define DEFAULT_PROP_RESIZE GST_NN_SEGMENT_RESIZE_STRETCH
 #define DEFAULT_PROP_STATS_INTERVAL 1000
+#define DEFAULT_PROP_THREAD_PRIORITY GST_NN_THREAD_PRIORITY_REALTIME
 
 #define NN_SEGMENT_FORMATS "{ RGBA, BGRA, RGBx, BGRx, RGB, BGR, I420, NV12 }"
 
@@ -157,7 +165,8 @@ GstStructure* nn::plugins::make_stats_locked(GstNnSegment* self) {
                            "partitions", G_TYPE_UINT, s->partitions, "scene-cuts", G_TYPE_UINT64,
                            s->scene_cuts, "latency-budget-ms", G_TYPE_UINT, self->latency_budget_ms,
                            "downstream-ms", G_TYPE_DOUBLE, s->downstream_ms, "overrun-ms", G_TYPE_DOUBLE,
-                           s->overrun_ms.percentile(100), nullptr);
+                           s->overrun_ms.percentile(100), "thread-priority", G_TYPE_STRING,
+                           nn::plugins::to_string(s->thread_priority_got), nullptr);
 }
 
 static void gst_nn_segment_set_property(GObject* object, guint prop_id, const GValue* value,
@@ -200,6 +209,9 @@ static void gst_nn_segment_set_property(GObject* object, guint prop_id, const GV
     }
     case PROP_RESIZE:
       self->resize = static_cast<GstNnSegmentResize>(g_value_get_enum(value));
+      break;
+    case PROP_THREAD_PRIORITY:
+      self->thread_priority = static_cast<GstNnThreadPriority>(g_value_get_enum(value));
       break;
     case PROP_STATS_INTERVAL:
       self->stats_interval_ms = g_value_get_uint(value);
@@ -247,6 +259,9 @@ static void gst_nn_segment_get_property(GObject* object, guint prop_id, GValue* 
       break;
     case PROP_STATS:
       g_value_take_boxed(value, make_stats_locked(self));
+      break;
+    case PROP_THREAD_PRIORITY:
+      g_value_set_enum(value, self->thread_priority);
       break;
     case PROP_STATS_INTERVAL:
       g_value_set_uint(value, self->stats_interval_ms);
@@ -348,6 +363,7 @@ static gboolean gst_nn_segment_stop(GstBaseTransform* trans) {
   old.reset();
   s->drop_mask();
   s->filter.reset();
+  s->thread_priority.restore();
   return TRUE;
 }
 
@@ -657,6 +673,14 @@ static void gst_nn_segment_class_init(GstNnSegmentClass* klass) {
           "Post an nnsegment-stats element message every this many ms (0 = never)", 0, G_MAXUINT,
           DEFAULT_PROP_STATS_INTERVAL,
           static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)));
+  g_object_class_install_property(
+      gobject_class, PROP_THREAD_PRIORITY,
+      g_param_spec_enum("thread-priority", "Thread priority",
+                        "Scheduling for the streaming thread that runs this element (put back at stop); the "
+                        "inference worker always stays at normal priority",
+                        GST_TYPE_NN_THREAD_PRIORITY, DEFAULT_PROP_THREAD_PRIORITY,
+                        static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+                                                 GST_PARAM_MUTABLE_READY)));
 
   gst_element_class_set_static_metadata(element_class, "nnpipe person segmentation", "Filter/Effect/Video",
                                         "Segments people with an nnpipe model and attaches the mask as meta",
@@ -694,6 +718,7 @@ static void gst_nn_segment_init(GstNnSegment* self) {
   self->output_mode = DEFAULT_PROP_OUTPUT_MODE;
   self->resize = DEFAULT_PROP_RESIZE;
   self->stats_interval_ms = DEFAULT_PROP_STATS_INTERVAL;
+  self->thread_priority = DEFAULT_PROP_THREAD_PRIORITY;
   self->state = new SegmentState();
   // QoS is handled here (skip inference before dropping), not by GstBaseTransform.
   gst_base_transform_set_qos_enabled(GST_BASE_TRANSFORM(self), FALSE);

@@ -38,6 +38,16 @@ typedef enum {
   GST_NN_SEGMENT_RESIZE_LETTERBOX,
 } GstNnSegmentResize;
 
+/* The scheduling of the streaming thread that runs the element (thread_priority.h);
+ * shared with nnbackground. */
+typedef enum {
+  GST_NN_THREAD_PRIORITY_NORMAL,
+  GST_NN_THREAD_PRIORITY_LOW_LATENCY,
+  GST_NN_THREAD_PRIORITY_REALTIME,
+} GstNnThreadPriority;
+
+#define GST_TYPE_NN_THREAD_PRIORITY (gst_nn_thread_priority_get_type())
+GType gst_nn_thread_priority_get_type(void);
 #define GST_TYPE_NN_DELEGATE (gst_nn_delegate_get_type())
 GType gst_nn_delegate_get_type(void);
 #define GST_TYPE_NN_OVER_BUDGET (gst_nn_over_budget_get_type())
@@ -62,6 +72,7 @@ struct _GstNnSegment {
   GstNnSegmentOutputMode output_mode;
   GstNnSegmentResize resize;
   guint stats_interval_ms;
+  GstNnThreadPriority thread_priority;
 
   /* Everything else: the plain C++ side (engine session, mask, QoS and stats). */
   nn::plugins::SegmentState* state;

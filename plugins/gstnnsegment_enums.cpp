@@ -1,6 +1,11 @@
-// The GTypes of nnsegment's enum properties (delegate, over-budget, output-mode, resize),
-// declared in gstnnsegment.h.
+// The GTypes of nnsegment's enum properties (delegate, over-budget, output-mode, resize,
+// thread-priority, the last shared with nnbackground), declared in gstnnsegment.h.
 #include "gstnnsegment.h"
+#include "thread_priority.h"
+
+static_assert(GST_NN_THREAD_PRIORITY_NORMAL == static_cast<int>(nn::plugins::ThreadPriority::kNormal) &&
+              GST_NN_THREAD_PRIORITY_LOW_LATENCY == static_cast<int>(nn::plugins::ThreadPriority::kLowLatency) &&
+              GST_NN_THREAD_PRIORITY_REALTIME == static_cast<int>(nn::plugins::ThreadPriority::kRealtime));
 
 GType gst_nn_delegate_get_type(void) {
   static GType type = 0;
@@ -49,5 +54,21 @@ GType gst_nn_segment_resize_get_type(void) {
       {0, nullptr, nullptr}};
   if (g_once_init_enter(&type))
     g_once_init_leave(&type, g_enum_register_static("GstNnSegmentResize", values));
+  return type;
+}
+
+GType gst_nn_thread_priority_get_type(void) {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {GST_NN_THREAD_PRIORITY_NORMAL, "Leave the streaming thread's scheduling alone", "normal"},
+      {GST_NN_THREAD_PRIORITY_LOW_LATENCY,
+       "A short scheduling slice (Linux >= 6.12): same CPU share, runs soon after it wakes", "low-latency"},
+      {GST_NN_THREAD_PRIORITY_REALTIME,
+       "Real-time round-robin priority 10 where the process may (root, CAP_SYS_NICE, RLIMIT_RTPRIO), "
+       "else low-latency",
+       "realtime"},
+      {0, nullptr, nullptr}};
+  if (g_once_init_enter(&type))
+    g_once_init_leave(&type, g_enum_register_static("GstNnThreadPriority", values));
   return type;
 }

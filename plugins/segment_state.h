@@ -9,6 +9,7 @@
 
 #include "gstnnsegment.h"
 #include "segmenter.h"
+#include "thread_priority.h"
 
 GST_DEBUG_CATEGORY_EXTERN(gst_nn_segment_debug);
 
@@ -62,6 +63,11 @@ struct SegmentState {
 
   gint64 last_stats_post_us = 0;
   bool warned_alpha = false;
+
+  // thread-priority: the streaming threads changed (put back at stop), and what the last
+  // frame's thread has (OBJECT_LOCK, for the stats).
+  FrameThreadPriority thread_priority;
+  ThreadPriority thread_priority_got = ThreadPriority::kNormal;
 
   ~SegmentState() { drop_mask(); }
   void drop_mask() {

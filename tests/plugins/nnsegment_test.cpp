@@ -6,6 +6,9 @@
 #include <random>
 #include <thread>
 
+#include <sched.h>
+#include <unistd.h>
+
 #include "plugin_test_util.h"
 
 using namespace nn_gst_test;
@@ -326,6 +329,33 @@ TEST_F(NnSegmentTest, MaskMetaCarriesTheDeadline) {
   EXPECT_GE(m->deadline_us, before + 5000 * 1000);
   EXPECT_LE(m->deadline_us, after + 5000 * 1000);
   gst_buffer_unref(out);
+}
+
+// thread-priority: the thread that runs the element (here the one pushing) gets what the
+// stats say, and is put back at stop. As root real-time priority is allowed.
+TEST_F(NnSegmentTest, ThreadPriorityIsAppliedAndPutBackAtStop) {
+  start("thread-priority=realtime latency-budget=0");
+  ASSERT_EQ(sched_getscheduler(0), SCHED_OTHER);
+  gst_buffer_unref(push_pull(frame()));
+  const std::string got = stat_string(seg_, "thread-priority");
+  if (geteuid() == 0) {
+    EXPECT_EQ(got, "realtime");
+  }
+  if (got == "realtime") {
+    EXPECT_EQ(sched_getscheduler(0), SCHED_RR);
+  } else {
+    EXPECT_TRUE(got == "low-latency" || got == "normal") << got;
+    EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER);
+  }
+  ASSERT_EQ(gst_element_set_state(seg_, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER) << "the streaming thread is put back at stop";
+}
+
+TEST_F(NnSegmentTest, ThreadPriorityNormalLeavesTheThreadAlone) {
+  start("thread-priority=normal latency-budget=0");
+  gst_buffer_unref(push_pull(frame()));
+  EXPECT_EQ(stat_string(seg_, "thread-priority"), "normal");
+  EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER);
 }
 
 TEST_F(NnSegmentTest, LatencyQueryAddsTheBudgetWhenLive) {

@@ -103,6 +103,15 @@ inline guint64 stat_u64(GstElement* e, const char* field) {
   return v;
 }
 
+inline std::string stat_string(GstElement* e, const char* field) {
+  GstStructure* s = nullptr;
+  g_object_get(e, "stats", &s, nullptr);
+  std::string v;
+  if (s && gst_structure_get_string(s, field)) v = gst_structure_get_string(s, field);
+  if (s) gst_structure_free(s);
+  return v;
+}
+
 inline guint stat_uint(GstElement* e, const char* field) {
   GstStructure* s = nullptr;
   g_object_get(e, "stats", &s, nullptr);
