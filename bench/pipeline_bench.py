@@ -14,7 +14,7 @@ elements, decoding included). --overload adds CPU contention
 skipped.
 
 Usage: /usr/bin/python3 bench/pipeline_bench.py [--sizes 720,1080] [--seconds 20]
-       [--budget 30] [--overload] [--repeat 3] [--json OUT]
+       [--budget 30] [--overload] [--repeat 3] [--thread-priority normal] [--json OUT]
 """
 import argparse
 import json
@@ -45,7 +45,8 @@ desc = (f"filesrc location={cfg['video']} ! decodebin ! videorate ! video/x-raw,
 if cfg.get("baseline"):  # the same source, decoding and pacing without our elements
     desc += "fakesink name=sink sync=true qos=true"
 else:
-    desc += (f"nnsegment name=seg model={cfg['model']} threads={cfg['threads']} latency-budget={cfg['budget']} ! "
+    prio = f" thread-priority={cfg['priority']}" if cfg.get("priority") else ""
+    desc += (f"nnsegment name=seg model={cfg['model']} threads={cfg['threads']} latency-budget={cfg['budget']}{prio} ! "
              f"nnbackground name=bg mode=blur ! fakesink name=sink sync=true qos=true")
 pipe = Gst.parse_launch(desc)
 loop = GLib.MainLoop()
@@ -105,8 +106,8 @@ def burn():
         pass
 
 
-def run_one(width, height, seconds, budget, threads, overload, baseline=False):
-    cfg = dict(width=width, height=height, seconds=seconds, budget=budget, threads=threads,
+def run_one(width, height, seconds, budget, threads, overload, baseline=False, priority=None):
+    cfg = dict(width=width, height=height, seconds=seconds, budget=budget, threads=threads, priority=priority,
                video=os.path.join(ROOT, "assets", "media", "Megamind.avi"),
                model=MODEL, baseline=baseline)
     env = dict(os.environ, GST_PLUGIN_PATH=os.path.join(os.environ.get("NN_BUILD_DIR", os.path.join(ROOT, "build")), "plugins"),
@@ -179,6 +180,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs per row, each with its own baseline run just before; the row reports the "
                          "median of every figure, and the worst run's dropped frames")
+    ap.add_argument("--thread-priority", choices=["normal", "low-latency", "realtime"],
+                    help="nnsegment's thread-priority (default: the element's, realtime)")
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
     dims = {"480": (854, 480), "720": (1280, 720), "1080": (1920, 1080)}
@@ -190,7 +193,8 @@ def main():
             # pipeline without them (decoding, scaling, pacing), measured just before.
             base = run_one(*dims[s], args.seconds, args.budget, args.threads, False, baseline=True)
             for overload in ([False, True] if args.overload else [False]):
-                r = run_one(*dims[s], args.seconds, args.budget, args.threads, overload)
+                r = run_one(*dims[s], args.seconds, args.budget, args.threads, overload,
+                            priority=args.thread_priority)
                 r["baseline_cpu_ms_per_frame"] = base["cpu_ms_per_frame"]
                 r["elements_cpu_ms_per_frame"] = r["cpu_ms_per_frame"] - base["cpu_ms_per_frame"]
                 runs[overload].append(r)

@@ -439,6 +439,7 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
   const bool blurs = s.mode == BackgroundMode::kBlur || (s.mode == BackgroundMode::kVideo && !video_ok);
   const BlurKey key{frame.size(), frame.type(), layout.r, s.blur_sigma};
   const bool reuse_blur = blurs && s.fast && blur_key_ == key && blur_reuses_ < kMaxBackgroundReuse;
+  last_reused_ = reuse_blur;
   const bool refine = s.refine && !s.fast;
   make_work_alpha(frame, layout, mask, s, refine, refine || (blurs && !reuse_blur));
   times_.work_ms = lap();

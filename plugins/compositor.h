@@ -74,6 +74,8 @@ class Compositor {
     double blend_ms = 0;
   };
   const StageTimes& last_stage_times() const { return times_; }
+  // Whether the last process() reused a recent frame's blurred background (fast frames).
+  bool last_reused_background() const { return last_reused_; }
 
  private:
   static constexpr int kMaxBackgroundReuse = 2;
@@ -104,6 +106,7 @@ class Compositor {
     bool operator==(const BlurKey&) const = default;
   } blur_key_;
   int blur_reuses_ = 0;
+  bool last_reused_ = false;
   // Image mode.
   cv::Mat image_bgr_;
   cv::Mat image_scaled_;

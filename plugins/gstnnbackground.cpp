@@ -121,28 +121,35 @@ GType gst_nn_background_mode_get_type(void) {
 
 namespace nn::plugins {
 
-// adaptive=true's choice between full quality and the fast path for one frame. Each
-// level's uncontended cost is the lowest seen (same caps and settings); the slowdown is the
-// p90 of recent frames' cost over their own level's lowest. CPU contention slows both
-// levels alike, so the full-quality cost is still predicted while only fast frames run.
+// adaptive=true's choice between full quality and the fast path for one frame. Each kind
+// of frame (full; fast that blurs; fast that reuses a blur) has its uncontended cost, the
+// lowest seen at the same caps and settings; the slowdown is the p90 of recent frames' cost
+// over their own kind's lowest. CPU contention slows every kind alike, so the full-quality
+// cost is still predicted while only fast frames run -- and that prediction, not what a
+// fast frame cost, is what goes upstream into nnsegment's budget, so a stretch of fast
+// frames does not shrink the time the next frames get.
 class QualityGovernor {
  public:
+  enum Kind { kFull, kFastBlurred, kFastReused };
   bool choose_fast(double left_ms) const {
-    if (lowest_[0] <= 0) return false;  // full quality not measured yet: measure it
-    return lowest_[0] * std::max(1.0, slowdown_.percentile(90)) > left_ms;
+    return lowest_[kFull] > 0 && full_ms() > left_ms;  // not measured yet: measure it
   }
-  void record(bool fast, double ms) {
-    double& low = lowest_[fast ? 1 : 0];
+  // Full quality's predicted cost now (0 until measured).
+  double full_ms() const { return lowest_[kFull] * std::max(1.0, slowdown_.percentile(90)); }
+  // Records a frame; returns its cost as a full-quality frame would have had it.
+  double record(Kind kind, double ms) {
+    double& low = lowest_[kind];
     if (low <= 0 || ms < low) low = std::max(ms, 1e-3);
     slowdown_.add(ms / low);
+    return lowest_[kFull] > 0 ? std::max(ms, lowest_[kFull] * ms / low) : ms;
   }
   void reset() {
-    lowest_[0] = lowest_[1] = 0;
+    lowest_[0] = lowest_[1] = lowest_[2] = 0;
     slowdown_.clear();
   }
 
  private:
-  double lowest_[2] = {0, 0};  // full, fast
+  double lowest_[3] = {0, 0, 0};
   LatencyWindow slowdown_{16};
 };
 
@@ -421,7 +428,7 @@ static double warm_up(GstNnBackground* self, int width, int height) {
     self->state->compositor.process(frame, l, mask, settings);
     const double ms = (g_get_monotonic_time() - t0) / 1000.0;
     self->state->governed = settings;
-    self->state->governor.record(false, ms);
+    self->state->governor.record(nn::plugins::QualityGovernor::kFull, ms);
     return ms;
   } catch (const std::exception& e) {  // only a head start: the first frame will say it properly
     GST_WARNING_OBJECT(self, "warm-up composite failed: %s", e.what());
@@ -544,11 +551,15 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
     settings.fast = s->governor.choose_fast((meta->deadline_us - t0) / 1000.0);
   s->compositor.process(img, s->layout, mask, settings);
   const double ms = (g_get_monotonic_time() - t0) / 1000.0;
-  s->governor.record(settings.fast, ms);
+  using Governor = nn::plugins::QualityGovernor;
+  const double full_equivalent_ms = s->governor.record(
+      !settings.fast ? Governor::kFull
+                     : (s->compositor.last_reused_background() ? Governor::kFastReused : Governor::kFastBlurred),
+      ms);
   GST_OBJECT_LOCK(self);
   if (video && !settings.background) s->frames_without_background++;
   s->composite_ms.add(ms);
-  s->recent_ms.add(ms);
+  s->recent_ms.add(adaptive ? full_equivalent_ms : ms);
   s->last_mask_age = meta->age;
   if (settings.fast) s->fast_frames++;
   // Every few frames, tell nnsegment upstream what compositing costs. The worst of the
