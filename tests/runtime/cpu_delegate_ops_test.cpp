@@ -28,15 +28,21 @@ using Built = nn_test::TestModel;
 // the delegate runs it with nnpipe's own kernel (native_kernels.h), else "[xnnpack]". Native
 // ops are checked again on the AVX2 kernels (NN_NO_AVX512; the same as the first pass on
 // CPUs without AVX-512) and with the native kernels off (XNNPACK's).
-enum class Runs { kXnnpack, kNative };
+// kNativeAvx512: native on the AVX-512 kernels only (XNNPACK's where AVX2 would run).
+enum class Runs { kXnnpack, kNative, kNativeAvx512 };
+bool has_avx512() {
+  return __builtin_cpu_supports("avx512f");
+}
+
 void check(Built& b, const std::string& op, Runs runs = Runs::kXnnpack, float lo = -1.f, float hi = 1.f) {
   nn::Status v = b.model->validate_and_infer_shapes();
   ASSERT_TRUE(v.is_ok()) << v.to_string();
-  const bool native = runs == Runs::kNative;
+  const bool native = runs != Runs::kXnnpack;
   for (int pass = 0; pass < (native ? 3 : 1); ++pass) {
     if (pass == 1) setenv("NN_NO_AVX512", "1", 1);
     if (pass == 2) setenv("NN_NO_NATIVE_CONV", "1", 1);
-    const std::string expected = op + (native && pass < 2 ? " [native]" : " [xnnpack]");
+    const bool native_pass = runs == Runs::kNative ? pass < 2 : runs == Runs::kNativeAvx512 && pass == 0 && has_avx512();
+    const std::string expected = op + (native_pass ? " [native]" : " [xnnpack]");
     nn::SessionOptions profiled;
     profiled.delegates = {"cpu"};
     profiled.profile = true;
@@ -332,7 +338,7 @@ class DwChannels : public ::testing::TestWithParam<uint32_t> {};
 
 // Which kernel runs a 3x3 depthwise with nothing to fuse (cpu_delegate.cpp says why).
 Runs plain_3x3_depthwise(uint32_t c) {
-  return c <= 32 ? Runs::kNative : Runs::kXnnpack;
+  return c <= 32 ? Runs::kNative : Runs::kNativeAvx512;
 }
 
 TEST_P(DwChannels, DepthwiseSameStride2) {

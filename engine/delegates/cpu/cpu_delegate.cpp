@@ -141,11 +141,13 @@ NativeKind native_candidate(const Model& m, uint32_t k, const std::map<uint32_t,
     case OperationType::DEPTHWISE_CONV_2D:
       if (p->depth_multiplier != 1 || out.dims[3] != in.dims[3] || p->filter_h > NativeDepthwise::kMaxKernelH)
         return NativeKind::kNone;
-      // XNNPACK's 3x3 up16x9 dwconv beats ours on wide layers with nothing to fuse
+      // On AVX2, XNNPACK's 3x3 up16x9 dwconv beats ours on wide layers with nothing to fuse
       // (MobileNetV2: 10.3-10.9 vs 11.2-11.9 ms with all dw native); ours wins on narrow
       // ones (selfie's 16-channel decoder) and where the epilogue saves a pass (selfie's
-      // residual ADDs, LR-ASPP's 5x5 + HARD_SWISH: 17.6-18.8 vs 17.6-23.4 ms).
-      if (p->filter_h == 3 && p->filter_w == 3 && out.dims[3] > 32 && !feeds_epilogue_op(m, k, readers, statics))
+      // residual ADDs, LR-ASPP's 5x5 + HARD_SWISH: 17.6-18.8 vs 17.6-23.4 ms). Ours on
+      // AVX-512 wins everywhere (bench/README.md).
+      if (!native_avx512_enabled() && p->filter_h == 3 && p->filter_w == 3 && out.dims[3] > 32 &&
+          !feeds_epilogue_op(m, k, readers, statics))
         return NativeKind::kNone;
       return NativeKind::kDepthwise;
     case OperationType::TRANSPOSE_CONV_2D: {
