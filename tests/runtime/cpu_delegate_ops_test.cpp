@@ -378,6 +378,16 @@ TEST_P(DwChannels, Depthwise5x5ValidStride2Relu) {
   check(b, "op 0 DEPTHWISE_CONV_2D", Runs::kNative);
 }
 
+// An image narrower and shorter than the kernel: every column is an edge column.
+TEST_P(DwChannels, Depthwise5x5SameTinyImage) {
+  const uint32_t c = GetParam();
+  Built b;
+  uint32_t x = b.input({1, 3, 2, c});
+  uint32_t w = b.constant({1, 5, 5, c}, 51), bias = b.constant({c}, 52);
+  b.output(b.op(T::DEPTHWISE_CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(0)}));
+  check(b, "op 0 DEPTHWISE_CONV_2D", Runs::kNative);
+}
+
 // 3x5 taps: neither kernel's specialised tap count (9, 25) nor width (3, 5) holds.
 TEST_P(DwChannels, Depthwise3x5ExplicitDilatedRelu1) {
   const uint32_t c = GetParam();

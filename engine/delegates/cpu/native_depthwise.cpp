@@ -260,16 +260,18 @@ NN_INLINE_AVX512 void edge_block16(const RowArgs& a, size_t ox, size_t cb, __mma
   const NativeConvShape& s = *a.s;
   const size_t C = s.out_c, kw = s.kernel_w;
   const int64_t x0 = int64_t(ox) * s.stride_w - s.pad_left;
+  // The taps inside the image horizontally, [kx_lo, kx_hi): no branch per tap.
+  size_t kx_lo = 0, kx_hi = kw;
+  while (kx_lo < kw && x0 + int64_t(kx_lo) * s.dilation_w < 0) ++kx_lo;
+  while (kx_hi > kx_lo && x0 + int64_t(kx_hi - 1) * s.dilation_w >= int64_t(s.in_w)) --kx_hi;
   const float* w = a.packed + (cb / 16) * (a.taps + 1) * 16;
+  const size_t tap_stride = size_t(s.dilation_w) * C;
   __m512 acc = _mm512_load_ps(w);
   for (uint32_t ky = a.ky_lo; ky < a.ky_hi; ++ky) {
-    const float* in_row = a.rows[ky] + cb;
-    for (size_t kx = 0; kx < kw; ++kx) {
-      const int64_t ix = x0 + int64_t(kx) * s.dilation_w;
-      if (ix < 0 || ix >= int64_t(s.in_w)) continue;
-      acc = _mm512_fmadd_ps(load16<kMasked>(in_row + size_t(ix) * C, m), _mm512_load_ps(w + (1 + ky * kw + kx) * 16),
-                            acc);
-    }
+    const float* in = a.rows[ky] + cb + (kx_lo < kx_hi ? size_t(x0 + int64_t(kx_lo) * s.dilation_w) * C : 0);
+    const float* wk = w + (1 + ky * kw) * 16;
+    for (size_t kx = kx_lo; kx < kx_hi; ++kx, in += tap_stride)
+      acc = _mm512_fmadd_ps(load16<kMasked>(in, m), _mm512_load_ps(wk + kx * 16), acc);
   }
   const size_t at = ox * C + cb;
   finish16<kMasked, kRes>(a.out_row + at, a.res_row + at, m, acc, epi);
