@@ -277,9 +277,13 @@ NN_INLINE_AVX512 void edge_block16(const RowArgs& a, size_t ox, size_t cb, __mma
   finish16<kMasked, kRes>(a.out_row + at, a.res_row + at, m, acc, epi);
 }
 
-// kPixels interior output pixels of one 16-channel block: each weight load shared by
-// kPixels independent FMA chains (32 zmm registers leave room for 8).
-template <int kKw, int kPixels, bool kMasked, bool kRes>
+// kPixels interior output pixels of one 16-channel block: kPixels independent FMA chains
+// (32 zmm registers leave room for 8). kStride > 0 (with dilation 1, kKw > 0): the input
+// pixels of a tap row are walked once, each load feeding every tap that reads it (stride 1,
+// 3 taps: 10 loads for 24 FMAs instead of 24), one pointer bumped by C (the strided form
+// spilled its per-pixel offsets). kStride 0: any stride and dilation, each weight load
+// shared by the kPixels chains.
+template <int kKw, int kStride, int kPixels, bool kMasked, bool kRes>
 NN_INLINE_AVX512 void interior_block16(const RowArgs& a, size_t ox, size_t cb, __mmask16 m,
                                        const EpilogueAvx512& epi) {
   const NativeConvShape& s = *a.s;
@@ -293,12 +297,28 @@ NN_INLINE_AVX512 void interior_block16(const RowArgs& a, size_t ox, size_t cb, _
   for (uint32_t ky = a.ky_lo; ky < a.ky_hi; ++ky) {
     const float* in = a.rows[ky] + x0 * C + cb;
     const float* wk = w + (1 + ky * kw) * 16;
+    if constexpr (kStride > 0 && kKw > 0) {
+      __m512 wv[kKw];
 #pragma GCC unroll 5
-    for (size_t kx = 0; kx < kw; ++kx) {
-      const __m512 wv = _mm512_load_ps(wk + kx * 16);
+      for (int kx = 0; kx < kKw; ++kx) wv[kx] = _mm512_load_ps(wk + kx * 16);
+      constexpr int kSpan = (kPixels - 1) * kStride + kKw;  // input pixels the row reads
+#pragma GCC unroll 24
+      for (int j = 0; j < kSpan; ++j, in += C) {
+        const __m512 x = load16<kMasked>(in, m);
+#pragma GCC unroll 5
+        for (int kx = 0; kx < kKw; ++kx) {
+          const int p = (j - kx) / kStride;
+          if (j >= kx && (j - kx) % kStride == 0 && p < kPixels) acc[p] = _mm512_fmadd_ps(x, wv[kx], acc[p]);
+        }
+      }
+    } else {
+#pragma GCC unroll 5
+      for (size_t kx = 0; kx < kw; ++kx) {
+        const __m512 wv = _mm512_load_ps(wk + kx * 16);
 #pragma GCC unroll 8
-      for (int p = 0; p < kPixels; ++p)
-        acc[p] = _mm512_fmadd_ps(load16<kMasked>(in + kx * tap_stride + p * step, m), wv, acc[p]);
+        for (int p = 0; p < kPixels; ++p)
+          acc[p] = _mm512_fmadd_ps(load16<kMasked>(in + kx * tap_stride + p * step, m), wv, acc[p]);
+      }
     }
   }
   float* out = a.out_row + ox * C + cb;
@@ -307,11 +327,12 @@ NN_INLINE_AVX512 void interior_block16(const RowArgs& a, size_t ox, size_t cb, _
   for (int p = 0; p < kPixels; ++p) finish16<kMasked, kRes>(out + p * C, res + p * C, m, acc[p], epi);
 }
 
-template <int kKw, int kPixels, bool kRes>
+template <int kKw, int kStride, int kPixels, bool kRes>
 NN_INLINE_AVX512 void interior_pixels16(const RowArgs& a, size_t ox, size_t full, __mmask16 tail,
                                         const EpilogueAvx512& epi) {
-  for (size_t cb = 0; cb < full; cb += 16) interior_block16<kKw, kPixels, false, kRes>(a, ox, cb, tail, epi);
-  if (full < a.s->out_c) interior_block16<kKw, kPixels, true, kRes>(a, ox, full, tail, epi);
+  for (size_t cb = 0; cb < full; cb += 16)
+    interior_block16<kKw, kStride, kPixels, false, kRes>(a, ox, cb, tail, epi);
+  if (full < a.s->out_c) interior_block16<kKw, kStride, kPixels, true, kRes>(a, ox, full, tail, epi);
 }
 
 template <bool kRes>
@@ -321,11 +342,8 @@ NN_INLINE_AVX512 void edge_pixel16(const RowArgs& a, size_t ox, size_t full, __m
   if (full < a.s->out_c) edge_block16<true, kRes>(a, ox, full, tail, epi);
 }
 
-// All channel counts: unlike on AVX2, the column kernel beats the pointer-table one on
-// wide layers too (MobileNetV2, all depthwise native, 1 thread: 5.2 vs 5.8 ms; its 32-channel
-// 112x112 layer 0.13 vs 0.43 ms: per pixel, the tap table cost more than its 18 FMAs).
-template <int kKw, bool kHs, bool kRes>
-NN_TARGET_AVX512 void depthwise_row16(const RowArgs& a, const EpilogueAvx512& shared_epi) {
+template <int kKw, int kStride, bool kHs, bool kRes>
+NN_TARGET_AVX512 void depthwise_row16_t(const RowArgs& a, const EpilogueAvx512& shared_epi) {
   EpilogueAvx512 epi = shared_epi;
   epi.hard_swish = kHs;
   epi.residual = kRes;
@@ -333,10 +351,22 @@ NN_TARGET_AVX512 void depthwise_row16(const RowArgs& a, const EpilogueAvx512& sh
   const __mmask16 tail = mask16(C - full);
   for (size_t ox = 0; ox < a.ox_lo; ++ox) edge_pixel16<kRes>(a, ox, full, tail, epi);
   size_t ox = a.ox_lo;
-  for (; ox + 8 <= a.ox_hi; ox += 8) interior_pixels16<kKw, 8, kRes>(a, ox, full, tail, epi);
-  if (ox + 4 <= a.ox_hi) interior_pixels16<kKw, 4, kRes>(a, ox, full, tail, epi), ox += 4;
-  for (; ox < a.ox_hi; ++ox) interior_pixels16<kKw, 1, kRes>(a, ox, full, tail, epi);
+  for (; ox + 8 <= a.ox_hi; ox += 8) interior_pixels16<kKw, kStride, 8, kRes>(a, ox, full, tail, epi);
+  if (ox + 4 <= a.ox_hi) interior_pixels16<kKw, kStride, 4, kRes>(a, ox, full, tail, epi), ox += 4;
+  for (; ox < a.ox_hi; ++ox) interior_pixels16<kKw, kStride, 1, kRes>(a, ox, full, tail, epi);
   for (; ox < a.s->out_w; ++ox) edge_pixel16<kRes>(a, ox, full, tail, epi);
+}
+
+// All channel counts: unlike on AVX2, the column kernel beats the pointer-table one on
+// wide layers too (MobileNetV2, all depthwise native, 1 thread: 5.2 vs 5.8 ms; its 32-channel
+// 112x112 layer 0.13 vs 0.43 ms: per pixel, the tap table cost more than its 18 FMAs).
+template <int kKw, bool kHs, bool kRes>
+void depthwise_row16(const RowArgs& a, const EpilogueAvx512& epi) {
+  if constexpr (kKw > 0) {
+    if (a.s->dilation_w == 1 && a.s->stride_w == 1) return depthwise_row16_t<kKw, 1, kHs, kRes>(a, epi);
+    if (a.s->dilation_w == 1 && a.s->stride_w == 2) return depthwise_row16_t<kKw, 2, kHs, kRes>(a, epi);
+  }
+  depthwise_row16_t<kKw, 0, kHs, kRes>(a, epi);
 }
 
 template <int kKw>
