@@ -29,8 +29,8 @@ namespace nn::cpu {
 
 // True when this CPU has AVX2 and FMA (the kernels' instruction set).
 bool native_conv_supported();
-// True when NativeConv uses its AVX-512F micro-kernel: the CPU has AVX-512F and
-// NN_NO_AVX512 is unset (read when a conv is built, so tests can cover both kernels).
+// True when NativeConv and NativeDepthwise use their AVX-512F kernels: the CPU has
+// AVX-512F and NN_NO_AVX512 is unset (read when an op is built, so tests can cover both).
 bool native_avx512_enabled();
 
 struct NativeConvShape {
