@@ -141,11 +141,13 @@ NativeKind native_candidate(const Model& m, uint32_t k, const std::map<uint32_t,
     case OperationType::DEPTHWISE_CONV_2D:
       if (p->depth_multiplier != 1 || out.dims[3] != in.dims[3] || p->filter_h > NativeDepthwise::kMaxKernelH)
         return NativeKind::kNone;
-      // XNNPACK's 3x3 up16x9 dwconv beats ours on wide layers with nothing to fuse
+      // On AVX2, XNNPACK's 3x3 up16x9 dwconv beats ours on wide layers with nothing to fuse
       // (MobileNetV2: 10.3-10.9 vs 11.2-11.9 ms with all dw native); ours wins on narrow
       // ones (selfie's 16-channel decoder) and where the epilogue saves a pass (selfie's
-      // residual ADDs, LR-ASPP's 5x5 + HARD_SWISH: 17.6-18.8 vs 17.6-23.4 ms).
-      if (p->filter_h == 3 && p->filter_w == 3 && out.dims[3] > 32 && !feeds_epilogue_op(m, k, readers, statics))
+      // residual ADDs, LR-ASPP's 5x5 + HARD_SWISH: 17.6-18.8 vs 17.6-23.4 ms). Ours on
+      // AVX-512 wins everywhere (bench/README.md).
+      if (!native_avx512_enabled() && p->filter_h == 3 && p->filter_w == 3 && out.dims[3] > 32 &&
+          !feeds_epilogue_op(m, k, readers, statics))
         return NativeKind::kNone;
       return NativeKind::kDepthwise;
     case OperationType::TRANSPOSE_CONV_2D: {
@@ -547,8 +549,8 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
   return Status::ok();
 }
 
-// Tensors between steps share one arena: each lives from the step that writes it to the
-// last step that reads it, and tensors whose lives overlap get disjoint bytes (greedy by
+// Tensors between steps share one arena: each lives from the op that writes it to the
+// last op that reads it, and tensors whose lives overlap get disjoint bytes (greedy by
 // size, first fit, as TFLite's arena planner). Besides memory, reuse keeps the working set
 // in cache: the selfie decoder's 1 MB tensors cycle through a few slots.
 Status CpuPartition::plan_memory(const std::set<uint32_t>& partition_outputs) {
@@ -556,6 +558,23 @@ Status CpuPartition::plan_memory(const std::set<uint32_t>& partition_outputs) {
     uint32_t operand;
     size_t first, last, bytes, offset = 0;
   };
+  // Lives in positions finer than steps: a native or reference step runs its ops one after
+  // another, so each op (with the ops fused into it) is a position of its own and the
+  // tensors inside such a step reuse bytes too (one step of MobileNetV2's native convs and
+  // depthwise held every tensor apart: 12% slower). An XNNPACK step is one position.
+  std::map<uint32_t, size_t> written_at, last_read;
+  size_t pos = 0;
+  for (const Step& step : steps_) {
+    for (uint32_t k : step.ops) {
+      if (!step.xnn && !fused_into_.count(k) && k != step.ops.front()) ++pos;
+      const Operation& op = model_.operations[k];
+      for (uint32_t o : op.outputs) written_at.emplace(o, pos);
+      for (uint32_t i : op.inputs) last_read[i] = std::max(last_read[i], pos);
+      auto res = residual_of_.find(k);
+      if (res != residual_of_.end()) last_read[res->second] = std::max(last_read[res->second], pos);
+    }
+    ++pos;
+  }
   std::map<uint32_t, size_t> index;
   std::vector<Life> lives;
   for (size_t s = 0; s < steps_.size(); ++s)
@@ -564,13 +583,10 @@ Status CpuPartition::plan_memory(const std::set<uint32_t>& partition_outputs) {
         index[o] = lives.size();
         // XNNPACK's read slack past each tensor, 64-byte aligned starts.
         const size_t bytes = (model_.operands[o].byte_size() + kTensorSlackBytes + 63) / 64 * 64;
-        lives.push_back({o, s, s, bytes});
+        const size_t first = written_at.at(o);
+        auto r = last_read.find(o);
+        lives.push_back({o, first, r != last_read.end() ? std::max(first, r->second) : first, bytes});
       }
-  for (size_t s = 0; s < steps_.size(); ++s)
-    for (uint32_t i : steps_[s].inputs) {
-      auto it = index.find(i);
-      if (it != index.end()) lives[it->second].last = std::max(lives[it->second].last, s);
-    }
   std::vector<size_t> order(lives.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lives[a].bytes > lives[b].bytes; });

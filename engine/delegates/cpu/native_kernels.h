@@ -7,7 +7,8 @@
 //   f32 5x16 FMA3 GEMM/IGEMM kernels to the stack on every k step, which caps every dense
 //   conv at ~35 GFLOP/s on a core that peaks near 100 (a 1x1 conv 32x32x512->512 measured
 //   34.6 GFLOP/s).
-// - NativeDepthwise: depthwise conv (multiplier 1) on 8-channel vectors, two pixels per step.
+// - NativeDepthwise: depthwise conv (multiplier 1) on 16-channel AVX-512F or 8-channel AVX2
+//   vectors, several output pixels per step.
 // - NativeDeconv: transpose conv whose kernel equals its stride (no overlap, no padding),
 //   e.g. the 2x upsampling head of the selfie models: per input pixel a few dot products.
 //
@@ -28,8 +29,8 @@ namespace nn::cpu {
 
 // True when this CPU has AVX2 and FMA (the kernels' instruction set).
 bool native_conv_supported();
-// True when NativeConv uses its AVX-512F micro-kernel: the CPU has AVX-512F and
-// NN_NO_AVX512 is unset (read when a conv is built, so tests can cover both kernels).
+// True when NativeConv and NativeDepthwise use their AVX-512F kernels: the CPU has
+// AVX-512F and NN_NO_AVX512 is unset (read when an op is built, so tests can cover both).
 bool native_avx512_enabled();
 
 struct NativeConvShape {
@@ -106,7 +107,9 @@ class NativeDepthwise final : public NativeOp {
  private:
   NativeConvShape shape_;
   Epilogue epilogue_;
-  size_t c_pad_ = 0;  // channels rounded up to 8: the packed row length
+  bool avx512_ = false;  // the 16-lane AVX-512F kernels, else the 8-lane AVX2 ones
+  size_t lanes_ = 8;     // channels per packed block: 16 (AVX-512) or 8
+  size_t c_pad_ = 0;     // channels rounded up to lanes_: the packed row length
   size_t ox_lo_ = 0, ox_hi_ = 0;  // output columns needing no horizontal bounds checks
   AlignedFloats zeros_{nullptr, nullptr};  // what taps in the padding read
 };
