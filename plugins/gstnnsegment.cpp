@@ -328,6 +328,7 @@ static gboolean gst_nn_segment_start(GstBaseTransform* trans) {
     s->qos_earliest = GST_CLOCK_TIME_NONE;
     s->qos_proportion = 1.0;
     s->consecutive_late = 0;
+    s->first_running_time = GST_CLOCK_TIME_NONE;
     s->downstream_ms = 0;
     s->overrun_ms.clear();
     GST_OBJECT_UNLOCK(self);
@@ -494,6 +495,7 @@ static void reset_stream(GstNnSegment* self) {
   s->qos_earliest = GST_CLOCK_TIME_NONE;
   s->qos_proportion = 1.0;
   s->consecutive_late = 0;
+  s->first_running_time = GST_CLOCK_TIME_NONE;
   GST_OBJECT_UNLOCK(self);
 }
 

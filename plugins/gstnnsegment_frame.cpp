@@ -19,6 +19,10 @@
 // the decoder's start-up) is absorbed by skipping inference, and no frame is lost.
 static constexpr int kLateFramesBeforeDrop = 2;
 static constexpr double kDropProportion = 1.0;
+// No frame is dropped for lateness this soon after the first frame (running time): a
+// pipeline's start (decoder start-up, warm-ups, the queue filling) makes the first frames
+// late once; QoS drops are for a pipeline that stays behind. Inference is still skipped.
+static constexpr GstClockTime kDropGrace = GST_SECOND;
 // Mean absolute difference of 32x32 grey thumbnails (0..255) above which consecutive
 // frames are a scene cut: the previous mask belongs to another shot and must not be
 // reused. On Megamind.avi cuts measure 33..43, motion within a shot stays below 4.
@@ -151,8 +155,10 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
   // 1. Whatever finished since the last frame.
   if (auto r = s->segmenter->take_latest()) accept_result(self, *r, smoothing, threshold);
 
+  if (!GST_CLOCK_TIME_IS_VALID(s->first_running_time) && GST_CLOCK_TIME_IS_VALID(running_time))
+    s->first_running_time = running_time;
   // 2. QoS: a late frame first skips inference; if frames keep coming late while the
-  // pipeline falls behind, drop them.
+  // pipeline falls behind (and has been running for a while), drop them.
   const bool late =
       GST_CLOCK_TIME_IS_VALID(running_time) && GST_CLOCK_TIME_IS_VALID(earliest) && running_time <= earliest;
   if (late) {
@@ -160,7 +166,9 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
     s->inferences_skipped++;
     const int consecutive = ++s->consecutive_late;
     GST_OBJECT_UNLOCK(self);
-    if (consecutive > kLateFramesBeforeDrop && proportion >= kDropProportion) {
+    const bool settled = GST_CLOCK_TIME_IS_VALID(s->first_running_time) &&
+                         running_time >= s->first_running_time + kDropGrace;
+    if (consecutive > kLateFramesBeforeDrop && proportion >= kDropProportion && settled) {
       GST_OBJECT_LOCK(self);
       s->frames_dropped++;
       const guint64 processed = s->frames_out, dropped = s->frames_dropped;

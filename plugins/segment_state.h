@@ -43,6 +43,9 @@ struct SegmentState {
   GstClockTime qos_earliest = GST_CLOCK_TIME_NONE;
   gdouble qos_proportion = 1.0;
   int consecutive_late = 0;
+  // Running time of the first frame since start or flush: late frames in the first
+  // kDropGrace after it only skip inference (start-up transients: decoders, warm-ups).
+  GstClockTime first_running_time = GST_CLOCK_TIME_NONE;
   // Compositing time downstream (GST_NN_DOWNSTREAM_COST_EVENT), taken out of the budget
   // (OBJECT_LOCK).
   double downstream_ms = 0;

@@ -246,7 +246,8 @@ TEST_F(NnSegmentTest, QosSkipsInferenceThenDropsFrames) {
   // Downstream: "running time 10 s is the earliest I can still show".
   ASSERT_TRUE(gst_harness_push_upstream_event(
       h_, gst_event_new_qos(GST_QOS_TYPE_UNDERFLOW, 2.0, 0, 10 * GST_SECOND)));
-  out = push_pull(frame("RGBA", kW, kH, 33 * GST_MSECOND));
+  // (Frames from 2 s on: none is dropped in the first second, see the next test.)
+  out = push_pull(frame("RGBA", kW, kH, 2 * GST_SECOND + 33 * GST_MSECOND));
   GstNnMaskMeta* m = gst_buffer_get_nn_mask_meta(out);
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m->age, 1u) << "late frame: inference skipped, previous mask reused";
@@ -254,7 +255,7 @@ TEST_F(NnSegmentTest, QosSkipsInferenceThenDropsFrames) {
   EXPECT_EQ(stat_u64(seg_, "inferences-skipped"), 1u);
 
   for (int i = 2; i <= 4; ++i)
-    ASSERT_EQ(gst_harness_push(h_, frame("RGBA", kW, kH, i * 33 * GST_MSECOND)), GST_FLOW_OK);
+    ASSERT_EQ(gst_harness_push(h_, frame("RGBA", kW, kH, 2 * GST_SECOND + i * 33 * GST_MSECOND)), GST_FLOW_OK);
   // Second late frame still passes, the third and fourth are dropped.
   EXPECT_EQ(gst_harness_buffers_in_queue(h_), 1u);
   EXPECT_EQ(stat_u64(seg_, "frames-dropped"), 2u);
@@ -268,6 +269,26 @@ TEST_F(NnSegmentTest, QosSkipsInferenceThenDropsFrames) {
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m->age, 0u);
   gst_buffer_unref(out);
+}
+
+// The first second after start: a pipeline behind at its start (QoS proportion 2) only
+// skips inference; from 1 s of running time on, frames that keep coming late are dropped.
+TEST_F(NnSegmentTest, QosDropsNoFrameInTheFirstSecond) {
+  start("latency-budget=10000");
+  gst_buffer_unref(push_pull(frame("RGBA", kW, kH, 0)));
+  ASSERT_TRUE(wait_inferences(1));
+  ASSERT_TRUE(gst_harness_push_upstream_event(
+      h_, gst_event_new_qos(GST_QOS_TYPE_UNDERFLOW, 2.0, 0, 10 * GST_SECOND)));
+  for (int i = 1; i <= 6; ++i)
+    ASSERT_EQ(gst_harness_push(h_, frame("RGBA", kW, kH, i * 100 * GST_MSECOND)), GST_FLOW_OK);
+  EXPECT_EQ(gst_harness_buffers_in_queue(h_), 6u);
+  EXPECT_EQ(stat_u64(seg_, "frames-dropped"), 0u);
+  EXPECT_EQ(stat_u64(seg_, "inferences-skipped"), 6u);
+  for (int i = 1; i <= 6; ++i) gst_buffer_unref(gst_harness_pull(h_));
+  // Still late at 1.1 s: the third late frame in a row (consecutive since 0.1 s) goes.
+  ASSERT_EQ(gst_harness_push(h_, frame("RGBA", kW, kH, 1100 * GST_MSECOND)), GST_FLOW_OK);
+  EXPECT_EQ(stat_u64(seg_, "frames-dropped"), 1u);
+  EXPECT_EQ(gst_harness_buffers_in_queue(h_), 0u);
 }
 
 // A pipeline that keeps up on average (QoS proportion < 1) but had a late burst, as at
