@@ -51,7 +51,7 @@ const char* to_string(ThreadPriority p) {
 }
 
 ThreadPriority FrameThreadPriority::apply(ThreadPriority wanted) {
-  const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+  thread_local const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));  // once per thread, not per frame
   std::lock_guard<std::mutex> lock(mutex_);
   if (tid == last_tid_) return last_;
   last_tid_ = tid;
