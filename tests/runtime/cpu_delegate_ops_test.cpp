@@ -120,6 +120,28 @@ TEST_P(Channels, TransposeConvExplicitStride2) {
   check(b, "op 0 TRANSPOSE_CONV_2D", Runs::kNative);  // 2x2 stride 2: taps do not overlap
 }
 
+// The selfie head's form (one output channel: 4 dot products per pixel) and 3 output
+// channels (12 per pixel, not a multiple of the AVX-512 kernel's 4 pixels x 4 dots' 16),
+// widths 9 and 6 (pixel tails of 1 and 2), with a RELU and with or without a residual ADD in
+// the epilogue (one output channel without it has its own store path).
+TEST_P(Channels, TransposeConvStride2ReluResidual) {
+  const uint32_t c = GetParam();
+  for (bool residual : {false, true})
+    for (uint32_t out_c : {1u, 3u})
+      for (uint32_t width : {9u, 6u}) {
+        Built b;
+        uint32_t x = b.input({1, 5, width, c});
+        uint32_t skip = residual ? b.input({1, 10, 2 * width, out_c}) : 0;
+        uint32_t w = b.constant({out_c, 2, 2, c}, 21), bias = b.constant({out_c}, 22);
+        uint32_t y = b.op(T::TRANSPOSE_CONV_2D, {x, w, bias, b.i32(0), b.i32(0), b.i32(0), b.i32(0), b.i32(2),
+                                                   b.i32(2), b.i32(1), b.boolean(false)});
+        b.output(residual ? b.op(T::ADD, {y, skip, b.i32(0)}) : y);
+        SCOPED_TRACE("out_c " + std::to_string(out_c) + ", width " + std::to_string(width) +
+                     (residual ? ", residual" : ""));
+        check(b, "op 0 TRANSPOSE_CONV_2D", Runs::kNative);
+      }
+}
+
 TEST_P(Channels, TransposeConvImplicitSame3x3) {
   const uint32_t c = GetParam();
   Built b;
@@ -446,6 +468,53 @@ TEST_P(DwChannels, DepthwiseStride2ResidualRelu6Fuse) {
 
 INSTANTIATE_TEST_SUITE_P(OddSizes, DwChannels, ::testing::Values(1u, 13u, 16u, 17u, 31u, 32u, 33u, 127u));
 
+
+// A squeeze-and-excitation tail into the 1x1 conv that reads it: conv(x * gate) and
+// conv(x * gate + skip), gate one value per channel (a runtime tensor here, as the SE
+// block's LOGISTIC makes it). The MUL and ADD leave no step of their own; the conv runs
+// x on gate-scaled weights (and skip as a second GEMM segment). 9x11 pixels: a row tail
+// for both micro-kernels; checked on AVX-512, AVX2 and XNNPACK, 1 and 2 threads.
+TEST_P(Channels, GatedInputFusesIntoPointwiseConv) {
+  const uint32_t c = GetParam();
+  for (bool with_skip : {false, true}) {
+    Built b;
+    uint32_t x = b.input({1, 9, 11, c});
+    uint32_t gate = b.input({1, 1, 1, c});
+    uint32_t skip = with_skip ? b.input({1, 9, 11, c}) : 0;
+    uint32_t w = b.constant({37, 1, 1, c}, 41), bias = b.constant({37}, 42);
+    uint32_t gated = b.op(T::MUL, {gate, x, b.i32(0)});  // the gate first: either order fuses
+    uint32_t in = with_skip ? b.op(T::ADD, {skip, gated, b.i32(0)}) : gated;
+    b.output(b.op(T::CONV_2D, {in, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1)}));
+    SCOPED_TRACE(with_skip ? "with skip" : "gate only");
+    const std::string conv = "op " + std::string(with_skip ? "2" : "1") + " CONV_2D";
+    check(b, conv, Runs::kNative);
+    auto r = profiled_cpu(b);
+    EXPECT_EQ(nn_test::count_steps(r, "MUL [xnnpack]"), 0) << nn_test::step_labels(r);
+    EXPECT_EQ(nn_test::count_steps(r, "ADD [xnnpack]"), 0) << nn_test::step_labels(r);
+  }
+}
+
+// What must not fuse into a conv's input: a gated tensor someone else reads too, a gate
+// that is not per channel, a MUL with an activation.
+TEST(CpuDelegateFusion, GatedInputStaysUnfusedWhenShared) {
+  Built b;
+  uint32_t x = b.input({1, 6, 7, 13});
+  uint32_t gate = b.input({1, 1, 1, 13});
+  uint32_t plane = b.input({1, 6, 7, 1});
+  uint32_t w = b.constant({13, 1, 1, 13}, 43), bias = b.constant({13}, 44);
+  uint32_t shared = b.op(T::MUL, {x, gate, b.i32(0)});
+  uint32_t conv1 = b.op(T::CONV_2D, {shared, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
+  uint32_t by_plane = b.op(T::MUL, {conv1, plane, b.i32(0)});
+  uint32_t conv2 = b.op(T::CONV_2D, {by_plane, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
+  uint32_t relu_mul = b.op(T::MUL, {conv2, gate, b.i32(1)});
+  uint32_t conv3 = b.op(T::CONV_2D, {relu_mul, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
+  b.output(conv3);
+  b.output(shared);
+  auto r = profiled_cpu(b);
+  EXPECT_LE(r.max_rel_error, kTolerance);
+  EXPECT_EQ(nn_test::count_steps(r, "MUL [xnnpack]"), 3) << nn_test::step_labels(r);
+  EXPECT_EQ(nn_test::count_steps(r, "CONV_2D [native]"), 3) << nn_test::step_labels(r);
+}
 
 // What must not fuse: an ADD that broadcasts, and a conv output that is also a model
 // output (it has to be written as is). Both still match the reference.

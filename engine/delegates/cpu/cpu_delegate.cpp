@@ -197,6 +197,75 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
   return nullptr;
 }
 
+// A squeeze-and-excitation tail a native 1x1 conv reads in place (NativeConv::run_scaled):
+// conv(MUL(x, gate)) or conv(ADD(MUL(x, gate), skip)), gate one value per channel. The
+// selfie decoder's MUL + ADD at 128x128 were 7% of the model; folded, they cost a second
+// GEMM segment of 16 channels.
+struct ScaledInput {
+  uint32_t x = 0, gate = 0;
+  std::optional<uint32_t> sum;
+  std::vector<uint32_t> ops;  // the MUL (and ADD) the conv absorbs, in execution order
+};
+
+bool fuses_nothing(const Operation& op, const StaticLookup& statics) {
+  if (op.inputs.size() != 3) return false;
+  const void* fuse = statics(op.inputs[2]);
+  return fuse && *static_cast<const int32_t*>(fuse) == 0;
+}
+
+bool pointwise_conv(const Model& m, const Operation& op) {
+  std::string why;
+  auto p = parse_window_op(m, op, &why);
+  const Dims& in = m.operands[op.inputs[0]].dims;
+  const Dims& out = m.operands[op.outputs[0]].dims;
+  return p && p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+         p->pad_left == 0 && p->pad_bottom == 0 && p->pad_right == 0 && in.size() == 4 && out.size() == 4 &&
+         in[1] == out[1] && in[2] == out[2];
+}
+
+// `only_reader` says whether an operand feeds exactly the given op and is not visible
+// outside the partition; `producer` which fusable op (XNNPACK-lowered, not yet fused)
+// writes it, or -1.
+std::optional<ScaledInput> scaled_input_of(const Model& m, uint32_t conv, const StaticLookup& statics,
+                                           const std::function<bool(uint32_t, uint32_t)>& only_reader,
+                                           const std::function<int64_t(uint32_t)>& producer) {
+  const Operation& op = m.operations[conv];
+  if (op.type != OperationType::CONV_2D || !pointwise_conv(m, op)) return std::nullopt;
+  const uint32_t t = op.inputs[0];
+  const Dims& dims = m.operands[t].dims;
+  // x * gate with gate [.., C] all ones but the channels, x shaped like the conv's input.
+  auto gated = [&](uint32_t operand, uint32_t reader) -> std::optional<ScaledInput> {
+    const int64_t k = producer(operand);
+    if (k < 0 || !only_reader(operand, reader)) return std::nullopt;
+    const Operation& mul = m.operations[k];
+    if (mul.type != OperationType::MUL || !fuses_nothing(mul, statics)) return std::nullopt;
+    for (int side = 0; side < 2; ++side) {
+      const uint32_t x = mul.inputs[side], gate = mul.inputs[1 - side];
+      const Dims& g = m.operands[gate].dims;
+      bool per_channel = !g.empty() && g.back() == dims.back() && m.has_value(gate);
+      for (size_t i = 0; i + 1 < g.size(); ++i) per_channel = per_channel && g[i] == 1;
+      if (per_channel && m.operands[x].dims == dims && !statics(x) && x != gate)
+        return ScaledInput{x, gate, std::nullopt, {uint32_t(k)}};
+    }
+    return std::nullopt;
+  };
+  if (auto direct = gated(t, conv)) return direct;
+  const int64_t a = producer(t);
+  if (a < 0 || !only_reader(t, conv)) return std::nullopt;
+  const Operation& add = m.operations[a];
+  if (add.type != OperationType::ADD || !fuses_nothing(add, statics)) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    const uint32_t u = add.inputs[side], skip = add.inputs[1 - side];
+    if (u == skip || m.operands[skip].dims != dims || statics(skip) || !m.has_value(skip)) continue;
+    if (auto g = gated(u, uint32_t(a))) {
+      if (g->x == skip || g->gate == skip) continue;
+      g->sum = skip;
+      g->ops.push_back(uint32_t(a));
+      return g;
+    }
+  }
+  return std::nullopt;
+}
 
 class CpuPartition final : public CompiledPartition {
  public:
@@ -234,6 +303,7 @@ class CpuPartition final : public CompiledPartition {
   std::map<uint32_t, std::pair<float, float>> clamp_;       // producer op -> [lo, hi]
   std::map<uint32_t, std::vector<uint32_t>> chain_;         // producer op -> ops fused into it, in order
   std::map<uint32_t, uint32_t> residual_of_;                // native op -> operand its epilogue adds
+  std::map<uint32_t, ScaledInput> scaled_input_;            // native 1x1 conv -> the gated input it reads
   std::map<uint32_t, std::unique_ptr<NativeOp>> native_;    // ops run by nnpipe's kernels
   std::vector<Step> steps_;
 };
@@ -406,6 +476,35 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
     xnn_own_clamp(model_, model_.operations[k], &lo, &hi);
     clamp_[k] = {lo, hi};
   }
+  // Squeeze-and-excitation tails into the native 1x1 conv that reads them (before the
+  // epilogues, so the MUL / ADD they absorb take part in no other fusion).
+  {
+    std::map<uint32_t, uint32_t> writer;
+    for (uint32_t k : live)
+      for (uint32_t o : model_.operations[k].outputs) writer[o] = k;
+    auto only_reader = [&](uint32_t operand, uint32_t op) {
+      const auto& r = readers[operand];
+      return r.size() == 1 && r[0] == op && !partition_outputs.count(operand) && !model_outputs.count(operand);
+    };
+    auto producer = [&](uint32_t operand) -> int64_t {
+      auto w = writer.find(operand);
+      return w != writer.end() && xnn_ops.count(w->second) && !native_ops.count(w->second) &&
+                     !fused_into_.count(w->second)
+                 ? int64_t(w->second)
+                 : -1;
+    };
+    if (!std::getenv("NN_NO_SE_FUSION"))
+      for (auto [k, kind] : native_ops) {
+        if (kind != NativeKind::kConv) continue;
+        auto si = scaled_input_of(model_, k, statics, only_reader, producer);
+        if (!si) continue;
+        for (uint32_t f : si->ops) {
+          fused_into_[f] = k;
+          chain_[k].push_back(f);
+        }
+        scaled_input_[k] = std::move(*si);
+      }
+  }
   std::map<uint32_t, Epilogue> epilogues;  // native op -> what it applies before storing
   for (uint32_t k : live) {
     if (!xnn_ops.count(k) || fused_into_.count(k)) continue;
@@ -453,6 +552,10 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
     std::tie(e.lo, e.hi) = clamp_.at(k);
     std::unique_ptr<NativeOp> native = make_native_op(model_, k, kind, statics, e);
     NN_CHECK_OR_RETURN(native && native->ok(), StatusCode::kOutOfMemory, op_label(model_, k) + ": packing weights");
+    auto si = scaled_input_.find(k);
+    if (si != scaled_input_.end())
+      NN_CHECK_OR_RETURN(static_cast<NativeConv&>(*native).enable_scaled_input(si->second.sum.has_value()),
+                         StatusCode::kOutOfMemory, op_label(model_, k) + ": gated weights");
     native_[k] = std::move(native);
   }
 
@@ -467,8 +570,15 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
   auto reads = [&](uint32_t k) -> std::vector<uint32_t> {
     if (fused_into_.count(k)) return {};
     std::vector<uint32_t> r;
+    auto si = scaled_input_.find(k);
+    if (si != scaled_input_.end()) {  // reads x, the gate and the sum in place of its input
+      r.push_back(si->second.x);
+      r.push_back(si->second.gate);
+      if (si->second.sum) r.push_back(*si->second.sum);
+    }
     for (uint32_t i : model_.operations[k].inputs)
-      if (model_.has_value(i) && !static_data(i)) r.push_back(i);
+      if (model_.has_value(i) && !static_data(i) && !(si != scaled_input_.end() && i == model_.operations[k].inputs[0]))
+        r.push_back(i);
     auto res = residual_of_.find(k);
     if (res != residual_of_.end() && std::find(r.begin(), r.end(), res->second) == r.end())
       r.push_back(res->second);
@@ -646,9 +756,16 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
         auto out = output_of_.find(k);
         RefOp r;
         r.op = k;
-        r.in.push_back(pointer(model_.operations[k].inputs[0]));
+        auto si = scaled_input_.find(k);
+        r.in.push_back(pointer(si != scaled_input_.end() ? si->second.x : model_.operations[k].inputs[0]));
         auto res = residual_of_.find(k);
         r.in.push_back(res != residual_of_.end() ? pointer(res->second) : nullptr);
+        if (si != scaled_input_.end()) {  // in[2] the gate, in[3] the sum (or null)
+          r.in.push_back(pointer(si->second.gate));
+          r.in.push_back(si->second.sum ? pointer(*si->second.sum) : nullptr);
+          NN_CHECK_OR_RETURN(r.in[2] && (!si->second.sum || r.in[3]), StatusCode::kInternal,
+                             step.label + ": no buffer for the gated input");
+        }
         r.out.push_back(pointer(out != output_of_.end() ? out->second : model_.operations[k].outputs[0]));
         NN_CHECK_OR_RETURN(r.in[0] && r.out[0] && (res == residual_of_.end() || r.in[1]), StatusCode::kInternal,
                            step.label + ": no buffer");
@@ -700,9 +817,14 @@ Status CpuPartition::run() {
       NN_CHECK_OR_RETURN(s == xnn_status_success, StatusCode::kInternal,
                          step.label + ": xnn_invoke_runtime: " + xnn_status_name(s));
     } else if (step.kind == kNativeStep) {
-      for (const RefOp& r : step.ref_ops)
-        native_.at(r.op)->run(static_cast<const float*>(r.in[0]), static_cast<const float*>(r.in[1]),
-                              static_cast<float*>(r.out[0]), options_.threadpool);
+      for (const RefOp& r : step.ref_ops) {
+        auto in = [&](size_t i) { return static_cast<const float*>(r.in[i]); };
+        if (r.in.size() > 2)
+          static_cast<const NativeConv&>(*native_.at(r.op))
+              .run_scaled(in(0), in(2), in(3), in(1), static_cast<float*>(r.out[0]), options_.threadpool);
+        else
+          native_.at(r.op)->run(in(0), in(1), static_cast<float*>(r.out[0]), options_.threadpool);
+      }
     } else {
       for (const RefOp& r : step.ref_ops) {
         OpContext ctx{model_, model_.operations[r.op], r.in, r.out};

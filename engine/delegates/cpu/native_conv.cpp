@@ -289,6 +289,8 @@ struct NativeConv::Task {
   const float* input;
   const float* residual;
   float* output;
+  const float* weights;         // packed_, or run_scaled's copy
+  const float* second;          // pointwise only: a second A matrix (its own k rows of weights), or null
 };
 
 namespace {
@@ -361,10 +363,10 @@ struct Avx2Gemm {
   using Epi = EpilogueAvx2;
   static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
                      const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
+    const float* rows[16];  // each segment's run at row r (implicit GEMM: m <= kRows, r = 0)
     for (size_t r = 0; r < m; r += kRows) {
-      const float* a = seg_a[0] + r * lda;
-      kernel_6x16(std::min(kRows, m - r), nr, segments, segments == 1 ? &a : seg_a, k, lda, w, c + r * ldc,
-                  res + r * ldc, ldc, epi);
+      for (size_t s = 0; s < segments; ++s) rows[s] = seg_a[s] ? seg_a[s] + r * lda : nullptr;
+      kernel_6x16(std::min(kRows, m - r), nr, segments, rows, k, lda, w, c + r * ldc, res + r * ldc, ldc, epi);
     }
   }
 };
@@ -407,11 +409,12 @@ void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_
   const typename Gemm::Epi epi(conv.epilogue_);
   if (conv.pointwise_) {
     // One call per panel over all of the tile's rows (their A block stays in cache).
-    const float* a = t.input + m0 * s.in_c;
+    const float* a[2] = {t.input + m0 * s.in_c, t.second ? t.second + m0 * s.in_c : nullptr};
+    const size_t segments = t.second ? 2 : 1, pointwise_panel = kPanel * (segments * k + 1);
     for (size_t j = j0; j < j0 + j_count; ++j) {
       const size_t at = m0 * ldc + j * kPanel;
-      Gemm::kernel(m_count, std::min(kPanel, ldc - j * kPanel), 1, &a, k, s.in_c, conv.packed_.get() + j * panel_size,
-                   t.output + at, t.residual + at, ldc, epi);
+      Gemm::kernel(m_count, std::min(kPanel, ldc - j * kPanel), segments, a, k, s.in_c,
+                   t.weights + j * pointwise_panel, t.output + at, t.residual + at, ldc, epi);
     }
     return;
   }
@@ -450,7 +453,7 @@ void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_
     for (size_t j = j0; j < j0 + j_count; ++j) {
       const size_t at = (m0 + r) * ldc + j * kPanel;
       const size_t nr = std::min(kPanel, ldc - j * kPanel);
-      const float* w = conv.packed_.get() + j * panel_size;
+      const float* w = t.weights + j * panel_size;
       if (implicit[tile])
         Gemm::kernel(mr, nr, conv.segments_, &seg[tile * conv.segments_], run_k, run_lda, w, t.output + at,
                      t.residual + at, ldc, epi);
@@ -461,6 +464,42 @@ void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_
 }
 
 void NativeConv::run(const float* input, const float* residual, float* output, pthreadpool_t pool) const {
+  // Without a residual the kernel is handed the output as one (never read): no null offsets.
+  Task task{this, input, residual ? residual : output, output, packed_.get(), nullptr};
+  dispatch(task, 1, pool);
+}
+
+bool NativeConv::enable_scaled_input(bool with_sum) {
+  if (!pointwise_ || !packed_) return false;
+  scaled_sum_ = with_sum;
+  const size_t width = wide_ ? kNr512 : kNr;
+  scaled_ = allocate_floats(n_blocks_ * width * ((with_sum ? 2 : 1) * k_ + 1));
+  return scaled_ != nullptr;
+}
+
+void NativeConv::run_scaled(const float* x, const float* scale, const float* sum, const float* residual,
+                            float* output, pthreadpool_t pool) const {
+  // Per panel: the bias, then k rows scaled by their input channel's gate, then (with a
+  // sum) the same k rows unscaled.
+  const size_t width = wide_ ? kNr512 : kNr, segments = scaled_sum_ ? 2 : 1;
+  const size_t src_panel = width * (k_ + 1), dst_panel = width * (segments * k_ + 1);
+  for (size_t j = 0; j < n_blocks_; ++j) {
+    const float* src = packed_.get() + j * src_panel;
+    float* dst = scaled_.get() + j * dst_panel;
+    std::memcpy(dst, src, width * sizeof(float));
+    for (size_t q = 0; q < k_; ++q) {
+      const float g = scale[q];
+      const float* row = src + width + q * width;
+      float* out = dst + width + q * width;
+      for (size_t c = 0; c < width; ++c) out[c] = row[c] * g;
+    }
+    if (scaled_sum_) std::memcpy(dst + width + k_ * width, src + width, k_ * width * sizeof(float));
+  }
+  Task task{this, x, residual ? residual : output, output, scaled_.get(), scaled_sum_ ? sum : nullptr};
+  dispatch(task, segments, pool);
+}
+
+void NativeConv::dispatch(Task& task, size_t segments, pthreadpool_t pool) const {
   const size_t m_total = size_t(shape_.batch) * shape_.out_h * shape_.out_w;
   void (*tile_fn)(void*, size_t, size_t, size_t, size_t) = &run_tile<Avx2Gemm>;
   size_t rows = Avx2Gemm::kRows, width = Avx2Gemm::kPanel;
@@ -470,15 +509,13 @@ void NativeConv::run(const float* input, const float* residual, float* output, p
   else if (avx512_)
     tile_fn = &run_tile<Avx512Gemm<1>>, rows = Avx512Gemm<1>::kRows, width = Avx512Gemm<1>::kPanel;
 #endif
-  const size_t panel = width * (k_ + 1);
+  const size_t panel = width * (segments * k_ + 1);
   // Tiles: enough row tiles for two threads to share; panels per tile such that the
   // weights a tile walks stay in L2 while its rows stay in L1.
   const size_t panel_bytes = panel * sizeof(float);
   size_t tile_n = std::max<size_t>(1, std::min(n_blocks_, (size_t(256) << 10) / panel_bytes));
   size_t tile_m = rows * 8;
   if (pool && m_total < tile_m * 4) tile_m = rows * std::max<size_t>(1, (m_total / rows + 3) / 4);
-  // Without a residual the kernel is handed the output as one (never read): no null offsets.
-  Task task{this, input, residual ? residual : output, output};
   if (!pool) {
     for (size_t j0 = 0; j0 < n_blocks_; j0 += tile_n)
       for (size_t m0 = 0; m0 < m_total; m0 += tile_m)

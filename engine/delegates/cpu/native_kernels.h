@@ -69,6 +69,15 @@ class NativeConv final : public NativeOp {
 
   // A 1x1, stride 1, unpadded conv reads the input as the GEMM's A matrix (no im2col).
   bool is_pointwise() const { return pointwise_; }
+
+  // Pointwise convs only: the conv of x * scale (+ sum) with scale one value per input
+  // channel, the tail of a squeeze-and-excitation block (MUL by the gate, then maybe the
+  // ADD of a skip tensor). The scale goes into a copy of the weights each run (in_c x out_c
+  // multiplies, not a pass over the tensor); the sum is a second GEMM segment on the plain
+  // weights. enable_scaled_input sizes that copy once (false when out of memory).
+  bool enable_scaled_input(bool with_sum);
+  void run_scaled(const float* x, const float* scale, const float* sum, const float* residual, float* output,
+                  pthreadpool_t pool) const;
   const Epilogue& epilogue() const { return epilogue_; }
   const NativeConvShape& shape() const { return shape_; }
 
@@ -77,6 +86,7 @@ class NativeConv final : public NativeOp {
  private:
   template <class Gemm>
   static void run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_t j_count);
+  void dispatch(Task& task, size_t segments, pthreadpool_t pool) const;
 
   NativeConvShape shape_;
   Epilogue epilogue_;
@@ -86,6 +96,8 @@ class NativeConv final : public NativeOp {
   size_t k_ = 0;         // GEMM depth: kernel_h * kernel_w * in_c
   size_t segments_ = 0;  // runs of A per output pixel read in place: kernel_h, or 0 (im2col only)
   size_t n_blocks_ = 0;  // out_c in panels of 32 (AVX-512) or 16
+  bool scaled_sum_ = false;  // run_scaled's weights carry a second (plain) segment
+  mutable AlignedFloats scaled_{nullptr, nullptr};  // run_scaled's weights, rewritten per run
 };
 
 class NativeDepthwise final : public NativeOp {
@@ -126,8 +138,9 @@ class NativeDeconv final : public NativeOp {
  private:
   NativeConvShape shape_;
   Epilogue epilogue_;
+  bool avx512_ = false;  // 4 pixels x 4 dot products per step on AVX-512F, else 4 dots on AVX2
   size_t n_ = 0;      // dot products per input pixel: kernel_h * kernel_w * out_c
-  size_t c_pad_ = 0;  // in_c rounded up to 8
+  size_t c_pad_ = 0;  // in_c rounded up to 16 (AVX-512) or 8
   std::vector<float> bias_;
   std::vector<size_t> offsets_;  // output element of dot product n, from the pixel's first
 };
