@@ -15,6 +15,7 @@
 
 #include "nn/ops/registry.h"
 #include "ops/conv_util.h"
+#include "ops/resize_taps.h"
 #include "ops/tensor_util.h"
 
 namespace nn {
@@ -100,26 +101,6 @@ float resize_scale(uint32_t in, uint32_t out, bool align_corners) {
   return static_cast<float>(in) / static_cast<float>(out);
 }
 
-// One axis of bilinear sampling: the two clamped neighbours and the weight of the upper one.
-struct Taps {
-  uint32_t lo = 0, hi = 0;
-  float frac = 0.f;
-};
-
-std::vector<Taps> bilinear_taps(uint32_t in, uint32_t out, bool align_corners, bool half_pixel) {
-  const float scale = resize_scale(in, out, align_corners);
-  std::vector<Taps> taps(out);
-  for (uint32_t d = 0; d < out; ++d) {
-    const float src =
-        half_pixel ? (static_cast<float>(d) + 0.5f) * scale - 0.5f : static_cast<float>(d) * scale;
-    const float below = std::floor(src);
-    const int64_t lo = std::max<int64_t>(static_cast<int64_t>(below), 0);
-    const int64_t hi = std::min<int64_t>(static_cast<int64_t>(std::ceil(src)), in - 1);
-    taps[d] = {static_cast<uint32_t>(lo), static_cast<uint32_t>(hi), src - static_cast<float>(lo)};
-  }
-  return taps;
-}
-
 std::vector<uint32_t> nearest_taps(uint32_t in, uint32_t out, bool align_corners, bool half_pixel) {
   const float scale = resize_scale(in, out, align_corners);
   const float offset = half_pixel ? 0.5f : 0.f;
@@ -138,16 +119,16 @@ Status run_bilinear(const OpContext& ctx) {
   NN_ASSIGN_OR_RETURN(ResizeParams p, parse_resize(ctx.model, ctx.op));
   conv_util::FloatInput x(ctx.input(0), ctx.input_data[0]);
   conv_util::FloatOutput y(ctx.output(0), ctx.output_data[0]);
-  const std::vector<Taps> ty = bilinear_taps(p.in_h, p.out_h, p.align_corners, p.half_pixel_centers);
-  const std::vector<Taps> tx = bilinear_taps(p.in_w, p.out_w, p.align_corners, p.half_pixel_centers);
+  const std::vector<BilinearTap> ty = bilinear_taps(p.in_h, p.out_h, p.align_corners, p.half_pixel_centers);
+  const std::vector<BilinearTap> tx = bilinear_taps(p.in_w, p.out_w, p.align_corners, p.half_pixel_centers);
   const size_t c_count = p.channels;
   for (size_t n = 0; n < p.batch; ++n)
     for (size_t oy = 0; oy < p.out_h; ++oy) {
-      const Taps& v = ty[oy];
+      const BilinearTap& v = ty[oy];
       const float* row0 = x.data() + (n * p.in_h + v.lo) * p.in_w * c_count;
       const float* row1 = x.data() + (n * p.in_h + v.hi) * p.in_w * c_count;
       for (size_t ox = 0; ox < p.out_w; ++ox) {
-        const Taps& h = tx[ox];
+        const BilinearTap& h = tx[ox];
         const float* p00 = row0 + h.lo * c_count;
         const float* p01 = row0 + h.hi * c_count;
         const float* p10 = row1 + h.lo * c_count;
@@ -184,6 +165,20 @@ Status run_nearest(const OpContext& ctx) {
 void register_resize_ops(OpRegistry& r) {
   r.add({OperationType::RESIZE_BILINEAR, prepare_resize, run_bilinear});
   r.add({OperationType::RESIZE_NEAREST_NEIGHBOR, prepare_resize, run_nearest});
+}
+
+std::vector<BilinearTap> bilinear_taps(uint32_t in, uint32_t out, bool align_corners, bool half_pixel) {
+  const float scale = resize_scale(in, out, align_corners);
+  std::vector<BilinearTap> taps(out);
+  for (uint32_t d = 0; d < out; ++d) {
+    const float src =
+        half_pixel ? (static_cast<float>(d) + 0.5f) * scale - 0.5f : static_cast<float>(d) * scale;
+    const float below = std::floor(src);
+    const int64_t lo = std::max<int64_t>(static_cast<int64_t>(below), 0);
+    const int64_t hi = std::min<int64_t>(static_cast<int64_t>(std::ceil(src)), in - 1);
+    taps[d] = {static_cast<uint32_t>(lo), static_cast<uint32_t>(hi), src - static_cast<float>(lo)};
+  }
+  return taps;
 }
 
 }  // namespace nn

@@ -87,7 +87,7 @@ bool is_activation(OperationType t) {
 
 // Ops nnpipe's own kernels run (native_kernels.h says why), among those XNNPACK could
 // also take (fp32, static weights, NHWC). NN_NO_NATIVE_CONV=1 leaves them all to XNNPACK.
-enum class NativeKind { kNone, kConv, kDepthwise, kDeconv };
+enum class NativeKind { kNone, kConv, kDepthwise, kDeconv, kResize };
 
 // When `add` is an ADD of `out` and another tensor of the same shape (no broadcast, a
 // constant fuse code), that other operand: the residual a native epilogue can add. The one
@@ -133,6 +133,10 @@ NativeKind native_candidate(const Model& m, uint32_t k, const std::map<uint32_t,
   const Operand& out = m.operands[op.outputs[0]];
   if (out.dims.size() != 4 || in.dims.size() != 4) return NativeKind::kNone;
   std::string why;
+  if (op.type == OperationType::RESIZE_BILINEAR)  // fp32 NHWC with INT32 sizes (parse_resize)
+    return native_avx512_enabled() && in.type == OperandType::TENSOR_FLOAT32 && parse_resize(m, op, &why)
+               ? NativeKind::kResize
+               : NativeKind::kNone;
   auto p = parse_window_op(m, op, &why);
   if (!p) return NativeKind::kNone;
   switch (op.type) {
@@ -170,6 +174,14 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
                                          const Epilogue& epilogue) {
   const Operation& op = m.operations[k];
   std::string why;
+  if (kind == NativeKind::kResize) {
+    auto r = parse_resize(m, op, &why);
+    const Dims& in = m.operands[op.inputs[0]].dims;
+    if (!r) return nullptr;
+    NativeResizeShape s{uint32_t(in[0]), uint32_t(in[1]), uint32_t(in[2]), uint32_t(in[3]), r->out_h, r->out_w,
+                        r->align_corners, r->half_pixel_centers};
+    return std::make_unique<NativeResize>(s);
+  }
   auto p = parse_window_op(m, op, &why);
   if (!p) return nullptr;
   const Operand& in = m.operands[op.inputs[0]];
@@ -191,6 +203,7 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
       return std::make_unique<NativeDepthwise>(s, weights, bias, epilogue);
     case NativeKind::kDeconv:
       return std::make_unique<NativeDeconv>(s, weights, bias, epilogue);
+    case NativeKind::kResize:
     case NativeKind::kNone:
       break;
   }

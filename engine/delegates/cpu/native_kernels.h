@@ -11,6 +11,7 @@
 //   vectors, several output pixels per step.
 // - NativeDeconv: transpose conv whose kernel equals its stride (no overlap, no padding),
 //   e.g. the 2x upsampling head of the selfie models: per input pixel a few dot products.
+// - NativeResize: bilinear resize, two blends per output pixel (AVX-512F only).
 //
 // Every kernel applies an Epilogue (native_epilogue.h) before storing, so a following
 // RELU*, HARD_SWISH and residual ADD cost no extra pass. Weights are packed once.
@@ -143,6 +144,29 @@ class NativeDeconv final : public NativeOp {
   size_t c_pad_ = 0;  // in_c rounded up to 16 (AVX-512) or 8
   std::vector<float> bias_;
   std::vector<size_t> offsets_;  // output element of dot product n, from the pixel's first
+};
+
+struct NativeResizeShape {
+  uint32_t batch = 1, in_h = 0, in_w = 0, channels = 0, out_h = 0, out_w = 0;
+  bool align_corners = false, half_pixel_centers = false;
+};
+
+// RESIZE_BILINEAR with the reference kernel's sampling rule (ops/resize_taps.h); AVX-512F
+// only (elsewhere XNNPACK's runs). Takes no epilogue and no residual.
+class NativeResize final : public NativeOp {
+ public:
+  explicit NativeResize(const NativeResizeShape& shape);
+  void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
+
+  struct Tap {
+    size_t lo, hi;
+    float frac;
+  };
+  struct Task;
+
+ private:
+  NativeResizeShape shape_;
+  std::vector<Tap> rows_, cols_;  // per output row / column
 };
 
 }  // namespace nn::cpu
