@@ -88,6 +88,11 @@ def main():
     peak = run_json([os.path.join(BUILD, "bench", "nnpeak")]) or {"gflops": float("nan"), "isa": "?"}
     print(f"one-core fp32 peak: {peak['gflops']:.1f} GFLOP/s ({peak['isa']}), CPU: {cpu_name()}, "
           f"{os.cpu_count()} cores")
+    # The cost of handing data to the other core bounds how well small models scale.
+    cores = run_json([os.path.join(BUILD, "bench", "nncores")]) or {}
+    if cores.get("round_trip_ns"):
+        print(f"core-to-core: round trip {cores['round_trip_ns']:.0f} ns, reading 1 MiB the other core wrote "
+              f"{cores['cross_read_gbps']:.0f} GB/s (own: {cores['local_read_gbps']:.0f} GB/s)")
 
     rows = []
     for name in args.models.split(","):
@@ -146,7 +151,8 @@ def main():
             rows.append(row)
             print(format_row(row))
 
-    machine = {"cpu": cpu_name(), "cores": os.cpu_count(), "peak_gflops_1core": peak["gflops"], "isa": peak["isa"]}
+    machine = {"cpu": cpu_name(), "cores": os.cpu_count(), "peak_gflops_1core": peak["gflops"], "isa": peak["isa"],
+               "core_to_core": cores}
     with open(os.path.join(RESULTS, "engine.json"), "w") as f:
         json.dump({"machine": machine, "rows": rows}, f, indent=2)
     keys = ["model", "threads", "nnpipe_ms", "nnpipe_p90", "nnpipe_p99", "ort_ms", "torch_ms", "opencv_ms", "vs_ort",
@@ -179,7 +185,7 @@ def markdown_table(rows, machine, args):
              f"{machine['peak_gflops_1core']:.1f} GFLOP/s ({machine['isa']}). nnpipe and ONNX Runtime: median "
              f"of {args.rounds} alternating rounds of {args.runs} runs after {args.warmup} warm-up runs "
              f"(`/usr/bin/python3 bench/run.py --runs {args.runs} --rounds {args.rounds} --readme`); PyTorch and "
-             f"OpenCV: one round.", "",
+             f"OpenCV: one round.{cores_sentence(machine.get('core_to_core') or {})}", "",
              "| model | threads | nnpipe ms (p90) | ONNX Runtime ms | PyTorch ms | OpenCV DNN ms | nnpipe / ORT | "
              "GFLOP/s | % peak | load+pack ms |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -188,7 +194,25 @@ def markdown_table(rows, machine, args):
                      f"{fmt(r.get('ort_ms'))} | {fmt(r.get('torch_ms'))} | {fmt(r.get('opencv_ms'))} | "
                      f"{fmt(r.get('vs_ort'))} | {fmt(r.get('gflops'), '.1f')} | {fmt(r.get('pct_peak'), '.0f')} | "
                      f"{fmt(r.get('load_ms'))} |")
+    scaling = []
+    for model in dict.fromkeys(r["model"] for r in rows):
+        by_t = {r["threads"]: r for r in rows if r["model"] == model}
+        if 1 in by_t and 2 in by_t and by_t[2].get("nnpipe_ms"):
+            line = f"{model} {by_t[1]['nnpipe_ms'] / by_t[2]['nnpipe_ms']:.2f}x"
+            if by_t[1].get("ort_ms") and by_t[2].get("ort_ms"):
+                line += f" (ONNX Runtime {by_t[1]['ort_ms'] / by_t[2]['ort_ms']:.2f}x)"
+            scaling.append(line)
+    if scaling:
+        lines += ["", "2 threads vs 1 (latency at 1 / at 2): " + ", ".join(scaling) + "."]
     return "\n".join(lines)
+
+
+def cores_sentence(c):
+    if not c.get("round_trip_ns"):
+        return ""
+    return (f" Core to core (`build/bench/nncores`): a cache line's round trip {c['round_trip_ns']:.0f} ns; "
+            f"1 MiB the other core just wrote reads at {c['cross_read_gbps']:.0f} GB/s, "
+            f"{c['local_read_gbps']:.0f} GB/s when this core wrote it.")
 
 
 def chart(rows, path):
