@@ -494,6 +494,51 @@ TEST_P(Channels, GatedInputFusesIntoPointwiseConv) {
   }
 }
 
+// A pointwise conv with no activation behind a bilinear resize runs first, on the small
+// image (NativeConvThenResize, AVX-512): the resize is no step of its own, and the result
+// is the reference's, upsampling and downsampling, in every sampling mode.
+TEST_P(Channels, PointwiseConvRunsBeforeTheResizeItReads) {
+  const uint32_t c = GetParam();
+  struct Mode {
+    bool align, half;
+  };
+  for (Mode mode : {Mode{false, false}, Mode{true, false}, Mode{false, true}}) {
+    for (auto [oh, ow] : {std::pair{26, 23}, std::pair{5, 4}}) {
+      Built b;
+      uint32_t x = b.input({1, 13, 11, c});
+      uint32_t w = b.constant({37, 1, 1, c}, 51), bias = b.constant({37}, 52);
+      uint32_t up = b.op(T::RESIZE_BILINEAR,
+                         {x, b.i32(ow), b.i32(oh), b.boolean(false), b.boolean(mode.align), b.boolean(mode.half)});
+      b.output(b.op(T::CONV_2D, {up, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)}));
+      SCOPED_TRACE("align_corners=" + std::to_string(mode.align) + " half_pixel=" +
+                   std::to_string(mode.half) + " out " + std::to_string(oh) + "x" + std::to_string(ow));
+      check(b, "op 1 CONV_2D", Runs::kNative);
+      auto r = profiled_cpu(b);
+      EXPECT_EQ(nn_test::count_steps(r, "RESIZE_BILINEAR"), has_avx512() ? 0 : 1) << nn_test::step_labels(r);
+    }
+  }
+}
+
+// The conv stays behind the resize when the swap would change the result or lose a tensor:
+// an activation on the conv, a resize output someone else reads, a 3x3 conv.
+TEST(CpuDelegateFusion, ConvStaysAfterResizeWhenNotPointwiseAndLinear) {
+  Built b;
+  uint32_t x = b.input({1, 7, 9, 13});
+  uint32_t w = b.constant({5, 1, 1, 13}, 53), w3 = b.constant({5, 3, 3, 13}, 54), bias = b.constant({5}, 55);
+  auto resize = [&] {
+    return b.op(T::RESIZE_BILINEAR, {x, b.i32(18), b.i32(14), b.boolean(false), b.boolean(false), b.boolean(true)});
+  };
+  b.output(b.op(T::CONV_2D, {resize(), w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1)}));  // RELU
+  uint32_t shared = resize();
+  b.output(b.op(T::CONV_2D, {shared, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)}));
+  b.output(shared);
+  b.output(b.op(T::CONV_2D, {resize(), w3, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)}));  // 3x3 SAME
+  auto r = profiled_cpu(b);
+  EXPECT_LE(r.max_rel_error, kTolerance);
+  EXPECT_EQ(nn_test::count_steps(r, "RESIZE_BILINEAR"), 3) << nn_test::step_labels(r);
+  EXPECT_EQ(nn_test::count_steps(r, "CONV_2D [native]"), 3) << nn_test::step_labels(r);
+}
+
 // What must not fuse into a conv's input: a gated tensor someone else reads too, a gate
 // that is not per channel, a MUL with an activation.
 TEST(CpuDelegateFusion, GatedInputStaysUnfusedWhenShared) {

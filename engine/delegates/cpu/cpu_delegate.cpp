@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -170,8 +171,10 @@ NativeKind native_candidate(const Model& m, uint32_t k, const std::map<uint32_t,
   }
 }
 
+// at_size: build a pointwise conv for this NHWC size instead of its own (the conv moved in
+// front of a resize, NativeConvThenResize).
 std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind kind, const StaticLookup& statics,
-                                         const Epilogue& epilogue) {
+                                         const Epilogue& epilogue, const Dims* at_size = nullptr) {
   const Operation& op = m.operations[k];
   std::string why;
   if (kind == NativeKind::kResize) {
@@ -190,6 +193,7 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
   NativeConvShape s;
   s.batch = in.dims[0], s.in_h = in.dims[1], s.in_w = in.dims[2], s.in_c = in.dims[3];
   s.out_h = out.dims[1], s.out_w = out.dims[2], s.out_c = out.dims[3];
+  if (at_size) s.in_h = s.out_h = (*at_size)[1], s.in_w = s.out_w = (*at_size)[2];
   s.kernel_h = filter.dims[1], s.kernel_w = filter.dims[2];
   s.stride_h = p->stride_h, s.stride_w = p->stride_w, s.dilation_h = p->dilation_h,
   s.dilation_w = p->dilation_w;
@@ -316,6 +320,7 @@ class CpuPartition final : public CompiledPartition {
   std::map<uint32_t, std::pair<float, float>> clamp_;       // producer op -> [lo, hi]
   std::map<uint32_t, std::vector<uint32_t>> chain_;         // producer op -> ops fused into it, in order
   std::map<uint32_t, uint32_t> residual_of_;                // native op -> operand its epilogue adds
+  std::map<uint32_t, uint32_t> resized_after_;              // pointwise conv -> the resize it now precedes
   std::map<uint32_t, ScaledInput> scaled_input_;            // native 1x1 conv -> the gated input it reads
   std::map<uint32_t, std::unique_ptr<NativeOp>> native_;    // ops run by nnpipe's kernels
   std::vector<Step> steps_;
@@ -489,6 +494,32 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
     xnn_own_clamp(model_, model_.operations[k], &lo, &hi);
     clamp_[k] = {lo, hi};
   }
+  // A native resize whose only reader is a native pointwise conv with no activation: the
+  // conv runs first, on the small image (NativeConvThenResize). The resize folds into the
+  // conv, which then reads the resize's input and takes no epilogue.
+  if (!std::getenv("NN_NO_CONV_BEFORE_RESIZE"))
+    for (auto [k, kind] : native_ops) {
+      if (kind != NativeKind::kResize) continue;
+      const uint32_t o = model_.operations[k].outputs[0];
+      const auto& r = readers[o];
+      if (r.size() != 1 || partition_outputs.count(o) || model_outputs.count(o)) continue;
+      const uint32_t c = r[0];
+      auto ck = native_ops.find(c);
+      if (ck == native_ops.end() || ck->second != NativeKind::kConv || model_.operations[c].inputs[0] != o) continue;
+      std::string why;
+      auto p = parse_window_op(model_, model_.operations[c], &why);
+      const Operand& filter = model_.operands[model_.operations[c].inputs[1]];
+      const bool pointwise = p && filter.dims[1] == 1 && filter.dims[2] == 1 && p->stride_h == 1 &&
+                             p->stride_w == 1 && p->pad_top == 0 && p->pad_bottom == 0 && p->pad_left == 0 &&
+                             p->pad_right == 0;
+      auto [lo, hi] = clamp_.at(c);
+      if (!pointwise || lo != -std::numeric_limits<float>::infinity() ||
+          hi != std::numeric_limits<float>::infinity())
+        continue;
+      resized_after_[c] = k;
+      fused_into_[k] = c;
+      chain_[c].push_back(k);
+    }
   // Squeeze-and-excitation tails into the native 1x1 conv that reads them (before the
   // epilogues, so the MUL / ADD they absorb take part in no other fusion).
   {
@@ -508,7 +539,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
     };
     if (!std::getenv("NN_NO_SE_FUSION"))
       for (auto [k, kind] : native_ops) {
-        if (kind != NativeKind::kConv) continue;
+        if (kind != NativeKind::kConv || resized_after_.count(k)) continue;
         auto si = scaled_input_of(model_, k, statics, only_reader, producer);
         if (!si) continue;
         for (uint32_t f : si->ops) {
@@ -520,7 +551,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
   }
   std::map<uint32_t, Epilogue> epilogues;  // native op -> what it applies before storing
   for (uint32_t k : live) {
-    if (!xnn_ops.count(k) || fused_into_.count(k)) continue;
+    if (!xnn_ops.count(k) || fused_into_.count(k) || resized_after_.count(k)) continue;
     const Operation& op = model_.operations[k];
     if (!xnn_takes_output_clamp(op.type) || op.outputs.size() != 1) continue;
     const bool native = native_ops.count(k) > 0;
@@ -561,9 +592,26 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
   }
 
   for (auto [k, kind] : native_ops) {
+    if (fused_into_.count(k)) continue;  // a resize run by the conv it fed
     Epilogue e = epilogues[k];
     std::tie(e.lo, e.hi) = clamp_.at(k);
-    std::unique_ptr<NativeOp> native = make_native_op(model_, k, kind, statics, e);
+    std::unique_ptr<NativeOp> native;
+    auto ra = resized_after_.find(k);
+    if (ra != resized_after_.end()) {
+      const Dims& small = model_.operands[model_.operations[ra->second].inputs[0]].dims;
+      const Dims& out = model_.operands[model_.operations[k].outputs[0]].dims;
+      auto conv = make_native_op(model_, k, kind, statics, e, &small);
+      // The resize, rebuilt for the conv's channels (its own input has the conv's input's).
+      std::string why;
+      auto rp = parse_resize(model_, model_.operations[ra->second], &why);
+      NN_CHECK_OR_RETURN(rp, StatusCode::kInternal, op_label(model_, ra->second) + ": resize parameters");
+      NativeResizeShape rs{uint32_t(small[0]), uint32_t(small[1]), uint32_t(small[2]), uint32_t(out[3]),
+                           rp->out_h,          rp->out_w,          rp->align_corners, rp->half_pixel_centers};
+      native = std::make_unique<NativeConvThenResize>(std::move(conv), std::make_unique<NativeResize>(rs),
+                                                      size_t(small[0]) * small[1] * small[2] * out[3]);
+    } else {
+      native = make_native_op(model_, k, kind, statics, e);
+    }
     NN_CHECK_OR_RETURN(native && native->ok(), StatusCode::kOutOfMemory, op_label(model_, k) + ": packing weights");
     auto si = scaled_input_.find(k);
     if (si != scaled_input_.end())
@@ -589,8 +637,11 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       r.push_back(si->second.gate);
       if (si->second.sum) r.push_back(*si->second.sum);
     }
+    auto ra = resized_after_.find(k);
+    if (ra != resized_after_.end()) r.push_back(model_.operations[ra->second].inputs[0]);
     for (uint32_t i : model_.operations[k].inputs)
-      if (model_.has_value(i) && !static_data(i) && !(si != scaled_input_.end() && i == model_.operations[k].inputs[0]))
+      if (model_.has_value(i) && !static_data(i) &&
+          !((si != scaled_input_.end() || ra != resized_after_.end()) && i == model_.operations[k].inputs[0]))
         r.push_back(i);
     auto res = residual_of_.find(k);
     if (res != residual_of_.end() && std::find(r.begin(), r.end(), res->second) == r.end())
@@ -770,7 +821,10 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
         RefOp r;
         r.op = k;
         auto si = scaled_input_.find(k);
-        r.in.push_back(pointer(si != scaled_input_.end() ? si->second.x : model_.operations[k].inputs[0]));
+        auto ra = resized_after_.find(k);
+        r.in.push_back(pointer(si != scaled_input_.end()   ? si->second.x
+                               : ra != resized_after_.end() ? model_.operations[ra->second].inputs[0]
+                                                            : model_.operations[k].inputs[0]));
         auto res = residual_of_.find(k);
         r.in.push_back(res != residual_of_.end() ? pointer(res->second) : nullptr);
         if (si != scaled_input_.end()) {  // in[2] the gate, in[3] the sum (or null)

@@ -169,4 +169,20 @@ class NativeResize final : public NativeOp {
   std::vector<Tap> rows_, cols_;  // per output row / column
 };
 
+// A pointwise conv with no activation that read a bilinear resize, run in front of it:
+// both are linear and every resized pixel's weights sum to one, so conv(resize(x)) equals
+// resize(conv(x)) up to rounding, and the conv sees the small image (a quarter of the
+// pixels behind a 2x upsampling; the selfie decoder has three). The conv's output at the
+// small size lives in a scratch buffer of this op.
+class NativeConvThenResize final : public NativeOp {
+ public:
+  // conv: built for the resize's input size; resize: for the conv's output channels.
+  NativeConvThenResize(std::unique_ptr<NativeOp> conv, std::unique_ptr<NativeOp> resize, size_t scratch_floats);
+  void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
+
+ private:
+  std::unique_ptr<NativeOp> conv_, resize_;
+  AlignedFloats scratch_{nullptr, nullptr};
+};
+
 }  // namespace nn::cpu

@@ -80,4 +80,17 @@ void NativeResize::run(const float* input, const float*, float* output, pthreadp
   for_each_row(pool, size_t(shape_.batch) * shape_.out_h, body, &task);
 }
 
+NativeConvThenResize::NativeConvThenResize(std::unique_ptr<NativeOp> conv, std::unique_ptr<NativeOp> resize,
+                                           size_t scratch_floats)
+    : conv_(std::move(conv)), resize_(std::move(resize)) {
+  scratch_ = allocate_floats(scratch_floats);
+  if (conv_ && conv_->ok() && resize_ && resize_->ok() && scratch_) packed_ = allocate_floats(1);
+}
+
+void NativeConvThenResize::run(const float* input, const float*, float* output, pthreadpool_t pool) const {
+  conv_->run(input, nullptr, scratch_.get(), pool);
+  resize_->run(scratch_.get(), nullptr, output, pool);
+}
+
 }  // namespace nn::cpu
+
