@@ -539,6 +539,52 @@ TEST(CpuDelegateFusion, ConvStaysAfterResizeWhenNotPointwiseAndLinear) {
   EXPECT_EQ(nn_test::count_steps(r, "CONV_2D [native]"), 3) << nn_test::step_labels(r);
 }
 
+// An ADD read only by a global average is one native op (NativeAddMean, AVX-512) that
+// never writes the sum: with the ADD's own RELU, into AVERAGE_POOL_2D or MEAN (both
+// keep_dims), batch 1 and 2.
+TEST_P(Channels, AddThenGlobalMeanIsOneNativeOp) {
+  const uint32_t c = GetParam();
+  for (int variant = 0; variant < 4; ++variant) {
+    Built b;
+    const uint32_t batch = variant == 3 ? 2 : 1;
+    uint32_t x = b.input({batch, 13, 7, c}), y = b.input({batch, 13, 7, c});
+    uint32_t sum = b.op(T::ADD, {x, y, b.i32(variant == 1 ? 1 : 0)});
+    if (variant < 2)
+      b.output(b.op(T::AVERAGE_POOL_2D, {sum, b.i32(2), b.i32(1), b.i32(1), b.i32(7), b.i32(13), b.i32(0)}));
+    else
+      b.output(b.op(T::MEAN, {sum, b.ints({1, 2}), b.i32(variant == 2 ? 1 : 0)}));
+    SCOPED_TRACE("variant " + std::to_string(variant));
+    check(b, "op 0 ADD", Runs::kNativeAvx512);
+    auto r = profiled_cpu(b);
+    EXPECT_EQ(nn_test::count_steps(r, variant < 2 ? "AVERAGE_POOL_2D" : "MEAN"), has_avx512() ? 0 : 1)
+        << nn_test::step_labels(r);
+  }
+}
+
+// An ADD stays an ADD when its sum is needed (another reader, a model output), the mean
+// clamps (RELU on the pool), the ADD broadcasts, or the pool is not global.
+TEST(CpuDelegateFusion, AddStaysUnfusedUnlessOnlyAGlobalMeanReadsIt) {
+  Built b;
+  uint32_t x = b.input({1, 9, 6, 13}), y = b.input({1, 9, 6, 13}), row = b.input({1, 1, 6, 13});
+  auto global_pool = [&](uint32_t t, int fuse) {
+    return b.op(T::AVERAGE_POOL_2D, {t, b.i32(2), b.i32(1), b.i32(1), b.i32(6), b.i32(9), b.i32(fuse)});
+  };
+  uint32_t shared = b.op(T::ADD, {x, y, b.i32(0)});
+  b.output(global_pool(shared, 0));
+  b.output(b.op(T::RELU, {shared}));
+  uint32_t visible = b.op(T::ADD, {x, y, b.i32(0)});
+  b.output(global_pool(visible, 0));
+  b.output(visible);
+  b.output(global_pool(b.op(T::ADD, {x, y, b.i32(0)}), 1));
+  b.output(global_pool(b.op(T::ADD, {x, row, b.i32(0)}), 0));
+  b.output(b.op(T::AVERAGE_POOL_2D, {b.op(T::ADD, {x, y, b.i32(0)}), b.i32(2), b.i32(1), b.i32(1), b.i32(3),
+                                     b.i32(3), b.i32(0)}));
+  auto r = profiled_cpu(b);
+  EXPECT_LE(r.max_rel_error, kTolerance);
+  EXPECT_EQ(nn_test::count_steps(r, "ADD [native]"), 0) << nn_test::step_labels(r);
+  EXPECT_EQ(nn_test::count_steps(r, "AVERAGE_POOL_2D [xnnpack]"), 5) << nn_test::step_labels(r);
+}
+
 // What must not fuse into a conv's input: a gated tensor someone else reads too, a gate
 // that is not per channel, a MUL with an activation.
 TEST(CpuDelegateFusion, GatedInputStaysUnfusedWhenShared) {

@@ -88,7 +88,7 @@ bool is_activation(OperationType t) {
 
 // Ops nnpipe's own kernels run (native_kernels.h says why), among those XNNPACK could
 // also take (fp32, static weights, NHWC). NN_NO_NATIVE_CONV=1 leaves them all to XNNPACK.
-enum class NativeKind { kNone, kConv, kDepthwise, kDeconv, kResize };
+enum class NativeKind { kNone, kConv, kDepthwise, kDeconv, kResize, kAddMean };
 
 // When `add` is an ADD of `out` and another tensor of the same shape (no broadcast, a
 // constant fuse code), that other operand: the residual a native epilogue can add. The one
@@ -177,6 +177,11 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
                                          const Epilogue& epilogue, const Dims* at_size = nullptr) {
   const Operation& op = m.operations[k];
   std::string why;
+  if (kind == NativeKind::kAddMean) {  // an ADD; the mean's output shape follows from its input
+    const Dims& in = m.operands[op.inputs[0]].dims;
+    return std::make_unique<NativeAddMean>(NativeAddMeanShape{uint32_t(in[0]), uint32_t(in[1]), uint32_t(in[2]),
+                                                              uint32_t(in[3]), epilogue.lo, epilogue.hi});
+  }
   if (kind == NativeKind::kResize) {
     auto r = parse_resize(m, op, &why);
     const Dims& in = m.operands[op.inputs[0]].dims;
@@ -208,6 +213,7 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
     case NativeKind::kDeconv:
       return std::make_unique<NativeDeconv>(s, weights, bias, epilogue);
     case NativeKind::kResize:
+    case NativeKind::kAddMean:
     case NativeKind::kNone:
       break;
   }
@@ -520,6 +526,35 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       fused_into_[k] = c;
       chain_[c].push_back(k);
     }
+  // An ADD whose only reader is a global average: one native op computes the means of the
+  // sum (NativeAddMean), the ADD's output is never written.
+  if (native_avx512_enabled() && native_conv_supported() && !std::getenv("NN_NO_NATIVE_CONV") &&
+      !std::getenv("NN_NO_ADD_MEAN"))
+    for (size_t i = 0; i < live.size(); ++i) {
+      const uint32_t k = live[i];
+      const Operation& add = model_.operations[k];
+      if (add.type != OperationType::ADD || !xnn_ops.count(k) || fused_into_.count(k) || add.inputs.size() < 2)
+        continue;
+      const Operand& a = model_.operands[add.inputs[0]];
+      const Operand& b = model_.operands[add.inputs[1]];
+      const uint32_t o = add.outputs[0];
+      if (a.type != OperandType::TENSOR_FLOAT32 || a.dims.size() != 4 || b.dims != a.dims ||
+          model_.operands[o].dims != a.dims || readers[o].size() != 1 || partition_outputs.count(o) ||
+          model_outputs.count(o))
+        continue;
+      const uint32_t mean = readers[o][0];
+      float lo, hi;
+      xnn_own_clamp(model_, model_.operations[mean], &lo, &hi);
+      if (!xnn_ops.count(mean) || fused_into_.count(mean) || !is_global_mean(model_, model_.operations[mean], statics) ||
+          lo != -std::numeric_limits<float>::infinity() || hi != std::numeric_limits<float>::infinity())
+        continue;
+      native_ops[k] = NativeKind::kAddMean;
+      labels[i] = kNativeStep;
+      fused_into_[mean] = k;
+      chain_[k].push_back(mean);
+      output_of_[k] = model_.operations[mean].outputs[0];
+      residual_of_[k] = add.inputs[1];
+    }
   // Squeeze-and-excitation tails into the native 1x1 conv that reads them (before the
   // epilogues, so the MUL / ADD they absorb take part in no other fusion).
   {
@@ -552,6 +587,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
   std::map<uint32_t, Epilogue> epilogues;  // native op -> what it applies before storing
   for (uint32_t k : live) {
     if (!xnn_ops.count(k) || fused_into_.count(k) || resized_after_.count(k)) continue;
+    if (auto nk = native_ops.find(k); nk != native_ops.end() && nk->second == NativeKind::kAddMean) continue;
     const Operation& op = model_.operations[k];
     if (!xnn_takes_output_clamp(op.type) || op.outputs.size() != 1) continue;
     const bool native = native_ops.count(k) > 0;

@@ -25,6 +25,10 @@ bool xnn_takes_output_clamp(OperationType type);
 // The clamp an op applies itself (its fuse code), [-inf, inf] when none.
 void xnn_own_clamp(const Model& model, const Operation& op, float* lo, float* hi);
 
+// MEAN over H and W of an NHWC tensor, or an AVERAGE_POOL_2D whose window is the whole
+// unpadded image: the channel means, either way. Says nothing of the op's own clamp.
+bool is_global_mean(const Model& model, const Operation& op, const StaticLookup& statics);
+
 // Hands out XNNPACK value ids while one subgraph is built.
 class XnnValues {
  public:

@@ -1,0 +1,78 @@
+// ADD followed by a global average, fused (native_kernels.h): each image row's channel
+// sums of clamp(a + b) on AVX-512F, rows spread over the pool, then the rows' sums added
+// in row order on the calling thread (the same order whatever the thread count).
+#include "delegates/cpu/native_kernels.h"
+
+namespace nn::cpu {
+
+NativeAddMean::NativeAddMean(const NativeAddMeanShape& shape) : shape_(shape) {
+  row_sums_ = allocate_floats(size_t(shape.batch) * shape.rows * shape.channels);
+  if (row_sums_) packed_ = allocate_floats(1);  // no weights: marks the op as built
+}
+
+struct NativeAddMean::Task {
+  const NativeAddMean* op;
+  const float* a;
+  const float* b;
+};
+
+namespace {
+
+#if NN_NATIVE_X86
+// GCC 12 calls the AVX-512 min/max intrinsics' unused pass-through operand uninitialized.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// clamp(a[at..] + b[at..]) on the lanes of m (zero elsewhere before the clamp).
+NN_INLINE_AVX512 __m512 clamped_sum(const float* a, const float* b, size_t at, __mmask16 m, __m512 lo, __m512 hi) {
+  const __m512 s = _mm512_add_ps(_mm512_maskz_loadu_ps(m, a + at), _mm512_maskz_loadu_ps(m, b + at));
+  return _mm512_min_ps(_mm512_max_ps(s, lo), hi);
+}
+
+NN_TARGET_AVX512 void sum_row(const float* a, const float* b, size_t pixels, size_t channels, float lo, float hi,
+                              float* sums) {
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  auto term = [&](__mmask16 m, size_t at) NN_TARGET_AVX512 { return clamped_sum(a, b, at, m, vlo, vhi); };
+  for (size_t c0 = 0; c0 < channels; c0 += 16) {
+    const __mmask16 m = channels - c0 >= 16 ? __mmask16(0xffff) : __mmask16((1u << (channels - c0)) - 1);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();  // two chains: the adds' latency
+    size_t p = 0;
+    for (; p + 2 <= pixels; p += 2) {
+      acc0 = _mm512_add_ps(acc0, term(m, p * channels + c0));
+      acc1 = _mm512_add_ps(acc1, term(m, (p + 1) * channels + c0));
+    }
+    if (p < pixels) acc0 = _mm512_add_ps(acc0, term(m, p * channels + c0));
+    _mm512_mask_storeu_ps(sums + c0, m, _mm512_add_ps(acc0, acc1));
+  }
+}
+#pragma GCC diagnostic pop
+#endif
+
+}  // namespace
+
+void NativeAddMean::run(const float* a, const float* b, float* output, pthreadpool_t pool) const {
+  const NativeAddMeanShape& s = shape_;
+  const size_t c = s.channels;
+  Task task{this, a, b};
+  auto body = [](void* ctx, size_t row) {
+    const Task& t = *static_cast<const Task*>(ctx);
+    const NativeAddMeanShape& s = t.op->shape_;
+    const size_t at = row * size_t(s.row_pixels) * s.channels;
+#if NN_NATIVE_X86
+    sum_row(t.a + at, t.b + at, s.row_pixels, s.channels, s.lo, s.hi, t.op->row_sums_.get() + row * s.channels);
+#else
+    (void)at;
+#endif
+  };
+  for_each_row(pool, size_t(s.batch) * s.rows, body, &task);
+  const float scale = 1.f / float(size_t(s.rows) * s.row_pixels);
+  for (size_t n = 0; n < s.batch; ++n) {
+    float* out = output + n * c;
+    const float* sums = row_sums_.get() + n * size_t(s.rows) * c;
+    for (size_t ch = 0; ch < c; ++ch) out[ch] = 0.f;
+    for (size_t r = 0; r < s.rows; ++r)
+      for (size_t ch = 0; ch < c; ++ch) out[ch] += sums[r * c + ch];
+    for (size_t ch = 0; ch < c; ++ch) out[ch] *= scale;
+  }
+}
+
+}  // namespace nn::cpu
