@@ -100,7 +100,8 @@ int main() {
   std::vector<float> buf(size_t(1) << 18);  // 1 MiB: a 128x128x16 fp32 activation
   const double cross = read_gbps(cpus[0], cpus[1], buf);
   const double local = read_gbps(cpus[0], cpus[0], buf);
-  std::printf("{\"round_trip_ns\": %.1f, \"cross_read_gbps\": %.1f, \"local_read_gbps\": %.1f, \"cpus\": [%d, %d]}\n",
-              median(trips), cross, local, cpus[0], cpus[1]);
+  std::printf(
+      "{\"round_trip_ns\": %.1f, \"cross_read_gbps\": %.1f, \"local_read_gbps\": %.1f, \"cpus\": [%d, %d]}\n",
+      median(trips), cross, local, cpus[0], cpus[1]);
   return 0;
 }

@@ -41,7 +41,8 @@ void check(Built& b, const std::string& op, Runs runs = Runs::kXnnpack, float lo
   for (int pass = 0; pass < (native ? 3 : 1); ++pass) {
     if (pass == 1) setenv("NN_NO_AVX512", "1", 1);
     if (pass == 2) setenv("NN_NO_NATIVE_CONV", "1", 1);
-    const bool native_pass = runs == Runs::kNative ? pass < 2 : runs == Runs::kNativeAvx512 && pass == 0 && has_avx512();
+    const bool native_pass =
+        runs == Runs::kNative ? pass < 2 : runs == Runs::kNativeAvx512 && pass == 0 && has_avx512();
     const std::string expected = op + (native_pass ? " [native]" : " [xnnpack]");
     nn::SessionOptions profiled;
     profiled.delegates = {"cpu"};
@@ -134,7 +135,7 @@ TEST_P(Channels, TransposeConvStride2ReluResidual) {
         uint32_t skip = residual ? b.input({1, 10, 2 * width, out_c}) : 0;
         uint32_t w = b.constant({out_c, 2, 2, c}, 21), bias = b.constant({out_c}, 22);
         uint32_t y = b.op(T::TRANSPOSE_CONV_2D, {x, w, bias, b.i32(0), b.i32(0), b.i32(0), b.i32(0), b.i32(2),
-                                                   b.i32(2), b.i32(1), b.boolean(false)});
+                                                 b.i32(2), b.i32(1), b.boolean(false)});
         b.output(residual ? b.op(T::ADD, {y, skip, b.i32(0)}) : y);
         SCOPED_TRACE("out_c " + std::to_string(out_c) + ", width " + std::to_string(width) +
                      (residual ? ", residual" : ""));
@@ -315,7 +316,6 @@ TEST_P(Channels, DepthToSpace) {
   check(b, "op 0 DEPTH_TO_SPACE");
 }
 
-
 // A conv followed by a standalone RELU6: the activation folds into the conv's clamp
 // (one XNNPACK step holds both), and the result still matches.
 TEST(CpuDelegateFusion, ReluFoldsIntoConv) {
@@ -428,8 +428,7 @@ TEST_P(DwChannels, DepthwiseReluResidualOfOwnInputFuse) {
   Built b;
   uint32_t x = b.input({1, 9, 14, c});
   uint32_t w = b.constant({1, 3, 3, c}, 33), bias = b.constant({c}, 34);
-  uint32_t dw =
-      b.op(T::DEPTHWISE_CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
+  uint32_t dw = b.op(T::DEPTHWISE_CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
   uint32_t relu = b.op(T::RELU, {dw});
   b.output(b.op(T::ADD, {x, relu, b.i32(0)}));
   auto r = profiled_cpu(b);
@@ -443,8 +442,7 @@ TEST_P(DwChannels, DepthwiseHardSwishFuse) {
   Built b;
   uint32_t x = b.input({1, 7, 19, c});
   uint32_t w = b.constant({1, 5, 5, c}, 47, -2.f, 2.f), bias = b.constant({c}, 48);
-  uint32_t dw =
-      b.op(T::DEPTHWISE_CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
+  uint32_t dw = b.op(T::DEPTHWISE_CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
   b.output(b.op(T::HARD_SWISH, {dw}));
   auto r = profiled_cpu(b, -2.f, 2.f);
   ASSERT_EQ(r.steps.size(), 1u) << nn_test::step_labels(r);
@@ -458,8 +456,7 @@ TEST_P(DwChannels, DepthwiseStride2ResidualRelu6Fuse) {
   uint32_t x = b.input({1, 11, 27, c});
   uint32_t y = b.input({1, 6, 14, c});
   uint32_t w = b.constant({1, 3, 3, c}, 49), bias = b.constant({c}, 50);
-  uint32_t dw =
-      b.op(T::DEPTHWISE_CONV_2D, {x, w, bias, b.i32(1), b.i32(2), b.i32(2), b.i32(1), b.i32(0)});
+  uint32_t dw = b.op(T::DEPTHWISE_CONV_2D, {x, w, bias, b.i32(1), b.i32(2), b.i32(2), b.i32(1), b.i32(0)});
   b.output(b.op(T::ADD, {dw, y, b.i32(3)}));
   auto r = profiled_cpu(b, -2.f, 2.f);
   ASSERT_EQ(r.steps.size(), 1u) << nn_test::step_labels(r);
@@ -467,7 +464,6 @@ TEST_P(DwChannels, DepthwiseStride2ResidualRelu6Fuse) {
 }
 
 INSTANTIATE_TEST_SUITE_P(OddSizes, DwChannels, ::testing::Values(1u, 13u, 16u, 17u, 31u, 32u, 33u, 127u));
-
 
 // A squeeze-and-excitation tail into the 1x1 conv that reads it: conv(x * gate) and
 // conv(x * gate + skip), gate one value per channel (a runtime tensor here, as the SE
@@ -507,8 +503,8 @@ TEST_P(Channels, PointwiseConvRunsBeforeTheResizeItReads) {
       Built b;
       uint32_t x = b.input({1, 13, 11, c});
       uint32_t w = b.constant({37, 1, 1, c}, 51), bias = b.constant({37}, 52);
-      uint32_t up = b.op(T::RESIZE_BILINEAR,
-                         {x, b.i32(ow), b.i32(oh), b.boolean(false), b.boolean(mode.align), b.boolean(mode.half)});
+      uint32_t up = b.op(T::RESIZE_BILINEAR, {x, b.i32(ow), b.i32(oh), b.boolean(false),
+                                              b.boolean(mode.align), b.boolean(mode.half)});
       b.output(b.op(T::CONV_2D, {up, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)}));
       SCOPED_TRACE("align_corners=" + std::to_string(mode.align) + " half_pixel=" +
                    std::to_string(mode.half) + " out " + std::to_string(oh) + "x" + std::to_string(ow));
@@ -526,7 +522,8 @@ TEST(CpuDelegateFusion, ConvStaysAfterResizeWhenNotPointwiseAndLinear) {
   uint32_t x = b.input({1, 7, 9, 13});
   uint32_t w = b.constant({5, 1, 1, 13}, 53), w3 = b.constant({5, 3, 3, 13}, 54), bias = b.constant({5}, 55);
   auto resize = [&] {
-    return b.op(T::RESIZE_BILINEAR, {x, b.i32(18), b.i32(14), b.boolean(false), b.boolean(false), b.boolean(true)});
+    return b.op(T::RESIZE_BILINEAR,
+                {x, b.i32(18), b.i32(14), b.boolean(false), b.boolean(false), b.boolean(true)});
   };
   b.output(b.op(T::CONV_2D, {resize(), w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1)}));  // RELU
   uint32_t shared = resize();

@@ -95,7 +95,8 @@ enum class NativeKind { kNone, kConv, kDepthwise, kDeconv, kResize, kAddMean };
 // rule for both choosing native kernels and fusing.
 std::optional<uint32_t> residual_operand(const Model& m, const Operation& add, uint32_t out,
                                          const StaticLookup& statics) {
-  if (add.type != OperationType::ADD || add.inputs.size() != 3 || !statics(add.inputs[2])) return std::nullopt;
+  if (add.type != OperationType::ADD || add.inputs.size() != 3 || !statics(add.inputs[2]))
+    return std::nullopt;
   const uint32_t other = add.inputs[0] == out ? add.inputs[1] : add.inputs[0];
   const Dims& d = m.operands[out].dims;
   if (other == out || !m.has_value(other) || statics(other) || m.operands[other].dims != d ||
@@ -126,7 +127,8 @@ bool dense_conv_candidate(const Model& m, const Operation& op) {
          size_t(out.dims[0]) * out.dims[1] * out.dims[2] >= 6;
 }
 
-NativeKind native_candidate(const Model& m, uint32_t k, const std::map<uint32_t, std::vector<uint32_t>>& readers,
+NativeKind native_candidate(const Model& m, uint32_t k,
+                            const std::map<uint32_t, std::vector<uint32_t>>& readers,
                             const StaticLookup& statics) {
   if (!native_conv_supported() || std::getenv("NN_NO_NATIVE_CONV")) return NativeKind::kNone;
   const Operation& op = m.operations[k];
@@ -160,11 +162,12 @@ NativeKind native_candidate(const Model& m, uint32_t k, const std::map<uint32_t,
       // problem is a GEMM, which XNNPACK's deconvolution already is).
       const Operand& filter = m.operands[op.inputs[1]];
       const bool tiled = p->filter_h == p->stride_h && p->filter_w == p->stride_w && p->pad_top == 0 &&
-                         p->pad_bottom == 0 && p->pad_left == 0 && p->pad_right == 0 && p->adjustment_h == 0 &&
-                         p->adjustment_w == 0 && out.dims[1] == in.dims[1] * p->stride_h &&
-                         out.dims[2] == in.dims[2] * p->stride_w && filter.dims[3] == in.dims[3];
+                         p->pad_bottom == 0 && p->pad_left == 0 && p->pad_right == 0 &&
+                         p->adjustment_h == 0 && p->adjustment_w == 0 &&
+                         out.dims[1] == in.dims[1] * p->stride_h && out.dims[2] == in.dims[2] * p->stride_w &&
+                         filter.dims[3] == in.dims[3];
       return tiled && size_t(p->filter_h) * p->filter_w * out.dims[3] <= 64 ? NativeKind::kDeconv
-                                                                             : NativeKind::kNone;
+                                                                            : NativeKind::kNone;
     }
     default:
       return NativeKind::kNone;
@@ -173,21 +176,22 @@ NativeKind native_candidate(const Model& m, uint32_t k, const std::map<uint32_t,
 
 // at_size: build a pointwise conv for this NHWC size instead of its own (the conv moved in
 // front of a resize, NativeConvThenResize).
-std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind kind, const StaticLookup& statics,
-                                         const Epilogue& epilogue, const Dims* at_size = nullptr) {
+std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind kind,
+                                         const StaticLookup& statics, const Epilogue& epilogue,
+                                         const Dims* at_size = nullptr) {
   const Operation& op = m.operations[k];
   std::string why;
   if (kind == NativeKind::kAddMean) {  // an ADD; the mean's output shape follows from its input
     const Dims& in = m.operands[op.inputs[0]].dims;
-    return std::make_unique<NativeAddMean>(NativeAddMeanShape{uint32_t(in[0]), uint32_t(in[1]), uint32_t(in[2]),
-                                                              uint32_t(in[3]), epilogue.lo, epilogue.hi});
+    return std::make_unique<NativeAddMean>(NativeAddMeanShape{
+        uint32_t(in[0]), uint32_t(in[1]), uint32_t(in[2]), uint32_t(in[3]), epilogue.lo, epilogue.hi});
   }
   if (kind == NativeKind::kResize) {
     auto r = parse_resize(m, op, &why);
     const Dims& in = m.operands[op.inputs[0]].dims;
     if (!r) return nullptr;
-    NativeResizeShape s{uint32_t(in[0]), uint32_t(in[1]), uint32_t(in[2]), uint32_t(in[3]), r->out_h, r->out_w,
-                        r->align_corners, r->half_pixel_centers};
+    NativeResizeShape s{uint32_t(in[0]), uint32_t(in[1]), uint32_t(in[2]),  uint32_t(in[3]),
+                        r->out_h,        r->out_w,        r->align_corners, r->half_pixel_centers};
     return std::make_unique<NativeResize>(s);
   }
   auto p = parse_window_op(m, op, &why);
@@ -241,9 +245,9 @@ bool pointwise_conv(const Model& m, const Operation& op) {
   auto p = parse_window_op(m, op, &why);
   const Dims& in = m.operands[op.inputs[0]].dims;
   const Dims& out = m.operands[op.outputs[0]].dims;
-  return p && p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
-         p->pad_left == 0 && p->pad_bottom == 0 && p->pad_right == 0 && in.size() == 4 && out.size() == 4 &&
-         in[1] == out[1] && in[2] == out[2];
+  return p && p->filter_h == 1 && p->filter_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+         p->pad_top == 0 && p->pad_left == 0 && p->pad_bottom == 0 && p->pad_right == 0 && in.size() == 4 &&
+         out.size() == 4 && in[1] == out[1] && in[2] == out[2];
 }
 
 // `only_reader` says whether an operand feeds exactly the given op and is not visible
@@ -317,18 +321,18 @@ class CpuPartition final : public CompiledPartition {
   const Model& model_;
   PartitionSpec spec_;
   CompileOptions options_;
-  std::map<uint32_t, AlignedBuffer> folded_;    // values computed at compile time
-  std::map<uint32_t, void*> internal_;  // tensors between steps of this partition, in arena_
+  std::map<uint32_t, AlignedBuffer> folded_;  // values computed at compile time
+  std::map<uint32_t, void*> internal_;        // tensors between steps of this partition, in arena_
   AlignedBuffer arena_;
   std::set<uint32_t> folded_ops_;
-  std::map<uint32_t, uint32_t> fused_into_;                 // activation op -> producer op
-  std::map<uint32_t, uint32_t> output_of_;                  // producer op -> operand it writes after fusion
-  std::map<uint32_t, std::pair<float, float>> clamp_;       // producer op -> [lo, hi]
-  std::map<uint32_t, std::vector<uint32_t>> chain_;         // producer op -> ops fused into it, in order
-  std::map<uint32_t, uint32_t> residual_of_;                // native op -> operand its epilogue adds
-  std::map<uint32_t, uint32_t> resized_after_;              // pointwise conv -> the resize it now precedes
-  std::map<uint32_t, ScaledInput> scaled_input_;            // native 1x1 conv -> the gated input it reads
-  std::map<uint32_t, std::unique_ptr<NativeOp>> native_;    // ops run by nnpipe's kernels
+  std::map<uint32_t, uint32_t> fused_into_;               // activation op -> producer op
+  std::map<uint32_t, uint32_t> output_of_;                // producer op -> operand it writes after fusion
+  std::map<uint32_t, std::pair<float, float>> clamp_;     // producer op -> [lo, hi]
+  std::map<uint32_t, std::vector<uint32_t>> chain_;       // producer op -> ops fused into it, in order
+  std::map<uint32_t, uint32_t> residual_of_;              // native op -> operand its epilogue adds
+  std::map<uint32_t, uint32_t> resized_after_;            // pointwise conv -> the resize it now precedes
+  std::map<uint32_t, ScaledInput> scaled_input_;          // native 1x1 conv -> the gated input it reads
+  std::map<uint32_t, std::unique_ptr<NativeOp>> native_;  // ops run by nnpipe's kernels
   std::vector<Step> steps_;
 };
 
@@ -466,7 +470,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
   StaticLookup statics = [this](uint32_t o) { return static_data(o); };
   std::vector<uint32_t> live;
   std::vector<int> labels;
-  std::set<uint32_t> xnn_ops;  // ops that clamp their output in XNNPACK or native_conv
+  std::set<uint32_t> xnn_ops;                         // ops that clamp their output in XNNPACK or native_conv
   std::map<uint32_t, std::vector<uint32_t>> readers;  // operand -> ops (whole model)
   for (uint32_t k = 0; k < model_.operations.size(); ++k)
     for (uint32_t i : model_.operations[k].inputs) readers[i].push_back(k);
@@ -511,7 +515,8 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       if (r.size() != 1 || partition_outputs.count(o) || model_outputs.count(o)) continue;
       const uint32_t c = r[0];
       auto ck = native_ops.find(c);
-      if (ck == native_ops.end() || ck->second != NativeKind::kConv || model_.operations[c].inputs[0] != o) continue;
+      if (ck == native_ops.end() || ck->second != NativeKind::kConv || model_.operations[c].inputs[0] != o)
+        continue;
       std::string why;
       auto p = parse_window_op(model_, model_.operations[c], &why);
       const Operand& filter = model_.operands[model_.operations[c].inputs[1]];
@@ -533,7 +538,8 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
     for (size_t i = 0; i < live.size(); ++i) {
       const uint32_t k = live[i];
       const Operation& add = model_.operations[k];
-      if (add.type != OperationType::ADD || !xnn_ops.count(k) || fused_into_.count(k) || add.inputs.size() < 2)
+      if (add.type != OperationType::ADD || !xnn_ops.count(k) || fused_into_.count(k) ||
+          add.inputs.size() < 2)
         continue;
       const Operand& a = model_.operands[add.inputs[0]];
       const Operand& b = model_.operands[add.inputs[1]];
@@ -545,7 +551,8 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       const uint32_t mean = readers[o][0];
       float lo, hi;
       xnn_own_clamp(model_, model_.operations[mean], &lo, &hi);
-      if (!xnn_ops.count(mean) || fused_into_.count(mean) || !is_global_mean(model_, model_.operations[mean], statics) ||
+      if (!xnn_ops.count(mean) || fused_into_.count(mean) ||
+          !is_global_mean(model_, model_.operations[mean], statics) ||
           lo != -std::numeric_limits<float>::infinity() || hi != std::numeric_limits<float>::infinity())
         continue;
       native_ops[k] = NativeKind::kAddMean;
@@ -563,7 +570,8 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       for (uint32_t o : model_.operations[k].outputs) writer[o] = k;
     auto only_reader = [&](uint32_t operand, uint32_t op) {
       const auto& r = readers[operand];
-      return r.size() == 1 && r[0] == op && !partition_outputs.count(operand) && !model_outputs.count(operand);
+      return r.size() == 1 && r[0] == op && !partition_outputs.count(operand) &&
+             !model_outputs.count(operand);
     };
     auto producer = [&](uint32_t operand) -> int64_t {
       auto w = writer.find(operand);
@@ -612,7 +620,8 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
         e.res_hi = std::min(e.res_hi, hi);
       } else if (native && next.type == OperationType::HARD_SWISH && !e.hard_swish && !e.residual) {
         e.hard_swish = true;
-      } else if (auto other = native && !e.residual ? residual_operand(model_, next, out, statics) : std::nullopt) {
+      } else if (auto other =
+                     native && !e.residual ? residual_operand(model_, next, out, statics) : std::nullopt) {
         xnn_own_clamp(model_, next, &lo, &hi);
         e.residual = true;
         e.res_lo = lo, e.res_hi = hi;
@@ -641,14 +650,16 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       std::string why;
       auto rp = parse_resize(model_, model_.operations[ra->second], &why);
       NN_CHECK_OR_RETURN(rp, StatusCode::kInternal, op_label(model_, ra->second) + ": resize parameters");
-      NativeResizeShape rs{uint32_t(small[0]), uint32_t(small[1]), uint32_t(small[2]), uint32_t(out[3]),
-                           rp->out_h,          rp->out_w,          rp->align_corners, rp->half_pixel_centers};
+      NativeResizeShape rs{
+          uint32_t(small[0]), uint32_t(small[1]), uint32_t(small[2]), uint32_t(out[3]),
+          rp->out_h,          rp->out_w,          rp->align_corners,  rp->half_pixel_centers};
       native = std::make_unique<NativeConvThenResize>(std::move(conv), std::make_unique<NativeResize>(rs),
                                                       size_t(small[0]) * small[1] * small[2] * out[3]);
     } else {
       native = make_native_op(model_, k, kind, statics, e);
     }
-    NN_CHECK_OR_RETURN(native && native->ok(), StatusCode::kOutOfMemory, op_label(model_, k) + ": packing weights");
+    NN_CHECK_OR_RETURN(native && native->ok(), StatusCode::kOutOfMemory,
+                       op_label(model_, k) + ": packing weights");
     auto si = scaled_input_.find(k);
     if (si != scaled_input_.end())
       NN_CHECK_OR_RETURN(static_cast<NativeConv&>(*native).enable_scaled_input(si->second.sum.has_value()),
@@ -737,7 +748,8 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
         bool needed = partition_outputs.count(o) || model_outputs.count(o) || !step.xnn;
         for (uint32_t r : readers[o]) {
           auto it = step_of_op.find(r);
-          if (it != step_of_op.end() && it->second != g) needed = true;  // fused readers sit in their producer's step
+          if (it != step_of_op.end() && it->second != g)
+            needed = true;  // fused readers sit in their producer's step
         }
         if (needed) step.outputs.push_back(o);
       }
@@ -799,7 +811,8 @@ Status CpuPartition::plan_memory(const std::set<uint32_t>& partition_outputs) {
       }
   std::vector<size_t> order(lives.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lives[a].bytes > lives[b].bytes; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return lives[a].bytes > lives[b].bytes; });
   std::vector<size_t> placed;
   size_t total = 0;
   for (size_t k : order) {
@@ -858,7 +871,7 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
         r.op = k;
         auto si = scaled_input_.find(k);
         auto ra = resized_after_.find(k);
-        r.in.push_back(pointer(si != scaled_input_.end()   ? si->second.x
+        r.in.push_back(pointer(si != scaled_input_.end()    ? si->second.x
                                : ra != resized_after_.end() ? model_.operations[ra->second].inputs[0]
                                                             : model_.operations[k].inputs[0]));
         auto res = residual_of_.find(k);
@@ -870,8 +883,8 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
                              step.label + ": no buffer for the gated input");
         }
         r.out.push_back(pointer(out != output_of_.end() ? out->second : model_.operations[k].outputs[0]));
-        NN_CHECK_OR_RETURN(r.in[0] && r.out[0] && (res == residual_of_.end() || r.in[1]), StatusCode::kInternal,
-                           step.label + ": no buffer");
+        NN_CHECK_OR_RETURN(r.in[0] && r.out[0] && (res == residual_of_.end() || r.in[1]),
+                           StatusCode::kInternal, step.label + ": no buffer");
         step.ref_ops.push_back(std::move(r));
       }
       continue;

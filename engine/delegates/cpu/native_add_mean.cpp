@@ -23,13 +23,14 @@ namespace {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 // clamp(a[at..] + b[at..]) on the lanes of m (zero elsewhere before the clamp).
-NN_INLINE_AVX512 __m512 clamped_sum(const float* a, const float* b, size_t at, __mmask16 m, __m512 lo, __m512 hi) {
+NN_INLINE_AVX512 __m512 clamped_sum(const float* a, const float* b, size_t at, __mmask16 m, __m512 lo,
+                                    __m512 hi) {
   const __m512 s = _mm512_add_ps(_mm512_maskz_loadu_ps(m, a + at), _mm512_maskz_loadu_ps(m, b + at));
   return _mm512_min_ps(_mm512_max_ps(s, lo), hi);
 }
 
-NN_TARGET_AVX512 void sum_row(const float* a, const float* b, size_t pixels, size_t channels, float lo, float hi,
-                              float* sums) {
+NN_TARGET_AVX512 void sum_row(const float* a, const float* b, size_t pixels, size_t channels, float lo,
+                              float hi, float* sums) {
   const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
   auto term = [&](__mmask16 m, size_t at) NN_TARGET_AVX512 { return clamped_sum(a, b, at, m, vlo, vhi); };
   for (size_t c0 = 0; c0 < channels; c0 += 16) {
@@ -58,7 +59,8 @@ void NativeAddMean::run(const float* a, const float* b, float* output, pthreadpo
     const NativeAddMeanShape& s = t.op->shape_;
     const size_t at = row * size_t(s.row_pixels) * s.channels;
 #if NN_NATIVE_X86
-    sum_row(t.a + at, t.b + at, s.row_pixels, s.channels, s.lo, s.hi, t.op->row_sums_.get() + row * s.channels);
+    sum_row(t.a + at, t.b + at, s.row_pixels, s.channels, s.lo, s.hi,
+            t.op->row_sums_.get() + row * s.channels);
 #else
     (void)at;
 #endif

@@ -29,7 +29,8 @@ NativeDeconv::NativeDeconv(const NativeConvShape& shape, const float* filter, co
     for (size_t o = 0; o < shape.out_c; ++o) {
       const size_t n = t * shape.out_c + o;
       offsets_[n] = ((t / shape.kernel_w) * shape.out_w + t % shape.kernel_w) * shape.out_c + o;
-      std::memcpy(packed.get() + n * c_pad_, filter + (o * taps + t) * shape.in_c, shape.in_c * sizeof(float));
+      std::memcpy(packed.get() + n * c_pad_, filter + (o * taps + t) * shape.in_c,
+                  shape.in_c * sizeof(float));
       bias_[n] = bias ? bias[o] : 0.f;
     }
   packed_ = std::move(packed);
@@ -67,15 +68,17 @@ NN_INLINE_AVX2 __m128 dot4(const float* x, const float* w, size_t c, size_t c_pa
 
 template <bool kTail>
 NN_TARGET_AVX2 void deconv_row(const NativeConvShape& s, size_t n, size_t c_pad, const float* packed,
-                               const float* bias, const size_t* offsets, const Epilogue& epi, const float* in_row,
-                               size_t b, size_t y, const float* residual, float* output) {
+                               const float* bias, const size_t* offsets, const Epilogue& epi,
+                               const float* in_row, size_t b, size_t y, const float* residual,
+                               float* output) {
   alignas(16) float dots[4];
   for (size_t x = 0; x < s.in_w; ++x) {
     const float* px = in_row + x * s.in_c;
     // Output element of dot product q: base + offsets[q].
     const size_t base = ((b * s.out_h + y * s.stride_h) * s.out_w + x * s.stride_w) * s.out_c;
     for (size_t n0 = 0; n0 < n; n0 += 4) {
-      _mm_store_ps(dots, _mm_add_ps(dot4<kTail>(px, packed + n0 * c_pad, s.in_c, c_pad), _mm_loadu_ps(bias + n0)));
+      _mm_store_ps(dots,
+                   _mm_add_ps(dot4<kTail>(px, packed + n0 * c_pad, s.in_c, c_pad), _mm_loadu_ps(bias + n0)));
       const size_t count = std::min<size_t>(4, n - n0);
       if (!epi.residual && epi.lo == -std::numeric_limits<float>::infinity() &&
           epi.hi == std::numeric_limits<float>::infinity() && !epi.hard_swish) {
@@ -104,7 +107,8 @@ NN_INLINE_AVX512 __m512 sum_pairs(__m512 a, __m512 b) {  // per 128-bit block: a
 }
 NN_INLINE_AVX512 __m512 sum_quads(__m512 ab, __m512 cd) {  // per block: the four vectors' block sums
   const __m512d x = _mm512_castps_pd(ab), y = _mm512_castps_pd(cd);  // moved as pairs, added as floats
-  return _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  return _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
+                       _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
 }
 
 NN_TARGET_AVX512 void deconv_row_avx512(const NativeConvShape& s, size_t n, size_t c_pad, const float* packed,
@@ -121,28 +125,31 @@ NN_TARGET_AVX512 void deconv_row_avx512(const NativeConvShape& s, size_t n, size
   for (size_t x0 = 0; x0 < s.in_w; x0 += 4) {
     const size_t pixels = std::min<size_t>(4, s.in_w - x0);
     const float* px[4];
-    for (size_t p = 0; p < 4; ++p) px[p] = in_row + (x0 + std::min(p, pixels - 1)) * c;  // tail: repeat the last
+    for (size_t p = 0; p < 4; ++p)
+      px[p] = in_row + (x0 + std::min(p, pixels - 1)) * c;  // tail: repeat the last
     const size_t base0 = ((b * s.out_h + y * s.stride_h) * s.out_w + x0 * s.stride_w) * s.out_c;
     const size_t pixel_step = size_t(s.stride_w) * s.out_c;
     for (size_t n0 = 0; n0 < n; n0 += 4) {
       const float* w = packed + n0 * c_pad;
       // acc pq: pixel p, dot q (named registers: an array of vectors would live on the stack).
-#define NN_PIXEL(p) __m512 a##p##0 = _mm512_setzero_ps(), a##p##1 = a##p##0, a##p##2 = a##p##0, a##p##3 = a##p##0;
-      NN_PIXEL(0) NN_PIXEL(1) NN_PIXEL(2) NN_PIXEL(3)
+#define NN_PIXEL(p) \
+  __m512 a##p##0 = _mm512_setzero_ps(), a##p##1 = a##p##0, a##p##2 = a##p##0, a##p##3 = a##p##0;
+      NN_PIXEL(0)
+      NN_PIXEL(1) NN_PIXEL(2) NN_PIXEL(3)
 #undef NN_PIXEL
-      for (size_t i = 0; i < c_pad; i += 16) {
+          for (size_t i = 0; i < c_pad; i += 16) {
         const bool masked = i >= full;
         const __m512 v0 = masked ? _mm512_maskz_loadu_ps(tail, px[0] + i) : _mm512_loadu_ps(px[0] + i);
         const __m512 v1 = masked ? _mm512_maskz_loadu_ps(tail, px[1] + i) : _mm512_loadu_ps(px[1] + i);
         const __m512 v2 = masked ? _mm512_maskz_loadu_ps(tail, px[2] + i) : _mm512_loadu_ps(px[2] + i);
         const __m512 v3 = masked ? _mm512_maskz_loadu_ps(tail, px[3] + i) : _mm512_loadu_ps(px[3] + i);
-#define NN_DOT(q)                                                \
-  {                                                              \
-    const __m512 wq = _mm512_load_ps(w + q * c_pad + i);         \
-    a0##q = _mm512_fmadd_ps(v0, wq, a0##q);                      \
-    a1##q = _mm512_fmadd_ps(v1, wq, a1##q);                      \
-    a2##q = _mm512_fmadd_ps(v2, wq, a2##q);                      \
-    a3##q = _mm512_fmadd_ps(v3, wq, a3##q);                      \
+#define NN_DOT(q)                                        \
+  {                                                      \
+    const __m512 wq = _mm512_load_ps(w + q * c_pad + i); \
+    a0##q = _mm512_fmadd_ps(v0, wq, a0##q);              \
+    a1##q = _mm512_fmadd_ps(v1, wq, a1##q);              \
+    a2##q = _mm512_fmadd_ps(v2, wq, a2##q);              \
+    a3##q = _mm512_fmadd_ps(v3, wq, a3##q);              \
   }
         NN_DOT(0) NN_DOT(1) NN_DOT(2) NN_DOT(3)
 #undef NN_DOT
@@ -172,11 +179,13 @@ NN_TARGET_AVX512 void deconv_row_avx512(const NativeConvShape& s, size_t n, size
       }
       if (epilogue.residual) {
         for (size_t p = 0; p < pixels; ++p)
-          for (size_t q = 0; q < count; ++q) res[4 * p + q] = residual[base0 + p * pixel_step + offsets[n0 + q]];
+          for (size_t q = 0; q < count; ++q)
+            res[4 * p + q] = residual[base0 + p * pixel_step + offsets[n0 + q]];
       }
       _mm512_store_ps(lanes, epi(sums, epilogue.residual ? _mm512_load_ps(res) : epi.zero));
       for (size_t p = 0; p < pixels; ++p)
-        for (size_t q = 0; q < count; ++q) output[base0 + p * pixel_step + offsets[n0 + q]] = lanes[4 * p + q];
+        for (size_t q = 0; q < count; ++q)
+          output[base0 + p * pixel_step + offsets[n0 + q]] = lanes[4 * p + q];
     }
   }
 }
@@ -197,14 +206,14 @@ void NativeDeconv::run(const float* input, const float* residual, float* output,
     const float* in_row = t.input + row * size_t(s.in_w) * s.in_c;
 #if NN_NATIVE_X86
     if (op.avx512_)
-      deconv_row_avx512(s, op.n_, op.c_pad_, op.packed_.get(), op.bias_.data(), op.offsets_.data(), op.epilogue_,
-                        in_row, b, y, t.residual, t.output);
+      deconv_row_avx512(s, op.n_, op.c_pad_, op.packed_.get(), op.bias_.data(), op.offsets_.data(),
+                        op.epilogue_, in_row, b, y, t.residual, t.output);
     else if (s.in_c % 8)
-      deconv_row<true>(s, op.n_, op.c_pad_, op.packed_.get(), op.bias_.data(), op.offsets_.data(), op.epilogue_,
-                       in_row, b, y, t.residual, t.output);
+      deconv_row<true>(s, op.n_, op.c_pad_, op.packed_.get(), op.bias_.data(), op.offsets_.data(),
+                       op.epilogue_, in_row, b, y, t.residual, t.output);
     else
-      deconv_row<false>(s, op.n_, op.c_pad_, op.packed_.get(), op.bias_.data(), op.offsets_.data(), op.epilogue_,
-                        in_row, b, y, t.residual, t.output);
+      deconv_row<false>(s, op.n_, op.c_pad_, op.packed_.get(), op.bias_.data(), op.offsets_.data(),
+                        op.epilogue_, in_row, b, y, t.residual, t.output);
 #else
     (void)b, (void)y, (void)in_row;
 #endif

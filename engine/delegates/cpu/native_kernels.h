@@ -3,9 +3,9 @@
 //
 // - NativeConv: dense convolution as a packed-weight GEMM with an AVX2/FMA 6x16
 //   micro-kernel, or AVX-512F 8x32 / 8x16 ones (32-wide panels above 16 output channels)
-//   on CPUs that have it (bench/README.md has what each bought on Zen 5). The Debian XNNPACK build (Feb 2022, GCC) spills one accumulator of its
-//   f32 5x16 FMA3 GEMM/IGEMM kernels to the stack on every k step, which caps every dense
-//   conv at ~35 GFLOP/s on a core that peaks near 100 (a 1x1 conv 32x32x512->512 measured
+//   on CPUs that have it (bench/README.md has what each bought on Zen 5). The Debian XNNPACK build (Feb 2022,
+//   GCC) spills one accumulator of its f32 5x16 FMA3 GEMM/IGEMM kernels to the stack on every k step, which
+//   caps every dense conv at ~35 GFLOP/s on a core that peaks near 100 (a 1x1 conv 32x32x512->512 measured
 //   34.6 GFLOP/s).
 // - NativeDepthwise: depthwise conv (multiplier 1) on 16-channel AVX-512F or 8-channel AVX2
 //   vectors, several output pixels per step.
@@ -93,11 +93,11 @@ class NativeConv final : public NativeOp {
   NativeConvShape shape_;
   Epilogue epilogue_;
   bool pointwise_ = false;
-  bool avx512_ = false;  // the 8x16 / 8x32 AVX-512F kernels, else the 6x16 AVX2 one
-  bool wide_ = false;    // AVX-512 with 32-wide panels (more than 16 output channels)
-  size_t k_ = 0;         // GEMM depth: kernel_h * kernel_w * in_c
-  size_t segments_ = 0;  // runs of A per output pixel read in place: kernel_h, or 0 (im2col only)
-  size_t n_blocks_ = 0;  // out_c in panels of 32 (AVX-512) or 16
+  bool avx512_ = false;      // the 8x16 / 8x32 AVX-512F kernels, else the 6x16 AVX2 one
+  bool wide_ = false;        // AVX-512 with 32-wide panels (more than 16 output channels)
+  size_t k_ = 0;             // GEMM depth: kernel_h * kernel_w * in_c
+  size_t segments_ = 0;      // runs of A per output pixel read in place: kernel_h, or 0 (im2col only)
+  size_t n_blocks_ = 0;      // out_c in panels of 32 (AVX-512) or 16
   bool scaled_sum_ = false;  // run_scaled's weights carry a second (plain) segment
   mutable AlignedFloats scaled_{nullptr, nullptr};  // run_scaled's weights, rewritten per run
 };
@@ -121,10 +121,10 @@ class NativeDepthwise final : public NativeOp {
  private:
   NativeConvShape shape_;
   Epilogue epilogue_;
-  bool avx512_ = false;  // the 16-lane AVX-512F kernels, else the 8-lane AVX2 ones
-  size_t lanes_ = 8;     // channels per packed block: 16 (AVX-512) or 8
-  size_t c_pad_ = 0;     // channels rounded up to lanes_: the packed row length
-  size_t ox_lo_ = 0, ox_hi_ = 0;  // output columns needing no horizontal bounds checks
+  bool avx512_ = false;                    // the 16-lane AVX-512F kernels, else the 8-lane AVX2 ones
+  size_t lanes_ = 8;                       // channels per packed block: 16 (AVX-512) or 8
+  size_t c_pad_ = 0;                       // channels rounded up to lanes_: the packed row length
+  size_t ox_lo_ = 0, ox_hi_ = 0;           // output columns needing no horizontal bounds checks
   AlignedFloats zeros_{nullptr, nullptr};  // what taps in the padding read
 };
 
@@ -132,7 +132,8 @@ class NativeDeconv final : public NativeOp {
  public:
   // Transpose conv with kernel == stride and no padding: out[y*sh+ky][x*sw+kx][o] =
   // bias[o] + sum_c in[y][x][c] * filter[o][ky][kx][c]. filter OHWI, bias [out_c] or nullptr.
-  NativeDeconv(const NativeConvShape& shape, const float* filter, const float* bias, const Epilogue& epilogue);
+  NativeDeconv(const NativeConvShape& shape, const float* filter, const float* bias,
+               const Epilogue& epilogue);
   void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
 
   struct Task;
@@ -141,8 +142,8 @@ class NativeDeconv final : public NativeOp {
   NativeConvShape shape_;
   Epilogue epilogue_;
   bool avx512_ = false;  // 4 pixels x 4 dot products per step on AVX-512F, else 4 dots on AVX2
-  size_t n_ = 0;      // dot products per input pixel: kernel_h * kernel_w * out_c
-  size_t c_pad_ = 0;  // in_c rounded up to 16 (AVX-512) or 8
+  size_t n_ = 0;         // dot products per input pixel: kernel_h * kernel_w * out_c
+  size_t c_pad_ = 0;     // in_c rounded up to 16 (AVX-512) or 8
   std::vector<float> bias_;
   std::vector<size_t> offsets_;  // output element of dot product n, from the pixel's first
 };
@@ -178,7 +179,8 @@ class NativeResize final : public NativeOp {
 class NativeConvThenResize final : public NativeOp {
  public:
   // conv: built for the resize's input size; resize: for the conv's output channels.
-  NativeConvThenResize(std::unique_ptr<NativeOp> conv, std::unique_ptr<NativeOp> resize, size_t scratch_floats);
+  NativeConvThenResize(std::unique_ptr<NativeOp> conv, std::unique_ptr<NativeOp> resize,
+                       size_t scratch_floats);
   void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
 
  private:
@@ -209,4 +211,3 @@ class NativeAddMean final : public NativeOp {
 };
 
 }  // namespace nn::cpu
-

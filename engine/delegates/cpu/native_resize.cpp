@@ -38,7 +38,8 @@ NN_INLINE_AVX512 void blend(float* dst, const float* a, const float* b, __m512 f
   if (i < n) {
     const __mmask16 m = __mmask16((1u << (n - i)) - 1);
     const __m512 va = _mm512_maskz_loadu_ps(m, a + i);
-    _mm512_mask_storeu_ps(dst + i, m, _mm512_fmadd_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, b + i), va), f, va));
+    _mm512_mask_storeu_ps(dst + i, m,
+                          _mm512_fmadd_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, b + i), va), f, va));
   }
 }
 
@@ -93,4 +94,3 @@ void NativeConvThenResize::run(const float* input, const float*, float* output, 
 }
 
 }  // namespace nn::cpu
-

@@ -76,7 +76,8 @@ bool is_global_average_pool(const Model& m, const Operation& op, const WindowPar
 
 bool is_global_mean(const Model& model, const Operation& op, const StaticLookup& statics) {
   if (op.type == OperationType::MEAN) return mean_is_global_pool(model, op, statics);
-  if (op.type != OperationType::AVERAGE_POOL_2D || model.operands[op.inputs[0]].dims.size() != 4) return false;
+  if (op.type != OperationType::AVERAGE_POOL_2D || model.operands[op.inputs[0]].dims.size() != 4)
+    return false;
   std::string why;
   auto p = parse_window_op(model, op, &why);
   return p && is_global_average_pool(model, op, *p);
