@@ -4,9 +4,12 @@
 // - round trip: one cache line bounced between them (a release store, an acquire spin);
 // - cross-core read: the first thread reads 1 MiB the second has just written, beside the
 //   same read of 1 MiB it wrote itself (both GB/s).
-// Prints {"round_trip_ns": ..., "cross_read_gbps": ..., "local_read_gbps": ...}; with fewer
-// than two CPUs allowed, {"round_trip_ns": null, ...}.
+// - a pthreadpool job on two threads: 64 items of busy-waiting, 20 us of it in all, timed
+//   (what one parallel op of that size costs, hand-offs included; 10 us would be free).
+// Prints {"round_trip_ns": ..., "cross_read_gbps": ..., "local_read_gbps": ...,
+// "pool_job_20us_us": ...}; with fewer than two CPUs allowed, the figures are null.
 #include <pthread.h>
+#include <pthreadpool.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -82,6 +85,27 @@ double read_gbps(int a, int writer, std::vector<float>& buf) {
   return buf.size() * sizeof(float) / median(secs) / 1e9;
 }
 
+// Median wall time of a two-thread pthreadpool job whose items busy-wait `total_us` in all.
+double pool_job_us(double total_us) {
+  pthreadpool_t pool = pthreadpool_create(2);
+  if (!pool) return 0;
+  static double item_us;
+  item_us = total_us / 64;
+  auto spin = [](void*, size_t) {
+    const auto t0 = Clock::now();
+    while (std::chrono::duration<double, std::micro>(Clock::now() - t0).count() < item_us) {
+    }
+  };
+  std::vector<double> us;
+  for (int rep = 0; rep < 3000; ++rep) {
+    const auto t0 = Clock::now();
+    pthreadpool_parallelize_1d(pool, spin, nullptr, 64, 0);
+    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  pthreadpool_destroy(pool);
+  return median(us);
+}
+
 }  // namespace
 
 int main() {
@@ -92,7 +116,9 @@ int main() {
   for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
     if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
   if (cpus.size() < 2) {
-    std::puts("{\"round_trip_ns\": null, \"cross_read_gbps\": null, \"local_read_gbps\": null}");
+    std::puts(
+        "{\"round_trip_ns\": null, \"cross_read_gbps\": null, \"local_read_gbps\": null, "
+        "\"pool_job_20us_us\": null}");
     return 0;
   }
   std::vector<double> trips;
@@ -100,8 +126,11 @@ int main() {
   std::vector<float> buf(size_t(1) << 18);  // 1 MiB: a 128x128x16 fp32 activation
   const double cross = read_gbps(cpus[0], cpus[1], buf);
   const double local = read_gbps(cpus[0], cpus[0], buf);
+  pthread_setaffinity_np(pthread_self(), sizeof allowed, &allowed);  // the pool as a session gets it
+  const double job = pool_job_us(20.0);
   std::printf(
-      "{\"round_trip_ns\": %.1f, \"cross_read_gbps\": %.1f, \"local_read_gbps\": %.1f, \"cpus\": [%d, %d]}\n",
-      median(trips), cross, local, cpus[0], cpus[1]);
+      "{\"round_trip_ns\": %.1f, \"cross_read_gbps\": %.1f, \"local_read_gbps\": %.1f, "
+      "\"pool_job_20us_us\": %.1f, \"cpus\": [%d, %d]}\n",
+      median(trips), cross, local, job, cpus[0], cpus[1]);
   return 0;
 }

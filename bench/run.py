@@ -92,7 +92,8 @@ def main():
     cores = run_json([os.path.join(BUILD, "bench", "nncores")]) or {}
     if cores.get("round_trip_ns"):
         print(f"core-to-core: round trip {cores['round_trip_ns']:.0f} ns, reading 1 MiB the other core wrote "
-              f"{cores['cross_read_gbps']:.0f} GB/s (own: {cores['local_read_gbps']:.0f} GB/s)")
+              f"{cores['cross_read_gbps']:.0f} GB/s (own: {cores['local_read_gbps']:.0f} GB/s), "
+              f"a 2-thread pthreadpool job of 20 us serial work {cores['pool_job_20us_us']:.1f} us")
 
     rows = []
     for name in args.models.split(","):
@@ -212,7 +213,8 @@ def cores_sentence(c):
         return ""
     return (f" Core to core (`build/bench/nncores`): a cache line's round trip {c['round_trip_ns']:.0f} ns; "
             f"1 MiB the other core just wrote reads at {c['cross_read_gbps']:.0f} GB/s, "
-            f"{c['local_read_gbps']:.0f} GB/s when this core wrote it.")
+            f"{c['local_read_gbps']:.0f} GB/s when this core wrote it; a pthreadpool job of 20 us of serial "
+            f"work takes {c['pool_job_20us_us']:.1f} us on 2 threads (10 would be free).")
 
 
 def chart(rows, path):
