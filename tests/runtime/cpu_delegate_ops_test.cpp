@@ -516,7 +516,8 @@ TEST_P(Channels, PointwiseConvRunsBeforeTheResizeItReads) {
 }
 
 // The conv stays behind the resize when the swap would change the result or lose a tensor:
-// an activation on the conv, a resize output someone else reads, a 3x3 conv.
+// an activation on the conv, a resize output someone else reads, a 3x3 conv; and when the
+// image before the resize has fewer pixels than one micro-tile (1x2 -> 7x5).
 TEST(CpuDelegateFusion, ConvStaysAfterResizeWhenNotPointwiseAndLinear) {
   Built b;
   uint32_t x = b.input({1, 7, 9, 13});
@@ -530,10 +531,14 @@ TEST(CpuDelegateFusion, ConvStaysAfterResizeWhenNotPointwiseAndLinear) {
   b.output(b.op(T::CONV_2D, {shared, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)}));
   b.output(shared);
   b.output(b.op(T::CONV_2D, {resize(), w3, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)}));  // 3x3 SAME
+  uint32_t tiny = b.input({1, 1, 2, 13});
+  uint32_t tiny_up = b.op(T::RESIZE_BILINEAR,
+                          {tiny, b.i32(5), b.i32(7), b.boolean(false), b.boolean(true), b.boolean(false)});
+  b.output(b.op(T::CONV_2D, {tiny_up, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)}));
   auto r = profiled_cpu(b);
   EXPECT_LE(r.max_rel_error, kTolerance);
-  EXPECT_EQ(nn_test::count_steps(r, "RESIZE_BILINEAR"), 3) << nn_test::step_labels(r);
-  EXPECT_EQ(nn_test::count_steps(r, "CONV_2D [native]"), 3) << nn_test::step_labels(r);
+  EXPECT_EQ(nn_test::count_steps(r, "RESIZE_BILINEAR"), 4) << nn_test::step_labels(r);
+  EXPECT_EQ(nn_test::count_steps(r, "CONV_2D [native]"), 4) << nn_test::step_labels(r);
 }
 
 // An ADD read only by a global average is one native op (NativeAddMean, AVX-512) that

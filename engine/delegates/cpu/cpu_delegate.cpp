@@ -524,7 +524,9 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
                              p->stride_w == 1 && p->pad_top == 0 && p->pad_bottom == 0 && p->pad_left == 0 &&
                              p->pad_right == 0;
       auto [lo, hi] = clamp_.at(c);
-      if (!pointwise || lo != -std::numeric_limits<float>::infinity() ||
+      const Dims& small = model_.operands[model_.operations[k].inputs[0]].dims;
+      const bool one_tile = size_t(small[0]) * small[1] * small[2] >= 6;  // as dense_conv_candidate
+      if (!pointwise || !one_tile || lo != -std::numeric_limits<float>::infinity() ||
           hi != std::numeric_limits<float>::infinity())
         continue;
       resized_after_[c] = k;
