@@ -303,7 +303,7 @@ TEST_P(Channels, ResizeBilinearModes) {
                                          b.boolean(mode.half)}));
       SCOPED_TRACE("align_corners=" + std::to_string(mode.align) + " half_pixel=" +
                    std::to_string(mode.half) + " out " + std::to_string(oh) + "x" + std::to_string(ow));
-      check(b, "op 0 RESIZE_BILINEAR", Runs::kNativeAvx512);
+      check(b, "op 0 RESIZE_BILINEAR", Runs::kNative);
     }
   }
 }
@@ -491,8 +491,8 @@ TEST_P(Channels, GatedInputFusesIntoPointwiseConv) {
 }
 
 // A pointwise conv with no activation behind a bilinear resize runs first, on the small
-// image (NativeConvThenResize, AVX-512): the resize is no step of its own, and the result
-// is the reference's, upsampling and downsampling, in every sampling mode.
+// image (NativeConvThenResize): the resize is no step of its own, and the result is the
+// reference's, upsampling and downsampling, in every sampling mode, AVX-512 and AVX2.
 TEST_P(Channels, PointwiseConvRunsBeforeTheResizeItReads) {
   const uint32_t c = GetParam();
   struct Mode {
@@ -510,7 +510,7 @@ TEST_P(Channels, PointwiseConvRunsBeforeTheResizeItReads) {
                    std::to_string(mode.half) + " out " + std::to_string(oh) + "x" + std::to_string(ow));
       check(b, "op 1 CONV_2D", Runs::kNative);
       auto r = profiled_cpu(b);
-      EXPECT_EQ(nn_test::count_steps(r, "RESIZE_BILINEAR"), has_avx512() ? 0 : 1) << nn_test::step_labels(r);
+      EXPECT_EQ(nn_test::count_steps(r, "RESIZE_BILINEAR"), 0) << nn_test::step_labels(r);
     }
   }
 }
@@ -541,9 +541,9 @@ TEST(CpuDelegateFusion, ConvStaysAfterResizeWhenNotPointwiseAndLinear) {
   EXPECT_EQ(nn_test::count_steps(r, "CONV_2D [native]"), 4) << nn_test::step_labels(r);
 }
 
-// An ADD read only by a global average is one native op (NativeAddMean, AVX-512) that
-// never writes the sum: with the ADD's own RELU, into AVERAGE_POOL_2D or MEAN (both
-// keep_dims), batch 1 and 2.
+// An ADD read only by a global average is one native op (NativeAddMean) that never writes
+// the sum: with the ADD's own RELU, into AVERAGE_POOL_2D or MEAN (both keep_dims), batch 1
+// and 2, AVX-512 and AVX2.
 TEST_P(Channels, AddThenGlobalMeanIsOneNativeOp) {
   const uint32_t c = GetParam();
   for (int variant = 0; variant < 4; ++variant) {
@@ -556,9 +556,9 @@ TEST_P(Channels, AddThenGlobalMeanIsOneNativeOp) {
     else
       b.output(b.op(T::MEAN, {sum, b.ints({1, 2}), b.i32(variant == 2 ? 1 : 0)}));
     SCOPED_TRACE("variant " + std::to_string(variant));
-    check(b, "op 0 ADD", Runs::kNativeAvx512);
+    check(b, "op 0 ADD", Runs::kNative);
     auto r = profiled_cpu(b);
-    EXPECT_EQ(nn_test::count_steps(r, variant < 2 ? "AVERAGE_POOL_2D" : "MEAN"), has_avx512() ? 0 : 1)
+    EXPECT_EQ(nn_test::count_steps(r, variant < 2 ? "AVERAGE_POOL_2D" : "MEAN"), 0)
         << nn_test::step_labels(r);
   }
 }

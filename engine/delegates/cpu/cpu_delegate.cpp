@@ -137,9 +137,8 @@ NativeKind native_candidate(const Model& m, uint32_t k,
   if (out.dims.size() != 4 || in.dims.size() != 4) return NativeKind::kNone;
   std::string why;
   if (op.type == OperationType::RESIZE_BILINEAR)  // fp32 NHWC with INT32 sizes (parse_resize)
-    return native_avx512_enabled() && in.type == OperandType::TENSOR_FLOAT32 && parse_resize(m, op, &why)
-               ? NativeKind::kResize
-               : NativeKind::kNone;
+    return in.type == OperandType::TENSOR_FLOAT32 && parse_resize(m, op, &why) ? NativeKind::kResize
+                                                                               : NativeKind::kNone;
   auto p = parse_window_op(m, op, &why);
   if (!p) return NativeKind::kNone;
   switch (op.type) {
@@ -535,8 +534,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
     }
   // An ADD whose only reader is a global average: one native op computes the means of the
   // sum (NativeAddMean), the ADD's output is never written.
-  if (native_avx512_enabled() && native_conv_supported() && !std::getenv("NN_NO_NATIVE_CONV") &&
-      !std::getenv("NN_NO_ADD_MEAN"))
+  if (native_conv_supported() && !std::getenv("NN_NO_NATIVE_CONV") && !std::getenv("NN_NO_ADD_MEAN"))
     for (size_t i = 0; i < live.size(); ++i) {
       const uint32_t k = live[i];
       const Operation& add = model_.operations[k];

@@ -1,11 +1,14 @@
 // ADD followed by a global average, fused (native_kernels.h): each image row's channel
-// sums of clamp(a + b) on AVX-512F, rows spread over the pool, then the rows' sums added
+// sums of clamp(a + b) on AVX-512F or AVX2, rows spread over the pool, then the rows' sums added
 // in row order on the calling thread (the same order whatever the thread count).
+#include <algorithm>
+
 #include "delegates/cpu/native_kernels.h"
 
 namespace nn::cpu {
 
 NativeAddMean::NativeAddMean(const NativeAddMeanShape& shape) : shape_(shape) {
+  avx512_ = native_avx512_enabled();
   row_sums_ = allocate_floats(size_t(shape.batch) * shape.rows * shape.channels);
   if (row_sums_) packed_ = allocate_floats(1);  // no weights: marks the op as built
 }
@@ -46,6 +49,35 @@ NN_TARGET_AVX512 void sum_row(const float* a, const float* b, size_t pixels, siz
   }
 }
 #pragma GCC diagnostic pop
+
+NN_TARGET_AVX2 void sum_row_avx2(const float* a, const float* b, size_t pixels, size_t channels, float lo,
+                                 float hi, float* sums) {
+  const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+  size_t c0 = 0;
+  for (; c0 + 8 <= channels; c0 += 8) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();  // two chains, as above
+    size_t p = 0;
+    for (; p + 2 <= pixels; p += 2) {
+      const size_t at = p * channels + c0, next = at + channels;
+      const __m256 s0 = _mm256_add_ps(_mm256_loadu_ps(a + at), _mm256_loadu_ps(b + at));
+      const __m256 s1 = _mm256_add_ps(_mm256_loadu_ps(a + next), _mm256_loadu_ps(b + next));
+      acc0 = _mm256_add_ps(acc0, _mm256_min_ps(_mm256_max_ps(s0, vlo), vhi));
+      acc1 = _mm256_add_ps(acc1, _mm256_min_ps(_mm256_max_ps(s1, vlo), vhi));
+    }
+    if (p < pixels) {
+      const size_t at = p * channels + c0;
+      const __m256 s0 = _mm256_add_ps(_mm256_loadu_ps(a + at), _mm256_loadu_ps(b + at));
+      acc0 = _mm256_add_ps(acc0, _mm256_min_ps(_mm256_max_ps(s0, vlo), vhi));
+    }
+    _mm256_storeu_ps(sums + c0, _mm256_add_ps(acc0, acc1));
+  }
+  for (; c0 < channels; ++c0) {  // the last channels (fewer than 8), one at a time
+    float acc = 0.f;
+    for (size_t p = 0; p < pixels; ++p)
+      acc += std::min(std::max(a[p * channels + c0] + b[p * channels + c0], lo), hi);
+    sums[c0] = acc;
+  }
+}
 #endif
 
 }  // namespace
@@ -59,8 +91,11 @@ void NativeAddMean::run(const float* a, const float* b, float* output, pthreadpo
     const NativeAddMeanShape& s = t.op->shape_;
     const size_t at = row * size_t(s.row_pixels) * s.channels;
 #if NN_NATIVE_X86
-    sum_row(t.a + at, t.b + at, s.row_pixels, s.channels, s.lo, s.hi,
-            t.op->row_sums_.get() + row * s.channels);
+    float* sums = t.op->row_sums_.get() + row * s.channels;
+    if (t.op->avx512_)
+      sum_row(t.a + at, t.b + at, s.row_pixels, s.channels, s.lo, s.hi, sums);
+    else
+      sum_row_avx2(t.a + at, t.b + at, s.row_pixels, s.channels, s.lo, s.hi, sums);
 #else
     (void)at;
 #endif

@@ -11,7 +11,7 @@
 //   vectors, several output pixels per step.
 // - NativeDeconv: transpose conv whose kernel equals its stride (no overlap, no padding),
 //   e.g. the 2x upsampling head of the selfie models: per input pixel a few dot products.
-// - NativeResize: bilinear resize, two blends per output pixel (AVX-512F only).
+// - NativeResize: bilinear resize, two blends per output pixel.
 //
 // Every kernel applies an Epilogue (native_epilogue.h) before storing, so a following
 // RELU*, HARD_SWISH and residual ADD cost no extra pass. Weights are packed once.
@@ -153,8 +153,8 @@ struct NativeResizeShape {
   bool align_corners = false, half_pixel_centers = false;
 };
 
-// RESIZE_BILINEAR with the reference kernel's sampling rule (ops/resize_taps.h); AVX-512F
-// only (elsewhere XNNPACK's runs). Takes no epilogue and no residual.
+// RESIZE_BILINEAR with the reference kernel's sampling rule (ops/resize_taps.h). Takes no
+// epilogue and no residual.
 class NativeResize final : public NativeOp {
  public:
   explicit NativeResize(const NativeResizeShape& shape);
@@ -169,6 +169,7 @@ class NativeResize final : public NativeOp {
  private:
   NativeResizeShape shape_;
   std::vector<Tap> rows_, cols_;  // per output row / column
+  bool avx512_ = false;           // 16 channels a step, else 8 (AVX2)
 };
 
 // A pointwise conv with no activation that read a bilinear resize, run in front of it:
@@ -197,7 +198,6 @@ struct NativeAddMeanShape {
 // average (AVERAGE_POOL_2D over the whole image, or MEAN over H and W), in one read of both
 // tensors instead of writing the sum and reading it back (the selfie decoder's
 // squeeze-and-excitation inputs; its 128x128 one was 4.5% of the model). run(a, b, means).
-// AVX-512F only.
 class NativeAddMean final : public NativeOp {
  public:
   explicit NativeAddMean(const NativeAddMeanShape& shape);
@@ -208,6 +208,7 @@ class NativeAddMean final : public NativeOp {
  private:
   NativeAddMeanShape shape_;
   AlignedFloats row_sums_{nullptr, nullptr};  // per image row, its channel sums (written by run)
+  bool avx512_ = false;
 };
 
 }  // namespace nn::cpu
