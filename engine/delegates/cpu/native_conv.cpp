@@ -429,9 +429,18 @@ void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_
   seg.resize(tiles * std::max<size_t>(1, conv.segments_));
   implicit.assign(tiles, 0);
   const size_t pixels = size_t(s.out_h) * s.out_w;
+  // The first pixel's image, row and column, advanced per micro-tile without dividing (the
+  // divisions were a fifth of this function on the selfie models' first conv).
+  size_t b = m0 / pixels, oy = (m0 % pixels) / s.out_w, ox = (m0 % pixels) % s.out_w;
   for (size_t tile = 0; tile < tiles; ++tile) {
+    if (tile > 0) {
+      ox += kRows;
+      while (ox >= s.out_w) {
+        ox -= s.out_w;
+        if (++oy == s.out_h) oy = 0, ++b;
+      }
+    }
     const size_t first = m0 + tile * kRows, mr = std::min(kRows, m_count - tile * kRows);
-    const size_t b = first / pixels, oy = (first % pixels) / s.out_w, ox = (first % pixels) % s.out_w;
     const int64_t x0 = int64_t(ox) * s.stride_w - s.pad_left;
     const int64_t x_end = int64_t(ox + mr - 1) * s.stride_w - s.pad_left + s.kernel_w;  // one past
     if (conv.segments_ > 0 && ox + mr <= s.out_w && x0 >= 0 && x_end <= int64_t(s.in_w)) {
