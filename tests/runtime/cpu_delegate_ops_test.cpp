@@ -82,6 +82,26 @@ TEST_P(Channels, Conv2dExplicitStride2Relu6) {
   check(b, "op 0 CONV_2D", Runs::kNative);
 }
 
+// Micro-tiles that start mid-row, span several rows (width 3 < 8 pixels a tile) and cross
+// from one image of the batch into the next: each tile's image, row and column. VALID on
+// 12 columns: 4x10 outputs per image, so the AVX-512 kernel's sixth 8-pixel tile starts
+// the second image and reads it in place.
+TEST_P(Channels, Conv2d3x3TilesAcrossRowsAndImages) {
+  const uint32_t c = GetParam();
+  struct Case {
+    uint32_t n, h, w;
+    int32_t padding;  // 1 SAME, 2 VALID
+  };
+  for (Case k : {Case{2, 6, 12, 2}, Case{3, 5, 7, 1}, Case{2, 9, 3, 1}}) {
+    Built b;
+    uint32_t x = b.input({k.n, k.h, k.w, c});
+    uint32_t f = b.constant({11, 3, 3, c}, 61), bias = b.constant({11}, 62);
+    b.output(b.op(T::CONV_2D, {x, f, bias, b.i32(k.padding), b.i32(1), b.i32(1), b.i32(0)}));
+    SCOPED_TRACE(std::to_string(k.n) + "x" + std::to_string(k.h) + "x" + std::to_string(k.w));
+    check(b, "op 0 CONV_2D", Runs::kNative);
+  }
+}
+
 TEST_P(Channels, Conv2dImplicitSameDilated) {
   const uint32_t c = GetParam();
   Built b;
