@@ -173,6 +173,16 @@ NativeKind native_candidate(const Model& m, uint32_t k,
   }
 }
 
+// The NativeResize of RESIZE_BILINEAR `op` for images of `channels` channels.
+std::optional<NativeResizeShape> resize_shape(const Model& m, const Operation& op, uint32_t channels) {
+  std::string why;
+  auto r = parse_resize(m, op, &why);
+  if (!r) return std::nullopt;
+  const Dims& in = m.operands[op.inputs[0]].dims;
+  return NativeResizeShape{uint32_t(in[0]), uint32_t(in[1]), uint32_t(in[2]),  channels,
+                           r->out_h,        r->out_w,        r->align_corners, r->half_pixel_centers};
+}
+
 // at_size: build a pointwise conv for this NHWC size instead of its own (the conv moved in
 // front of a resize, NativeConvThenResize).
 std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind kind,
@@ -186,12 +196,8 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
         uint32_t(in[0]), uint32_t(in[1]), uint32_t(in[2]), uint32_t(in[3]), epilogue.lo, epilogue.hi});
   }
   if (kind == NativeKind::kResize) {
-    auto r = parse_resize(m, op, &why);
-    const Dims& in = m.operands[op.inputs[0]].dims;
-    if (!r) return nullptr;
-    NativeResizeShape s{uint32_t(in[0]), uint32_t(in[1]), uint32_t(in[2]),  uint32_t(in[3]),
-                        r->out_h,        r->out_w,        r->align_corners, r->half_pixel_centers};
-    return std::make_unique<NativeResize>(s);
+    auto s = resize_shape(m, op, uint32_t(m.operands[op.inputs[0]].dims[3]));
+    return s ? std::make_unique<NativeResize>(*s) : nullptr;
   }
   auto p = parse_window_op(m, op, &why);
   if (!p) return nullptr;
@@ -516,12 +522,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       auto ck = native_ops.find(c);
       if (ck == native_ops.end() || ck->second != NativeKind::kConv || model_.operations[c].inputs[0] != o)
         continue;
-      std::string why;
-      auto p = parse_window_op(model_, model_.operations[c], &why);
-      const Operand& filter = model_.operands[model_.operations[c].inputs[1]];
-      const bool pointwise = p && filter.dims[1] == 1 && filter.dims[2] == 1 && p->stride_h == 1 &&
-                             p->stride_w == 1 && p->pad_top == 0 && p->pad_bottom == 0 && p->pad_left == 0 &&
-                             p->pad_right == 0;
+      const bool pointwise = pointwise_conv(model_, model_.operations[c]);
       auto [lo, hi] = clamp_.at(c);
       const Dims& small = model_.operands[model_.operations[k].inputs[0]].dims;
       const bool one_tile = size_t(small[0]) * small[1] * small[2] >= 6;  // as dense_conv_candidate
@@ -646,14 +647,10 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       const Dims& small = model_.operands[model_.operations[ra->second].inputs[0]].dims;
       const Dims& out = model_.operands[model_.operations[k].outputs[0]].dims;
       auto conv = make_native_op(model_, k, kind, statics, e, &small);
-      // The resize, rebuilt for the conv's channels (its own input has the conv's input's).
-      std::string why;
-      auto rp = parse_resize(model_, model_.operations[ra->second], &why);
-      NN_CHECK_OR_RETURN(rp, StatusCode::kInternal, op_label(model_, ra->second) + ": resize parameters");
-      NativeResizeShape rs{
-          uint32_t(small[0]), uint32_t(small[1]), uint32_t(small[2]), uint32_t(out[3]),
-          rp->out_h,          rp->out_w,          rp->align_corners,  rp->half_pixel_centers};
-      native = std::make_unique<NativeConvThenResize>(std::move(conv), std::make_unique<NativeResize>(rs),
+      // The resize, built for the conv's channels (its own input has the conv's input's).
+      auto rs = resize_shape(model_, model_.operations[ra->second], uint32_t(out[3]));
+      NN_CHECK_OR_RETURN(rs, StatusCode::kInternal, op_label(model_, ra->second) + ": resize parameters");
+      native = std::make_unique<NativeConvThenResize>(std::move(conv), std::make_unique<NativeResize>(*rs),
                                                       size_t(small[0]) * small[1] * small[2] * out[3]);
     } else {
       native = make_native_op(model_, k, kind, statics, e);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "delegates/cpu/native_epilogue.h"
+#include "ops/resize_taps.h"
 
 typedef struct pthreadpool* pthreadpool_t;
 
@@ -160,16 +161,12 @@ class NativeResize final : public NativeOp {
   explicit NativeResize(const NativeResizeShape& shape);
   void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
 
-  struct Tap {
-    size_t lo, hi;
-    float frac;
-  };
   struct Task;
 
  private:
   NativeResizeShape shape_;
-  std::vector<Tap> rows_, cols_;  // per output row / column
-  bool avx512_ = false;           // 16 channels a step, else 8 (AVX2)
+  std::vector<BilinearTap> rows_, cols_;  // per output row / column
+  bool avx512_ = false;                   // 16 channels a step, else 8 (AVX2)
 };
 
 // A pointwise conv with no activation that read a bilinear resize, run in front of it:

@@ -6,17 +6,12 @@
 #include <cmath>
 
 #include "delegates/cpu/native_kernels.h"
-#include "ops/resize_taps.h"
 
 namespace nn::cpu {
 
 NativeResize::NativeResize(const NativeResizeShape& shape) : shape_(shape) {
-  const auto ty = bilinear_taps(shape.in_h, shape.out_h, shape.align_corners, shape.half_pixel_centers);
-  const auto tx = bilinear_taps(shape.in_w, shape.out_w, shape.align_corners, shape.half_pixel_centers);
-  rows_.reserve(ty.size());
-  for (const BilinearTap& t : ty) rows_.push_back({t.lo, t.hi, t.frac});
-  cols_.reserve(tx.size());
-  for (const BilinearTap& t : tx) cols_.push_back({t.lo, t.hi, t.frac});
+  rows_ = bilinear_taps(shape.in_h, shape.out_h, shape.align_corners, shape.half_pixel_centers);
+  cols_ = bilinear_taps(shape.in_w, shape.out_w, shape.align_corners, shape.half_pixel_centers);
   avx512_ = native_avx512_enabled();
   packed_ = allocate_floats(1);  // no weights: marks the op as built
 }
@@ -60,7 +55,7 @@ NN_INLINE_AVX512 void blend(float* dst, const float* a, const float* b, __m512 f
     row = scratch.data();                                                         \
   }                                                                               \
   for (size_t ox = 0; ox < s.out_w; ++ox) {                                       \
-    const NativeResize::Tap& tx = cols[ox];                                       \
+    const BilinearTap& tx = cols[ox];                                             \
     BLEND(out_row + ox * c, row + tx.lo * c, row + tx.hi * c, SPLAT(tx.frac), c); \
   }
 
@@ -75,12 +70,12 @@ NN_INLINE_AVX2 void blend_avx2(float* dst, const float* a, const float* b, float
   for (; i < n; ++i) dst[i] = std::fma(b[i] - a[i], f, a[i]);
 }
 
-NN_TARGET_AVX512 void resize_row_avx512(const NativeResizeShape& s, const NativeResize::Tap& ty,
-                                        const NativeResize::Tap* cols, const float* image,
+NN_TARGET_AVX512 void resize_row_avx512(const NativeResizeShape& s, const BilinearTap& ty,
+                                        const BilinearTap* cols, const float* image,
                                         float* out_row){NN_RESIZE_ROW(blend, _mm512_set1_ps)}
 
-NN_TARGET_AVX2 void resize_row_avx2(const NativeResizeShape& s, const NativeResize::Tap& ty,
-                                    const NativeResize::Tap* cols, const float* image, float* out_row) {
+NN_TARGET_AVX2 void resize_row_avx2(const NativeResizeShape& s, const BilinearTap& ty,
+                                    const BilinearTap* cols, const float* image, float* out_row) {
   NN_RESIZE_ROW(blend_avx2, float)
 }
 #undef NN_RESIZE_ROW
