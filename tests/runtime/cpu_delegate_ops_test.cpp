@@ -485,6 +485,80 @@ TEST_P(DwChannels, DepthwiseStride2ResidualRelu6Fuse) {
 
 INSTANTIATE_TEST_SUITE_P(OddSizes, DwChannels, ::testing::Values(1u, 13u, 16u, 17u, 31u, 32u, 33u, 127u));
 
+// An inverted residual's expansion (1x1 conv) and the depthwise conv reading it run as one
+// native op (NativeExpandDepthwise) when the expanded tensor is large (>= 512 KB: the sizes
+// below), rows fill the conv's micro-tiles (width 48) and a second thread's range
+// re-expands few rows: MobileNetV2's stride-2 block, a stride-1 one with a residual ADD,
+// MobileNetV3's HARD_SWISH 5x5 dilated one, a batch of 2 with VALID padding. The depthwise
+// leaves no step of its own; the result is the reference's at 1 and 2 threads, on AVX-512,
+// AVX2 and XNNPACK.
+class ExpandChannels : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(ExpandChannels, ExpansionRunsWithTheDepthwiseItFeeds) {
+  const uint32_t c = GetParam();
+  const uint32_t h = std::max<uint32_t>(52, 131072 / (c * 48) + 1), w = 48;
+  for (int variant = 0; variant < 4; ++variant) {
+    SCOPED_TRACE("variant " + std::to_string(variant) + ", " + std::to_string(h) + "x48x" +
+                 std::to_string(c));
+    Built b;
+    const uint32_t batch = variant == 3 ? 2 : 1;
+    uint32_t x = b.input({batch, h, w, 7});
+    uint32_t ew = b.constant({c, 1, 1, 7}, 61), eb = b.constant({c}, 62);
+    uint32_t dw5 = b.constant({1, 5, 5, c}, 63, -0.3f, 0.3f), dw3 = b.constant({1, 3, 3, c}, 64),
+             db = b.constant({c}, 65);
+    const int expand_act = variant == 0 ? 3 : variant == 1 ? 1 : 0;
+    uint32_t e = b.op(T::CONV_2D, {x, ew, eb, b.i32(1), b.i32(1), b.i32(1), b.i32(expand_act)});
+    if (variant == 2) e = b.op(T::HARD_SWISH, {e});
+    switch (variant) {
+      case 0:  // 3x3 stride 2 SAME, RELU6 on both
+        b.output(b.op(T::DEPTHWISE_CONV_2D, {e, dw3, db, b.i32(1), b.i32(2), b.i32(2), b.i32(1), b.i32(3)}));
+        break;
+      case 1: {  // 3x3 stride 1, then ADD of a second input with RELU6
+        uint32_t y = b.input({1, h, w, c});
+        uint32_t d =
+            b.op(T::DEPTHWISE_CONV_2D, {e, dw3, db, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
+        b.output(b.op(T::ADD, {d, y, b.i32(3)}));
+        break;
+      }
+      case 2: {  // 5x5 dilated by 2, HARD_SWISH after both
+        uint32_t d = b.op(T::DEPTHWISE_CONV_2D, {e, dw5, db, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(0),
+                                                 b.boolean(false), b.i32(2), b.i32(2)});
+        b.output(b.op(T::HARD_SWISH, {d}));
+        break;
+      }
+      default:  // 3x3 stride 2 VALID, RELU
+        b.output(b.op(T::DEPTHWISE_CONV_2D, {e, dw3, db, b.i32(2), b.i32(2), b.i32(2), b.i32(1), b.i32(1)}));
+    }
+    check(b, "op 0 CONV_2D", Runs::kNative, -2.f, 2.f);
+    auto r = profiled_cpu(b, -2.f, 2.f);
+    if (has_avx512()) {
+      EXPECT_EQ(nn_test::count_steps(r, "DEPTHWISE_CONV_2D"), 0) << nn_test::step_labels(r);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OddSizes, ExpandChannels, ::testing::Values(13u, 40u, 127u));
+
+// The expansion stays its own op when its output is needed elsewhere (a model output),
+// when a row would leave a micro-tile mostly empty (width 28 on 8-pixel tiles), and when
+// the expanded tensor is small enough to stay in cache anyway (16x16x40).
+TEST(CpuDelegateFusion, ExpansionStaysApartWhenSharedNarrowOrSmall) {
+  Built b;
+  uint32_t ew = b.constant({40, 1, 1, 7}, 66), eb = b.constant({40}, 67);
+  uint32_t dw = b.constant({1, 5, 5, 40}, 68, -0.3f, 0.3f), db = b.constant({40}, 69);
+  auto block = [&](uint32_t x, bool share) {
+    uint32_t e = b.op(T::CONV_2D, {x, ew, eb, b.i32(1), b.i32(1), b.i32(1), b.i32(3)});
+    if (share) b.output(e);
+    b.output(b.op(T::DEPTHWISE_CONV_2D, {e, dw, db, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(3)}));
+  };
+  block(b.input({1, 104, 48, 7}), true);
+  block(b.input({1, 160, 28, 7}), false);
+  block(b.input({1, 16, 16, 7}), false);
+  auto r = profiled_cpu(b);
+  EXPECT_LE(r.max_rel_error, kTolerance);
+  EXPECT_EQ(nn_test::count_steps(r, "DEPTHWISE_CONV_2D [native]"), 3) << nn_test::step_labels(r);
+}
+
 // A squeeze-and-excitation tail into the 1x1 conv that reads it: conv(x * gate) and
 // conv(x * gate + skip), gate one value per channel (a runtime tensor here, as the SE
 // block's LOGISTIC makes it). The MUL and ADD leave no step of their own; the conv runs

@@ -183,6 +183,26 @@ std::optional<NativeResizeShape> resize_shape(const Model& m, const Operation& o
                            r->out_h,        r->out_w,        r->align_corners, r->half_pixel_centers};
 }
 
+// Whether running the pointwise conv that feeds depthwise op d together with it
+// (NativeExpandDepthwise) pays at this thread count: the expanded tensor is large enough to
+// leave the caches between two separate ops; each further thread's range re-expands at most
+// 4% of the rows; and one expanded row fills the conv's micro-tiles (a row at a time,
+// a 28-pixel row wastes 12% of 32).
+bool expand_depthwise_pays(const Model& m, uint32_t d, int threads) {
+  const Dims& in = m.operands[m.operations[d].inputs[0]].dims;
+  const Dims& filter = m.operands[m.operations[d].inputs[1]].dims;
+  std::string why;
+  auto p = parse_window_op(m, m.operations[d], &why);
+  if (!p || in.size() != 4 || filter.size() != 4) return false;
+  NativeConvShape s;
+  s.kernel_h = filter[1], s.stride_h = p->stride_h, s.dilation_h = p->dilation_h;
+  const size_t halo = NativeExpandDepthwise::halo_rows(s) * size_t(std::max(1, threads) - 1);
+  const size_t tile = NativeConv::tile_pixels();
+  const size_t width = size_t(in[2]), tiled = (width + tile - 1) / tile * tile;
+  const size_t bytes = size_t(in[0]) * in[1] * in[2] * in[3] * sizeof(float);
+  return bytes >= (size_t(512) << 10) && halo * 25 <= size_t(in[1]) && tiled * 100 <= width * 103;
+}
+
 // at_size: build a pointwise conv for this NHWC size instead of its own (the conv moved in
 // front of a resize, NativeConvThenResize).
 std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind kind,
@@ -207,7 +227,7 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
   NativeConvShape s;
   s.batch = in.dims[0], s.in_h = in.dims[1], s.in_w = in.dims[2], s.in_c = in.dims[3];
   s.out_h = out.dims[1], s.out_w = out.dims[2], s.out_c = out.dims[3];
-  if (at_size) s.in_h = s.out_h = (*at_size)[1], s.in_w = s.out_w = (*at_size)[2];
+  if (at_size) s.batch = (*at_size)[0], s.in_h = s.out_h = (*at_size)[1], s.in_w = s.out_w = (*at_size)[2];
   s.kernel_h = filter.dims[1], s.kernel_w = filter.dims[2];
   s.stride_h = p->stride_h, s.stride_w = p->stride_w, s.dilation_h = p->dilation_h,
   s.dilation_w = p->dilation_w;
@@ -337,6 +357,7 @@ class CpuPartition final : public CompiledPartition {
   std::map<uint32_t, uint32_t> residual_of_;              // native op -> operand its epilogue adds
   std::map<uint32_t, uint32_t> resized_after_;            // pointwise conv -> the resize it now precedes
   std::map<uint32_t, ScaledInput> scaled_input_;          // native 1x1 conv -> the gated input it reads
+  std::map<uint32_t, uint32_t> expanded_into_;            // pointwise conv -> the depthwise run with it
   std::map<uint32_t, std::unique_ptr<NativeOp>> native_;  // ops run by nnpipe's kernels
   std::vector<Step> steps_;
 };
@@ -637,8 +658,38 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
     }
   }
 
+  // An inverted residual's expansion and the depthwise conv that is its only reader run as
+  // one op (NativeExpandDepthwise), where the expanded tensor is worth keeping out of memory
+  // and splitting it over the threads re-expands few rows.
+  if (!std::getenv("NN_NO_EXPAND_DEPTHWISE"))
+    for (auto [k, kind] : native_ops) {
+      const Operation& op = model_.operations[k];
+      if (kind != NativeKind::kConv || fused_into_.count(k) || resized_after_.count(k) ||
+          scaled_input_.count(k) || epilogues[k].residual || !pointwise_conv(model_, op))
+        continue;
+      const uint32_t expanded = output_of_.count(k) ? output_of_.at(k) : op.outputs[0];
+      const auto& r = readers[expanded];
+      if (r.size() != 1 || partition_outputs.count(expanded) || model_outputs.count(expanded)) continue;
+      const uint32_t d = r[0];
+      auto dk = native_ops.find(d);
+      if (dk == native_ops.end() || dk->second != NativeKind::kDepthwise || fused_into_.count(d) ||
+          model_.operations[d].inputs[0] != expanded)
+        continue;
+      if (!expand_depthwise_pays(model_, d, options_.threads)) continue;
+      expanded_into_[k] = d;
+      fused_into_[d] = k;
+      chain_[k].push_back(d);
+      for (uint32_t c : chain_[d]) fused_into_[c] = k, chain_[k].push_back(c);
+      chain_.erase(d);
+      output_of_[k] = output_of_.count(d) ? output_of_.at(d) : model_.operations[d].outputs[0];
+      if (auto res = residual_of_.find(d); res != residual_of_.end()) {
+        residual_of_[k] = res->second;
+        residual_of_.erase(res);
+      }
+    }
+
   for (auto [k, kind] : native_ops) {
-    if (fused_into_.count(k)) continue;  // a resize run by the conv it fed
+    if (fused_into_.count(k)) continue;  // a resize run by the conv it fed, a depthwise by its expansion
     Epilogue e = epilogues[k];
     std::tie(e.lo, e.hi) = clamp_.at(k);
     std::unique_ptr<NativeOp> native;
@@ -652,6 +703,17 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       NN_CHECK_OR_RETURN(rs, StatusCode::kInternal, op_label(model_, ra->second) + ": resize parameters");
       native = std::make_unique<NativeConvThenResize>(std::move(conv), std::make_unique<NativeResize>(*rs),
                                                       size_t(small[0]) * small[1] * small[2] * out[3]);
+    } else if (auto ed = expanded_into_.find(k); ed != expanded_into_.end()) {
+      const Dims& in = model_.operands[model_.operations[k].inputs[0]].dims;
+      const Dims row{1, 1, in[2], in[3]};
+      std::unique_ptr<NativeConv> expand(
+          static_cast<NativeConv*>(make_native_op(model_, k, kind, statics, e, &row).release()));
+      Epilogue de = epilogues[ed->second];
+      std::tie(de.lo, de.hi) = clamp_.at(ed->second);
+      std::unique_ptr<NativeDepthwise> depthwise(static_cast<NativeDepthwise*>(
+          make_native_op(model_, ed->second, NativeKind::kDepthwise, statics, de).release()));
+      native = std::make_unique<NativeExpandDepthwise>(std::move(expand), std::move(depthwise),
+                                                       size_t(std::max(1, options_.threads)));
     } else {
       native = make_native_op(model_, k, kind, statics, e);
     }

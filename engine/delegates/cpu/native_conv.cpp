@@ -508,6 +508,13 @@ void NativeConv::run_scaled(const float* x, const float* scale, const float* sum
   dispatch(task, segments, pool);
 }
 
+size_t NativeConv::tile_pixels() {
+#if NN_NATIVE_X86
+  if (native_avx512_enabled()) return Avx512Gemm<1>::kRows;
+#endif
+  return Avx2Gemm::kRows;
+}
+
 void NativeConv::dispatch(Task& task, size_t segments, pthreadpool_t pool) const {
   const size_t m_total = size_t(shape_.batch) * shape_.out_h * shape_.out_w;
   void (*tile_fn)(void*, size_t, size_t, size_t, size_t) = &run_tile<Avx2Gemm>;

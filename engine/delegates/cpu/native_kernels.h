@@ -83,6 +83,9 @@ class NativeConv final : public NativeOp {
                   pthreadpool_t pool) const;
   const Epilogue& epilogue() const { return epilogue_; }
   const NativeConvShape& shape() const { return shape_; }
+  // Output pixels per micro-tile of the kernels this CPU gets: a tile of fewer pixels costs
+  // as much as a full one.
+  static size_t tile_pixels();
 
   struct Task;
 
@@ -184,6 +187,35 @@ class NativeConvThenResize final : public NativeOp {
  private:
   std::unique_ptr<NativeOp> conv_, resize_;
   AlignedFloats scratch_{nullptr, nullptr};
+};
+
+// An inverted-residual block's expansion, a pointwise conv, run together with the
+// depthwise conv that is its only reader: each output row of the depthwise reads a few
+// expanded rows, computed into a small per-chunk ring of rows as they are first needed,
+// so the expanded tensor (MobileNetV2's first: 112x112x96, 4.8 MB) is never written out
+// and read back. The output rows are split into `chunks` contiguous ranges, one per
+// thread; a range re-expands the few rows it shares with the range before it.
+class NativeExpandDepthwise final : public NativeOp {
+ public:
+  // expand_row: the pointwise conv built for ONE input row ([1, 1, W, C_in]); depthwise:
+  // built for the whole expanded tensor. chunks: the most ranges run() splits rows into.
+  NativeExpandDepthwise(std::unique_ptr<NativeConv> expand_row, std::unique_ptr<NativeDepthwise> depthwise,
+                        size_t chunks);
+  void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
+
+  // Expanded rows a range of output rows recomputes at its start (the kernel's reach
+  // beyond one stride).
+  static size_t halo_rows(const NativeConvShape& depthwise);
+
+  struct Task;
+
+ private:
+  std::unique_ptr<NativeConv> expand_;
+  std::unique_ptr<NativeDepthwise> depthwise_;
+  size_t chunks_ = 1;
+  size_t ring_rows_ = 0;   // expanded rows one output row reads: (kernel_h - 1) * dilation_h + 1
+  size_t row_floats_ = 0;  // one expanded row, padded to 64 bytes
+  AlignedFloats ring_{nullptr, nullptr};  // chunks_ x ring_rows_ rows
 };
 
 struct NativeAddMeanShape {
