@@ -537,6 +537,33 @@ TEST_P(ExpandChannels, ExpansionRunsWithTheDepthwiseItFeeds) {
   }
 }
 
+// The same with a stem conv in front of the depthwise (MobileNets' first 3x3 conv): each
+// row of the conv reads its input rows in place, with the top row's and, on an odd height,
+// the bottom row's taps partly in the padding; stride 2 with explicit padding, and stride
+// 1 SAME on a batch of 2.
+TEST_P(ExpandChannels, StemConvRunsWithTheDepthwiseItFeeds) {
+  const uint32_t c = GetParam();
+  for (int variant = 0; variant < 2; ++variant) {
+    const uint32_t h = variant == 0 ? 2 * (5462 / c + 1) + 1 : 2731 / c + 2;
+    SCOPED_TRACE("variant " + std::to_string(variant) + ", " + std::to_string(h) + "x48x3 -> " +
+                 std::to_string(c));
+    Built b;
+    uint32_t x = b.input({variant == 0 ? 1u : 2u, h, 48, 3});
+    uint32_t cw = b.constant({c, 3, 3, 3}, 71), cb = b.constant({c}, 72);
+    uint32_t dw = b.constant({1, 3, 3, c}, 73), db = b.constant({c}, 74);
+    uint32_t stem = variant == 0 ? b.op(T::CONV_2D, {x, cw, cb, b.i32(1), b.i32(1), b.i32(1), b.i32(1),
+                                                     b.i32(2), b.i32(2), b.i32(3)})
+                                 : b.op(T::CONV_2D, {x, cw, cb, b.i32(1), b.i32(1), b.i32(1), b.i32(1)});
+    b.output(b.op(T::DEPTHWISE_CONV_2D, {stem, dw, db, b.i32(1), b.i32(variant == 0 ? 1 : 2),
+                                         b.i32(variant == 0 ? 1 : 2), b.i32(1), b.i32(3)}));
+    check(b, "op 0 CONV_2D", Runs::kNative, -2.f, 2.f);
+    auto r = profiled_cpu(b, -2.f, 2.f);
+    if (has_avx512()) {
+      EXPECT_EQ(nn_test::count_steps(r, "DEPTHWISE_CONV_2D"), 0) << nn_test::step_labels(r);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(OddSizes, ExpandChannels, ::testing::Values(13u, 40u, 127u));
 
 // The expansion stays its own op when its output is needed elsewhere (a model output),

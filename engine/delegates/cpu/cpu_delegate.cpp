@@ -183,11 +183,11 @@ std::optional<NativeResizeShape> resize_shape(const Model& m, const Operation& o
                            r->out_h,        r->out_w,        r->align_corners, r->half_pixel_centers};
 }
 
-// Whether running the pointwise conv that feeds depthwise op d together with it
-// (NativeExpandDepthwise) pays at this thread count: the expanded tensor is large enough to
-// leave the caches between two separate ops; each further thread's range re-expands at most
-// 4% of the rows; and one expanded row fills the conv's micro-tiles (a row at a time,
-// a 28-pixel row wastes 12% of 32).
+// Whether running the conv that feeds depthwise op d together with it
+// (NativeExpandDepthwise) pays at this thread count: the tensor between them is large
+// enough to leave the caches between two separate ops (512 KB); each further thread's range
+// recomputes at most 4% of its rows; and one row fills the conv's micro-tiles (the conv
+// runs a row at a time: a 28-pixel row wastes 12% of 32).
 bool expand_depthwise_pays(const Model& m, uint32_t d, int threads) {
   const Dims& in = m.operands[m.operations[d].inputs[0]].dims;
   const Dims& filter = m.operands[m.operations[d].inputs[1]].dims;
@@ -201,6 +201,24 @@ bool expand_depthwise_pays(const Model& m, uint32_t d, int threads) {
   const size_t width = size_t(in[2]), tiled = (width + tile - 1) / tile * tile;
   const size_t bytes = size_t(in[0]) * in[1] * in[2] * in[3] * sizeof(float);
   return bytes >= (size_t(512) << 10) && halo * 25 <= size_t(in[1]) && tiled * 100 <= width * 103;
+}
+
+// The NHWC shape of a conv, depthwise or transpose conv op.
+std::optional<NativeConvShape> conv_shape(const Model& m, const Operation& op) {
+  std::string why;
+  auto p = parse_window_op(m, op, &why);
+  if (!p) return std::nullopt;
+  const Dims& in = m.operands[op.inputs[0]].dims;
+  const Dims& filter = m.operands[op.inputs[1]].dims;
+  const Dims& out = m.operands[op.outputs[0]].dims;
+  NativeConvShape s;
+  s.batch = in[0], s.in_h = in[1], s.in_w = in[2], s.in_c = in[3];
+  s.out_h = out[1], s.out_w = out[2], s.out_c = out[3];
+  s.kernel_h = filter[1], s.kernel_w = filter[2];
+  s.stride_h = p->stride_h, s.stride_w = p->stride_w, s.dilation_h = p->dilation_h,
+  s.dilation_w = p->dilation_w;
+  s.pad_top = p->pad_top, s.pad_left = p->pad_left;
+  return s;
 }
 
 // at_size: build a pointwise conv for this NHWC size instead of its own (the conv moved in
@@ -219,19 +237,10 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
     auto s = resize_shape(m, op, uint32_t(m.operands[op.inputs[0]].dims[3]));
     return s ? std::make_unique<NativeResize>(*s) : nullptr;
   }
-  auto p = parse_window_op(m, op, &why);
-  if (!p) return nullptr;
-  const Operand& in = m.operands[op.inputs[0]];
-  const Operand& filter = m.operands[op.inputs[1]];
-  const Operand& out = m.operands[op.outputs[0]];
-  NativeConvShape s;
-  s.batch = in.dims[0], s.in_h = in.dims[1], s.in_w = in.dims[2], s.in_c = in.dims[3];
-  s.out_h = out.dims[1], s.out_w = out.dims[2], s.out_c = out.dims[3];
+  auto shape = conv_shape(m, op);
+  if (!shape) return nullptr;
+  NativeConvShape s = *shape;
   if (at_size) s.batch = (*at_size)[0], s.in_h = s.out_h = (*at_size)[1], s.in_w = s.out_w = (*at_size)[2];
-  s.kernel_h = filter.dims[1], s.kernel_w = filter.dims[2];
-  s.stride_h = p->stride_h, s.stride_w = p->stride_w, s.dilation_h = p->dilation_h,
-  s.dilation_w = p->dilation_w;
-  s.pad_top = p->pad_top, s.pad_left = p->pad_left;
   const float* bias = m.has_value(op.inputs[2]) ? static_cast<const float*>(statics(op.inputs[2])) : nullptr;
   const float* weights = static_cast<const float*>(statics(op.inputs[1]));
   switch (kind) {
@@ -357,7 +366,7 @@ class CpuPartition final : public CompiledPartition {
   std::map<uint32_t, uint32_t> residual_of_;              // native op -> operand its epilogue adds
   std::map<uint32_t, uint32_t> resized_after_;            // pointwise conv -> the resize it now precedes
   std::map<uint32_t, ScaledInput> scaled_input_;          // native 1x1 conv -> the gated input it reads
-  std::map<uint32_t, uint32_t> expanded_into_;            // pointwise conv -> the depthwise run with it
+  std::map<uint32_t, uint32_t> expanded_into_;            // conv -> the depthwise run with it
   std::map<uint32_t, std::unique_ptr<NativeOp>> native_;  // ops run by nnpipe's kernels
   std::vector<Step> steps_;
 };
@@ -658,15 +667,16 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
     }
   }
 
-  // An inverted residual's expansion and the depthwise conv that is its only reader run as
-  // one op (NativeExpandDepthwise), where the expanded tensor is worth keeping out of memory
-  // and splitting it over the threads re-expands few rows.
+  // A native conv (an inverted residual's expansion, a stem conv) and the depthwise conv
+  // that is its only reader run as one op (NativeExpandDepthwise), where the tensor between
+  // them is worth keeping out of memory and splitting over the threads recomputes few rows.
   if (!std::getenv("NN_NO_EXPAND_DEPTHWISE"))
     for (auto [k, kind] : native_ops) {
       const Operation& op = model_.operations[k];
       if (kind != NativeKind::kConv || fused_into_.count(k) || resized_after_.count(k) ||
-          scaled_input_.count(k) || epilogues[k].residual || !pointwise_conv(model_, op))
+          scaled_input_.count(k) || epilogues[k].residual)
         continue;
+      if (auto shape = conv_shape(model_, op); !shape || shape->dilation_h != 1) continue;
       const uint32_t expanded = output_of_.count(k) ? output_of_.at(k) : op.outputs[0];
       const auto& r = readers[expanded];
       if (r.size() != 1 || partition_outputs.count(expanded) || model_outputs.count(expanded)) continue;
@@ -704,16 +714,18 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       native = std::make_unique<NativeConvThenResize>(std::move(conv), std::make_unique<NativeResize>(*rs),
                                                       size_t(small[0]) * small[1] * small[2] * out[3]);
     } else if (auto ed = expanded_into_.find(k); ed != expanded_into_.end()) {
-      const Dims& in = model_.operands[model_.operations[k].inputs[0]].dims;
-      const Dims row{1, 1, in[2], in[3]};
-      std::unique_ptr<NativeConv> expand(
-          static_cast<NativeConv*>(make_native_op(model_, k, kind, statics, e, &row).release()));
+      const Operation& op = model_.operations[k];
+      auto first = conv_shape(model_, op);
+      NN_CHECK_OR_RETURN(first, StatusCode::kInternal, op_label(model_, k) + ": conv parameters");
       Epilogue de = epilogues[ed->second];
       std::tie(de.lo, de.hi) = clamp_.at(ed->second);
       std::unique_ptr<NativeDepthwise> depthwise(static_cast<NativeDepthwise*>(
           make_native_op(model_, ed->second, NativeKind::kDepthwise, statics, de).release()));
-      native = std::make_unique<NativeExpandDepthwise>(std::move(expand), std::move(depthwise),
-                                                       size_t(std::max(1, options_.threads)));
+      const float* bias =
+          model_.has_value(op.inputs[2]) ? static_cast<const float*>(statics(op.inputs[2])) : nullptr;
+      native = std::make_unique<NativeExpandDepthwise>(
+          *first, static_cast<const float*>(statics(op.inputs[1])), bias, e, std::move(depthwise),
+          size_t(std::max(1, options_.threads)));
     } else {
       native = make_native_op(model_, k, kind, statics, e);
     }

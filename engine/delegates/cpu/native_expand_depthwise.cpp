@@ -1,8 +1,8 @@
-// Expansion (pointwise conv) and depthwise conv of an inverted-residual block as one op
-// (native_kernels.h says why). Per output row of the depthwise: expand the input rows its
-// taps read that the ring does not hold yet, then run the depthwise row kernel on row
-// pointers into the ring. Rows arrive in order, so each expanded row is computed once per
-// range of output rows.
+// A conv (an inverted residual's expansion, a stem conv) and the depthwise conv reading
+// it as one op (native_kernels.h says why). Per output row of the depthwise: compute the
+// first conv's rows its taps read that the ring does not hold yet, then run the depthwise
+// row kernel on row pointers into the ring. Rows arrive in order, so each is computed once
+// per range of output rows.
 #include <pthreadpool.h>
 
 #include <algorithm>
@@ -25,10 +25,31 @@ size_t NativeExpandDepthwise::halo_rows(const NativeConvShape& d) {
   return reach > d.stride_h ? reach - d.stride_h : 0;
 }
 
-NativeExpandDepthwise::NativeExpandDepthwise(std::unique_ptr<NativeConv> expand_row,
+NativeExpandDepthwise::NativeExpandDepthwise(const NativeConvShape& first, const float* filter,
+                                             const float* bias, const Epilogue& epilogue,
                                              std::unique_ptr<NativeDepthwise> depthwise, size_t chunks)
-    : expand_(std::move(expand_row)), depthwise_(std::move(depthwise)), chunks_(std::max<size_t>(1, chunks)) {
-  if (!expand_ || !expand_->ok() || !depthwise_ || !depthwise_->ok()) return;
+    : first_(first), depthwise_(std::move(depthwise)), chunks_(std::max<size_t>(1, chunks)) {
+  if (!depthwise_ || !depthwise_->ok() || first.dilation_h != 1) return;
+  // Output row y reads input rows y * stride - pad_top + [0, kernel_h): those in the image,
+  // the rest is padding. One conv per distinct (top, bottom) padding.
+  std::vector<std::pair<uint32_t, uint32_t>> keys;
+  for (uint32_t y = 0; y < first.out_h; ++y) {
+    const int64_t r0 = int64_t(y) * first.stride_h - first.pad_top;
+    const int64_t r1 = r0 + first.kernel_h;  // one past the last tap row
+    const uint32_t top = uint32_t(std::max<int64_t>(0, -r0));
+    const uint32_t bottom = uint32_t(std::max<int64_t>(0, r1 - int64_t(first.in_h)));
+    if (top + bottom >= first.kernel_h) return;  // a row of padding only: not worth a special case
+    auto it = std::find(keys.begin(), keys.end(), std::pair{top, bottom});
+    if (it == keys.end()) {
+      NativeConvShape row = first;
+      row.batch = 1, row.in_h = first.kernel_h - top - bottom, row.out_h = 1;
+      row.stride_h = 1, row.pad_top = top;
+      row_convs_.push_back(std::make_unique<NativeConv>(row, filter, bias, epilogue));
+      if (!row_convs_.back()->ok()) return;
+      it = keys.insert(keys.end(), std::pair{top, bottom});
+    }
+    row_conv_of_.push_back(uint32_t(it - keys.begin()));
+  }
   const NativeConvShape& d = depthwise_->shape();
   ring_rows_ = size_t(d.kernel_h - 1) * d.dilation_h + 1;
   row_floats_ = (size_t(d.in_w) * d.in_c + 15) / 16 * 16 + 16;  // + the kernels' read slack
@@ -47,7 +68,8 @@ void NativeExpandDepthwise::run(const float* input, const float* residual, float
     const Task& t = *static_cast<const Task*>(ctx);
     const NativeExpandDepthwise& op = *t.op;
     const NativeConvShape& d = op.depthwise_->shape();
-    const size_t in_row = size_t(d.in_w) * op.expand_->shape().in_c;
+    const NativeConvShape& f = op.first_;
+    const size_t in_row = size_t(f.in_w) * f.in_c;
     const size_t out_row = size_t(d.out_w) * d.out_c;
     float* ring = op.ring_.get() + chunk * op.ring_rows_ * op.row_floats_;
     // Which expanded row (image * in_h + y) each ring slot holds; -1 none yet.
@@ -65,7 +87,9 @@ void NativeExpandDepthwise::run(const float* input, const float* residual, float
         const size_t slot = size_t(iy) % op.ring_rows_;
         float* row = ring + slot * op.row_floats_;
         if (held[slot] != key) {
-          op.expand_->run(t.input + size_t(key) * in_row, nullptr, row, nullptr);
+          const int64_t r0 = std::max<int64_t>(0, iy * f.stride_h - f.pad_top);
+          op.row_convs_[op.row_conv_of_[size_t(iy)]]->run(t.input + (b * f.in_h + size_t(r0)) * in_row,
+                                                          nullptr, row, nullptr);
           held[slot] = key;
         }
         taps[ky] = row;

@@ -189,32 +189,37 @@ class NativeConvThenResize final : public NativeOp {
   AlignedFloats scratch_{nullptr, nullptr};
 };
 
-// An inverted-residual block's expansion, a pointwise conv, run together with the
-// depthwise conv that is its only reader: each output row of the depthwise reads a few
-// expanded rows, computed into a small per-chunk ring of rows as they are first needed,
-// so the expanded tensor (MobileNetV2's first: 112x112x96, 4.8 MB) is never written out
-// and read back. The output rows are split into `chunks` contiguous ranges, one per
-// thread; a range re-expands the few rows it shares with the range before it.
+// A conv feeding a depthwise conv that is its only reader, run as one op: an inverted
+// residual's expansion (MobileNetV2's first: 112x112x96, 4.8 MB) or a stem conv. Each
+// output row of the depthwise reads a few of the first conv's output rows, computed into a
+// small per-chunk ring of rows as they are first needed, so that tensor is never written
+// out and read back. The output rows are split into `chunks` contiguous ranges, one per
+// thread; a range recomputes the few rows it shares with the range before it.
 class NativeExpandDepthwise final : public NativeOp {
  public:
-  // expand_row: the pointwise conv built for ONE input row ([1, 1, W, C_in]); depthwise:
-  // built for the whole expanded tensor. chunks: the most ranges run() splits rows into.
-  NativeExpandDepthwise(std::unique_ptr<NativeConv> expand_row, std::unique_ptr<NativeDepthwise> depthwise,
-                        size_t chunks);
+  // first: the first conv's shape (dilation_h 1), filter OHWI, bias or nullptr, epilogue;
+  // depthwise: built for the first conv's whole output. chunks: the most ranges run()
+  // splits rows into.
+  NativeExpandDepthwise(const NativeConvShape& first, const float* filter, const float* bias,
+                        const Epilogue& epilogue, std::unique_ptr<NativeDepthwise> depthwise, size_t chunks);
   void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
 
-  // Expanded rows a range of output rows recomputes at its start (the kernel's reach
-  // beyond one stride).
+  // Rows of its input a range of depthwise output rows recomputes at its start (the
+  // kernel's reach beyond one stride).
   static size_t halo_rows(const NativeConvShape& depthwise);
 
   struct Task;
 
  private:
-  std::unique_ptr<NativeConv> expand_;
+  NativeConvShape first_;
+  // The first conv for one output row, one per distinct set of taps in the padding (top,
+  // bottom): reads the row's in-image input rows in place.
+  std::vector<std::unique_ptr<NativeConv>> row_convs_;
+  std::vector<uint32_t> row_conv_of_;  // per output row of the first conv
   std::unique_ptr<NativeDepthwise> depthwise_;
   size_t chunks_ = 1;
-  size_t ring_rows_ = 0;   // expanded rows one output row reads: (kernel_h - 1) * dilation_h + 1
-  size_t row_floats_ = 0;  // one expanded row, padded to 64 bytes
+  size_t ring_rows_ = 0;   // first-conv rows one depthwise row reads: (kernel_h - 1) * dilation_h + 1
+  size_t row_floats_ = 0;  // one such row, padded to 64 bytes
   AlignedFloats ring_{nullptr, nullptr};  // chunks_ x ring_rows_ rows
 };
 
