@@ -116,6 +116,9 @@ def main():
             mine, ort = [], []
             have_onnx = not args.no_peers and onnx_path and os.path.exists(onnx_path)
             for _ in range(max(args.rounds, 1)):
+                # Where the host put the two vCPUs this round (it moves them every few tens
+                # of seconds here): probed before and after, "mixed" when they disagree.
+                before = placement() if t > 1 else None
                 r = run_json([os.path.join(BUILD, "bench", "nnbench"), nnapi, "--threads", str(t), "--delegates",
                               "cpu", "--runs", str(args.runs), "--warmup", str(args.warmup), "--json"])
                 if r:
@@ -125,6 +128,14 @@ def main():
                                   str(args.warmup)])
                     if r:
                         ort.append(r)
+                if t > 1:
+                    after = placement()
+                    where = before if before == after else "mixed"
+                    row.setdefault("placements", []).append(where)
+                    if mine:
+                        mine[-1]["placement"] = where
+                    if ort and have_onnx:
+                        ort[-1]["placement"] = where
             if mine:
                 med = lambda key: statistics.median(m[key] for m in mine)
                 row.update(nnpipe_ms=med("median_ms"), nnpipe_p90=med("p90_ms"), nnpipe_p99=med("p99_ms"),
@@ -133,6 +144,12 @@ def main():
             if ort:
                 row["ort_ms"] = statistics.median(r["median_ms"] for r in ort)
                 row["ort_rounds"] = [r["median_ms"] for r in ort]
+            for side, runs in (("nnpipe", mine), ("ort", ort)):
+                for where in ("shared", "split"):
+                    ms = [m["median_ms"] for m in runs if m.get("placement") == where]
+                    if ms:
+                        row[f"{side}_ms_{where}"] = statistics.median(ms)
+                        row[f"{side}_rounds_{where}"] = len(ms)
             if have_onnx:
                 r = run_json(["/usr/bin/python3", os.path.join(PEERS, "opencv_bench.py"), onnx_path, str(t),
                               str(max(args.runs // 2, 10)), str(max(args.warmup // 2, 3))])
@@ -172,6 +189,14 @@ def main():
         shutil.copyfile(os.path.join(RESULTS, "engine.png"), os.path.join(ROOT, "bench", "engine-latency.png"))
 
 
+def placement():
+    """'shared' when a cache line crosses between the two cores in under 150 ns (both vCPUs
+    on one L3), 'split' when it takes longer (different dies: ~350 ns here), else None."""
+    c = run_json([os.path.join(BUILD, "bench", "nncores")]) or {}
+    rt = c.get("round_trip_ns")
+    return None if rt is None else "shared" if rt < 150 else "split"
+
+
 def fmt(v, spec=".2f"):
     return "—" if v is None else format(v, spec)
 
@@ -205,6 +230,22 @@ def markdown_table(rows, machine, args):
             scaling.append(line)
     if scaling:
         lines += ["", "2 threads vs 1 (latency at 1 / at 2): " + ", ".join(scaling) + "."]
+    # The same, from only the 2-thread rounds the host ran with both vCPUs on one L3, and
+    # from only those it ran on two dies (bench/README.md: the host moves them).
+    for where, words in (("shared", "both vCPUs on one L3 (core round trip < 150 ns)"),
+                         ("split", "the vCPUs on two dies (round trip > 150 ns)")):
+        parts = []
+        for model in dict.fromkeys(r["model"] for r in rows):
+            by_t = {r["threads"]: r for r in rows if r["model"] == model}
+            one, two = by_t.get(1, {}), by_t.get(2, {})
+            if one.get("nnpipe_ms") and two.get(f"nnpipe_ms_{where}"):
+                part = (f"{model} {one['nnpipe_ms'] / two[f'nnpipe_ms_{where}']:.2f}x "
+                        f"({two[f'nnpipe_rounds_{where}']} of {len(two.get('placements', []))} rounds")
+                if one.get("ort_ms") and two.get(f"ort_ms_{where}"):
+                    part += f"; ONNX Runtime {one['ort_ms'] / two[f'ort_ms_{where}']:.2f}x"
+                parts.append(part + ")")
+        if parts:
+            lines += ["", f"2 threads vs 1, rounds with {words}: " + ", ".join(parts) + "."]
     return "\n".join(lines)
 
 
