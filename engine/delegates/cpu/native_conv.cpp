@@ -3,6 +3,7 @@
 #include <pthreadpool.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -315,7 +316,10 @@ struct NativeConv::Task {
   const float* residual;
   float* output;
   const float* weights;         // packed_, or run_scaled's copy
-  const float* second;          // pointwise only: a second A matrix (its own k rows of weights), or null
+  // run_scaled with a sum (pointwise only): the A matrix is input * gate + sum, gate one
+  // value per input channel, built per tile in cache. Both null otherwise.
+  const float* gate;
+  const float* sum;
 };
 
 namespace {
@@ -333,6 +337,25 @@ NN_INLINE_AVX2 void copy_floats(float* dst, const float* src, size_t n) {
 #else
 inline void copy_floats(float* dst, const float* src, size_t n) {
   std::memcpy(dst, src, n * sizeof(float));
+}
+#endif
+
+// out = x * gate + sum over `rows` rows of c channels, gate one value per channel.
+#if NN_NATIVE_X86
+NN_TARGET_AVX2 void gate_and_add(float* out, const float* x, const float* gate, const float* sum, size_t rows,
+                                 size_t c) {
+  for (size_t r = 0; r < rows; ++r, out += c, x += c, sum += c) {
+    size_t i = 0;
+    for (; i + 8 <= c; i += 8)
+      _mm256_storeu_ps(out + i, _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(gate + i),
+                                                _mm256_loadu_ps(sum + i)));
+    for (; i < c; ++i) out[i] = std::fma(x[i], gate[i], sum[i]);
+  }
+}
+#else
+void gate_and_add(float* out, const float* x, const float* gate, const float* sum, size_t rows, size_t c) {
+  for (size_t r = 0; r < rows; ++r, out += c, x += c, sum += c)
+    for (size_t i = 0; i < c; ++i) out[i] = std::fma(x[i], gate[i], sum[i]);
 }
 #endif
 
@@ -434,12 +457,17 @@ void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_
   const typename Gemm::Epi epi(conv.epilogue_);
   if (conv.pointwise_) {
     // One call per panel over all of the tile's rows (their A block stays in cache).
-    const float* a[2] = {t.input + m0 * s.in_c, t.second ? t.second + m0 * s.in_c : nullptr};
-    const size_t segments = t.second ? 2 : 1, pointwise_panel = kPanel * (segments * k + 1);
+    const float* a = t.input + m0 * s.in_c;
+    if (t.sum) {
+      thread_local std::vector<float> gated;
+      if (gated.size() < m_count * s.in_c) gated.resize(m_count * s.in_c);
+      gate_and_add(gated.data(), a, t.gate, t.sum + m0 * s.in_c, m_count, s.in_c);
+      a = gated.data();
+    }
     for (size_t j = j0; j < j0 + j_count; ++j) {
       const size_t at = m0 * ldc + j * kPanel;
-      Gemm::kernel(m_count, std::min(kPanel, ldc - j * kPanel), segments, a, k, s.in_c,
-                   t.weights + j * pointwise_panel, t.output + at, t.residual + at, ldc, epi);
+      Gemm::kernel(m_count, std::min(kPanel, ldc - j * kPanel), 1, &a, k, s.in_c, t.weights + j * panel_size,
+                   t.output + at, t.residual + at, ldc, epi);
     }
     return;
   }
@@ -499,27 +527,32 @@ void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_
 
 void NativeConv::run(const float* input, const float* residual, float* output, pthreadpool_t pool) const {
   // Without a residual the kernel is handed the output as one (never read): no null offsets.
-  Task task{this, input, residual ? residual : output, output, packed_.get(), nullptr};
-  dispatch(task, 1, pool);
+  Task task{this, input, residual ? residual : output, output, packed_.get(), nullptr, nullptr};
+  dispatch(task, pool);
 }
 
 bool NativeConv::enable_scaled_input(bool with_sum) {
   if (!pointwise_ || !packed_) return false;
   scaled_sum_ = with_sum;
+  if (with_sum) return true;  // gated per tile, on the plain weights
   const size_t width = wide_ ? kNr512 : kNr;
-  scaled_ = allocate_floats(n_blocks_ * width * ((with_sum ? 2 : 1) * k_ + 1));
+  scaled_ = allocate_floats(n_blocks_ * width * (k_ + 1));
   return scaled_ != nullptr;
 }
 
 void NativeConv::run_scaled(const float* x, const float* scale, const float* sum, const float* residual,
                             float* output, pthreadpool_t pool) const {
-  // Per panel: the bias, then k rows scaled by their input channel's gate, then (with a
-  // sum) the same k rows unscaled.
-  const size_t width = wide_ ? kNr512 : kNr, segments = scaled_sum_ ? 2 : 1;
-  const size_t src_panel = width * (k_ + 1), dst_panel = width * (segments * k_ + 1);
+  if (scaled_sum_) {
+    // x * gate + sum per tile (one FMA per input value): folding the gate into the weights
+    // would leave the sum a second GEMM segment, k FMAs per output value.
+    Task task{this, x, residual ? residual : output, output, packed_.get(), scale, sum};
+    return dispatch(task, pool);
+  }
+  // Per panel: the bias, then k rows scaled by their input channel's gate.
+  const size_t width = wide_ ? kNr512 : kNr, panel = width * (k_ + 1);
   for (size_t j = 0; j < n_blocks_; ++j) {
-    const float* src = packed_.get() + j * src_panel;
-    float* dst = scaled_.get() + j * dst_panel;
+    const float* src = packed_.get() + j * panel;
+    float* dst = scaled_.get() + j * panel;
     std::memcpy(dst, src, width * sizeof(float));
     for (size_t q = 0; q < k_; ++q) {
       const float g = scale[q];
@@ -527,10 +560,9 @@ void NativeConv::run_scaled(const float* x, const float* scale, const float* sum
       float* out = dst + width + q * width;
       for (size_t c = 0; c < width; ++c) out[c] = row[c] * g;
     }
-    if (scaled_sum_) std::memcpy(dst + width + k_ * width, src + width, k_ * width * sizeof(float));
   }
-  Task task{this, x, residual ? residual : output, output, scaled_.get(), scaled_sum_ ? sum : nullptr};
-  dispatch(task, segments, pool);
+  Task task{this, x, residual ? residual : output, output, scaled_.get(), nullptr, nullptr};
+  dispatch(task, pool);
 }
 
 size_t NativeConv::tile_pixels() {
@@ -540,7 +572,7 @@ size_t NativeConv::tile_pixels() {
   return Avx2Gemm::kRows;
 }
 
-void NativeConv::dispatch(Task& task, size_t segments, pthreadpool_t pool) const {
+void NativeConv::dispatch(Task& task, pthreadpool_t pool) const {
   const size_t m_total = size_t(shape_.batch) * shape_.out_h * shape_.out_w;
   void (*tile_fn)(void*, size_t, size_t, size_t, size_t) = &run_tile<Avx2Gemm>;
   size_t rows = Avx2Gemm::kRows, width = Avx2Gemm::kPanel;
@@ -550,7 +582,7 @@ void NativeConv::dispatch(Task& task, size_t segments, pthreadpool_t pool) const
   else if (avx512_)
     tile_fn = &run_tile<Avx512Gemm<1>>, rows = Avx512Gemm<1>::kRows, width = Avx512Gemm<1>::kPanel;
 #endif
-  const size_t panel = width * (segments * k_ + 1);
+  const size_t panel = width * (k_ + 1);
   // Tiles: enough row tiles for two threads to share; panels per tile such that the
   // weights a tile walks stay in L2 while its rows stay in L1.
   const size_t panel_bytes = panel * sizeof(float);

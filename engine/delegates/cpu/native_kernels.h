@@ -75,9 +75,10 @@ class NativeConv final : public NativeOp {
 
   // Pointwise convs only: the conv of x * scale (+ sum) with scale one value per input
   // channel, the tail of a squeeze-and-excitation block (MUL by the gate, then maybe the
-  // ADD of a skip tensor). The scale goes into a copy of the weights each run (in_c x out_c
-  // multiplies, not a pass over the tensor); the sum is a second GEMM segment on the plain
-  // weights. enable_scaled_input sizes that copy once (false when out of memory).
+  // ADD of a skip tensor). Without a sum the scale goes into a copy of the weights each run
+  // (in_c x out_c multiplies, not a pass over the tensor); with one, each tile of the input
+  // becomes x * scale + sum in cache first (one FMA per input value). enable_scaled_input
+  // sizes that copy once (false when out of memory).
   bool enable_scaled_input(bool with_sum);
   void run_scaled(const float* x, const float* scale, const float* sum, const float* residual, float* output,
                   pthreadpool_t pool) const;
@@ -92,7 +93,7 @@ class NativeConv final : public NativeOp {
  private:
   template <class Gemm>
   static void run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_t j_count);
-  void dispatch(Task& task, size_t segments, pthreadpool_t pool) const;
+  void dispatch(Task& task, pthreadpool_t pool) const;
 
   NativeConvShape shape_;
   Epilogue epilogue_;
@@ -102,8 +103,8 @@ class NativeConv final : public NativeOp {
   size_t k_ = 0;             // GEMM depth: kernel_h * kernel_w * in_c
   size_t segments_ = 0;      // runs of A per output pixel read in place: kernel_h, or 0 (im2col only)
   size_t n_blocks_ = 0;      // out_c in panels of 32 (AVX-512) or 16
-  bool scaled_sum_ = false;  // run_scaled's weights carry a second (plain) segment
-  mutable AlignedFloats scaled_{nullptr, nullptr};  // run_scaled's weights, rewritten per run
+  bool scaled_sum_ = false;  // run_scaled gates its input per tile (it has a sum), on packed_
+  mutable AlignedFloats scaled_{nullptr, nullptr};  // run_scaled's gated weights (no sum), rewritten per run
 };
 
 class NativeDepthwise final : public NativeOp {
