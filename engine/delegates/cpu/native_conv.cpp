@@ -131,8 +131,12 @@ NN_TARGET_AVX2 void kernel_6x16(size_t mr, size_t nr, size_t segments, const flo
 // paid once per panel). With several segments (implicit GEMM) m is at most 8. kRows 4, 2
 // and 1 serve the last rows of a GEMM whose m is no multiple of 8, where 8 rows would
 // cost 8 (a 7x7 image's 49 pixels: 56 rows' work, 14% more).
+//
+// kCols 16 on a 32-wide panel: a last panel of at most 16 valid columns (LR-ASPP's 80, 112
+// and 240 channels) computes only its lower half. (A zmm + ymm kernel for 24 columns was
+// slower on Zen 4 than the whole 32: MobileNetV2's 24-channel projections 0.175 -> 0.191 ms.)
 #define NN_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-template <int kVecs, bool kHardSwish, bool kResidual, size_t kRows = 8>
+template <int kVecs, bool kHardSwish, bool kResidual, size_t kRows = 8, int kCols = 16 * kVecs>
 NN_TARGET_AVX512 void kernel_8xn_avx512_t(size_t m, size_t nr, size_t segments, const float* const* seg_a,
                                           size_t k, size_t lda, const float* w, float* c, const float* res,
                                           size_t ldc, const EpilogueAvx512& shared_epi) {
@@ -168,11 +172,11 @@ NN_TARGET_AVX512 void kernel_8xn_avx512_t(size_t m, size_t nr, size_t segments, 
         const __m512 b0 = _mm512_load_ps(wp);
         const __m512 b1 = kVecs == 2 ? _mm512_load_ps(wp + 16) : b0;
         wp += kWidth;
-#define NN_FMA(i)                                                             \
-  if constexpr (i < kRows) {                                                  \
-    const __m512 va = _mm512_set1_ps(a##i[p]);                                \
-    c##i##l = _mm512_fmadd_ps(va, b0, c##i##l);                               \
-    if constexpr (kVecs == 2) c##i##h = _mm512_fmadd_ps(va, b1, c##i##h);     \
+#define NN_FMA(i)                                                          \
+  if constexpr (i < kRows) {                                               \
+    const __m512 va = _mm512_set1_ps(a##i[p]);                             \
+    c##i##l = _mm512_fmadd_ps(va, b0, c##i##l);                            \
+    if constexpr (kCols == 32) c##i##h = _mm512_fmadd_ps(va, b1, c##i##h); \
   }
         NN_ROWS8(NN_FMA)
 #undef NN_FMA
@@ -185,10 +189,10 @@ NN_TARGET_AVX512 void kernel_8xn_avx512_t(size_t m, size_t nr, size_t segments, 
       float* out = c + i * ldc;                                                                      \
       const float* rr = res + i * ldc;                                                               \
       const __m512 rl = kResidual ? _mm512_maskz_loadu_ps(lo_lanes, rr) : epi.zero;                 \
-      _mm512_mask_storeu_ps(out, lo_lanes, epi(c##i##l, rl));                                        \
-      if (kVecs == 2 && hi_lanes) {                                                                  \
+      _mm512_mask_storeu_ps(out, lo_lanes, epi(c##i##l, rl));          \
+      if (kCols > 16 && hi_lanes) {                                                                  \
         const __m512 rh = kResidual ? _mm512_maskz_loadu_ps(hi_lanes, rr + 16) : epi.zero;          \
-        _mm512_mask_storeu_ps(out + 16, hi_lanes, epi(c##i##h, rh));                                 \
+        _mm512_mask_storeu_ps(out + 16, hi_lanes, epi(c##i##h, rh));  \
       }                                                                                              \
     }
     NN_ROWS8(NN_STORE)
@@ -197,18 +201,29 @@ NN_TARGET_AVX512 void kernel_8xn_avx512_t(size_t m, size_t nr, size_t segments, 
 }
 #undef NN_ROWS8
 
+template <int kVecs, size_t kRows, int kCols>
+NN_TARGET_AVX512 void kernel_cols_avx512(size_t m, size_t nr, size_t segments, const float* const* seg_a,
+                                         size_t k, size_t lda, const float* w, float* c, const float* res,
+                                         size_t ldc, const EpilogueAvx512& epi) {
+  if (epi.hard_swish)
+    (epi.residual ? kernel_8xn_avx512_t<kVecs, true, true, kRows, kCols>
+                  : kernel_8xn_avx512_t<kVecs, true, false, kRows, kCols>)(m, nr, segments, seg_a, k, lda, w, c,
+                                                                            res, ldc, epi);
+  else
+    (epi.residual ? kernel_8xn_avx512_t<kVecs, false, true, kRows, kCols>
+                  : kernel_8xn_avx512_t<kVecs, false, false, kRows, kCols>)(m, nr, segments, seg_a, k, lda, w,
+                                                                             c, res, ldc, epi);
+}
+
+// A 32-wide panel's lower half alone where it holds all valid columns (8-row kernels; the
+// rare last rows compute the whole panel).
 template <int kVecs, size_t kRows>
 NN_TARGET_AVX512 void kernel_rows_avx512(size_t m, size_t nr, size_t segments, const float* const* seg_a,
                                          size_t k, size_t lda, const float* w, float* c, const float* res,
                                          size_t ldc, const EpilogueAvx512& epi) {
-  if (epi.hard_swish)
-    (epi.residual ? kernel_8xn_avx512_t<kVecs, true, true, kRows>
-                  : kernel_8xn_avx512_t<kVecs, true, false, kRows>)(m, nr, segments, seg_a, k, lda, w, c, res,
-                                                                     ldc, epi);
-  else
-    (epi.residual ? kernel_8xn_avx512_t<kVecs, false, true, kRows>
-                  : kernel_8xn_avx512_t<kVecs, false, false, kRows>)(m, nr, segments, seg_a, k, lda, w, c, res,
-                                                                      ldc, epi);
+  if (kRows == 8 && kVecs == 2 && nr <= 16)
+    return kernel_cols_avx512<kVecs, kRows, 16>(m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+  kernel_cols_avx512<kVecs, kRows, 16 * kVecs>(m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
 }
 
 // m rows: the multiple of 8 on the 8-row kernel, the rest on the 4-, 2- and 1-row ones.
