@@ -583,8 +583,9 @@ TEST_P(ExpandChannels, StemConvRunsWithTheDepthwiseItFeeds) {
 INSTANTIATE_TEST_SUITE_P(OddSizes, ExpandChannels, ::testing::Values(13u, 40u, 127u));
 
 // The expansion stays its own op when its output is needed elsewhere (a model output),
-// when a row would leave a micro-tile mostly empty (width 28 on 8-pixel tiles), and when
-// the expanded tensor is small enough to stay in cache anyway (16x16x40).
+// when a row would leave a micro-tile mostly empty (width 28 on 8-pixel tiles), when the
+// expanded tensor is small enough to stay in cache anyway (16x16x40), and when a row of
+// the conv reads padding only.
 TEST(CpuDelegateFusion, ExpansionStaysApartWhenSharedNarrowOrSmall) {
   Built b;
   uint32_t ew = b.constant({40, 1, 1, 7}, 66), eb = b.constant({40}, 67);
@@ -597,9 +598,14 @@ TEST(CpuDelegateFusion, ExpansionStaysApartWhenSharedNarrowOrSmall) {
   block(b.input({1, 104, 48, 7}), true);
   block(b.input({1, 160, 28, 7}), false);
   block(b.input({1, 16, 16, 7}), false);
+  // A 1x1 conv padded by a row above and below: its first and last output rows read only
+  // padding (bias and activation), which a conv run a row at a time cannot express.
+  uint32_t padded = b.op(T::CONV_2D, {b.input({1, 70, 48, 7}), ew, eb, b.i32(0), b.i32(0), b.i32(1), b.i32(1),
+                                      b.i32(1), b.i32(1), b.i32(3)});
+  b.output(b.op(T::DEPTHWISE_CONV_2D, {padded, dw, db, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(3)}));
   auto r = profiled_cpu(b);
   EXPECT_LE(r.max_rel_error, kTolerance);
-  EXPECT_EQ(nn_test::count_steps(r, "DEPTHWISE_CONV_2D [native]"), 3) << nn_test::step_labels(r);
+  EXPECT_EQ(nn_test::count_steps(r, "DEPTHWISE_CONV_2D [native]"), 4) << nn_test::step_labels(r);
 }
 
 // A squeeze-and-excitation tail into the 1x1 conv that reads it: conv(x * gate) and

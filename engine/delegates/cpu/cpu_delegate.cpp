@@ -676,7 +676,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       if (kind != NativeKind::kConv || fused_into_.count(k) || resized_after_.count(k) ||
           scaled_input_.count(k) || epilogues[k].residual)
         continue;
-      if (auto shape = conv_shape(model_, op); !shape || shape->dilation_h != 1) continue;
+      if (auto shape = conv_shape(model_, op); !shape || !NativeExpandDepthwise::supports(*shape)) continue;
       const uint32_t expanded = output_of_.count(k) ? output_of_.at(k) : op.outputs[0];
       const auto& r = readers[expanded];
       if (r.size() != 1 || partition_outputs.count(expanded) || model_outputs.count(expanded)) continue;

@@ -25,11 +25,21 @@ size_t NativeExpandDepthwise::halo_rows(const NativeConvShape& d) {
   return reach > d.stride_h ? reach - d.stride_h : 0;
 }
 
+bool NativeExpandDepthwise::supports(const NativeConvShape& first) {
+  if (first.dilation_h != 1 || first.kernel_h == 0) return false;
+  for (uint32_t y = 0; y < first.out_h; ++y) {
+    const int64_t r0 = int64_t(y) * first.stride_h - first.pad_top;
+    const int64_t inside = std::min<int64_t>(r0 + first.kernel_h, first.in_h) - std::max<int64_t>(r0, 0);
+    if (inside <= 0) return false;
+  }
+  return true;
+}
+
 NativeExpandDepthwise::NativeExpandDepthwise(const NativeConvShape& first, const float* filter,
                                              const float* bias, const Epilogue& epilogue,
                                              std::unique_ptr<NativeDepthwise> depthwise, size_t chunks)
     : first_(first), depthwise_(std::move(depthwise)), chunks_(std::max<size_t>(1, chunks)) {
-  if (!depthwise_ || !depthwise_->ok() || first.dilation_h != 1) return;
+  if (!depthwise_ || !depthwise_->ok() || !supports(first)) return;
   // Output row y reads input rows y * stride - pad_top + [0, kernel_h): those in the image,
   // the rest is padding. One conv per distinct (top, bottom) padding.
   std::vector<std::pair<uint32_t, uint32_t>> keys;
@@ -38,7 +48,6 @@ NativeExpandDepthwise::NativeExpandDepthwise(const NativeConvShape& first, const
     const int64_t r1 = r0 + first.kernel_h;  // one past the last tap row
     const uint32_t top = uint32_t(std::max<int64_t>(0, -r0));
     const uint32_t bottom = uint32_t(std::max<int64_t>(0, r1 - int64_t(first.in_h)));
-    if (top + bottom >= first.kernel_h) return;  // a row of padding only: not worth a special case
     auto it = std::find(keys.begin(), keys.end(), std::pair{top, bottom});
     if (it == keys.end()) {
       NativeConvShape row = first;

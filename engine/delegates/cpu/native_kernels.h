@@ -208,6 +208,9 @@ class NativeExpandDepthwise final : public NativeOp {
   // Rows of its input a range of depthwise output rows recomputes at its start (the
   // kernel's reach beyond one stride).
   static size_t halo_rows(const NativeConvShape& depthwise);
+  // Whether a first conv of this shape can run a row at a time: rows of taps contiguous
+  // (dilation_h 1), and every output row reading at least one input row (not padding only).
+  static bool supports(const NativeConvShape& first);
 
   struct Task;
 
