@@ -183,26 +183,6 @@ std::optional<NativeResizeShape> resize_shape(const Model& m, const Operation& o
                            r->out_h,        r->out_w,        r->align_corners, r->half_pixel_centers};
 }
 
-// Whether running the conv that feeds depthwise op d together with it
-// (NativeExpandDepthwise) pays at this thread count: the tensor between them is large
-// enough to leave the caches between two separate ops (512 KB); each further thread's range
-// recomputes at most 4% of its rows; and one row fills the conv's micro-tiles (the conv
-// runs a row at a time: a 28-pixel row wastes 12% of 32).
-bool expand_depthwise_pays(const Model& m, uint32_t d, int threads) {
-  const Dims& in = m.operands[m.operations[d].inputs[0]].dims;
-  const Dims& filter = m.operands[m.operations[d].inputs[1]].dims;
-  std::string why;
-  auto p = parse_window_op(m, m.operations[d], &why);
-  if (!p || in.size() != 4 || filter.size() != 4) return false;
-  NativeConvShape s;
-  s.kernel_h = filter[1], s.stride_h = p->stride_h, s.dilation_h = p->dilation_h;
-  const size_t halo = NativeExpandDepthwise::halo_rows(s) * size_t(std::max(1, threads) - 1);
-  const size_t tile = NativeConv::tile_pixels();
-  const size_t width = size_t(in[2]), tiled = (width + tile - 1) / tile * tile;
-  const size_t bytes = size_t(in[0]) * in[1] * in[2] * in[3] * sizeof(float);
-  return bytes >= (size_t(512) << 10) && halo * 25 <= size_t(in[1]) && tiled * 100 <= width * 103;
-}
-
 // The NHWC shape of a conv, depthwise or transpose conv op.
 std::optional<NativeConvShape> conv_shape(const Model& m, const Operation& op) {
   std::string why;
@@ -219,6 +199,28 @@ std::optional<NativeConvShape> conv_shape(const Model& m, const Operation& op) {
   s.dilation_w = p->dilation_w;
   s.pad_top = p->pad_top, s.pad_left = p->pad_left;
   return s;
+}
+
+// Whether running the conv that feeds depthwise op d together with it
+// (NativeExpandDepthwise) pays at this thread count: the tensor between them is large
+// enough to leave the caches between two separate ops (512 KB); each further thread's range
+// recomputes at most 4% of its rows; and one row fills the conv's micro-tiles (the conv
+// runs a row at a time: a 28-pixel row wastes 12% of 32).
+bool expand_depthwise_pays(const Model& m, uint32_t d, int threads) {
+  auto s = conv_shape(m, m.operations[d]);
+  if (!s) return false;
+  const size_t halo = NativeExpandDepthwise::halo_rows(*s) * size_t(std::max(1, threads) - 1);
+  const size_t tile = NativeConv::tile_pixels();
+  const size_t width = s->in_w, tiled = (width + tile - 1) / tile * tile;
+  const size_t bytes = size_t(s->batch) * s->in_h * s->in_w * s->in_c * sizeof(float);
+  return bytes >= (size_t(512) << 10) && halo * 25 <= s->in_h && tiled * 100 <= width * 103;
+}
+
+// A conv op's static filter and bias (nullptr when it has none).
+std::pair<const float*, const float*> conv_weights(const Model& m, const Operation& op,
+                                                   const StaticLookup& statics) {
+  return {static_cast<const float*>(statics(op.inputs[1])),
+          m.has_value(op.inputs[2]) ? static_cast<const float*>(statics(op.inputs[2])) : nullptr};
 }
 
 // at_size: build a pointwise conv for this NHWC size instead of its own (the conv moved in
@@ -241,8 +243,7 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
   if (!shape) return nullptr;
   NativeConvShape s = *shape;
   if (at_size) s.batch = (*at_size)[0], s.in_h = s.out_h = (*at_size)[1], s.in_w = s.out_w = (*at_size)[2];
-  const float* bias = m.has_value(op.inputs[2]) ? static_cast<const float*>(statics(op.inputs[2])) : nullptr;
-  const float* weights = static_cast<const float*>(statics(op.inputs[1]));
+  auto [weights, bias] = conv_weights(m, op, statics);
   switch (kind) {
     case NativeKind::kConv:
       return std::make_unique<NativeConv>(s, weights, bias, epilogue);
@@ -714,17 +715,16 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       native = std::make_unique<NativeConvThenResize>(std::move(conv), std::make_unique<NativeResize>(*rs),
                                                       size_t(small[0]) * small[1] * small[2] * out[3]);
     } else if (auto ed = expanded_into_.find(k); ed != expanded_into_.end()) {
-      const Operation& op = model_.operations[k];
-      auto first = conv_shape(model_, op);
-      NN_CHECK_OR_RETURN(first, StatusCode::kInternal, op_label(model_, k) + ": conv parameters");
+      const Operation& conv = model_.operations[k];
+      const Operation& dw = model_.operations[ed->second];
+      auto first = conv_shape(model_, conv), second = conv_shape(model_, dw);
+      NN_CHECK_OR_RETURN(first && second, StatusCode::kInternal, op_label(model_, k) + ": conv parameters");
       Epilogue de = epilogues[ed->second];
       std::tie(de.lo, de.hi) = clamp_.at(ed->second);
-      std::unique_ptr<NativeDepthwise> depthwise(static_cast<NativeDepthwise*>(
-          make_native_op(model_, ed->second, NativeKind::kDepthwise, statics, de).release()));
-      const float* bias =
-          model_.has_value(op.inputs[2]) ? static_cast<const float*>(statics(op.inputs[2])) : nullptr;
+      auto [dw_filter, dw_bias] = conv_weights(model_, dw, statics);
+      auto [filter, bias] = conv_weights(model_, conv, statics);
       native = std::make_unique<NativeExpandDepthwise>(
-          *first, static_cast<const float*>(statics(op.inputs[1])), bias, e, std::move(depthwise),
+          *first, filter, bias, e, std::make_unique<NativeDepthwise>(*second, dw_filter, dw_bias, de),
           size_t(std::max(1, options_.threads)));
     } else {
       native = make_native_op(model_, k, kind, statics, e);

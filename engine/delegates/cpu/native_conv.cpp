@@ -215,25 +215,18 @@ NN_TARGET_AVX512 void kernel_cols_avx512(size_t m, size_t nr, size_t segments, c
                                                                              c, res, ldc, epi);
 }
 
-// A 32-wide panel's lower half alone where it holds all valid columns (8-row kernels; the
-// rare last rows compute the whole panel).
-template <int kVecs, size_t kRows>
-NN_TARGET_AVX512 void kernel_rows_avx512(size_t m, size_t nr, size_t segments, const float* const* seg_a,
-                                         size_t k, size_t lda, const float* w, float* c, const float* res,
-                                         size_t ldc, const EpilogueAvx512& epi) {
-  if (kRows == 8 && kVecs == 2 && nr <= 16)
-    return kernel_cols_avx512<kVecs, kRows, 16>(m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
-  kernel_cols_avx512<kVecs, kRows, 16 * kVecs>(m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
-}
-
-// m rows: the multiple of 8 on the 8-row kernel, the rest on the 4-, 2- and 1-row ones.
+// m rows: the multiple of 8 on the 8-row kernel (on a 32-wide panel whose valid columns
+// fit in 16, its lower half only), the rest on the 4-, 2- and 1-row ones.
 template <int kVecs>
 NN_TARGET_AVX512 void kernel_8xn_avx512(size_t m, size_t nr, size_t segments, const float* const* seg_a,
                                         size_t k, size_t lda, const float* w, float* c, const float* res,
                                         size_t ldc, const EpilogueAvx512& epi) {
   const size_t full = m / 8 * 8;
-  if (full == m) return kernel_rows_avx512<kVecs, 8>(m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
-  if (full) kernel_rows_avx512<kVecs, 8>(full, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+  if (full && kVecs == 2 && nr <= 16)
+    kernel_cols_avx512<kVecs, 8, 16>(full, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+  else if (full)
+    kernel_cols_avx512<kVecs, 8, 16 * kVecs>(full, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+  if (full == m) return;  // most calls (implicit GEMM tiles): no tail to set up
   size_t r0 = full;
   const float* tail[16];  // the segments' runs from row r0 (implicit GEMM: at most kernel_h <= 16)
   auto rest = [&](size_t rows, auto kernel) NN_INLINE_LAMBDA {
@@ -242,9 +235,9 @@ NN_TARGET_AVX512 void kernel_8xn_avx512(size_t m, size_t nr, size_t segments, co
     kernel(rows, nr, segments, tail, k, lda, w, c + r0 * ldc, res + r0 * ldc, ldc, epi);
     r0 += rows;
   };
-  rest(4, kernel_rows_avx512<kVecs, 4>);
-  rest(2, kernel_rows_avx512<kVecs, 2>);
-  rest(1, kernel_rows_avx512<kVecs, 1>);
+  rest(4, kernel_cols_avx512<kVecs, 4, 16 * kVecs>);
+  rest(2, kernel_cols_avx512<kVecs, 2, 16 * kVecs>);
+  rest(1, kernel_cols_avx512<kVecs, 1, 16 * kVecs>);
 }
 
 #else

@@ -25,12 +25,22 @@ size_t NativeExpandDepthwise::halo_rows(const NativeConvShape& d) {
   return reach > d.stride_h ? reach - d.stride_h : 0;
 }
 
+namespace {
+
+// Rows of output row y's taps above and below the image (top, bottom) of a conv.
+std::pair<uint32_t, uint32_t> row_padding(const NativeConvShape& s, uint32_t y) {
+  const int64_t r0 = int64_t(y) * s.stride_h - s.pad_top;  // the first tap row
+  return {uint32_t(std::max<int64_t>(0, -r0)),
+          uint32_t(std::max<int64_t>(0, r0 + int64_t(s.kernel_h) - int64_t(s.in_h)))};
+}
+
+}  // namespace
+
 bool NativeExpandDepthwise::supports(const NativeConvShape& first) {
-  if (first.dilation_h != 1 || first.kernel_h == 0) return false;
+  if (first.dilation_h != 1) return false;
   for (uint32_t y = 0; y < first.out_h; ++y) {
-    const int64_t r0 = int64_t(y) * first.stride_h - first.pad_top;
-    const int64_t inside = std::min<int64_t>(r0 + first.kernel_h, first.in_h) - std::max<int64_t>(r0, 0);
-    if (inside <= 0) return false;
+    auto [top, bottom] = row_padding(first, y);
+    if (top + bottom >= first.kernel_h) return false;
   }
   return true;
 }
@@ -44,10 +54,7 @@ NativeExpandDepthwise::NativeExpandDepthwise(const NativeConvShape& first, const
   // the rest is padding. One conv per distinct (top, bottom) padding.
   std::vector<std::pair<uint32_t, uint32_t>> keys;
   for (uint32_t y = 0; y < first.out_h; ++y) {
-    const int64_t r0 = int64_t(y) * first.stride_h - first.pad_top;
-    const int64_t r1 = r0 + first.kernel_h;  // one past the last tap row
-    const uint32_t top = uint32_t(std::max<int64_t>(0, -r0));
-    const uint32_t bottom = uint32_t(std::max<int64_t>(0, r1 - int64_t(first.in_h)));
+    auto [top, bottom] = row_padding(first, y);
     auto it = std::find(keys.begin(), keys.end(), std::pair{top, bottom});
     if (it == keys.end()) {
       NativeConvShape row = first;
@@ -63,6 +70,7 @@ NativeExpandDepthwise::NativeExpandDepthwise(const NativeConvShape& first, const
   ring_rows_ = size_t(d.kernel_h - 1) * d.dilation_h + 1;
   row_floats_ = (size_t(d.in_w) * d.in_c + 15) / 16 * 16 + 16;  // + the kernels' read slack
   ring_ = allocate_floats(chunks_ * ring_rows_ * row_floats_);
+  held_.assign(chunks_ * ring_rows_, -1);
   if (ring_) packed_ = allocate_floats(1);
 }
 
@@ -81,8 +89,9 @@ void NativeExpandDepthwise::run(const float* input, const float* residual, float
     const size_t in_row = size_t(f.in_w) * f.in_c;
     const size_t out_row = size_t(d.out_w) * d.out_c;
     float* ring = op.ring_.get() + chunk * op.ring_rows_ * op.row_floats_;
-    // Which expanded row (image * in_h + y) each ring slot holds; -1 none yet.
-    std::vector<int64_t> held(op.ring_rows_, -1);
+    // Which row (image * in_h + y) each ring slot holds; -1 none yet.
+    int64_t* held = op.held_.data() + chunk * op.ring_rows_;
+    std::fill(held, held + op.ring_rows_, -1);
     const float* taps[NativeDepthwise::kMaxKernelH] = {};
     const size_t first = t.rows * chunk / t.chunks, last = t.rows * (chunk + 1) / t.chunks;
     for (size_t r = first; r < last; ++r) {

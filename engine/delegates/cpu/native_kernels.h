@@ -225,6 +225,7 @@ class NativeExpandDepthwise final : public NativeOp {
   size_t ring_rows_ = 0;   // first-conv rows one depthwise row reads: (kernel_h - 1) * dilation_h + 1
   size_t row_floats_ = 0;  // one such row, padded to 64 bytes
   AlignedFloats ring_{nullptr, nullptr};  // chunks_ x ring_rows_ rows
+  mutable std::vector<int64_t> held_;     // per chunk and slot, the row it holds (run() resets)
 };
 
 struct NativeAddMeanShape {
