@@ -159,13 +159,15 @@ TEST_P(Channels, TransposeConvExplicitStride2) {
 
 // The selfie head's form (one output channel: 4 dot products per pixel) and 3 output
 // channels (12 per pixel, not a multiple of the AVX-512 kernel's 4 pixels x 4 dots' 16),
-// widths 9 and 6 (pixel tails of 1 and 2), with a RELU and with or without a residual ADD in
-// the epilogue (one output channel without it has its own store path).
+// widths 9, 6 and 37 (pixel tails of 1 and 2 of 4; 37 = two 16-pixel blocks and 5 for the
+// one-channel kernel, which transposes 16 pixels at a time), with a RELU and with or
+// without a residual ADD in the epilogue (one output channel without it has its own
+// kernel).
 TEST_P(Channels, TransposeConvStride2ReluResidual) {
   const uint32_t c = GetParam();
   for (bool residual : {false, true})
     for (uint32_t out_c : {1u, 3u})
-      for (uint32_t width : {9u, 6u}) {
+      for (uint32_t width : {9u, 6u, 37u}) {
         Built b;
         uint32_t x = b.input({1, 5, width, c});
         uint32_t skip = residual ? b.input({1, 10, 2 * width, out_c}) : 0;
@@ -177,6 +179,25 @@ TEST_P(Channels, TransposeConvStride2ReluResidual) {
                      (residual ? ", residual" : ""));
         check(b, "op 0 TRANSPOSE_CONV_2D", Runs::kNative);
       }
+}
+
+// A LOGISTIC after the transpose conv (the selfie models' last two ops) runs in its
+// epilogue: no step of its own. Inputs up to +-40 push the sums far into both tails of the
+// sigmoid. Batch 2 and 21 columns: the one-channel kernel's output rows per image.
+TEST_P(Channels, TransposeConvLogisticInEpilogue) {
+  const uint32_t c = GetParam();
+  for (uint32_t out_c : {1u, 3u}) {
+    SCOPED_TRACE("out_c " + std::to_string(out_c));
+    Built b;
+    uint32_t x = b.input({2, 3, 21, c});
+    uint32_t w = b.constant({out_c, 2, 2, c}, 25), bias = b.constant({out_c}, 26);
+    uint32_t y = b.op(T::TRANSPOSE_CONV_2D, {x, w, bias, b.i32(0), b.i32(0), b.i32(0), b.i32(0), b.i32(2),
+                                             b.i32(2), b.i32(0), b.boolean(false)});
+    b.output(b.op(T::LOGISTIC, {y}));
+    check(b, "op 0 TRANSPOSE_CONV_2D", Runs::kNative, -40.f, 40.f);
+    auto r = profiled_cpu(b, -40.f, 40.f);
+    EXPECT_EQ(nn_test::count_steps(r, "LOGISTIC"), 0) << nn_test::step_labels(r);
+  }
 }
 
 TEST_P(Channels, TransposeConvImplicitSame3x3) {

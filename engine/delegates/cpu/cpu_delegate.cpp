@@ -658,6 +658,8 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
         e.residual = true;
         e.res_lo = lo, e.res_hi = hi;
         residual_of_[k] = *other;
+      } else if (native && native_ops.at(k) == NativeKind::kDeconv && next.type == OperationType::LOGISTIC) {
+        e.logistic = true;  // the last stage: nothing fuses after it (the loop ends below)
       } else {
         break;
       }
@@ -665,6 +667,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       chain_[k].push_back(c);
       out = next.outputs[0];
       output_of_[k] = out;
+      if (e.logistic) break;
     }
   }
 

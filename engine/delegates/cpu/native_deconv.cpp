@@ -81,7 +81,7 @@ NN_TARGET_AVX2 void deconv_row(const NativeConvShape& s, size_t n, size_t c_pad,
                    _mm_add_ps(dot4<kTail>(px, packed + n0 * c_pad, s.in_c, c_pad), _mm_loadu_ps(bias + n0)));
       const size_t count = std::min<size_t>(4, n - n0);
       if (!epi.residual && epi.lo == -std::numeric_limits<float>::infinity() &&
-          epi.hi == std::numeric_limits<float>::infinity() && !epi.hard_swish) {
+          epi.hi == std::numeric_limits<float>::infinity() && !epi.hard_swish && !epi.logistic) {
         for (size_t q = 0; q < count; ++q) output[base + offsets[n0 + q]] = dots[q];
         continue;
       }
@@ -111,6 +111,91 @@ NN_INLINE_AVX512 __m512 sum_quads(__m512 ab, __m512 cd) {  // per block: the fou
                        _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
 }
 
+// The selfie head's form (2x2 taps, one output channel: 4 dot products per input pixel),
+// 16 pixels at a time with the pixels in the lanes: the 16 pixels' channel vectors are
+// transposed in registers (64 shuffles) so each channel's weight is one broadcast FMA per
+// dot product, and the 4 result vectors interleave straight into output rows 2y and 2y + 1.
+// The dot-product form below spends ~3 shuffles and adds per dot on its reduction tree;
+// this spends 1 shuffle per pixel and channel block, shared by the 4 dots.
+NN_INLINE_AVX512 void transpose16(__m512 (&v)[16]) {
+  __m512 t[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 16; i += 2) {  // per 128-bit block: (v_i[0], v_i+1[0], v_i[1], v_i+1[1]) / [2], [3]
+    t[i] = _mm512_unpacklo_ps(v[i], v[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int g = 0; g < 16; g += 4) {  // v[g + j], block L: pixels g..g+3 of channel 4L + j
+    const __m512d a = _mm512_castps_pd(t[g]), b = _mm512_castps_pd(t[g + 2]);
+    const __m512d c = _mm512_castps_pd(t[g + 1]), d = _mm512_castps_pd(t[g + 3]);
+    v[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+    v[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+    v[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+    v[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {  // channel 4L + j: block L of v[j], v[4 + j], v[8 + j], v[12 + j]
+    const __m512 a01 = _mm512_shuffle_f32x4(v[j], v[4 + j], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 a23 = _mm512_shuffle_f32x4(v[j], v[4 + j], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512 b01 = _mm512_shuffle_f32x4(v[8 + j], v[12 + j], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 b23 = _mm512_shuffle_f32x4(v[8 + j], v[12 + j], _MM_SHUFFLE(3, 2, 3, 2));
+    t[j] = _mm512_shuffle_f32x4(a01, b01, _MM_SHUFFLE(2, 0, 2, 0));
+    t[4 + j] = _mm512_shuffle_f32x4(a01, b01, _MM_SHUFFLE(3, 1, 3, 1));
+    t[8 + j] = _mm512_shuffle_f32x4(a23, b23, _MM_SHUFFLE(2, 0, 2, 0));
+    t[12 + j] = _mm512_shuffle_f32x4(a23, b23, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) v[i] = t[i];  // v[c]: channel c of the 16 pixels
+}
+
+NN_TARGET_AVX512 void deconv_row_2x2_single(const NativeConvShape& s, size_t c_pad, const float* packed,
+                                            const float* bias, const Epilogue& epilogue, const float* in_row,
+                                            float* out_top, float* out_bottom) {
+  const EpilogueAvx512 epi(epilogue);
+  const size_t c = s.in_c;
+  // Output lanes: row 2y is dots 0 and 1 of pixels 0..15 interleaved, row 2y + 1 dots 2, 3.
+  const __m512i first8 = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i last8 = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  for (size_t x0 = 0; x0 < s.in_w; x0 += 16) {
+    const size_t pixels = std::min<size_t>(16, s.in_w - x0);
+    __m512 acc[4];
+    for (int q = 0; q < 4; ++q) acc[q] = _mm512_set1_ps(bias[q]);
+    for (size_t cb = 0; cb < c_pad; cb += 16) {
+      const size_t valid = std::min<size_t>(16, c - cb);
+      const __mmask16 lanes = valid == 16 ? __mmask16(0xFFFF) : __mmask16((1u << valid) - 1);
+      __m512 v[16];
+#pragma GCC unroll 16
+      for (size_t p = 0; p < 16; ++p)  // pixel tail: repeat the last (its lanes are not stored)
+        v[p] = _mm512_maskz_loadu_ps(lanes, in_row + (x0 + std::min(p, pixels - 1)) * c + cb);
+      transpose16(v);
+      // All 16 channels (the packed weights past in_c are zero): constant indices keep v in
+      // registers.
+      const float* w = packed + cb;
+#pragma GCC unroll 16
+      for (int ch = 0; ch < 16; ++ch)
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; ++q) acc[q] = _mm512_fmadd_ps(v[ch], _mm512_set1_ps(w[q * c_pad + ch]), acc[q]);
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      acc[q] = epi(acc[q], epi.zero);
+      if (epilogue.logistic) acc[q] = logistic16(acc[q]);
+    }
+    // 2 * pixels floats per output row, in two vectors of up to 16.
+    const size_t n = 2 * pixels;
+    const __mmask16 lo = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
+    const __mmask16 hi = n > 16 ? __mmask16((1u << (n - 16)) - 1) : __mmask16(0);
+    float* top = out_top + 2 * x0;
+    float* bottom = out_bottom + 2 * x0;
+    _mm512_mask_storeu_ps(top, lo, _mm512_permutex2var_ps(acc[0], first8, acc[1]));
+    _mm512_mask_storeu_ps(bottom, lo, _mm512_permutex2var_ps(acc[2], first8, acc[3]));
+    if (hi) {
+      _mm512_mask_storeu_ps(top + 16, hi, _mm512_permutex2var_ps(acc[0], last8, acc[1]));
+      _mm512_mask_storeu_ps(bottom + 16, hi, _mm512_permutex2var_ps(acc[2], last8, acc[3]));
+    }
+  }
+}
+
 NN_TARGET_AVX512 void deconv_row_avx512(const NativeConvShape& s, size_t n, size_t c_pad, const float* packed,
                                         const float* bias, const size_t* offsets, const Epilogue& epilogue,
                                         const float* in_row, size_t b, size_t y, const float* residual,
@@ -120,8 +205,6 @@ NN_TARGET_AVX512 void deconv_row_avx512(const NativeConvShape& s, size_t n, size
   const __mmask16 tail = c % 16 ? __mmask16((1u << (c % 16)) - 1) : __mmask16(0xFFFF);
   const size_t full = c % 16 ? c_pad - 16 : c_pad;  // channels read without a mask
   alignas(64) float lanes[16], res[16] = {};
-  const bool two_by_two_single = s.kernel_h == 2 && s.kernel_w == 2 && s.out_c == 1;
-  const __m512i row_order = _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
   for (size_t x0 = 0; x0 < s.in_w; x0 += 4) {
     const size_t pixels = std::min<size_t>(4, s.in_w - x0);
     const float* px[4];
@@ -167,22 +250,13 @@ NN_TARGET_AVX512 void deconv_row_avx512(const NativeConvShape& s, size_t n, size
                                   _mm512_shuffle_f32x4(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
       sums = _mm512_add_ps(sums, _mm512_broadcast_f32x4(_mm_loadu_ps(bias + n0)));  // lane 4p + q
       const size_t count = std::min<size_t>(4, n - n0);
-      if (two_by_two_single && !epilogue.residual) {
-        // One output channel, 2x2 taps: dots 0,1 of each pixel are adjacent in output row
-        // 2y, dots 2,3 in row 2y + 1: two runs of 2 * pixels floats.
-        const __m512 rows = _mm512_permutexvar_ps(row_order, epi(sums, epi.zero));
-        const __mmask16 run = __mmask16((1u << (2 * pixels)) - 1);
-        _mm512_mask_storeu_ps(output + base0, run, rows);
-        // Lanes 8.. hold row 2y + 1: stored from 8 floats before its start, lanes 0-7 masked off.
-        _mm512_mask_storeu_ps(output + base0 + s.out_w - 8, __mmask16(run << 8), rows);
-        continue;
-      }
       if (epilogue.residual) {
         for (size_t p = 0; p < pixels; ++p)
           for (size_t q = 0; q < count; ++q)
             res[4 * p + q] = residual[base0 + p * pixel_step + offsets[n0 + q]];
       }
-      _mm512_store_ps(lanes, epi(sums, epilogue.residual ? _mm512_load_ps(res) : epi.zero));
+      sums = epi(sums, epilogue.residual ? _mm512_load_ps(res) : epi.zero);
+      _mm512_store_ps(lanes, epilogue.logistic ? logistic16(sums) : sums);
       for (size_t p = 0; p < pixels; ++p)
         for (size_t q = 0; q < count; ++q)
           output[base0 + p * pixel_step + offsets[n0 + q]] = lanes[4 * p + q];
@@ -205,7 +279,11 @@ void NativeDeconv::run(const float* input, const float* residual, float* output,
     const size_t b = row / s.in_h, y = row % s.in_h;
     const float* in_row = t.input + row * size_t(s.in_w) * s.in_c;
 #if NN_NATIVE_X86
-    if (op.avx512_)
+    if (op.avx512_ && s.kernel_h == 2 && s.kernel_w == 2 && s.out_c == 1 && !op.epilogue_.residual) {
+      float* top = t.output + (b * s.out_h + 2 * y) * size_t(s.out_w);
+      deconv_row_2x2_single(s, op.c_pad_, op.packed_.get(), op.bias_.data(), op.epilogue_, in_row, top,
+                            top + s.out_w);
+    } else if (op.avx512_)
       deconv_row_avx512(s, op.n_, op.c_pad_, op.packed_.get(), op.bias_.data(), op.offsets_.data(),
                         op.epilogue_, in_row, b, y, t.residual, t.output);
     else if (s.in_c % 8)

@@ -5,11 +5,14 @@
 //   y = clamp(acc + bias, lo, hi)        conv's fuse code and folded RELU/RELU1/RELU6
 //   y = hard_swish(y)                    when a HARD_SWISH follows
 //   y = clamp(y + residual, res_lo, res_hi)   when an ADD of a same-shaped tensor follows
+//   y = 1 / (1 + exp(-y))                when a LOGISTIC follows (NativeDeconv only: the
+//                                        selfie models' last op; no other kernel reads it)
 //
 // The order is the IR's: each stage is the op the delegate folded, applied in sequence.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <limits>
 
@@ -39,12 +42,14 @@ struct Epilogue {
   bool residual = false;  // the kernel is given a second tensor shaped like its output
   float res_lo = -std::numeric_limits<float>::infinity();
   float res_hi = std::numeric_limits<float>::infinity();
+  bool logistic = false;  // honoured by NativeDeconv only (the fusion rule offers it no other)
 };
 
 inline float apply_epilogue(const Epilogue& e, float v, float residual) {
   v = std::min(std::max(v, e.lo), e.hi);
   if (e.hard_swish) v = v * std::min(std::max(v + 3.f, 0.f), 6.f) * (1.f / 6.f);
   if (e.residual) v = std::min(std::max(v + residual, e.res_lo), e.res_hi);
+  if (e.logistic) v = 1.f / (1.f + std::exp(-v));
   return v;
 }
 
@@ -115,6 +120,29 @@ struct EpilogueAvx512 {
     return v;
   }
 };
+
+// 1 / (1 + exp(-v)) on 16 lanes, relative error ~1e-7: exp(-v) = 2^n * p(r) with
+// n = round(-v / ln 2), r = -v - n ln 2 (ln 2 in two parts), p a degree-6 Taylor
+// polynomial on |r| <= ln 2 / 2; -v clamped to +-87 (beyond, the result is 0 or 1 in float
+// within the tolerance the reference is held to).
+NN_INLINE_AVX512 __m512 logistic16(__m512 v) {
+  const __m512 y =
+      min16(max16(_mm512_sub_ps(_mm512_setzero_ps(), v), _mm512_set1_ps(-87.f)), _mm512_set1_ps(87.f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(y, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), y);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.f / 720);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
+  const __m512 e = _mm512_scalef_ps(p, n);
+  const __m512 one = _mm512_set1_ps(1.f);
+  return _mm512_div_ps(one, _mm512_add_ps(one, e));
+}
 
 // First n (0..8) lanes set.
 NN_INLINE_AVX2 __m256i lane_mask(size_t n) {
