@@ -177,10 +177,8 @@ NN_TARGET_AVX512 void deconv_row_2x2_single(const NativeConvShape& s, size_t c_p
         for (int q = 0; q < 4; ++q) acc[q] = _mm512_fmadd_ps(v[ch], _mm512_set1_ps(w[q * c_pad + ch]), acc[q]);
     }
 #pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) {
-      acc[q] = epi(acc[q], epi.zero);
-      if (epilogue.logistic) acc[q] = logistic16(acc[q]);
-    }
+    for (int q = 0; q < 4; ++q) acc[q] = epi(acc[q], epi.zero);
+    if (epilogue.logistic) logistic16(acc);
     // 2 * pixels floats per output row, in two vectors of up to 16.
     const size_t n = 2 * pixels;
     const __mmask16 lo = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
@@ -256,7 +254,9 @@ NN_TARGET_AVX512 void deconv_row_avx512(const NativeConvShape& s, size_t n, size
             res[4 * p + q] = residual[base0 + p * pixel_step + offsets[n0 + q]];
       }
       sums = epi(sums, epilogue.residual ? _mm512_load_ps(res) : epi.zero);
-      _mm512_store_ps(lanes, epilogue.logistic ? logistic16(sums) : sums);
+      __m512 one_vector[1] = {sums};
+      if (epilogue.logistic) logistic16(one_vector);
+      _mm512_store_ps(lanes, one_vector[0]);
       for (size_t p = 0; p < pixels; ++p)
         for (size_t q = 0; q < count; ++q)
           output[base0 + p * pixel_step + offsets[n0 + q]] = lanes[4 * p + q];
