@@ -157,9 +157,9 @@ NN_INLINE_AVX512 void logistic16(__m512 (&v)[kN]) {
   for (int i = 0; i < kN; ++i) p[i] = _mm512_fmadd_ps(p[i], r[i], one);
 #pragma GCC unroll 4
   for (int i = 0; i < kN; ++i) p[i] = _mm512_fmadd_ps(p[i], r[i], one);
-    // t's bits are 0x4B400000 + n; (those + 127) << 23 is 2^n (the high bits shift out).
 #pragma GCC unroll 4
   for (int i = 0; i < kN; ++i) {
+    // t's bits are 0x4B400000 + n; (those + 127) << 23 is 2^n (the high bits shift out).
     const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_castps_si512(t[i]), bias), 23);
     v[i] = _mm512_div_ps(one, _mm512_fmadd_ps(p[i], _mm512_castsi512_ps(bits), one));
   }
