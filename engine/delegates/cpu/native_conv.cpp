@@ -3,6 +3,7 @@
 #include <pthreadpool.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -233,6 +234,57 @@ NN_TARGET_AVX512 void kernel_cols_avx512(size_t m, size_t nr, size_t segments, c
         m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
 }
 
+// A 32-wide panel with 17-24 valid columns (the 24-channel projections of MobileNets and
+// the selfie models), one segment: 8 rows x 24 columns in 24 ymm accumulators, reading the
+// panel's first 24 columns. Only where AVX-512 runs on 256-bit halves (Zen 4: a zmm FMA
+// costs two ymm ones, so 24 ymm columns cost 3/4 of 32 zmm ones; avx512_half_width()).
+// There 8 rows x 24 took selfie's two 24-channel projections 0.095 -> 0.071 ms; a zmm + ymm
+// form had been slower (bench/README.md). m: a multiple of 8.
+template <bool kHardSwish, bool kResidual>
+__attribute__((target("avx512f,avx512vl,avx2,fma"))) void kernel_8x24_ymm_t(size_t m, size_t nr, const float* a,
+                                                                          size_t k, size_t lda, const float* w,
+                                                                          float* c, const float* res, size_t ldc,
+                                                                          const EpilogueAvx2& shared_epi) {
+  EpilogueAvx2 epi = shared_epi;
+  epi.hard_swish = kHardSwish;
+  epi.residual = kResidual;
+  const __mmask8 last = nr >= 24 ? __mmask8(0xFF) : __mmask8((1u << (nr - 16)) - 1);
+  const __m256 bias0 = _mm256_load_ps(w), bias1 = _mm256_load_ps(w + 8), bias2 = _mm256_load_ps(w + 16);
+  for (size_t r0 = 0; r0 < m; r0 += 8, a += 8 * lda, c += 8 * ldc, res += 8 * ldc) {
+#define NN_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define NN_ACC(i) __m256 c##i##0 = bias0, c##i##1 = bias1, c##i##2 = bias2;
+    NN_ROWS8(NN_ACC)
+#undef NN_ACC
+    const float* wp = w + 32;
+    for (size_t p = 0; p < k; ++p, wp += 32) {
+      const __m256 w0 = _mm256_load_ps(wp), w1 = _mm256_load_ps(wp + 8), w2 = _mm256_load_ps(wp + 16);
+#define NN_FMA(i)                                           \
+  {                                                         \
+    const __m256 va = _mm256_broadcast_ss(a + i * lda + p); \
+    c##i##0 = _mm256_fmadd_ps(va, w0, c##i##0);             \
+    c##i##1 = _mm256_fmadd_ps(va, w1, c##i##1);             \
+    c##i##2 = _mm256_fmadd_ps(va, w2, c##i##2);             \
+  }
+      NN_ROWS8(NN_FMA)
+#undef NN_FMA
+    }
+#define NN_STORE(i)                                                                             \
+  {                                                                                             \
+    float* out = c + i * ldc;                                                                   \
+    const float* rr = res + i * ldc;                                                            \
+    const __m256 r0v = kResidual ? _mm256_loadu_ps(rr) : epi.zero;                              \
+    const __m256 r1v = kResidual ? _mm256_loadu_ps(rr + 8) : epi.zero;                          \
+    const __m256 r2v = kResidual ? _mm256_maskz_loadu_ps(last, rr + 16) : epi.zero;             \
+    _mm256_storeu_ps(out, epi(c##i##0, r0v));                                                   \
+    _mm256_storeu_ps(out + 8, epi(c##i##1, r1v));                                               \
+    _mm256_mask_storeu_ps(out + 16, last, epi(c##i##2, r2v));                                   \
+  }
+    NN_ROWS8(NN_STORE)
+#undef NN_STORE
+#undef NN_ROWS8
+  }
+}
+
 // m rows: the multiple of 8 on the 8-row kernel (on a 32-wide panel whose valid columns
 // fit in 16, its lower half only), the rest on the 4-, 2- and 1-row ones.
 template <int kVecs>
@@ -319,6 +371,9 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
   avx512_ = native_avx512_enabled();
   // 32-wide panels only where a conv has more than 16 output channels (else half empty).
   wide_ = avx512_ && shape.out_c > 16;
+  // The ymm kernel for 17-24 columns only pays where a zmm FMA costs two ymm ones, and only
+  // a panel that ends 17-24 columns short of 32 has such a tail.
+  half_width_ = wide_ && shape.out_c % 32 > 16 && shape.out_c % 32 <= 24 && avx512_half_width();
   // Weight panels as wide as the kernel's tile: per panel its bias, then k rows of width.
   const size_t width = wide_ ? kNr512 : kNr;
   n_blocks_ = (shape.out_c + width - 1) / width;
@@ -458,6 +513,59 @@ struct Avx512Gemm {
     kernel_8xn_avx512<kVecs>(m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
   }
 };
+
+// 32-wide panels where AVX-512 runs on 256-bit halves: a panel of 17-24 valid columns in
+// one segment goes to the ymm 8 x 24 kernel (its rows past the last multiple of 8 and every
+// other panel to the zmm ones).
+struct Avx512HalfWidthGemm {
+  static constexpr size_t kRows = 8;
+  static constexpr size_t kPanel = 32;
+  struct Epi {
+    explicit Epi(const Epilogue& e) : wide(e), narrow(e) {}
+    EpilogueAvx512 wide;
+    EpilogueAvx2 narrow;
+  };
+  static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
+                     const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
+    const size_t full = m / 8 * 8;
+    if (full == 0 || segments != 1 || nr <= 16 || nr > 24)
+      return kernel_8xn_avx512<2>(m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi.wide);
+    if (epi.narrow.hard_swish)
+      (epi.narrow.residual ? kernel_8x24_ymm_t<true, true> : kernel_8x24_ymm_t<true, false>)(
+          full, nr, seg_a[0], k, lda, w, c, res, ldc, epi.narrow);
+    else
+      (epi.narrow.residual ? kernel_8x24_ymm_t<false, true> : kernel_8x24_ymm_t<false, false>)(
+          full, nr, seg_a[0], k, lda, w, c, res, ldc, epi.narrow);
+    if (full == m) return;
+    const float* tail = seg_a[0] + full * lda;
+    kernel_8xn_avx512<2>(m - full, nr, 1, &tail, k, lda, w, c + full * ldc, res + full * ldc, ldc, epi.wide);
+  }
+};
+
+// 8 independent FMA chains of zmm or of ymm registers, `steps` long: the seconds they took.
+// Named registers with distinct starting values: an array, or equal chains, the compiler
+// would keep in memory or merge into one.
+#define NN_CHAINS(V, SET, FMA, ADD, FIRST)                                                                   \
+  const V m = SET(0.999f), d = SET(1e-3f);                                                                  \
+  V a0 = SET(1.f), a1 = SET(2.f), a2 = SET(3.f), a3 = SET(4.f), a4 = SET(5.f), a5 = SET(6.f), a6 = SET(7.f), \
+    a7 = SET(8.f);                                                                                          \
+  for (size_t i = 0; i < steps; ++i) {                                                                      \
+    a0 = FMA(a0, m, d), a1 = FMA(a1, m, d), a2 = FMA(a2, m, d), a3 = FMA(a3, m, d);                         \
+    a4 = FMA(a4, m, d), a5 = FMA(a5, m, d), a6 = FMA(a6, m, d), a7 = FMA(a7, m, d);                         \
+  }                                                                                                         \
+  volatile float sink = FIRST(ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7))));           \
+  (void)sink;
+template <bool kZmm>
+NN_TARGET_AVX512 double fma_chains_seconds(size_t steps) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if constexpr (kZmm) {
+    NN_CHAINS(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_cvtss_f32)
+  } else {
+    NN_CHAINS(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_cvtss_f32)
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+#undef NN_CHAINS
 #endif
 
 }  // namespace
@@ -466,6 +574,27 @@ bool native_avx512_enabled() {
 #if NN_NATIVE_X86
   static const bool cpu_has = __builtin_cpu_supports("avx512f");
   return cpu_has && !std::getenv("NN_NO_AVX512");
+#else
+  return false;
+#endif
+}
+
+bool avx512_half_width() {
+#if NN_NATIVE_X86
+  if (const char* force = std::getenv("NN_AVX512_HALF_WIDTH")) return std::strcmp(force, "0") != 0;
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512vl")) return false;
+  // Measured once: the same number of zmm and of ymm FMAs, best of 5 interleaved trials of
+  // ~20 us. Full-width cores take about as long for both; half-width ones twice as long
+  // for the zmm ones.
+  static const bool half = [] {
+    double zmm = 1e9, ymm = 1e9;
+    for (int trial = 0; trial < 5; ++trial) {
+      zmm = std::min(zmm, fma_chains_seconds<true>(8192));
+      ymm = std::min(ymm, fma_chains_seconds<false>(8192));
+    }
+    return zmm > 1.5 * ymm;
+  }();
+  return half;
 #else
   return false;
 #endif
@@ -605,7 +734,9 @@ void NativeConv::dispatch(Task& task, pthreadpool_t pool) const {
   void (*tile_fn)(void*, size_t, size_t, size_t, size_t) = &run_tile<Avx2Gemm>;
   size_t rows = Avx2Gemm::kRows, width = Avx2Gemm::kPanel;
 #if NN_NATIVE_X86
-  if (avx512_ && wide_)
+  if (avx512_ && wide_ && half_width_)
+    tile_fn = &run_tile<Avx512HalfWidthGemm>, rows = Avx512HalfWidthGemm::kRows, width = Avx512HalfWidthGemm::kPanel;
+  else if (avx512_ && wide_)
     tile_fn = &run_tile<Avx512Gemm<2>>, rows = Avx512Gemm<2>::kRows, width = Avx512Gemm<2>::kPanel;
   else if (avx512_)
     tile_fn = &run_tile<Avx512Gemm<1>>, rows = Avx512Gemm<1>::kRows, width = Avx512Gemm<1>::kPanel;

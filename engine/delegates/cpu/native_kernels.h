@@ -35,6 +35,9 @@ bool native_conv_supported();
 // True when NativeConv and NativeDepthwise use their AVX-512F kernels: the CPU has
 // AVX-512F and NN_NO_AVX512 is unset (read when an op is built, so tests can cover both).
 bool native_avx512_enabled();
+// True when this CPU's AVX-512 runs on 256-bit halves (Zen 4: a zmm FMA costs two ymm ones),
+// measured once; NN_AVX512_HALF_WIDTH=1 / 0 says so instead (tests cover both kernels).
+bool avx512_half_width();
 
 struct NativeConvShape {
   uint32_t batch = 1, in_h = 0, in_w = 0, in_c = 0;
@@ -100,6 +103,7 @@ class NativeConv final : public NativeOp {
   bool pointwise_ = false;
   bool avx512_ = false;      // the 8x16 / 8x32 AVX-512F kernels, else the 6x16 AVX2 one
   bool wide_ = false;        // AVX-512 with 32-wide panels (more than 16 output channels)
+  bool half_width_ = false;  // and the last panel's 17-24 columns on the ymm kernel (avx512_half_width)
   size_t k_ = 0;             // GEMM depth: kernel_h * kernel_w * in_c
   size_t segments_ = 0;      // runs of A per output pixel read in place: kernel_h, or 0 (im2col only)
   size_t n_blocks_ = 0;      // out_c in panels of 32 (AVX-512) or 16
