@@ -103,22 +103,27 @@ TEST_P(Channels, Conv2d3x3TilesAcrossRowsAndImages) {
 }
 
 // Output channels around the AVX-512 panels (32 wide above 16 channels, a last panel of at
-// most 16 computing its lower half only, one of 17-24 on the ymm kernel where AVX-512 runs
-// on 256-bit halves) on 45 pixels (five 8-row tiles, then the 4- and 1-row kernels), with a
-// residual ADD on one of them and a HARD_SWISH on another; the half-width kernels forced on
-// and off, so both run on any host.
+// most 16 computing its lower half only, one of 17-24 or 1-8 on the ymm kernels where
+// AVX-512 runs on 256-bit halves) on 45 pixels (five 8-row tiles, then the 4- and 1-row kernels), with a
+// residual ADD on some, a HARD_SWISH on others, two padded above and below; the half-width
+// kernels forced on and off, so both run on any host.
 TEST_P(Channels, PointwiseConvPanelAndRowTails) {
   const uint32_t c = GetParam();
   for (const char* half_width : {"1", "0"})
-    for (uint32_t n : {8u, 17u, 20u, 24u, 40u, 48u, 56u, 88u}) {
+    for (uint32_t n : {8u, 17u, 20u, 24u, 33u, 40u, 48u, 56u, 72u, 88u}) {
       setenv("NN_AVX512_HALF_WIDTH", half_width, 1);
       SCOPED_TRACE("out channels " + std::to_string(n) + ", half width " + half_width);
       Built b;
       uint32_t x = b.input({1, 5, 9, c});
       uint32_t w = b.constant({n, 1, 1, c}, 81), bias = b.constant({n}, 82);
-      uint32_t conv = b.op(T::CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
-      if (n == 20) conv = b.op(T::HARD_SWISH, {conv});
-      b.output(n == 24 || n == 88 ? b.op(T::ADD, {conv, b.input({1, 5, 9, n}), b.i32(1)}) : conv);
+      // 33 and 56: padded by a row above and below (implicit GEMM; those rows read only
+      // padding, a null segment the kernels must skip).
+      const bool padded = n == 33 || n == 56;
+      uint32_t conv = padded ? b.op(T::CONV_2D, {x, w, bias, b.i32(0), b.i32(0), b.i32(1), b.i32(1), b.i32(1),
+                                                 b.i32(1), b.i32(0)})
+                             : b.op(T::CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
+      if (n == 20 || n == 72) conv = b.op(T::HARD_SWISH, {conv});
+      b.output(n == 24 || n == 88 || n == 40 ? b.op(T::ADD, {conv, b.input({1, 5, 9, n}), b.i32(1)}) : conv);
       check(b, "op 0 CONV_2D", Runs::kNative);
       unsetenv("NN_AVX512_HALF_WIDTH");
     }

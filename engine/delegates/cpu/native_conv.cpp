@@ -235,20 +235,23 @@ NN_TARGET_AVX512 void kernel_cols_avx512(size_t m, size_t nr, size_t segments, c
 }
 
 // A 32-wide panel with 17-24 valid columns (the 24-channel projections of MobileNets and
-// the selfie models), one segment: 8 rows x 24 columns in 24 ymm accumulators, reading the
-// panel's first 24 columns. Only where AVX-512 runs on 256-bit halves (Zen 4: a zmm FMA
-// costs two ymm ones, so 24 ymm columns cost 3/4 of 32 zmm ones; avx512_half_width()).
-// There 8 rows x 24 took selfie's two 24-channel projections 0.095 -> 0.071 ms; a zmm + ymm
-// form had been slower (bench/README.md). m: a multiple of 8.
-template <bool kHardSwish, bool kResidual>
-__attribute__((target("avx512f,avx512vl,avx2,fma"))) void kernel_8x24_ymm_t(size_t m, size_t nr, const float* a,
-                                                                          size_t k, size_t lda, const float* w,
-                                                                          float* c, const float* res, size_t ldc,
-                                                                          const EpilogueAvx2& shared_epi) {
+// the selfie models) or 1-8 (the last 8 of 40, 72 or 200 channels), one segment: 8 rows x
+// 8 * kYmm columns in ymm accumulators (kYmm 3 or 1), reading the panel's first columns.
+// Only where AVX-512 runs on 256-bit halves (Zen 4: a zmm FMA costs two ymm ones, so 24
+// ymm columns cost 3/4 of 32 zmm ones and 8 half of the 16 a half panel computes;
+// avx512_half_width()). There 8 rows x 24 took selfie's two 24-channel projections 0.095 ->
+// 0.071 ms; a zmm + ymm form had been slower (bench/README.md). m: a multiple of 8.
+template <int kYmm, bool kHardSwish, bool kResidual>
+__attribute__((target("avx512f,avx512vl,avx2,fma"))) void kernel_8xy_ymm_t(size_t m, size_t nr, const float* a,
+                                                                         size_t k, size_t lda, const float* w,
+                                                                         float* c, const float* res, size_t ldc,
+                                                                         const EpilogueAvx2& shared_epi) {
+  static_assert(kYmm == 1 || kYmm == 3);
   EpilogueAvx2 epi = shared_epi;
   epi.hard_swish = kHardSwish;
   epi.residual = kResidual;
-  const __mmask8 last = nr >= 24 ? __mmask8(0xFF) : __mmask8((1u << (nr - 16)) - 1);
+  const size_t full = 8 * (kYmm - 1);  // columns before the last (masked) vector
+  const __mmask8 last = nr >= full + 8 ? __mmask8(0xFF) : __mmask8((1u << (nr - full)) - 1);
   const __m256 bias0 = _mm256_load_ps(w), bias1 = _mm256_load_ps(w + 8), bias2 = _mm256_load_ps(w + 16);
   for (size_t r0 = 0; r0 < m; r0 += 8, a += 8 * lda, c += 8 * ldc, res += 8 * ldc) {
 #define NN_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
@@ -257,27 +260,31 @@ __attribute__((target("avx512f,avx512vl,avx2,fma"))) void kernel_8x24_ymm_t(size
 #undef NN_ACC
     const float* wp = w + 32;
     for (size_t p = 0; p < k; ++p, wp += 32) {
-      const __m256 w0 = _mm256_load_ps(wp), w1 = _mm256_load_ps(wp + 8), w2 = _mm256_load_ps(wp + 16);
+      const __m256 w0 = _mm256_load_ps(wp);
+      const __m256 w1 = kYmm == 3 ? _mm256_load_ps(wp + 8) : w0, w2 = kYmm == 3 ? _mm256_load_ps(wp + 16) : w0;
 #define NN_FMA(i)                                           \
   {                                                         \
     const __m256 va = _mm256_broadcast_ss(a + i * lda + p); \
     c##i##0 = _mm256_fmadd_ps(va, w0, c##i##0);             \
-    c##i##1 = _mm256_fmadd_ps(va, w1, c##i##1);             \
-    c##i##2 = _mm256_fmadd_ps(va, w2, c##i##2);             \
+    if constexpr (kYmm == 3) {                              \
+      c##i##1 = _mm256_fmadd_ps(va, w1, c##i##1);           \
+      c##i##2 = _mm256_fmadd_ps(va, w2, c##i##2);           \
+    }                                                       \
   }
       NN_ROWS8(NN_FMA)
 #undef NN_FMA
     }
-#define NN_STORE(i)                                                                             \
-  {                                                                                             \
-    float* out = c + i * ldc;                                                                   \
-    const float* rr = res + i * ldc;                                                            \
-    const __m256 r0v = kResidual ? _mm256_loadu_ps(rr) : epi.zero;                              \
-    const __m256 r1v = kResidual ? _mm256_loadu_ps(rr + 8) : epi.zero;                          \
-    const __m256 r2v = kResidual ? _mm256_maskz_loadu_ps(last, rr + 16) : epi.zero;             \
-    _mm256_storeu_ps(out, epi(c##i##0, r0v));                                                   \
-    _mm256_storeu_ps(out + 8, epi(c##i##1, r1v));                                               \
-    _mm256_mask_storeu_ps(out + 16, last, epi(c##i##2, r2v));                                   \
+#define NN_STORE(i)                                                                              \
+  {                                                                                              \
+    float* out = c + i * ldc;                                                                    \
+    const float* rr = res + i * ldc;                                                             \
+    if constexpr (kYmm == 3) {                                                                   \
+      _mm256_storeu_ps(out, epi(c##i##0, kResidual ? _mm256_loadu_ps(rr) : epi.zero));           \
+      _mm256_storeu_ps(out + 8, epi(c##i##1, kResidual ? _mm256_loadu_ps(rr + 8) : epi.zero));   \
+    }                                                                                            \
+    const __m256 tail = kYmm == 3 ? c##i##2 : c##i##0;                                           \
+    const __m256 rt = kResidual ? _mm256_maskz_loadu_ps(last, rr + full) : epi.zero;             \
+    _mm256_mask_storeu_ps(out + full, last, epi(tail, rt));                                      \
   }
     NN_ROWS8(NN_STORE)
 #undef NN_STORE
@@ -371,9 +378,11 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
   avx512_ = native_avx512_enabled();
   // 32-wide panels only where a conv has more than 16 output channels (else half empty).
   wide_ = avx512_ && shape.out_c > 16;
-  // The ymm kernel for 17-24 columns only pays where a zmm FMA costs two ymm ones, and only
-  // a panel that ends 17-24 columns short of 32 has such a tail.
-  half_width_ = wide_ && shape.out_c % 32 > 16 && shape.out_c % 32 <= 24 && avx512_half_width();
+  // The ymm kernels for 17-24 and 1-8 columns only pay where a zmm FMA costs two ymm ones,
+  // and only convs whose last panel has that many columns use them.
+  const uint32_t last_panel = shape.out_c % 32;
+  half_width_ = wide_ && ((last_panel > 16 && last_panel <= 24) || (last_panel > 0 && last_panel <= 8)) &&
+                avx512_half_width();
   // Weight panels as wide as the kernel's tile: per panel its bias, then k rows of width.
   const size_t width = wide_ ? kNr512 : kNr;
   n_blocks_ = (shape.out_c + width - 1) / width;
@@ -514,9 +523,9 @@ struct Avx512Gemm {
   }
 };
 
-// 32-wide panels where AVX-512 runs on 256-bit halves: a panel of 17-24 valid columns in
-// one segment goes to the ymm 8 x 24 kernel (its rows past the last multiple of 8 and every
-// other panel to the zmm ones).
+// 32-wide panels where AVX-512 runs on 256-bit halves: a panel of 17-24 or 1-8 valid
+// columns in one segment goes to the ymm 8 x 24 or 8 x 8 kernel (its rows past the last
+// multiple of 8 and every other panel to the zmm ones).
 struct Avx512HalfWidthGemm {
   static constexpr size_t kRows = 8;
   static constexpr size_t kPanel = 32;
@@ -528,13 +537,18 @@ struct Avx512HalfWidthGemm {
   static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
                      const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
     const size_t full = m / 8 * 8;
-    if (full == 0 || segments != 1 || nr <= 16 || nr > 24)
+    // One segment read in place or from im2col rows; a null one (a padded 1x1 conv's row in
+    // the padding: bias only) and the other widths go to the zmm kernels.
+    if (full == 0 || segments != 1 || !seg_a[0] || (nr > 8 && nr <= 16) || nr > 24)
       return kernel_8xn_avx512<2>(m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi.wide);
-    if (epi.narrow.hard_swish)
-      (epi.narrow.residual ? kernel_8x24_ymm_t<true, true> : kernel_8x24_ymm_t<true, false>)(
+    const bool hs = epi.narrow.hard_swish, rs = epi.narrow.residual;
+    if (nr > 16)
+      (hs ? (rs ? kernel_8xy_ymm_t<3, true, true> : kernel_8xy_ymm_t<3, true, false>)
+          : (rs ? kernel_8xy_ymm_t<3, false, true> : kernel_8xy_ymm_t<3, false, false>))(
           full, nr, seg_a[0], k, lda, w, c, res, ldc, epi.narrow);
     else
-      (epi.narrow.residual ? kernel_8x24_ymm_t<false, true> : kernel_8x24_ymm_t<false, false>)(
+      (hs ? (rs ? kernel_8xy_ymm_t<1, true, true> : kernel_8xy_ymm_t<1, true, false>)
+          : (rs ? kernel_8xy_ymm_t<1, false, true> : kernel_8xy_ymm_t<1, false, false>))(
           full, nr, seg_a[0], k, lda, w, c, res, ldc, epi.narrow);
     if (full == m) return;
     const float* tail = seg_a[0] + full * lda;
