@@ -595,8 +595,10 @@ bool native_avx512_enabled() {
 
 bool avx512_half_width() {
 #if NN_NATIVE_X86
-  if (const char* force = std::getenv("NN_AVX512_HALF_WIDTH")) return std::strcmp(force, "0") != 0;
+  // The ymm kernels use AVX-512VL's masked ymm loads and stores: without it, never (not even
+  // when asked).
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512vl")) return false;
+  if (const char* force = std::getenv("NN_AVX512_HALF_WIDTH")) return std::strcmp(force, "0") != 0;
   // Measured once: the same number of zmm and of ymm FMAs, best of 5 interleaved trials of
   // ~20 us. Full-width cores take about as long for both; half-width ones twice as long
   // for the zmm ones.
