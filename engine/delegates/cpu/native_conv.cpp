@@ -218,7 +218,6 @@ NN_TARGET_AVX512 void kernel_8xn_avx512_t(size_t m, size_t nr, size_t runtime_se
 #undef NN_STORE
   }
 }
-#undef NN_ROWS8
 
 template <int kVecs, size_t kRows, int kCols, int kSegments = 0, int kK = 0>
 NN_TARGET_AVX512 void kernel_cols_avx512(size_t m, size_t nr, size_t segments, const float* const* seg_a,
@@ -252,9 +251,9 @@ __attribute__((target("avx512f,avx512vl,avx2,fma"))) void kernel_8xy_ymm_t(size_
   epi.residual = kResidual;
   const size_t full = 8 * (kYmm - 1);  // columns before the last (masked) vector
   const __mmask8 last = nr >= full + 8 ? __mmask8(0xFF) : __mmask8((1u << (nr - full)) - 1);
-  const __m256 bias0 = _mm256_load_ps(w), bias1 = _mm256_load_ps(w + 8), bias2 = _mm256_load_ps(w + 16);
+  const __m256 bias0 = _mm256_load_ps(w);
+  const __m256 bias1 = kYmm == 3 ? _mm256_load_ps(w + 8) : bias0, bias2 = kYmm == 3 ? _mm256_load_ps(w + 16) : bias0;
   for (size_t r0 = 0; r0 < m; r0 += 8, a += 8 * lda, c += 8 * ldc, res += 8 * ldc) {
-#define NN_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #define NN_ACC(i) __m256 c##i##0 = bias0, c##i##1 = bias1, c##i##2 = bias2;
     NN_ROWS8(NN_ACC)
 #undef NN_ACC
@@ -288,9 +287,9 @@ __attribute__((target("avx512f,avx512vl,avx2,fma"))) void kernel_8xy_ymm_t(size_
   }
     NN_ROWS8(NN_STORE)
 #undef NN_STORE
-#undef NN_ROWS8
   }
 }
+#undef NN_ROWS8
 
 // m rows: the multiple of 8 on the 8-row kernel (on a 32-wide panel whose valid columns
 // fit in 16, its lower half only), the rest on the 4-, 2- and 1-row ones.

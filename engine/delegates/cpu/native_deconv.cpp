@@ -16,6 +16,7 @@ NativeDeconv::NativeDeconv(const NativeConvShape& shape, const float* filter, co
   const size_t taps = size_t(shape.kernel_h) * shape.kernel_w;
   n_ = taps * shape.out_c;
   avx512_ = native_avx512_enabled();
+  single_2x2_ = avx512_ && shape.kernel_h == 2 && shape.kernel_w == 2 && shape.out_c == 1 && !epilogue.residual;
   const size_t lanes = avx512_ ? 16 : 8;
   c_pad_ = (size_t(shape.in_c) + lanes - 1) / lanes * lanes;
   // Packed: one row of c_pad weights per dot product n = tap * out_c + o, rows rounded up
@@ -279,7 +280,7 @@ void NativeDeconv::run(const float* input, const float* residual, float* output,
     const size_t b = row / s.in_h, y = row % s.in_h;
     const float* in_row = t.input + row * size_t(s.in_w) * s.in_c;
 #if NN_NATIVE_X86
-    if (op.avx512_ && s.kernel_h == 2 && s.kernel_w == 2 && s.out_c == 1 && !op.epilogue_.residual) {
+    if (op.single_2x2_) {
       float* top = t.output + (b * s.out_h + 2 * y) * size_t(s.out_w);
       deconv_row_2x2_single(s, op.c_pad_, op.packed_.get(), op.bias_.data(), op.epilogue_, in_row, top,
                             top + s.out_w);
