@@ -66,7 +66,7 @@ struct RowArgs {
   size_t taps;
   const float* const* rows;  // input row of each tap row ky (valid for ky_lo <= ky < ky_hi)
   uint32_t ky_lo, ky_hi;     // taps whose row is inside the image
-  size_t ox_lo, ox_hi;    // output columns whose whole window is inside horizontally
+  size_t ox_lo, ox_hi;       // output columns whose whole window is inside horizontally
   const float* res_row;
   float* out_row;
   const float* zeros;  // C zero floats: what taps in the padding read
@@ -85,7 +85,8 @@ NN_INLINE_AVX2 void finish(const RowArgs& a, size_t ox, size_t cb, __m256i mask,
 
 // One channel block of an edge column: taps outside the image are skipped.
 template <bool kMasked>
-NN_INLINE_AVX2 void edge_block(const RowArgs& a, size_t ox, size_t cb, __m256i mask, const EpilogueAvx2& epi) {
+NN_INLINE_AVX2 void edge_block(const RowArgs& a, size_t ox, size_t cb, __m256i mask,
+                               const EpilogueAvx2& epi) {
   const NativeConvShape& s = *a.s;
   const size_t C = s.out_c, kw = s.kernel_w;
   const int64_t x0 = int64_t(ox) * s.stride_w - s.pad_left;
@@ -247,7 +248,8 @@ NN_INLINE_AVX512 __m512 load16(const float* p, __mmask16 m) {
 }
 
 template <bool kMasked, bool kRes>
-NN_INLINE_AVX512 void finish16(float* out, const float* res, __mmask16 m, __m512 acc, const EpilogueAvx512& epi) {
+NN_INLINE_AVX512 void finish16(float* out, const float* res, __mmask16 m, __m512 acc,
+                               const EpilogueAvx512& epi) {
   const __m512 r = kRes ? load16<kMasked>(res, m) : epi.zero;
   if (kMasked)
     _mm512_mask_storeu_ps(out, m, epi(acc, r));
@@ -256,7 +258,8 @@ NN_INLINE_AVX512 void finish16(float* out, const float* res, __mmask16 m, __m512
 }
 
 template <bool kMasked, bool kRes>
-NN_INLINE_AVX512 void edge_block16(const RowArgs& a, size_t ox, size_t cb, __mmask16 m, const EpilogueAvx512& epi) {
+NN_INLINE_AVX512 void edge_block16(const RowArgs& a, size_t ox, size_t cb, __mmask16 m,
+                                   const EpilogueAvx512& epi) {
   const NativeConvShape& s = *a.s;
   const size_t C = s.out_c, kw = s.kernel_w;
   const int64_t x0 = int64_t(ox) * s.stride_w - s.pad_left;
@@ -304,7 +307,8 @@ NN_INLINE_AVX512 void interior_block16(const RowArgs& a, size_t ox, size_t cb, _
       constexpr int kSpan = (kPixels - 1) * kStride + kKw;  // input pixels the row reads
 #pragma GCC unroll 24
       for (int j = 0; j < kSpan; ++j, in += C) {
-        const __m512 x = load16<kMasked>(in, m);
+        __m512 x = load16<kMasked>(in, m);
+        NN_KEEP_IN_REGISTER(x);
 #pragma GCC unroll 5
         for (int kx = 0; kx < kKw; ++kx) {
           const int p = (j - kx) / kStride;
@@ -386,8 +390,9 @@ void NativeDepthwise::run_row(const float* const* rows, size_t oy, const float* 
   const NativeConvShape& s = shape_;
 #if NN_NATIVE_X86
   const int64_t y0 = int64_t(oy) * s.stride_h - s.pad_top;
-  RowArgs a{&s,     packed_.get(), size_t(s.kernel_h) * s.kernel_w, rows, 0, s.kernel_h, ox_lo_, ox_hi_,
-            residual_row ? residual_row : output_row, output_row, zeros_.get()};
+  RowArgs a{
+      &s,     packed_.get(), size_t(s.kernel_h) * s.kernel_w,          rows,       0,           s.kernel_h,
+      ox_lo_, ox_hi_,        residual_row ? residual_row : output_row, output_row, zeros_.get()};
   while (a.ky_lo < a.ky_hi && y0 + int64_t(a.ky_lo) * s.dilation_h < 0) ++a.ky_lo;
   while (a.ky_hi > a.ky_lo && y0 + int64_t(a.ky_hi - 1) * s.dilation_h >= int64_t(s.in_h)) --a.ky_hi;
   if (avx512_) {
@@ -412,7 +417,8 @@ void NativeDepthwise::run_row(const float* const* rows, size_t oy, const float* 
 #endif
 }
 
-void NativeDepthwise::run(const float* input, const float* residual, float* output, pthreadpool_t pool) const {
+void NativeDepthwise::run(const float* input, const float* residual, float* output,
+                          pthreadpool_t pool) const {
   Task task{this, input, residual, output};
   auto body = [](void* ctx, size_t row) {
     const Task& t = *static_cast<const Task*>(ctx);
