@@ -8,12 +8,11 @@
 #include <cstdlib>
 #include <cstring>
 
-
 namespace nn::cpu {
 
 namespace {
 
-constexpr size_t kMr = 6;   // rows (output pixels) per micro-tile
+constexpr size_t kMr = 6;      // rows (output pixels) per micro-tile
 constexpr size_t kNr = 16;     // columns (output channels) per micro-tile / weight panel, AVX2
 constexpr size_t kNr512 = 32;  // the same for the AVX-512 kernel
 
@@ -64,39 +63,39 @@ NN_TARGET_AVX2 void kernel_6x16_t(size_t mr, size_t nr, size_t segments, const f
          c51 = c01;
   w += kNr;
   for (size_t seg = 0; seg < segments; ++seg) {
-  if (!seg_a[seg]) {
-    w += k * kNr;
-    continue;
-  }
-  const float* a0 = seg_a[seg];
-  const float* a1 = mr > 1 ? a0 + lda : a0;
-  const float* a2 = mr > 2 ? a1 + lda : a1;
-  const float* a3 = mr > 3 ? a2 + lda : a2;
-  const float* a4 = mr > 4 ? a3 + lda : a3;
-  const float* a5 = mr > 5 ? a4 + lda : a4;
-  for (size_t p = 0; p < k; ++p) {
-    const __m256 b0 = _mm256_load_ps(w);
-    const __m256 b1 = _mm256_load_ps(w + 8);
-    w += kNr;
-    __m256 va = _mm256_broadcast_ss(a0 + p);
-    c00 = _mm256_fmadd_ps(va, b0, c00);
-    c01 = _mm256_fmadd_ps(va, b1, c01);
-    va = _mm256_broadcast_ss(a1 + p);
-    c10 = _mm256_fmadd_ps(va, b0, c10);
-    c11 = _mm256_fmadd_ps(va, b1, c11);
-    va = _mm256_broadcast_ss(a2 + p);
-    c20 = _mm256_fmadd_ps(va, b0, c20);
-    c21 = _mm256_fmadd_ps(va, b1, c21);
-    va = _mm256_broadcast_ss(a3 + p);
-    c30 = _mm256_fmadd_ps(va, b0, c30);
-    c31 = _mm256_fmadd_ps(va, b1, c31);
-    va = _mm256_broadcast_ss(a4 + p);
-    c40 = _mm256_fmadd_ps(va, b0, c40);
-    c41 = _mm256_fmadd_ps(va, b1, c41);
-    va = _mm256_broadcast_ss(a5 + p);
-    c50 = _mm256_fmadd_ps(va, b0, c50);
-    c51 = _mm256_fmadd_ps(va, b1, c51);
-  }
+    if (!seg_a[seg]) {
+      w += k * kNr;
+      continue;
+    }
+    const float* a0 = seg_a[seg];
+    const float* a1 = mr > 1 ? a0 + lda : a0;
+    const float* a2 = mr > 2 ? a1 + lda : a1;
+    const float* a3 = mr > 3 ? a2 + lda : a2;
+    const float* a4 = mr > 4 ? a3 + lda : a3;
+    const float* a5 = mr > 5 ? a4 + lda : a4;
+    for (size_t p = 0; p < k; ++p) {
+      const __m256 b0 = _mm256_load_ps(w);
+      const __m256 b1 = _mm256_load_ps(w + 8);
+      w += kNr;
+      __m256 va = _mm256_broadcast_ss(a0 + p);
+      c00 = _mm256_fmadd_ps(va, b0, c00);
+      c01 = _mm256_fmadd_ps(va, b1, c01);
+      va = _mm256_broadcast_ss(a1 + p);
+      c10 = _mm256_fmadd_ps(va, b0, c10);
+      c11 = _mm256_fmadd_ps(va, b1, c11);
+      va = _mm256_broadcast_ss(a2 + p);
+      c20 = _mm256_fmadd_ps(va, b0, c20);
+      c21 = _mm256_fmadd_ps(va, b1, c21);
+      va = _mm256_broadcast_ss(a3 + p);
+      c30 = _mm256_fmadd_ps(va, b0, c30);
+      c31 = _mm256_fmadd_ps(va, b1, c31);
+      va = _mm256_broadcast_ss(a4 + p);
+      c40 = _mm256_fmadd_ps(va, b0, c40);
+      c41 = _mm256_fmadd_ps(va, b1, c41);
+      va = _mm256_broadcast_ss(a5 + p);
+      c50 = _mm256_fmadd_ps(va, b0, c50);
+      c51 = _mm256_fmadd_ps(va, b1, c51);
+    }
   }
   // Row i of the tile stores at c + i*ldc (residual res + i*ldc); rows past mr alias.
   const size_t s1 = mr > 1 ? ldc : 0, s2 = mr > 2 ? 2 * ldc : s1, s3 = mr > 3 ? 3 * ldc : s2,
@@ -113,11 +112,11 @@ NN_TARGET_AVX2 void kernel_6x16(size_t mr, size_t nr, size_t segments, const flo
                                 size_t lda, const float* w, float* c, const float* res, size_t ldc,
                                 const EpilogueAvx2& epi) {
   if (epi.hard_swish)
-    (epi.residual ? kernel_6x16_t<true, true> : kernel_6x16_t<true, false>)(mr, nr, segments, seg_a, k, lda, w, c,
-                                                                             res, ldc, epi);
+    (epi.residual ? kernel_6x16_t<true, true> : kernel_6x16_t<true, false>)(mr, nr, segments, seg_a, k, lda,
+                                                                            w, c, res, ldc, epi);
   else
-    (epi.residual ? kernel_6x16_t<false, true> : kernel_6x16_t<false, false>)(mr, nr, segments, seg_a, k, lda, w, c,
-                                                                               res, ldc, epi);
+    (epi.residual ? kernel_6x16_t<false, true> : kernel_6x16_t<false, false>)(mr, nr, segments, seg_a, k, lda,
+                                                                              w, c, res, ldc, epi);
 }
 
 // The AVX-512F micro-kernel: 8 rows x 16 * kVecs columns on weight panels as wide, kVecs
@@ -141,11 +140,12 @@ NN_TARGET_AVX2 void kernel_6x16(size_t mr, size_t nr, size_t segments, const flo
 // into straight FMAs, for a 3x3 conv on 3 channels (every stem here: 3 runs of 9 k steps,
 // too short for the loops to pay for themselves; the selfie stem 0.214 -> ~0.195 ms).
 #define NN_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-template <int kVecs, bool kHardSwish, bool kResidual, size_t kRows = 8, int kCols = 16 * kVecs, int kSegments = 0,
-          int kK = 0>
-NN_TARGET_AVX512 void kernel_8xn_avx512_t(size_t m, size_t nr, size_t runtime_segments, const float* const* seg_a,
-                                          size_t runtime_k, size_t lda, const float* w, float* c, const float* res,
-                                          size_t ldc, const EpilogueAvx512& shared_epi) {
+template <int kVecs, bool kHardSwish, bool kResidual, size_t kRows = 8, int kCols = 16 * kVecs,
+          int kSegments = 0, int kK = 0>
+NN_TARGET_AVX512 void kernel_8xn_avx512_t(size_t m, size_t nr, size_t runtime_segments,
+                                          const float* const* seg_a, size_t runtime_k, size_t lda,
+                                          const float* w, float* c, const float* res, size_t ldc,
+                                          const EpilogueAvx512& shared_epi) {
   const size_t segments = kSegments ? size_t(kSegments) : runtime_segments;
   const size_t k = kK ? size_t(kK) : runtime_k;
   constexpr size_t kWidth = 16 * kVecs;
@@ -185,12 +185,12 @@ NN_TARGET_AVX512 void kernel_8xn_avx512_t(size_t m, size_t nr, size_t runtime_se
     c##i##l = _mm512_fmadd_ps(va, b0, c##i##l);                            \
     if constexpr (kCols == 32) c##i##h = _mm512_fmadd_ps(va, b1, c##i##h); \
   }
-#define NN_K_STEP                                                  \
-  {                                                                \
-    const __m512 b0 = _mm512_load_ps(wp);                          \
-    const __m512 b1 = kVecs == 2 ? _mm512_load_ps(wp + 16) : b0;   \
-    wp += kWidth;                                                  \
-    NN_ROWS8(NN_FMA)                                               \
+#define NN_K_STEP                                                \
+  {                                                              \
+    const __m512 b0 = _mm512_load_ps(wp);                        \
+    const __m512 b1 = kVecs == 2 ? _mm512_load_ps(wp + 16) : b0; \
+    wp += kWidth;                                                \
+    NN_ROWS8(NN_FMA)                                             \
   }
       if constexpr (kK > 0) {
 #pragma GCC unroll 16
@@ -203,17 +203,23 @@ NN_TARGET_AVX512 void kernel_8xn_avx512_t(size_t m, size_t nr, size_t runtime_se
     }
     // Rows are stored only below mr: with a residual read in place, a row stored twice
     // would add it twice. The upper half only where nr reaches it.
-#define NN_STORE(i)                                                                                 \
-    if (i < kRows && i < mr) {                                                                       \
-      float* out = c + i * ldc;                                                                      \
-      const float* rr = res + i * ldc;                                                               \
-      const __m512 rl = kResidual ? _mm512_maskz_loadu_ps(lo_lanes, rr) : epi.zero;                 \
-      _mm512_mask_storeu_ps(out, lo_lanes, epi(c##i##l, rl));          \
-      if (kCols > 16 && hi_lanes) {                                                                  \
-        const __m512 rh = kResidual ? _mm512_maskz_loadu_ps(hi_lanes, rr + 16) : epi.zero;          \
-        _mm512_mask_storeu_ps(out + 16, hi_lanes, epi(c##i##h, rh));  \
-      }                                                                                              \
-    }
+#define NN_STORE(i)                                                                      \
+  if (i < kRows && i < mr) {                                                             \
+    float* out = c + i * ldc;                                                            \
+    const float* rr = res + i * ldc;                                                     \
+    const __m512 rl = kResidual ? _mm512_maskz_loadu_ps(lo_lanes, rr) : epi.zero;        \
+    if (lo_lanes == 0xFFFF)                                                              \
+      _mm512_storeu_ps(out, epi(c##i##l, rl));                                           \
+    else                                                                                 \
+      _mm512_mask_storeu_ps(out, lo_lanes, epi(c##i##l, rl));                            \
+    if (kCols > 16 && hi_lanes) {                                                        \
+      const __m512 rh = kResidual ? _mm512_maskz_loadu_ps(hi_lanes, rr + 16) : epi.zero; \
+      if (hi_lanes == 0xFFFF)                                                            \
+        _mm512_storeu_ps(out + 16, epi(c##i##h, rh));                                    \
+      else                                                                               \
+        _mm512_mask_storeu_ps(out + 16, hi_lanes, epi(c##i##h, rh));                     \
+    }                                                                                    \
+  }
     NN_ROWS8(NN_STORE)
 #undef NN_STORE
   }
@@ -225,12 +231,14 @@ NN_TARGET_AVX512 void kernel_cols_avx512(size_t m, size_t nr, size_t segments, c
                                          size_t ldc, const EpilogueAvx512& epi) {
   if (epi.hard_swish)
     (epi.residual ? kernel_8xn_avx512_t<kVecs, true, true, kRows, kCols, kSegments, kK>
-                  : kernel_8xn_avx512_t<kVecs, true, false, kRows, kCols, kSegments, kK>)(m, nr, segments, seg_a, k,
-                                                                                          lda, w, c, res, ldc, epi);
+                  : kernel_8xn_avx512_t<kVecs, true, false, kRows, kCols, kSegments, kK>)(m, nr, segments,
+                                                                                          seg_a, k, lda, w, c,
+                                                                                          res, ldc, epi);
   else
     (epi.residual ? kernel_8xn_avx512_t<kVecs, false, true, kRows, kCols, kSegments, kK>
-                  : kernel_8xn_avx512_t<kVecs, false, false, kRows, kCols, kSegments, kK>)(
-        m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+                  : kernel_8xn_avx512_t<kVecs, false, false, kRows, kCols, kSegments, kK>)(m, nr, segments,
+                                                                                           seg_a, k, lda, w,
+                                                                                           c, res, ldc, epi);
 }
 
 // A 32-wide panel with 17-24 valid columns (the 24-channel projections of MobileNets and
@@ -241,10 +249,9 @@ NN_TARGET_AVX512 void kernel_cols_avx512(size_t m, size_t nr, size_t segments, c
 // avx512_half_width()). There 8 rows x 24 took selfie's two 24-channel projections 0.095 ->
 // 0.071 ms; a zmm + ymm form had been slower (bench/README.md). m: a multiple of 8.
 template <int kYmm, bool kHardSwish, bool kResidual>
-__attribute__((target("avx512f,avx512vl,avx2,fma"))) void kernel_8xy_ymm_t(size_t m, size_t nr, const float* a,
-                                                                         size_t k, size_t lda, const float* w,
-                                                                         float* c, const float* res, size_t ldc,
-                                                                         const EpilogueAvx2& shared_epi) {
+__attribute__((target("avx512f,avx512vl,avx2,fma"))) void kernel_8xy_ymm_t(
+    size_t m, size_t nr, const float* a, size_t k, size_t lda, const float* w, float* c, const float* res,
+    size_t ldc, const EpilogueAvx2& shared_epi) {
   static_assert(kYmm == 1 || kYmm == 3);
   EpilogueAvx2 epi = shared_epi;
   epi.hard_swish = kHardSwish;
@@ -252,7 +259,8 @@ __attribute__((target("avx512f,avx512vl,avx2,fma"))) void kernel_8xy_ymm_t(size_
   const size_t full = 8 * (kYmm - 1);  // columns before the last (masked) vector
   const __mmask8 last = nr >= full + 8 ? __mmask8(0xFF) : __mmask8((1u << (nr - full)) - 1);
   const __m256 bias0 = _mm256_load_ps(w);
-  const __m256 bias1 = kYmm == 3 ? _mm256_load_ps(w + 8) : bias0, bias2 = kYmm == 3 ? _mm256_load_ps(w + 16) : bias0;
+  const __m256 bias1 = kYmm == 3 ? _mm256_load_ps(w + 8) : bias0,
+               bias2 = kYmm == 3 ? _mm256_load_ps(w + 16) : bias0;
   for (size_t r0 = 0; r0 < m; r0 += 8, a += 8 * lda, c += 8 * ldc, res += 8 * ldc) {
 #define NN_ACC(i) __m256 c##i##0 = bias0, c##i##1 = bias1, c##i##2 = bias2;
     NN_ROWS8(NN_ACC)
@@ -260,7 +268,8 @@ __attribute__((target("avx512f,avx512vl,avx2,fma"))) void kernel_8xy_ymm_t(size_
     const float* wp = w + 32;
     for (size_t p = 0; p < k; ++p, wp += 32) {
       const __m256 w0 = _mm256_load_ps(wp);
-      const __m256 w1 = kYmm == 3 ? _mm256_load_ps(wp + 8) : w0, w2 = kYmm == 3 ? _mm256_load_ps(wp + 16) : w0;
+      const __m256 w1 = kYmm == 3 ? _mm256_load_ps(wp + 8) : w0,
+                   w2 = kYmm == 3 ? _mm256_load_ps(wp + 16) : w0;
 #define NN_FMA(i)                                           \
   {                                                         \
     const __m256 va = _mm256_broadcast_ss(a + i * lda + p); \
@@ -273,17 +282,17 @@ __attribute__((target("avx512f,avx512vl,avx2,fma"))) void kernel_8xy_ymm_t(size_
       NN_ROWS8(NN_FMA)
 #undef NN_FMA
     }
-#define NN_STORE(i)                                                                              \
-  {                                                                                              \
-    float* out = c + i * ldc;                                                                    \
-    const float* rr = res + i * ldc;                                                             \
-    if constexpr (kYmm == 3) {                                                                   \
-      _mm256_storeu_ps(out, epi(c##i##0, kResidual ? _mm256_loadu_ps(rr) : epi.zero));           \
-      _mm256_storeu_ps(out + 8, epi(c##i##1, kResidual ? _mm256_loadu_ps(rr + 8) : epi.zero));   \
-    }                                                                                            \
-    const __m256 tail = kYmm == 3 ? c##i##2 : c##i##0;                                           \
-    const __m256 rt = kResidual ? _mm256_maskz_loadu_ps(last, rr + full) : epi.zero;             \
-    _mm256_mask_storeu_ps(out + full, last, epi(tail, rt));                                      \
+#define NN_STORE(i)                                                                            \
+  {                                                                                            \
+    float* out = c + i * ldc;                                                                  \
+    const float* rr = res + i * ldc;                                                           \
+    if constexpr (kYmm == 3) {                                                                 \
+      _mm256_storeu_ps(out, epi(c##i##0, kResidual ? _mm256_loadu_ps(rr) : epi.zero));         \
+      _mm256_storeu_ps(out + 8, epi(c##i##1, kResidual ? _mm256_loadu_ps(rr + 8) : epi.zero)); \
+    }                                                                                          \
+    const __m256 tail = kYmm == 3 ? c##i##2 : c##i##0;                                         \
+    const __m256 rt = kResidual ? _mm256_maskz_loadu_ps(last, rr + full) : epi.zero;           \
+    _mm256_mask_storeu_ps(out + full, last, epi(tail, rt));                                    \
   }
     NN_ROWS8(NN_STORE)
 #undef NN_STORE
@@ -406,7 +415,7 @@ struct NativeConv::Task {
   const float* input;
   const float* residual;
   float* output;
-  const float* weights;         // packed_, or run_scaled's copy
+  const float* weights;  // packed_, or run_scaled's copy
   // run_scaled with a sum (pointwise only): the A matrix is input * gate + sum, gate one
   // value per input channel, built per tile in cache. Both null otherwise.
   const float* gate;
@@ -452,7 +461,8 @@ void gate_and_add(float* out, const float* x, const float* gate, const float* su
 
 // Builds the im2col rows [m0, m0 + count) of a conv: each row the receptive field of one
 // output pixel in (ky, kx, c) order, zeros where it falls in the padding.
-NN_TARGET_AVX2 void im2col_rows(const NativeConvShape& s, const float* input, size_t m0, size_t count, float* rows) {
+NN_TARGET_AVX2 void im2col_rows(const NativeConvShape& s, const float* input, size_t m0, size_t count,
+                                float* rows) {
   const size_t k = size_t(s.kernel_h) * s.kernel_w * s.in_c;
   const size_t pixels = size_t(s.out_h) * s.out_w;
   const uint32_t in_c = s.in_c;
@@ -464,8 +474,7 @@ NN_TARGET_AVX2 void im2col_rows(const NativeConvShape& s, const float* input, si
     float* dst = rows + r * k;
     const float* image = input + b * size_t(s.in_h) * s.in_w * in_c;
     const int64_t y0 = int64_t(oy) * s.stride_h - s.pad_top, x0 = int64_t(ox) * s.stride_w - s.pad_left;
-    const bool cols_inside =
-        s.dilation_w == 1 && x0 >= 0 && x0 + int64_t(s.kernel_w) <= int64_t(s.in_w);
+    const bool cols_inside = s.dilation_w == 1 && x0 >= 0 && x0 + int64_t(s.kernel_w) <= int64_t(s.in_w);
     for (uint32_t ky = 0; ky < s.kernel_h; ++ky) {
       const int64_t iy = y0 + int64_t(ky) * s.dilation_h;
       const bool row_inside = iy >= 0 && iy < s.in_h;
@@ -505,7 +514,8 @@ struct Avx2Gemm {
     const float* rows[16];  // each segment's run at row r (implicit GEMM: m <= kRows, r = 0)
     for (size_t r = 0; r < m; r += kRows) {
       for (size_t s = 0; s < segments; ++s) rows[s] = seg_a[s] ? seg_a[s] + r * lda : nullptr;
-      kernel_6x16(std::min(kRows, m - r), nr, segments, rows, k, lda, w, c + r * ldc, res + r * ldc, ldc, epi);
+      kernel_6x16(std::min(kRows, m - r), nr, segments, rows, k, lda, w, c + r * ldc, res + r * ldc, ldc,
+                  epi);
     }
   }
 };
@@ -559,14 +569,14 @@ struct Avx512HalfWidthGemm {
 // Named registers with distinct starting values: an array, or equal chains, the compiler
 // would keep in memory or merge into one.
 #define NN_CHAINS(V, SET, FMA, ADD, FIRST)                                                                   \
-  const V m = SET(0.999f), d = SET(1e-3f);                                                                  \
+  const V m = SET(0.999f), d = SET(1e-3f);                                                                   \
   V a0 = SET(1.f), a1 = SET(2.f), a2 = SET(3.f), a3 = SET(4.f), a4 = SET(5.f), a5 = SET(6.f), a6 = SET(7.f), \
-    a7 = SET(8.f);                                                                                          \
-  for (size_t i = 0; i < steps; ++i) {                                                                      \
-    a0 = FMA(a0, m, d), a1 = FMA(a1, m, d), a2 = FMA(a2, m, d), a3 = FMA(a3, m, d);                         \
-    a4 = FMA(a4, m, d), a5 = FMA(a5, m, d), a6 = FMA(a6, m, d), a7 = FMA(a7, m, d);                         \
-  }                                                                                                         \
-  volatile float sink = FIRST(ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7))));           \
+    a7 = SET(8.f);                                                                                           \
+  for (size_t i = 0; i < steps; ++i) {                                                                       \
+    a0 = FMA(a0, m, d), a1 = FMA(a1, m, d), a2 = FMA(a2, m, d), a3 = FMA(a3, m, d);                          \
+    a4 = FMA(a4, m, d), a5 = FMA(a5, m, d), a6 = FMA(a6, m, d), a7 = FMA(a7, m, d);                          \
+  }                                                                                                          \
+  volatile float sink = FIRST(ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7))));            \
   (void)sink;
 template <bool kZmm>
 NN_TARGET_AVX512 double fma_chains_seconds(size_t steps) {
@@ -750,7 +760,8 @@ void NativeConv::dispatch(Task& task, pthreadpool_t pool) const {
   size_t rows = Avx2Gemm::kRows, width = Avx2Gemm::kPanel;
 #if NN_NATIVE_X86
   if (avx512_ && wide_ && half_width_)
-    tile_fn = &run_tile<Avx512HalfWidthGemm>, rows = Avx512HalfWidthGemm::kRows, width = Avx512HalfWidthGemm::kPanel;
+    tile_fn = &run_tile<Avx512HalfWidthGemm>, rows = Avx512HalfWidthGemm::kRows,
+    width = Avx512HalfWidthGemm::kPanel;
   else if (avx512_ && wide_)
     tile_fn = &run_tile<Avx512Gemm<2>>, rows = Avx512Gemm<2>::kRows, width = Avx512Gemm<2>::kPanel;
   else if (avx512_)
