@@ -364,7 +364,9 @@ TEST_P(Channels, ResizeBilinearModes) {
     bool align, half;
   };
   for (Mode mode : {Mode{false, false}, Mode{true, false}, Mode{false, true}}) {
-    for (auto [oh, ow] : {std::pair{26, 27}, std::pair{5, 4}}) {
+    // 11 -> 22 columns: the width-doubling row kernel where the taps are half-pixel ones,
+    // with and without a vertical blend per row.
+    for (auto [oh, ow] : {std::pair{26, 27}, std::pair{5, 4}, std::pair{26, 22}, std::pair{13, 22}}) {
       Built b;
       uint32_t x = b.input({1, 13, 11, c});
       b.output(b.op(T::RESIZE_BILINEAR, {x, b.i32(ow), b.i32(oh), b.boolean(false), b.boolean(mode.align),
