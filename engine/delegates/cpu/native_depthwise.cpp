@@ -280,13 +280,15 @@ NN_INLINE_AVX512 void edge_block16(const RowArgs& a, size_t ox, size_t cb, __mma
   finish16<kMasked, kRes>(a.out_row + at, a.res_row + at, m, acc, epi);
 }
 
-// kPixels interior output pixels of one 16-channel block: kPixels independent FMA chains
-// (32 zmm registers leave room for 8). kStride > 0 (with dilation 1, kKw > 0): the input
-// pixels of a tap row are walked once, each load feeding every tap that reads it (stride 1,
-// 3 taps: 10 loads for 24 FMAs instead of 24), one pointer bumped by C (the strided form
-// spilled its per-pixel offsets). kStride 0: any stride and dilation, each weight load
-// shared by the kPixels chains.
-template <int kKw, int kStride, int kPixels, bool kMasked, bool kRes>
+// kPixels output pixels of one 16-channel block: kPixels independent FMA chains (32 zmm
+// registers leave room for 8). kStride > 0 (with dilation 1, kKw > 0): the input pixels of
+// a tap row are walked once, each load feeding every tap that reads it (stride 1, 3 taps:
+// 10 loads for 24 FMAs instead of 24), one pointer bumped by C (the strided form spilled
+// its per-pixel offsets). kStride 0: any stride and dilation, each weight load shared by
+// the kPixels chains. kEdge: some taps fall in the horizontal padding and read the zero
+// vector instead (so edge pixels run 4 chains at a time too: one pixel at a time, each a
+// single chain of 25 FMAs, had cost a third of a 16x16x128 5x5 layer).
+template <int kKw, int kStride, int kPixels, bool kMasked, bool kRes, bool kEdge = false>
 NN_INLINE_AVX512 void interior_block16(const RowArgs& a, size_t ox, size_t cb, __mmask16 m,
                                        const EpilogueAvx512& epi) {
   const NativeConvShape& s = *a.s;
@@ -296,9 +298,15 @@ NN_INLINE_AVX512 void interior_block16(const RowArgs& a, size_t ox, size_t cb, _
   __m512 acc[kPixels];
 #pragma GCC unroll 8
   for (int p = 0; p < kPixels; ++p) acc[p] = _mm512_load_ps(w);
-  const size_t x0 = ox * s.stride_w - s.pad_left;
+  const int64_t x0 = int64_t(ox) * s.stride_w - s.pad_left;
+  const int64_t in_w = s.in_w;
+  const float* zeros = a.zeros + cb;
+  // Input column x of a row (the zero vector outside the image; edge groups only).
+  const auto column = [&](const float* row, int64_t x)
+                          NN_INLINE_LAMBDA { return x >= 0 && x < in_w ? row + size_t(x) * C : zeros; };
   for (uint32_t ky = a.ky_lo; ky < a.ky_hi; ++ky) {
-    const float* in = a.rows[ky] + x0 * C + cb;
+    const float* row = a.rows[ky] + cb;
+    const float* in = kEdge ? row : row + size_t(x0) * C;
     const float* wk = w + (1 + ky * kw) * 16;
     if constexpr (kStride > 0 && kKw > 0) {
       __m512 wv[kKw];
@@ -307,7 +315,7 @@ NN_INLINE_AVX512 void interior_block16(const RowArgs& a, size_t ox, size_t cb, _
       constexpr int kSpan = (kPixels - 1) * kStride + kKw;  // input pixels the row reads
 #pragma GCC unroll 24
       for (int j = 0; j < kSpan; ++j, in += C) {
-        __m512 x = load16<kMasked>(in, m);
+        __m512 x = load16<kMasked>(kEdge ? column(row, x0 + j) : in, m);
         NN_KEEP_IN_REGISTER(x);
 #pragma GCC unroll 5
         for (int kx = 0; kx < kKw; ++kx) {
@@ -320,8 +328,11 @@ NN_INLINE_AVX512 void interior_block16(const RowArgs& a, size_t ox, size_t cb, _
       for (size_t kx = 0; kx < kw; ++kx) {
         const __m512 wv = _mm512_load_ps(wk + kx * 16);
 #pragma GCC unroll 8
-        for (int p = 0; p < kPixels; ++p)
-          acc[p] = _mm512_fmadd_ps(load16<kMasked>(in + kx * tap_stride + p * step, m), wv, acc[p]);
+        for (int p = 0; p < kPixels; ++p) {
+          const int64_t x = x0 + int64_t(kx) * s.dilation_w + int64_t(p) * s.stride_w;
+          const float* src = kEdge ? column(row, x) : in + kx * tap_stride + p * step;
+          acc[p] = _mm512_fmadd_ps(load16<kMasked>(src, m), wv, acc[p]);
+        }
       }
     }
   }
@@ -331,12 +342,12 @@ NN_INLINE_AVX512 void interior_block16(const RowArgs& a, size_t ox, size_t cb, _
   for (int p = 0; p < kPixels; ++p) finish16<kMasked, kRes>(out + p * C, res + p * C, m, acc[p], epi);
 }
 
-template <int kKw, int kStride, int kPixels, bool kRes>
+template <int kKw, int kStride, int kPixels, bool kRes, bool kEdge = false>
 NN_INLINE_AVX512 void interior_pixels16(const RowArgs& a, size_t ox, size_t full, __mmask16 tail,
                                         const EpilogueAvx512& epi) {
   for (size_t cb = 0; cb < full; cb += 16)
-    interior_block16<kKw, kStride, kPixels, false, kRes>(a, ox, cb, tail, epi);
-  if (full < a.s->out_c) interior_block16<kKw, kStride, kPixels, true, kRes>(a, ox, full, tail, epi);
+    interior_block16<kKw, kStride, kPixels, false, kRes, kEdge>(a, ox, cb, tail, epi);
+  if (full < a.s->out_c) interior_block16<kKw, kStride, kPixels, true, kRes, kEdge>(a, ox, full, tail, epi);
 }
 
 template <bool kRes>
@@ -353,12 +364,18 @@ NN_TARGET_AVX512 void depthwise_row16_t(const RowArgs& a, const EpilogueAvx512& 
   epi.residual = kRes;
   const size_t C = a.s->out_c, full = C / 16 * 16;
   const __mmask16 tail = mask16(C - full);
-  for (size_t ox = 0; ox < a.ox_lo; ++ox) edge_pixel16<kRes>(a, ox, full, tail, epi);
-  size_t ox = a.ox_lo;
+  const size_t out_w = a.s->out_w;
+  // Groups of 4 across the left edge, 8 then 4 inside, groups of 4 across the right edge
+  // (with any inner pixels left over), then single pixels.
+  size_t ox = 0;
+  for (; ox < a.ox_lo && ox + 4 <= out_w; ox += 4)
+    interior_pixels16<kKw, kStride, 4, kRes, true>(a, ox, full, tail, epi);
+  for (; ox < a.ox_lo; ++ox) edge_pixel16<kRes>(a, ox, full, tail, epi);
   for (; ox + 8 <= a.ox_hi; ox += 8) interior_pixels16<kKw, kStride, 8, kRes>(a, ox, full, tail, epi);
   if (ox + 4 <= a.ox_hi) interior_pixels16<kKw, kStride, 4, kRes>(a, ox, full, tail, epi), ox += 4;
+  for (; ox + 4 <= out_w; ox += 4) interior_pixels16<kKw, kStride, 4, kRes, true>(a, ox, full, tail, epi);
   for (; ox < a.ox_hi; ++ox) interior_pixels16<kKw, kStride, 1, kRes>(a, ox, full, tail, epi);
-  for (; ox < a.s->out_w; ++ox) edge_pixel16<kRes>(a, ox, full, tail, epi);
+  for (; ox < out_w; ++ox) edge_pixel16<kRes>(a, ox, full, tail, epi);
 }
 
 // All channel counts: unlike on AVX2, the column kernel beats the pointer-table one on
