@@ -383,6 +383,9 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
   k_ = size_t(shape.kernel_h) * shape.kernel_w * shape.in_c;
   // Implicit GEMM needs each kernel row's taps contiguous in the input (dilation_w 1).
   segments_ = shape.dilation_w == 1 && shape.kernel_h <= 16 ? shape.kernel_h : 0;
+  // Edge micro-tiles read zero-padded copies of their input rows (run_tile) where those fit
+  // in the tile's im2col space: a tile's span of columns is at most its pixels' windows.
+  strips_ = segments_ > 0 && shape.stride_w <= shape.kernel_w;
   avx512_ = native_avx512_enabled();
   // 32-wide panels only where a conv has more than 16 output channels (else half empty).
   wide_ = avx512_ && shape.out_c > 16;
@@ -653,54 +656,91 @@ void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_
     }
     return;
   }
-  // Each micro-tile reads the input in place when its pixels share an output row and
-  // their windows are inside horizontally (one run of kernel_w * in_c floats per kernel
-  // row, rows `stride_w * in_c` apart); the others get im2col rows.
+  // Micro-tiles of kRows pixels from m0. One whose pixels share an output row reads the
+  // input in place when their windows are inside horizontally (one run of kernel_w * in_c
+  // floats per kernel row, rows stride_w * in_c apart), or zero-padded copies of its input
+  // rows when they cross the left or right edge (strips_); the others get im2col rows.
+  // Consecutive in-place tiles of one output row are one kernel call, which steps its rows
+  // through them: per-tile calls and pointer tables had cost a sixth of the selfie stem.
+  const size_t S = conv.segments_;
   thread_local std::vector<float> scratch;
   if (scratch.size() < m_count * k + 8) scratch.resize(m_count * k + 8);  // + copy_floats' slack
   const size_t tiles = (m_count + kRows - 1) / kRows;
-  thread_local std::vector<const float*> seg;  // per micro-tile: kernel_h run pointers, or im2col
-  thread_local std::vector<uint8_t> implicit;
-  seg.resize(tiles * std::max<size_t>(1, conv.segments_));
-  implicit.assign(tiles, 0);
-  const size_t pixels = size_t(s.out_h) * s.out_w;
+  struct Call {
+    size_t tile, count;  // micro-tiles [tile, tile + count)
+    bool implicit;       // runs in seg[tile * S ...], else im2col rows in scratch
+  };
+  thread_local std::vector<Call> calls;
+  thread_local std::vector<const float*> seg;  // per call's first micro-tile: kernel_h run pointers
+  calls.clear();
+  seg.resize(tiles * std::max<size_t>(1, S));
+  const size_t out_w = s.out_w, out_h = s.out_h, in_c = s.in_c;
+  const int64_t in_w = s.in_w, in_h = s.in_h, stride_w = s.stride_w, pad_left = s.pad_left;
+  const size_t pixels = size_t(out_h) * out_w;
   // The first pixel's image, row and column, advanced per micro-tile without dividing (the
   // divisions were a fifth of this function on the selfie models' first conv).
-  size_t b = m0 / pixels, oy = (m0 % pixels) / s.out_w, ox = (m0 % pixels) % s.out_w;
+  size_t b = m0 / pixels, oy = (m0 % pixels) / out_w, ox = (m0 % pixels) % out_w;
+  bool extends = false;  // the last call reads this output row in place and may take the next tile
   for (size_t tile = 0; tile < tiles; ++tile) {
     if (tile > 0) {
       ox += kRows;
-      while (ox >= s.out_w) {
-        ox -= s.out_w;
-        if (++oy == s.out_h) oy = 0, ++b;
+      if (ox >= out_w) extends = false;
+      while (ox >= out_w) {
+        ox -= out_w;
+        if (++oy == out_h) oy = 0, ++b;
       }
     }
     const size_t first = m0 + tile * kRows, mr = std::min(kRows, m_count - tile * kRows);
-    const int64_t x0 = int64_t(ox) * s.stride_w - s.pad_left;
-    const int64_t x_end = int64_t(ox + mr - 1) * s.stride_w - s.pad_left + s.kernel_w;  // one past
-    if (conv.segments_ > 0 && ox + mr <= s.out_w && x0 >= 0 && x_end <= int64_t(s.in_w)) {
-      implicit[tile] = 1;
-      const float* image = t.input + b * size_t(s.in_h) * s.in_w * s.in_c;
-      for (uint32_t ky = 0; ky < s.kernel_h; ++ky) {
-        const int64_t iy = int64_t(oy) * s.stride_h - s.pad_top + int64_t(ky) * s.dilation_h;
-        seg[tile * conv.segments_ + ky] =
-            iy >= 0 && iy < int64_t(s.in_h) ? image + (size_t(iy) * s.in_w + size_t(x0)) * s.in_c : nullptr;
-      }
-    } else {
-      im2col_rows(s, t.input, first, mr, scratch.data() + tile * kRows * k);
+    const int64_t x0 = int64_t(ox) * stride_w - pad_left;
+    const int64_t x_end = int64_t(ox + mr - 1) * stride_w - pad_left + s.kernel_w;  // one past
+    const bool one_row = S > 0 && ox + mr <= out_w;
+    const bool inside = x0 >= 0 && x_end <= in_w;
+    if (one_row && inside && extends) {
+      ++calls.back().count;
+      continue;
     }
+    extends = false;
+    if (!one_row || !(inside || conv.strips_)) {
+      im2col_rows(s, t.input, first, mr, scratch.data() + tile * kRows * k);
+      calls.push_back({tile, 1, false});
+      continue;
+    }
+    const float* image = t.input + b * size_t(in_h) * size_t(in_w) * in_c;
+    float* strip = scratch.data() + tile * kRows * k;
+    const int64_t in_lo = std::max<int64_t>(x0, 0), in_hi = std::min<int64_t>(x_end, in_w);
+    const size_t lead = size_t(in_lo - x0) * in_c, span = size_t(x_end - x0) * in_c;
+    const size_t copied = size_t(std::max<int64_t>(0, in_hi - in_lo)) * in_c;
+    for (uint32_t ky = 0; ky < s.kernel_h; ++ky) {
+      const int64_t iy = int64_t(oy) * s.stride_h - s.pad_top + int64_t(ky) * s.dilation_h;
+      const float*& run = seg[tile * S + ky];
+      if (iy < 0 || iy >= in_h) {
+        run = nullptr;
+      } else if (inside) {
+        run = image + (size_t(iy) * size_t(in_w) + size_t(x0)) * in_c;
+      } else {
+        std::memset(strip, 0, lead * sizeof(float));
+        if (copied)
+          std::memcpy(strip + lead, image + (size_t(iy) * size_t(in_w) + size_t(in_lo)) * in_c,
+                      copied * sizeof(float));
+        std::memset(strip + lead + copied, 0, (span - lead - copied) * sizeof(float));
+        run = strip;
+        strip += span;
+      }
+    }
+    calls.push_back({tile, 1, true});
+    extends = inside;
   }
-  const size_t run_k = size_t(s.kernel_w) * s.in_c, run_lda = size_t(s.stride_w) * s.in_c;
-  for (size_t tile = 0; tile < tiles; ++tile) {
-    const size_t r = tile * kRows, mr = std::min(kRows, m_count - r);
+  const size_t run_k = size_t(s.kernel_w) * in_c, run_lda = size_t(s.stride_w) * in_c;
+  for (const Call& call : calls) {
+    const size_t r = call.tile * kRows, mr = std::min((call.tile + call.count) * kRows, m_count) - r;
     const float* rows = scratch.data() + r * k;
     for (size_t j = j0; j < j0 + j_count; ++j) {
       const size_t at = (m0 + r) * ldc + j * kPanel;
       const size_t nr = std::min(kPanel, ldc - j * kPanel);
       const float* w = t.weights + j * panel_size;
-      if (implicit[tile])
-        Gemm::kernel(mr, nr, conv.segments_, &seg[tile * conv.segments_], run_k, run_lda, w, t.output + at,
-                     t.residual + at, ldc, epi);
+      if (call.implicit)
+        Gemm::kernel(mr, nr, S, &seg[call.tile * S], run_k, run_lda, w, t.output + at, t.residual + at, ldc,
+                     epi);
       else
         Gemm::kernel(mr, nr, 1, &rows, k, k, w, t.output + at, t.residual + at, ldc, epi);
     }

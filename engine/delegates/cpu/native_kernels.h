@@ -106,6 +106,7 @@ class NativeConv final : public NativeOp {
   bool half_width_ = false;  // and the last panel's 17-24 columns on the ymm kernel (avx512_half_width)
   size_t k_ = 0;             // GEMM depth: kernel_h * kernel_w * in_c
   size_t segments_ = 0;      // runs of A per output pixel read in place: kernel_h, or 0 (im2col only)
+  bool strips_ = false;      // edge micro-tiles read zero-padded copies of their input rows
   size_t n_blocks_ = 0;      // out_c in panels of 32 (AVX-512) or 16
   bool scaled_sum_ = false;  // run_scaled gates its input per tile (it has a sum), on packed_
   mutable AlignedFloats scaled_{nullptr, nullptr};  // run_scaled's gated weights (no sum), rewritten per run
