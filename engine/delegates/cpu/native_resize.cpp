@@ -99,7 +99,8 @@ NN_TARGET_AVX512 void resize_row_twice_w_avx512(const NativeResizeShape& s, cons
   const float* r0 = image + ty.lo * row_floats;
   const float* r1 = image + ty.hi * row_floats;
   const bool vertical = ty.frac != 0.f && ty.hi != ty.lo;
-  const __m512 fy = _mm512_set1_ps(ty.frac), quarter = _mm512_set1_ps(0.25f), three = _mm512_set1_ps(0.75f);
+  const __m512 fy = _mm512_set1_ps(ty.frac), quarter = _mm512_set1_ps(0.25f),
+               three_quarters = _mm512_set1_ps(0.75f);
   const __m512 first_f = _mm512_set1_ps(cols[0].frac), last_f = _mm512_set1_ps(cols[2 * w - 1].frac);
   for (size_t cb = 0; cb < c; cb += 16) {
     const __mmask16 m = c - cb >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (c - cb)) - 1);
@@ -112,7 +113,7 @@ NN_TARGET_AVX512 void resize_row_twice_w_avx512(const NativeResizeShape& s, cons
     for (size_t x = 1; x < w; ++x) {
       const __m512 cur = NN_V(x), d = _mm512_sub_ps(cur, prev);
       NN_PUT(2 * x - 1, _mm512_fmadd_ps(d, quarter, prev));
-      NN_PUT(2 * x, _mm512_fmadd_ps(d, three, prev));
+      NN_PUT(2 * x, _mm512_fmadd_ps(d, three_quarters, prev));
       prev = cur;
     }
     NN_PUT(2 * w - 1, _mm512_fmadd_ps(_mm512_sub_ps(prev, prev), last_f, prev));
