@@ -289,8 +289,8 @@ NN_INLINE_AVX512 void edge_block16(const RowArgs& a, size_t ox, size_t cb, __mma
 // vector instead (so edge pixels run 4 chains at a time too: one pixel at a time, each a
 // single chain of 25 FMAs, had cost a third of a 16x16x128 5x5 layer).
 template <int kKw, int kStride, int kPixels, bool kMasked, bool kRes, bool kEdge = false>
-NN_INLINE_AVX512 void interior_block16(const RowArgs& a, size_t ox, size_t cb, __mmask16 m,
-                                       const EpilogueAvx512& epi) {
+NN_INLINE_AVX512 void pixel_block16(const RowArgs& a, size_t ox, size_t cb, __mmask16 m,
+                                    const EpilogueAvx512& epi) {
   const NativeConvShape& s = *a.s;
   const size_t C = s.out_c, kw = kKw > 0 ? size_t(kKw) : s.kernel_w;
   const size_t tap_stride = size_t(s.dilation_w) * C, step = size_t(s.stride_w) * C;
@@ -343,11 +343,11 @@ NN_INLINE_AVX512 void interior_block16(const RowArgs& a, size_t ox, size_t cb, _
 }
 
 template <int kKw, int kStride, int kPixels, bool kRes, bool kEdge = false>
-NN_INLINE_AVX512 void interior_pixels16(const RowArgs& a, size_t ox, size_t full, __mmask16 tail,
-                                        const EpilogueAvx512& epi) {
+NN_INLINE_AVX512 void pixel_group16(const RowArgs& a, size_t ox, size_t full, __mmask16 tail,
+                                    const EpilogueAvx512& epi) {
   for (size_t cb = 0; cb < full; cb += 16)
-    interior_block16<kKw, kStride, kPixels, false, kRes, kEdge>(a, ox, cb, tail, epi);
-  if (full < a.s->out_c) interior_block16<kKw, kStride, kPixels, true, kRes, kEdge>(a, ox, full, tail, epi);
+    pixel_block16<kKw, kStride, kPixels, false, kRes, kEdge>(a, ox, cb, tail, epi);
+  if (full < a.s->out_c) pixel_block16<kKw, kStride, kPixels, true, kRes, kEdge>(a, ox, full, tail, epi);
 }
 
 template <bool kRes>
@@ -369,12 +369,12 @@ NN_TARGET_AVX512 void depthwise_row16_t(const RowArgs& a, const EpilogueAvx512& 
   // (with any inner pixels left over), then single pixels.
   size_t ox = 0;
   for (; ox < a.ox_lo && ox + 4 <= out_w; ox += 4)
-    interior_pixels16<kKw, kStride, 4, kRes, true>(a, ox, full, tail, epi);
+    pixel_group16<kKw, kStride, 4, kRes, true>(a, ox, full, tail, epi);
   for (; ox < a.ox_lo; ++ox) edge_pixel16<kRes>(a, ox, full, tail, epi);
-  for (; ox + 8 <= a.ox_hi; ox += 8) interior_pixels16<kKw, kStride, 8, kRes>(a, ox, full, tail, epi);
-  if (ox + 4 <= a.ox_hi) interior_pixels16<kKw, kStride, 4, kRes>(a, ox, full, tail, epi), ox += 4;
-  for (; ox + 4 <= out_w; ox += 4) interior_pixels16<kKw, kStride, 4, kRes, true>(a, ox, full, tail, epi);
-  for (; ox < a.ox_hi; ++ox) interior_pixels16<kKw, kStride, 1, kRes>(a, ox, full, tail, epi);
+  for (; ox + 8 <= a.ox_hi; ox += 8) pixel_group16<kKw, kStride, 8, kRes>(a, ox, full, tail, epi);
+  if (ox + 4 <= a.ox_hi) pixel_group16<kKw, kStride, 4, kRes>(a, ox, full, tail, epi), ox += 4;
+  for (; ox + 4 <= out_w; ox += 4) pixel_group16<kKw, kStride, 4, kRes, true>(a, ox, full, tail, epi);
+  for (; ox < a.ox_hi; ++ox) pixel_group16<kKw, kStride, 1, kRes>(a, ox, full, tail, epi);
   for (; ox < out_w; ++ox) edge_pixel16<kRes>(a, ox, full, tail, epi);
 }
 
