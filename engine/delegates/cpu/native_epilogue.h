@@ -62,28 +62,28 @@ inline float apply_epilogue(const Epilogue& e, float v, float residual) {
 
 // The epilogue with its constants in registers.
 struct EpilogueAvx2 {
-  __m256 lo, hi, res_lo, res_hi, three, six, sixth, zero;
-  bool hard_swish, residual;
+  __m256 lo, hi, res_lo, res_hi, sixth, half, one, zero;
+  bool clamp, hard_swish, residual;  // clamp: lo or hi is finite
 
   NN_TARGET_AVX2 explicit EpilogueAvx2(const Epilogue& e)
       : lo(_mm256_set1_ps(e.lo)),
         hi(_mm256_set1_ps(e.hi)),
         res_lo(_mm256_set1_ps(e.res_lo)),
         res_hi(_mm256_set1_ps(e.res_hi)),
-        three(_mm256_set1_ps(3.f)),
-        six(_mm256_set1_ps(6.f)),
         sixth(_mm256_set1_ps(1.f / 6.f)),
+        half(_mm256_set1_ps(0.5f)),
+        one(_mm256_set1_ps(1.f)),
         zero(_mm256_setzero_ps()),
+        clamp(e.lo != -std::numeric_limits<float>::infinity() ||
+              e.hi != std::numeric_limits<float>::infinity()),
         hard_swish(e.hard_swish),
         residual(e.residual) {}
 
   // `r` is the residual's 8 lanes (ignored unless residual).
   NN_INLINE_AVX2 __m256 operator()(__m256 v, __m256 r) const {
-    v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
-    if (hard_swish) {
-      const __m256 gate = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, three), zero), six);
-      v = _mm256_mul_ps(_mm256_mul_ps(v, gate), sixth);
-    }
+    if (clamp) v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+    if (hard_swish)
+      v = _mm256_mul_ps(v, _mm256_min_ps(_mm256_max_ps(_mm256_fmadd_ps(v, sixth, half), zero), one));
     if (residual) v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, r), res_lo), res_hi);
     return v;
   }
@@ -100,27 +100,26 @@ NN_INLINE_AVX512 __m512 min16(__m512 a, __m512 b) {
 
 // The same on 16 lanes.
 struct EpilogueAvx512 {
-  __m512 lo, hi, res_lo, res_hi, three, six, sixth, zero;
-  bool hard_swish, residual;
+  __m512 lo, hi, res_lo, res_hi, sixth, half, one, zero;
+  bool clamp, hard_swish, residual;  // clamp: lo or hi is finite
 
   NN_TARGET_AVX512 explicit EpilogueAvx512(const Epilogue& e)
       : lo(_mm512_set1_ps(e.lo)),
         hi(_mm512_set1_ps(e.hi)),
         res_lo(_mm512_set1_ps(e.res_lo)),
         res_hi(_mm512_set1_ps(e.res_hi)),
-        three(_mm512_set1_ps(3.f)),
-        six(_mm512_set1_ps(6.f)),
         sixth(_mm512_set1_ps(1.f / 6.f)),
+        half(_mm512_set1_ps(0.5f)),
+        one(_mm512_set1_ps(1.f)),
         zero(_mm512_setzero_ps()),
+        clamp(e.lo != -std::numeric_limits<float>::infinity() ||
+              e.hi != std::numeric_limits<float>::infinity()),
         hard_swish(e.hard_swish),
         residual(e.residual) {}
 
   NN_INLINE_AVX512 __m512 operator()(__m512 v, __m512 r) const {
-    v = min16(max16(v, lo), hi);
-    if (hard_swish) {
-      const __m512 gate = min16(max16(_mm512_add_ps(v, three), zero), six);
-      v = _mm512_mul_ps(_mm512_mul_ps(v, gate), sixth);
-    }
+    if (clamp) v = min16(max16(v, lo), hi);
+    if (hard_swish) v = _mm512_mul_ps(v, min16(max16(_mm512_fmadd_ps(v, sixth, half), zero), one));
     if (residual) v = min16(max16(_mm512_add_ps(v, r), res_lo), res_hi);
     return v;
   }
