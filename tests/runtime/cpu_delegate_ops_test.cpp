@@ -470,6 +470,19 @@ TEST_P(DwChannels, Depthwise5x5ValidStride2Relu) {
   check(b, "op 0 DEPTHWISE_CONV_2D", Runs::kNative);
 }
 
+// Stride 1, 5x5, 11 rows: rows 2-3, 4-5 and 6-7 run as pairs (each input row read once for
+// both), the pairs touching the padding and the odd last row a row at a time; HARD_SWISH in
+// the epilogue.
+TEST_P(DwChannels, Depthwise5x5SameStride1HardSwishRowPairs) {
+  const uint32_t c = GetParam();
+  Built b;
+  uint32_t x = b.input({2, 11, 21, c});
+  uint32_t w = b.constant({1, 5, 5, c}, 53), bias = b.constant({c}, 54);
+  uint32_t dw = b.op(T::DEPTHWISE_CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
+  b.output(b.op(T::HARD_SWISH, {dw}));
+  check(b, "op 0 DEPTHWISE_CONV_2D", Runs::kNative, -4.f, 4.f);
+}
+
 // An image narrower and shorter than the kernel: every column is an edge column.
 TEST_P(DwChannels, Depthwise5x5SameTinyImage) {
   const uint32_t c = GetParam();

@@ -5,6 +5,7 @@
 // block are packed contiguously (bias, tap 0, tap 1, ...) so the loops stream them in order.
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -38,6 +39,11 @@ NativeDepthwise::NativeDepthwise(const NativeConvShape& shape, const float* filt
   const int64_t last = int64_t(shape.in_w) - 1 - extent + shape.pad_left;  // largest ox*stride allowed
   ox_hi_ = last < 0 ? ox_lo_ : std::min<size_t>(shape.out_w, size_t(last) / shape.stride_w + 1);
   ox_hi_ = std::max(ox_hi_, ox_lo_);
+  // Row pairs (run_two_rows): AVX-512, stride and dilation 1, the widths with unrolled taps.
+  // NN_NO_TWO_ROWS=1 turns them off (for A/B runs).
+  two_rows_ = avx512_ && shape.stride_h == 1 && shape.dilation_h == 1 && shape.stride_w == 1 &&
+              shape.dilation_w == 1 && (shape.kernel_w == 3 || shape.kernel_w == 5) &&
+              shape.kernel_h < kMaxKernelH && !std::getenv("NN_NO_TWO_ROWS");
 }
 
 struct NativeDepthwise::Task {
@@ -378,6 +384,113 @@ NN_TARGET_AVX512 void depthwise_row16_t(const RowArgs& a, const EpilogueAvx512& 
   for (; ox < out_w; ++ox) edge_pixel16<kRes>(a, ox, full, tail, epi);
 }
 
+// Two output rows at once for stride-1 layers (dilation 1) whose every tap row is inside
+// the image for both: each input row is read once for the two, its pixels feeding tap row r
+// of the upper output row and r - 1 of the lower (3x3: 4 input rows read for 2 output rows,
+// where a row at a time reads 6). kTop / kBottom: which of the two the input row feeds.
+NN_INLINE_AVX512 const float* column_at(const float* row, int64_t x, int64_t in_w, size_t C,
+                                        const float* zeros) {
+  return x >= 0 && x < in_w ? row + size_t(x) * C : zeros;
+}
+
+template <int kKw, int kPixels, bool kMasked, bool kEdge, bool kTop, bool kBottom>
+NN_INLINE_AVX512 void input_row_two(const float* row, const float* w_top, const float* w_bottom, int64_t x0,
+                                    int64_t in_w, size_t C, const float* zeros, __mmask16 m,
+                                    __m512 (&upper)[kPixels], __m512 (&lower)[kPixels]) {
+  __m512 wt[kKw], wb[kKw];
+#pragma GCC unroll 5
+  for (int kx = 0; kx < kKw; ++kx) {
+    if constexpr (kTop) wt[kx] = _mm512_load_ps(w_top + kx * 16);
+    if constexpr (kBottom) wb[kx] = _mm512_load_ps(w_bottom + kx * 16);
+  }
+  const float* in = kEdge ? row : row + size_t(x0) * C;
+  constexpr int kSpan = kPixels - 1 + kKw;
+#pragma GCC unroll 16
+  for (int j = 0; j < kSpan; ++j, in += C) {
+    __m512 x = load16<kMasked>(kEdge ? column_at(row, x0 + j, in_w, C, zeros) : in, m);
+    NN_KEEP_IN_REGISTER(x);
+#pragma GCC unroll 5
+    for (int kx = 0; kx < kKw; ++kx) {
+      const int p = j - kx;
+      if (p < 0 || p >= kPixels) continue;
+      if constexpr (kTop) upper[p] = _mm512_fmadd_ps(x, wt[kx], upper[p]);
+      if constexpr (kBottom) lower[p] = _mm512_fmadd_ps(x, wb[kx], lower[p]);
+    }
+  }
+}
+
+template <int kKw, int kPixels, bool kMasked, bool kRes, bool kEdge>
+NN_INLINE_AVX512 void pixel_block16_two(const RowArgs& a, const RowArgs& b, size_t ox, size_t cb, __mmask16 m,
+                                        const EpilogueAvx512& epi) {
+  const NativeConvShape& s = *a.s;
+  const size_t C = s.out_c, kh = s.kernel_h;
+  const float* w = a.packed + (cb / 16) * (a.taps + 1) * 16;
+  const float* taps = w + 16;  // tap row r: taps + r * kKw * 16
+  __m512 upper[kPixels], lower[kPixels];
+#pragma GCC unroll 8
+  for (int p = 0; p < kPixels; ++p) upper[p] = lower[p] = _mm512_load_ps(w);
+  const int64_t x0 = int64_t(ox) - s.pad_left, in_w = s.in_w;
+  const float* zeros = a.zeros + cb;
+  constexpr size_t kRow = size_t(kKw) * 16;
+  input_row_two<kKw, kPixels, kMasked, kEdge, true, false>(a.rows[0] + cb, taps, nullptr, x0, in_w, C, zeros,
+                                                           m, upper, lower);
+  for (size_t r = 1; r < kh; ++r)
+    input_row_two<kKw, kPixels, kMasked, kEdge, true, true>(
+        a.rows[r] + cb, taps + r * kRow, taps + (r - 1) * kRow, x0, in_w, C, zeros, m, upper, lower);
+  input_row_two<kKw, kPixels, kMasked, kEdge, false, true>(
+      b.rows[kh - 1] + cb, nullptr, taps + (kh - 1) * kRow, x0, in_w, C, zeros, m, upper, lower);
+  const size_t at = ox * C + cb;
+#pragma GCC unroll 8
+  for (int p = 0; p < kPixels; ++p) {
+    finish16<kMasked, kRes>(a.out_row + at + p * C, a.res_row + at + p * C, m, upper[p], epi);
+    finish16<kMasked, kRes>(b.out_row + at + p * C, b.res_row + at + p * C, m, lower[p], epi);
+  }
+}
+
+template <int kKw, int kPixels, bool kRes, bool kEdge = false>
+NN_INLINE_AVX512 void pixel_group16_two(const RowArgs& a, const RowArgs& b, size_t ox, size_t full,
+                                        __mmask16 tail, const EpilogueAvx512& epi) {
+  for (size_t cb = 0; cb < full; cb += 16)
+    pixel_block16_two<kKw, kPixels, false, kRes, kEdge>(a, b, ox, cb, tail, epi);
+  if (full < a.s->out_c) pixel_block16_two<kKw, kPixels, true, kRes, kEdge>(a, b, ox, full, tail, epi);
+}
+
+// The groups of depthwise_row16_t for two rows (a: the upper, b: the lower); single pixels
+// a row at a time.
+template <int kKw, bool kHs, bool kRes>
+NN_TARGET_AVX512 void depthwise_two_rows16_t(const RowArgs& a, const RowArgs& b,
+                                             const EpilogueAvx512& shared_epi) {
+  EpilogueAvx512 epi = shared_epi;
+  epi.hard_swish = kHs;
+  epi.residual = kRes;
+  const size_t C = a.s->out_c, full = C / 16 * 16;
+  const __mmask16 tail = mask16(C - full);
+  const size_t out_w = a.s->out_w;
+  size_t ox = 0;
+  for (; ox < a.ox_lo && ox + 4 <= out_w; ox += 4)
+    pixel_group16_two<kKw, 4, kRes, true>(a, b, ox, full, tail, epi);
+  for (; ox < a.ox_lo; ++ox)
+    edge_pixel16<kRes>(a, ox, full, tail, epi), edge_pixel16<kRes>(b, ox, full, tail, epi);
+  for (; ox + 8 <= a.ox_hi; ox += 8) pixel_group16_two<kKw, 8, kRes>(a, b, ox, full, tail, epi);
+  if (ox + 4 <= a.ox_hi) pixel_group16_two<kKw, 4, kRes>(a, b, ox, full, tail, epi), ox += 4;
+  for (; ox + 4 <= out_w; ox += 4) pixel_group16_two<kKw, 4, kRes, true>(a, b, ox, full, tail, epi);
+  for (; ox < a.ox_hi; ++ox)
+    pixel_group16<kKw, 1, 1, kRes>(a, ox, full, tail, epi),
+        pixel_group16<kKw, 1, 1, kRes>(b, ox, full, tail, epi);
+  for (; ox < out_w; ++ox)
+    edge_pixel16<kRes>(a, ox, full, tail, epi), edge_pixel16<kRes>(b, ox, full, tail, epi);
+}
+
+template <int kKw>
+void depthwise_two_rows16_dispatch(const RowArgs& a, const RowArgs& b, const EpilogueAvx512& epi) {
+  if (epi.hard_swish)
+    (epi.residual ? depthwise_two_rows16_t<kKw, true, true> : depthwise_two_rows16_t<kKw, true, false>)(a, b,
+                                                                                                        epi);
+  else
+    (epi.residual ? depthwise_two_rows16_t<kKw, false, true>
+                  : depthwise_two_rows16_t<kKw, false, false>)(a, b, epi);
+}
+
 // All channel counts: unlike on AVX2, the column kernel beats the pointer-table one on
 // wide layers too (MobileNetV2, all depthwise native, 1 thread: 5.2 vs 5.8 ms; its 32-channel
 // 112x112 layer 0.13 vs 0.43 ms: per pixel, the tap table cost more than its 18 FMAs).
@@ -434,9 +547,63 @@ void NativeDepthwise::run_row(const float* const* rows, size_t oy, const float* 
 #endif
 }
 
+void NativeDepthwise::run_two_rows(const float* const* rows, const float* residual_rows,
+                                   float* output_rows) const {
+#if NN_NATIVE_X86
+  const NativeConvShape& s = shape_;
+  const size_t row_out = size_t(s.out_w) * s.out_c;
+  const float* res0 = residual_rows ? residual_rows : output_rows;
+  RowArgs a{
+      &s,          packed_.get(), size_t(s.kernel_h) * s.kernel_w, rows, 0, s.kernel_h, ox_lo_, ox_hi_, res0,
+      output_rows, zeros_.get()};
+  RowArgs b = a;
+  b.rows = rows + 1;
+  b.res_row = res0 + row_out;
+  b.out_row = output_rows + row_out;
+  const EpilogueAvx512 epi(epilogue_);
+  if (s.kernel_w == 3)
+    depthwise_two_rows16_dispatch<3>(a, b, epi);
+  else
+    depthwise_two_rows16_dispatch<5>(a, b, epi);
+#else
+  (void)rows, (void)residual_rows, (void)output_rows;
+#endif
+}
+
 void NativeDepthwise::run(const float* input, const float* residual, float* output,
                           pthreadpool_t pool) const {
   Task task{this, input, residual, output};
+  if (two_rows_) {
+    // Output rows in pairs; a pair reading the padding runs a row at a time.
+    auto pair = [](void* ctx, size_t index) {
+      const Task& t = *static_cast<const Task*>(ctx);
+      const NativeConvShape& s = t.op->shape_;
+      const size_t pairs = (s.out_h + 1) / 2;
+      const size_t b = index / pairs, oy = index % pairs * 2;
+      const size_t row_floats = size_t(s.in_w) * s.in_c, row_out = size_t(s.out_w) * s.out_c;
+      const float* image = t.input + b * size_t(s.in_h) * row_floats;
+      const int64_t y0 = int64_t(oy) - s.pad_top;
+      const float* rows[kMaxKernelH + 1] = {};
+      bool inside = oy + 1 < s.out_h;
+      for (uint32_t r = 0; r <= s.kernel_h; ++r) {
+        const int64_t iy = y0 + r;
+        if (iy >= 0 && iy < int64_t(s.in_h))
+          rows[r] = image + size_t(iy) * row_floats;
+        else
+          inside = false;
+      }
+      const size_t out_at = (b * s.out_h + oy) * row_out;
+      const float* res = t.residual ? t.residual + out_at : nullptr;
+      if (inside) return t.op->run_two_rows(rows, res, t.output + out_at);
+      for (size_t y = oy; y < std::min<size_t>(oy + 2, s.out_h); ++y) {
+        const float* one[kMaxKernelH] = {};
+        for (uint32_t ky = 0; ky < s.kernel_h; ++ky) one[ky] = rows[y - oy + ky];
+        const size_t at = out_at + (y - oy) * row_out;
+        t.op->run_row(one, y, t.residual ? t.residual + at : nullptr, t.output + at);
+      }
+    };
+    return for_each_row(pool, size_t(shape_.batch) * ((shape_.out_h + 1) / 2), pair, &task);
+  }
   auto body = [](void* ctx, size_t row) {
     const Task& t = *static_cast<const Task*>(ctx);
     const NativeConvShape& s = t.op->shape_;

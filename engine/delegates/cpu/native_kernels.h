@@ -129,9 +129,15 @@ class NativeDepthwise final : public NativeOp {
   struct Task;
 
  private:
+  // Output rows oy and oy + 1, both with every tap row inside the image: rows[r] is input
+  // row oy - pad_top + r for r <= kernel_h; residual (or null) / output: the two rows,
+  // contiguous.
+  void run_two_rows(const float* const* rows, const float* residual_rows, float* output_rows) const;
+
   NativeConvShape shape_;
   Epilogue epilogue_;
   bool avx512_ = false;                    // the 16-lane AVX-512F kernels, else the 8-lane AVX2 ones
+  bool two_rows_ = false;                  // run() takes output rows in pairs (run_two_rows)
   size_t lanes_ = 8;                       // channels per packed block: 16 (AVX-512) or 8
   size_t c_pad_ = 0;                       // channels rounded up to lanes_: the packed row length
   size_t ox_lo_ = 0, ox_hi_ = 0;           // output columns needing no horizontal bounds checks
