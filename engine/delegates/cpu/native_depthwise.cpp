@@ -363,25 +363,43 @@ NN_INLINE_AVX512 void edge_pixel16(const RowArgs& a, size_t ox, size_t full, __m
   if (full < a.s->out_c) edge_block16<true, kRes>(a, ox, full, tail, epi);
 }
 
+// The order in which a row's output columns are run: groups of 4 across the left edge, 8
+// then 4 inside, groups of 4 across the right edge (with any inner pixels left over), then
+// single pixels. Walker: group<kPixels, kEdge>(ox) and edge(ox) (one edge pixel).
+template <class Walker>
+NN_INLINE_AVX512 void walk_columns(const RowArgs& a, Walker& w) {
+  const size_t out_w = a.s->out_w;
+  size_t ox = 0;
+  for (; ox < a.ox_lo && ox + 4 <= out_w; ox += 4) w.template group<4, true>(ox);
+  for (; ox < a.ox_lo; ++ox) w.edge(ox);
+  for (; ox + 8 <= a.ox_hi; ox += 8) w.template group<8, false>(ox);
+  if (ox + 4 <= a.ox_hi) w.template group<4, false>(ox), ox += 4;
+  for (; ox + 4 <= out_w; ox += 4) w.template group<4, true>(ox);
+  for (; ox < a.ox_hi; ++ox) w.template group<1, false>(ox);
+  for (; ox < out_w; ++ox) w.edge(ox);
+}
+
+template <int kKw, int kStride, bool kRes>
+struct OneRow {
+  const RowArgs& a;
+  size_t full;
+  __mmask16 tail;
+  const EpilogueAvx512& epi;
+  template <int kPixels, bool kEdge>
+  NN_INLINE_AVX512 void group(size_t ox) {
+    pixel_group16<kKw, kStride, kPixels, kRes, kEdge>(a, ox, full, tail, epi);
+  }
+  NN_INLINE_AVX512 void edge(size_t ox) { edge_pixel16<kRes>(a, ox, full, tail, epi); }
+};
+
 template <int kKw, int kStride, bool kHs, bool kRes>
 NN_TARGET_AVX512 void depthwise_row16_t(const RowArgs& a, const EpilogueAvx512& shared_epi) {
   EpilogueAvx512 epi = shared_epi;
   epi.hard_swish = kHs;
   epi.residual = kRes;
   const size_t C = a.s->out_c, full = C / 16 * 16;
-  const __mmask16 tail = mask16(C - full);
-  const size_t out_w = a.s->out_w;
-  // Groups of 4 across the left edge, 8 then 4 inside, groups of 4 across the right edge
-  // (with any inner pixels left over), then single pixels.
-  size_t ox = 0;
-  for (; ox < a.ox_lo && ox + 4 <= out_w; ox += 4)
-    pixel_group16<kKw, kStride, 4, kRes, true>(a, ox, full, tail, epi);
-  for (; ox < a.ox_lo; ++ox) edge_pixel16<kRes>(a, ox, full, tail, epi);
-  for (; ox + 8 <= a.ox_hi; ox += 8) pixel_group16<kKw, kStride, 8, kRes>(a, ox, full, tail, epi);
-  if (ox + 4 <= a.ox_hi) pixel_group16<kKw, kStride, 4, kRes>(a, ox, full, tail, epi), ox += 4;
-  for (; ox + 4 <= out_w; ox += 4) pixel_group16<kKw, kStride, 4, kRes, true>(a, ox, full, tail, epi);
-  for (; ox < a.ox_hi; ++ox) pixel_group16<kKw, kStride, 1, kRes>(a, ox, full, tail, epi);
-  for (; ox < out_w; ++ox) edge_pixel16<kRes>(a, ox, full, tail, epi);
+  OneRow<kKw, kStride, kRes> walker{a, full, mask16(C - full), epi};
+  walk_columns(a, walker);
 }
 
 // Two output rows at once for stride-1 layers (dilation 1) whose every tap row is inside
@@ -455,8 +473,29 @@ NN_INLINE_AVX512 void pixel_group16_two(const RowArgs& a, const RowArgs& b, size
   if (full < a.s->out_c) pixel_block16_two<kKw, kPixels, true, kRes, kEdge>(a, b, ox, full, tail, epi);
 }
 
-// The groups of depthwise_row16_t for two rows (a: the upper, b: the lower); single pixels
-// a row at a time.
+// Two rows (a: the upper, b: the lower) in walk_columns' order; single pixels a row at a time.
+template <int kKw, bool kRes>
+struct TwoRows {
+  const RowArgs& a;
+  const RowArgs& b;
+  size_t full;
+  __mmask16 tail;
+  const EpilogueAvx512& epi;
+  template <int kPixels, bool kEdge>
+  NN_INLINE_AVX512 void group(size_t ox) {
+    if constexpr (kPixels == 1) {
+      pixel_group16<kKw, 1, 1, kRes, kEdge>(a, ox, full, tail, epi);
+      pixel_group16<kKw, 1, 1, kRes, kEdge>(b, ox, full, tail, epi);
+    } else {
+      pixel_group16_two<kKw, kPixels, kRes, kEdge>(a, b, ox, full, tail, epi);
+    }
+  }
+  NN_INLINE_AVX512 void edge(size_t ox) {
+    edge_pixel16<kRes>(a, ox, full, tail, epi);
+    edge_pixel16<kRes>(b, ox, full, tail, epi);
+  }
+};
+
 template <int kKw, bool kHs, bool kRes>
 NN_TARGET_AVX512 void depthwise_two_rows16_t(const RowArgs& a, const RowArgs& b,
                                              const EpilogueAvx512& shared_epi) {
@@ -464,21 +503,8 @@ NN_TARGET_AVX512 void depthwise_two_rows16_t(const RowArgs& a, const RowArgs& b,
   epi.hard_swish = kHs;
   epi.residual = kRes;
   const size_t C = a.s->out_c, full = C / 16 * 16;
-  const __mmask16 tail = mask16(C - full);
-  const size_t out_w = a.s->out_w;
-  size_t ox = 0;
-  for (; ox < a.ox_lo && ox + 4 <= out_w; ox += 4)
-    pixel_group16_two<kKw, 4, kRes, true>(a, b, ox, full, tail, epi);
-  for (; ox < a.ox_lo; ++ox)
-    edge_pixel16<kRes>(a, ox, full, tail, epi), edge_pixel16<kRes>(b, ox, full, tail, epi);
-  for (; ox + 8 <= a.ox_hi; ox += 8) pixel_group16_two<kKw, 8, kRes>(a, b, ox, full, tail, epi);
-  if (ox + 4 <= a.ox_hi) pixel_group16_two<kKw, 4, kRes>(a, b, ox, full, tail, epi), ox += 4;
-  for (; ox + 4 <= out_w; ox += 4) pixel_group16_two<kKw, 4, kRes, true>(a, b, ox, full, tail, epi);
-  for (; ox < a.ox_hi; ++ox)
-    pixel_group16<kKw, 1, 1, kRes>(a, ox, full, tail, epi),
-        pixel_group16<kKw, 1, 1, kRes>(b, ox, full, tail, epi);
-  for (; ox < out_w; ++ox)
-    edge_pixel16<kRes>(a, ox, full, tail, epi), edge_pixel16<kRes>(b, ox, full, tail, epi);
+  TwoRows<kKw, kRes> walker{a, b, full, mask16(C - full), epi};
+  walk_columns(a, walker);
 }
 
 template <int kKw>
