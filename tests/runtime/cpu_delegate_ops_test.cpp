@@ -82,6 +82,19 @@ TEST_P(Channels, Conv2dExplicitStride2Relu6) {
   check(b, "op 0 CONV_2D", Runs::kNative);
 }
 
+// Explicit padding wider than the kernel on the left and right: the first micro-tiles of
+// each row lie wholly in the padding (zero-padded strips with no input column in them),
+// the last ones partly (3x3, 10 zero columns left, 9 right: 26 outputs from 9 columns).
+TEST_P(Channels, Conv2dPaddingWiderThanKernel) {
+  const uint32_t c = GetParam();
+  Built b;
+  uint32_t x = b.input({2, 4, 9, c});
+  uint32_t w = b.constant({17, 3, 3, c}, 55), bias = b.constant({17}, 56);
+  b.output(
+      b.op(T::CONV_2D, {x, w, bias, b.i32(10), b.i32(9), b.i32(1), b.i32(0), b.i32(1), b.i32(1), b.i32(0)}));
+  check(b, "op 0 CONV_2D", Runs::kNative);
+}
+
 // Micro-tiles that start mid-row, span several rows (width 3 < 8 pixels a tile) and cross
 // from one image of the batch into the next: each tile's image, row and column. VALID on
 // 12 columns: 4x10 outputs per image, so the AVX-512 kernel's sixth 8-pixel tile starts

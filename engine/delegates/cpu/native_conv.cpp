@@ -707,8 +707,10 @@ void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_
     }
     const float* image = t.input + b * size_t(in_h) * size_t(in_w) * in_c;
     float* strip = scratch.data() + tile * kRows * k;
+    // lead zero floats, then the copied input columns [in_lo, in_hi), then zeros (a tile wholly
+    // in the left padding is all lead).
     const int64_t in_lo = std::max<int64_t>(x0, 0), in_hi = std::min<int64_t>(x_end, in_w);
-    const size_t lead = size_t(in_lo - x0) * in_c, span = size_t(x_end - x0) * in_c;
+    const size_t lead = size_t(std::min(in_lo, x_end) - x0) * in_c, span = size_t(x_end - x0) * in_c;
     const size_t copied = size_t(std::max<int64_t>(0, in_hi - in_lo)) * in_c;
     for (uint32_t ky = 0; ky < s.kernel_h; ++ky) {
       const int64_t iy = int64_t(oy) * s.stride_h - s.pad_top + int64_t(ky) * s.dilation_h;
