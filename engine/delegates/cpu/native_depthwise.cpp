@@ -286,6 +286,13 @@ NN_INLINE_AVX512 void edge_block16(const RowArgs& a, size_t ox, size_t cb, __mma
   finish16<kMasked, kRes>(a.out_row + at, a.res_row + at, m, acc, epi);
 }
 
+// Input column x of a row: the zero vector outside the image (edge groups read their
+// padding taps from it).
+NN_INLINE_AVX512 const float* column_at(const float* row, int64_t x, int64_t in_w, size_t C,
+                                        const float* zeros) {
+  return x >= 0 && x < in_w ? row + size_t(x) * C : zeros;
+}
+
 // kPixels output pixels of one 16-channel block: kPixels independent FMA chains (32 zmm
 // registers leave room for 8). kStride > 0 (with dilation 1, kKw > 0): the input pixels of
 // a tap row are walked once, each load feeding every tap that reads it (stride 1, 3 taps:
@@ -307,9 +314,6 @@ NN_INLINE_AVX512 void pixel_block16(const RowArgs& a, size_t ox, size_t cb, __mm
   const int64_t x0 = int64_t(ox) * s.stride_w - s.pad_left;
   const int64_t in_w = s.in_w;
   const float* zeros = a.zeros + cb;
-  // Input column x of a row (the zero vector outside the image; edge groups only).
-  const auto column = [&](const float* row, int64_t x)
-                          NN_INLINE_LAMBDA { return x >= 0 && x < in_w ? row + size_t(x) * C : zeros; };
   for (uint32_t ky = a.ky_lo; ky < a.ky_hi; ++ky) {
     const float* row = a.rows[ky] + cb;
     const float* in = kEdge ? row : row + size_t(x0) * C;
@@ -321,7 +325,7 @@ NN_INLINE_AVX512 void pixel_block16(const RowArgs& a, size_t ox, size_t cb, __mm
       constexpr int kSpan = (kPixels - 1) * kStride + kKw;  // input pixels the row reads
 #pragma GCC unroll 24
       for (int j = 0; j < kSpan; ++j, in += C) {
-        __m512 x = load16<kMasked>(kEdge ? column(row, x0 + j) : in, m);
+        __m512 x = load16<kMasked>(kEdge ? column_at(row, x0 + j, in_w, C, zeros) : in, m);
         NN_KEEP_IN_REGISTER(x);
 #pragma GCC unroll 5
         for (int kx = 0; kx < kKw; ++kx) {
@@ -336,7 +340,7 @@ NN_INLINE_AVX512 void pixel_block16(const RowArgs& a, size_t ox, size_t cb, __mm
 #pragma GCC unroll 8
         for (int p = 0; p < kPixels; ++p) {
           const int64_t x = x0 + int64_t(kx) * s.dilation_w + int64_t(p) * s.stride_w;
-          const float* src = kEdge ? column(row, x) : in + kx * tap_stride + p * step;
+          const float* src = kEdge ? column_at(row, x, in_w, C, zeros) : in + kx * tap_stride + p * step;
           acc[p] = _mm512_fmadd_ps(load16<kMasked>(src, m), wv, acc[p]);
         }
       }
@@ -406,10 +410,6 @@ NN_TARGET_AVX512 void depthwise_row16_t(const RowArgs& a, const EpilogueAvx512& 
 // the image for both: each input row is read once for the two, its pixels feeding tap row r
 // of the upper output row and r - 1 of the lower (3x3: 4 input rows read for 2 output rows,
 // where a row at a time reads 6). kTop / kBottom: which of the two the input row feeds.
-NN_INLINE_AVX512 const float* column_at(const float* row, int64_t x, int64_t in_w, size_t C,
-                                        const float* zeros) {
-  return x >= 0 && x < in_w ? row + size_t(x) * C : zeros;
-}
 
 template <int kKw, int kPixels, bool kMasked, bool kEdge, bool kTop, bool kBottom>
 NN_INLINE_AVX512 void input_row_two(const float* row, const float* w_top, const float* w_bottom, int64_t x0,
@@ -599,54 +599,37 @@ void NativeDepthwise::run_two_rows(const float* const* rows, const float* residu
 void NativeDepthwise::run(const float* input, const float* residual, float* output,
                           pthreadpool_t pool) const {
   Task task{this, input, residual, output};
-  if (two_rows_) {
-    // Output rows in pairs; a pair reading the padding runs a row at a time.
-    auto pair = [](void* ctx, size_t index) {
-      const Task& t = *static_cast<const Task*>(ctx);
-      const NativeConvShape& s = t.op->shape_;
-      const size_t pairs = (s.out_h + 1) / 2;
-      const size_t b = index / pairs, oy = index % pairs * 2;
-      const size_t row_floats = size_t(s.in_w) * s.in_c, row_out = size_t(s.out_w) * s.out_c;
-      const float* image = t.input + b * size_t(s.in_h) * row_floats;
-      const int64_t y0 = int64_t(oy) - s.pad_top;
-      const float* rows[kMaxKernelH + 1] = {};
-      bool inside = oy + 1 < s.out_h;
-      for (uint32_t r = 0; r <= s.kernel_h; ++r) {
-        const int64_t iy = y0 + r;
-        if (iy >= 0 && iy < int64_t(s.in_h))
-          rows[r] = image + size_t(iy) * row_floats;
-        else
-          inside = false;
-      }
-      const size_t out_at = (b * s.out_h + oy) * row_out;
-      const float* res = t.residual ? t.residual + out_at : nullptr;
-      if (inside) return t.op->run_two_rows(rows, res, t.output + out_at);
-      for (size_t y = oy; y < std::min<size_t>(oy + 2, s.out_h); ++y) {
-        const float* one[kMaxKernelH] = {};
-        for (uint32_t ky = 0; ky < s.kernel_h; ++ky) one[ky] = rows[y - oy + ky];
-        const size_t at = out_at + (y - oy) * row_out;
-        t.op->run_row(one, y, t.residual ? t.residual + at : nullptr, t.output + at);
-      }
-    };
-    return for_each_row(pool, size_t(shape_.batch) * ((shape_.out_h + 1) / 2), pair, &task);
-  }
-  auto body = [](void* ctx, size_t row) {
+  // A task is one output row, or two (two_rows_): a pair whose taps all fall inside the
+  // image runs as one (run_two_rows), any other a row at a time.
+  auto body = [](void* ctx, size_t index) {
     const Task& t = *static_cast<const Task*>(ctx);
     const NativeConvShape& s = t.op->shape_;
-    const size_t b = row / s.out_h, oy = row % s.out_h;
-    const size_t row_floats = size_t(s.in_w) * s.in_c;
+    const size_t step = t.op->two_rows_ ? 2 : 1, tasks = (s.out_h + step - 1) / step;
+    const size_t b = index / tasks, oy = index % tasks * step, last = std::min<size_t>(oy + step, s.out_h);
+    const size_t row_floats = size_t(s.in_w) * s.in_c, row_out = size_t(s.out_w) * s.out_c;
     const float* image = t.input + b * size_t(s.in_h) * row_floats;
-    const float* rows[kMaxKernelH] = {};
-    const int64_t y0 = int64_t(oy) * s.stride_h - s.pad_top;
-    for (uint32_t ky = 0; ky < s.kernel_h; ++ky) {
-      const int64_t iy = y0 + int64_t(ky) * s.dilation_h;
-      if (iy >= 0 && iy < int64_t(s.in_h)) rows[ky] = image + size_t(iy) * row_floats;
+    const size_t out_at = (b * s.out_h + oy) * row_out;
+    // Input row of output row y's tap row ky, or null in the padding.
+    auto input_row = [&](size_t y, uint32_t ky) -> const float* {
+      const int64_t iy = int64_t(y) * s.stride_h - s.pad_top + int64_t(ky) * s.dilation_h;
+      return iy >= 0 && iy < int64_t(s.in_h) ? image + size_t(iy) * row_floats : nullptr;
+    };
+    if (last - oy == 2) {  // two_rows_: stride and dilation 1, so the lower row's taps are rows 1..kernel_h
+      const float* rows[kMaxKernelH + 1] = {};
+      bool inside = true;
+      for (uint32_t r = 0; r <= s.kernel_h; ++r) inside = (rows[r] = input_row(oy, r)) != nullptr && inside;
+      if (inside)
+        return t.op->run_two_rows(rows, t.residual ? t.residual + out_at : nullptr, t.output + out_at);
     }
-    const size_t out_at = row * size_t(s.out_w) * s.out_c;
-    t.op->run_row(rows, oy, t.residual ? t.residual + out_at : nullptr, t.output + out_at);
+    for (size_t y = oy; y < last; ++y) {
+      const float* rows[kMaxKernelH] = {};
+      for (uint32_t ky = 0; ky < s.kernel_h; ++ky) rows[ky] = input_row(y, ky);
+      const size_t at = out_at + (y - oy) * row_out;
+      t.op->run_row(rows, y, t.residual ? t.residual + at : nullptr, t.output + at);
+    }
   };
-  const size_t rows = size_t(shape_.batch) * shape_.out_h;
-  for_each_row(pool, rows, body, &task);
+  const size_t step = two_rows_ ? 2 : 1;
+  for_each_row(pool, size_t(shape_.batch) * ((shape_.out_h + step - 1) / step), body, &task);
 }
 
 }  // namespace nn::cpu

@@ -52,7 +52,8 @@ struct Epilogue {
 
 inline float apply_epilogue(const Epilogue& e, float v, float residual) {
   v = std::min(std::max(v, e.lo), e.hi);
-  if (e.hard_swish) v = v * std::min(std::max(v + 3.f, 0.f), 6.f) * (1.f / 6.f);
+  // HARD_SWISH as the vector epilogues compute it: v * clamp(v / 6 + 0.5, 0, 1).
+  if (e.hard_swish) v = v * std::min(std::max(std::fma(v, 1.f / 6.f, 0.5f), 0.f), 1.f);
   if (e.residual) v = std::min(std::max(v + residual, e.res_lo), e.res_hi);
   if (e.logistic) v = 1.f / (1.f + std::exp(-v));
   return v;
