@@ -301,4 +301,19 @@ Result<ConvSlots> pick_conv_slots(const Model& m, const Operation& op, ConvKind 
                                                counts(im) + " (implicit padding), got " + std::to_string(n));
 }
 
+Result<const Operand*> nhwc_activation_input(const Model& m, const Operation& op) {
+  NN_RETURN_IF_ERROR(check_tensor_type(m, op, 0,
+                                       {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_QUANT8_ASYMM,
+                                        OperandType::TENSOR_QUANT8_ASYMM_SIGNED},
+                                       "input"));
+  NN_RETURN_IF_ERROR(check_rank(m, op, 0, 4, 4, "input"));
+  const Operand& input = m.operands[op.inputs[0]];
+  NN_RETURN_IF_ERROR(check_quant_params(input, input_label(0, "input")));
+  for (uint32_t d : input.dims)
+    if (d == 0)
+      return Status(StatusCode::kInvalidModel,
+                    input_label(0, "input") + " has a zero dim " + dims_to_string(input.dims));
+  return &input;
+}
+
 }  // namespace nn::conv_util

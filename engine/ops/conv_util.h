@@ -66,6 +66,10 @@ bool is_quant8(OperandType type);
 // Checks a quantized activation's scale (> 0) and zero point (in range of its type).
 Status check_quant_params(const Operand& operand, const std::string& label);
 
+// Input 0 of a spatial op (conv, pool, resize): a float or quant8 NHWC tensor with valid
+// quantization and no zero dim, or an error naming it.
+Result<const Operand*> nhwc_activation_input(const Model& model, const Operation& op);
+
 // Sets output 0 of `op` to `dims`, with the type of `like` (the data input). For quantized
 // types the builder's declared scale/zero point on the output are kept when it declared
 // them (scale > 0, same type); otherwise `like`'s are copied.
