@@ -10,6 +10,8 @@
 #include <iterator>
 #include <random>
 #include <string>
+#include <sys/wait.h>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -271,6 +273,29 @@ TEST(StreamFile, RoundTripsTheFramingAndTheStages) {
   auto plain = nn::load_nnapi_file(path);
   ASSERT_FALSE(plain.is_ok());
   EXPECT_NE(plain.status().message().find("a streaming model"), std::string::npos) << plain.status().to_string();
+  std::filesystem::remove(path);
+}
+
+// nninspect shows the framing and, per stage, what feeds each input and what each output is.
+TEST(StreamFile, NninspectShowsStagesAndFraming) {
+  const std::string tool = std::string(NN_BINARY_DIR) + "/engine/nninspect";
+  if (!std::filesystem::exists(tool)) GTEST_SKIP() << "nninspect is not built in " << NN_BINARY_DIR;
+  const StreamDescription d = two_stage_description(StreamWindow::kNone, StreamWindow::kNone, 0.25f);
+  auto s1 = affine_stage(257, 0.f, 1.f, true), s2 = affine_stage(512, 1.f, 0.f, true);
+  const std::string path = temp_path("inspect.nnapi");
+  NN_ASSERT_OK(nn::save_stream_file(d, {s1.get(), s2.get()}, path));
+  std::string out;
+  FILE* pipe = popen((tool + " " + path + " 2>&1").c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  EXPECT_EQ(pclose(pipe), 0) << out;
+  for (const char* want : {"format: .nnapi 1.1", "section STREAM", "section STAGE_MODELS",
+                           "stream: 16000 Hz, block 512, hop 128 (latency 384 samples)", "== stage 2 'time'",
+                           "input 0 'x' [1,512] <- masked_time_block",
+                           "input 1 'state' [1,2,4,2] <- state (output 1 of the previous hop)",
+                           "output 0 'y' [1,257] -> spectral_mask"})
+    EXPECT_NE(out.find(want), std::string::npos) << want << "\n" << out;
   std::filesystem::remove(path);
 }
 
@@ -593,6 +618,42 @@ TEST(Dtln, NonFiniteInputDoesNotPoisonTheStream) {
   const double after = si_sdr(clean.data() + from, y.data() + from + 384, n);
   std::printf("after recovery: SI-SDR %.2f dB -> %.2f dB\n", before, after);
   EXPECT_GT(after, before + 3.0);
+}
+
+std::pair<int, std::string> run_tool(const std::string& cmd) {
+  std::string out;
+  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
+  if (!pipe) return {-1, ""};
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// nnrun over a WAV file writes the processed WAV, as long as the input's; a file at
+// another rate is refused naming the rate the model needs.
+TEST(Dtln, NnrunProcessesAWavFile) {
+  const std::string tool = std::string(NN_BINARY_DIR) + "/engine/nnrun";
+  if (!std::filesystem::exists(tool)) GTEST_SKIP() << "nnrun is not built in " << NN_BINARY_DIR;
+  const std::string in = temp_path("nnrun_in.wav"), dir = temp_path("nnrun_out");
+  nn::audio::AudioBuffer a{16000, 2, nn_test::random_floats(2 * 9000, 13, -0.3f, 0.3f)};
+  NN_ASSERT_OK(nn::audio::write_wav(in, a));
+  auto [code, out] = run_tool(tool + " " + NN_DTLN_NNAPI + " --input " + in + " --save-outputs " + dir);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("2 channel(s)"), std::string::npos) << out;
+  EXPECT_NE(out.find("real-time factor"), std::string::npos) << out;
+  auto written = nn::audio::read_audio(dir + "/output_0.wav");
+  ASSERT_TRUE(written.is_ok()) << written.status().to_string();
+  EXPECT_EQ(written->frames(), 9000u);
+  EXPECT_EQ(written->channels, 2);
+  a.sample_rate = 48000;
+  NN_ASSERT_OK(nn::audio::write_wav(in, a));
+  std::tie(code, out) = run_tool(tool + " " + NN_DTLN_NNAPI + " --input " + in);
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find(in + ": "), std::string::npos) << out;
+  EXPECT_NE(out.find("48000 Hz, the model takes 16000 Hz only"), std::string::npos) << out;
+  std::filesystem::remove(in);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Dtln, WavRoundTrip) {
