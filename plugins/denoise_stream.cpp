@@ -147,7 +147,8 @@ void DenoiseStream::decide_pending() {
       // Output frame i of hop j is content frame j*H + i - La.
       for (int i = 0; i < hop_; ++i) {
         const int64_t m = j * hop_ + i - latency_;
-        if (m < emit_pos_) continue;  // the model's start-up (m < 0)
+        // Before the first frame (the model's start-up), or past the last (drain's padding).
+        if (m < emit_pos_ || m >= frames_taken_) continue;
         const size_t at = static_cast<size_t>(m - emit_pos_) * C;
         for (size_t c = 0; c < C; ++c) pending_out_[at + c] = job->out[c * hop_ + i];
       }

@@ -45,6 +45,7 @@
 #include "gstnndenoise.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <deque>
 #include <exception>
@@ -101,6 +102,9 @@ struct DenoiseState {
   GstAudioFormat format = GST_AUDIO_FORMAT_UNKNOWN;
   int channels = 0, rate = 0;
   bool live = false, live_known = false;
+  // Between start and stop: caps say the model's rate (before it, links made in NULL
+  // state stay open so a wrong rate fails at negotiation, with a message that names it).
+  std::atomic<bool> started{false};
 
   // Output timestamps: a chunk starts at the first buffer after start, FLUSH or DISCONT.
   bool chunk_started = false;
@@ -162,6 +166,10 @@ static std::shared_ptr<const nn::audio::StreamModel> ensure_model(GstNnDenoise* 
     auto loaded = nn::audio::load_stream_model(path);
     if (!loaded.is_ok()) {
       s->model_error = loaded.status().to_string();
+      if (!g_str_has_suffix(path.c_str(), ".nnapi"))
+        s->model_error +=
+            "; nndenoise takes a streaming .nnapi file: nnconvert STAGE1 [STAGE2 ...] --stream FRAMING.toml -o "
+            "MODEL.nnapi (DTLN: assets/streams/dtln.toml)";
       return nullptr;
     }
     s->model = std::move(loaded).value();
@@ -313,6 +321,7 @@ static gboolean gst_nn_denoise_start(GstBaseTransform* trans) {
   DenoiseState* s = self->state;
   reset_timeline(s);
   s->live_known = false;
+  s->started = true;
   s->last_stats_post_us = g_get_monotonic_time();
   return TRUE;
 }
@@ -320,6 +329,7 @@ static gboolean gst_nn_denoise_start(GstBaseTransform* trans) {
 static gboolean gst_nn_denoise_stop(GstBaseTransform* trans) {
   GstNnDenoise* self = GST_NN_DENOISE(trans);
   DenoiseState* s = self->state;
+  s->started = false;
   std::unique_ptr<DenoiseStream> old;
   GST_OBJECT_LOCK(self);
   if (s->stream) {
@@ -342,7 +352,9 @@ static GstCaps* gst_nn_denoise_transform_caps(GstBaseTransform* trans, GstPadDir
                                               GstCaps* filter) {
   GstNnDenoise* self = GST_NN_DENOISE(trans);
   GstCaps* result = gst_caps_copy(caps);
-  if (auto model = ensure_model(self)) {
+  std::shared_ptr<const nn::audio::StreamModel> model;
+  if (self->state->started) model = ensure_model(self);
+  if (model) {
     const int rate = model->info().sample_rate;
     for (guint i = 0; i < gst_caps_get_size(result); ++i)
       gst_structure_set(gst_caps_get_structure(result, i), "rate", G_TYPE_INT, rate, nullptr);
@@ -363,21 +375,25 @@ static GstCaps* gst_nn_denoise_transform_caps(GstBaseTransform* trans, GstPadDir
   return result;
 }
 
-// A rate the model cannot take: say which one it needs (the pipeline fails to negotiate
-// anyway; this names the fix).
-static gboolean gst_nn_denoise_accept_caps(GstBaseTransform* trans, GstPadDirection direction, GstCaps* caps) {
-  GstNnDenoise* self = GST_NN_DENOISE(trans);
-  const gboolean ok = GST_BASE_TRANSFORM_CLASS(parent_class)->accept_caps(trans, direction, caps);
-  if (ok || direction != GST_PAD_SINK || gst_caps_get_size(caps) == 0) return ok;
+// Upstream offers only a rate the model cannot take (its caps, or the filter of its caps
+// query, fix the rate and nothing is left): say which rate is needed. Upstream fails to
+// negotiate right after; this names the fix.
+static void refuse_rate_if_fixed(GstNnDenoise* self, GstCaps* offered) {
+  if (!self->state->started || !offered || gst_caps_get_size(offered) == 0) return;
   int rate = 0;
   auto model = ensure_model(self);
-  if (model && gst_structure_get_int(gst_caps_get_structure(caps, 0), "rate", &rate) &&
+  if (model && gst_structure_get_int(gst_caps_get_structure(offered, 0), "rate", &rate) &&
       rate != model->info().sample_rate) {
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
                       ("nndenoise needs %d Hz audio, got %d Hz", model->info().sample_rate, rate),
                       ("model \"%s\" runs at %d Hz only: put audioresample in front of nndenoise",
                        self->state->model_path.c_str(), model->info().sample_rate));
   }
+}
+
+static gboolean gst_nn_denoise_accept_caps(GstBaseTransform* trans, GstPadDirection direction, GstCaps* caps) {
+  const gboolean ok = GST_BASE_TRANSFORM_CLASS(parent_class)->accept_caps(trans, direction, caps);
+  if (!ok && direction == GST_PAD_SINK) refuse_rate_if_fixed(GST_NN_DENOISE(trans), caps);
   return ok;
 }
 
@@ -645,7 +661,14 @@ static gboolean gst_nn_denoise_query(GstBaseTransform* trans, GstPadDirection di
     gst_query_set_latency(query, live, min, max);
     return TRUE;
   }
-  return GST_BASE_TRANSFORM_CLASS(parent_class)->query(trans, direction, query);
+  const gboolean ok = GST_BASE_TRANSFORM_CLASS(parent_class)->query(trans, direction, query);
+  if (ok && direction == GST_PAD_SINK && GST_QUERY_TYPE(query) == GST_QUERY_CAPS) {
+    GstCaps *filter = nullptr, *result = nullptr;
+    gst_query_parse_caps(query, &filter);
+    gst_query_parse_caps_result(query, &result);
+    if (filter && result && gst_caps_is_empty(result)) refuse_rate_if_fixed(self, filter);
+  }
+  return ok;
 }
 
 static void gst_nn_denoise_finalize(GObject* object) {
