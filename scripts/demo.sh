@@ -9,8 +9,6 @@ bin="$root/build/engine" out="$root/assets/out" models="$root/assets/models"
 mkdir -p "$out"
 
 "$bin/nnconvert" "$models/selfie_segmentation.tflite" -o "$models/selfie_segmentation.nnapi"
-"$bin/nnconvert" "$models/dtln_1.tflite" "$models/dtln_2.tflite" --stream "$root/assets/streams/dtln.toml" \
-  -o "$models/dtln.nnapi"
 "$bin/nnmask" "$models/selfie_segmentation.nnapi" "$root/assets/media/messi5.jpg" \
   -o "$out/messi5_mask.png" --composite "$out/messi5_blur.jpg"
 
