@@ -5,7 +5,7 @@
 #   denoise-before.wav  the noisy soundtrack (16 kHz mono, what nndenoise takes)
 #   denoise-after.wav   nndenoise's output (same length and timing)
 #   denoise-spectrogram.png  before and after, one above the other
-#   megamind-noisy.mkv  the video with the noisy soundtrack (demo-video.sh's input)
+# demo-video.sh then puts denoise-after.wav under the blurred video.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${NN_BUILD_DIR:-$root/build}"
@@ -60,8 +60,4 @@ else
   echo "demo-audio: $spectrogram is not there: no spectrogram" >&2
 fi
 
-# The video with the noisy soundtrack, for the video demo to blur and denoise together.
-gst-launch-1.0 -q matroskamux name=mux ! filesink location="$out/megamind-noisy.mkv" \
-  filesrc location="$media/Megamind.avi" ! avidemux ! queue ! mux.video_0 \
-  filesrc location="$out/denoise-before.wav" ! wavparse ! audioconvert ! flacenc ! queue ! mux.audio_0
 rm -rf "$work"
