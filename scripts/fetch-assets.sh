@@ -47,5 +47,31 @@ for f in Megamind.avi messi5.jpg; do
 done
 echo "[fetch-assets] selfie models and media verified"
 
+# DTLN (Westhausen & Meyer 2020), pretrained, as @vonage/noise-suppression ships it (MIT):
+# the two stages as dtln_1.tflite / dtln_2.tflite, and the package's LibriSpeech clip
+# (48 kHz speech). nnconvert packs the stages with assets/streams/dtln.toml.
+DTLN_PKG="@vonage/noise-suppression@1.0.3"
+SHA256[dtln_1.tflite]=91281a38e80fe9fd330e28eda7e16fe4e483ee5199a3e687a099939013c25de0
+SHA256[dtln_2.tflite]=7ae37ec802862d8a65b5cdabfbcbbe22caaf7cd39e79adf574d15837d1520830
+SHA256[librispeech-7729-102255-0000.wav]=b59aded660c94cf23a38b88390b9cc9ee66b03de3a2be4fcff4128c3acb5c911
+if ! verified "$models/dtln_1.tflite" dtln_1.tflite || ! verified "$models/dtln_2.tflite" dtln_2.tflite ||
+   ! verified "$media/librispeech-7729-102255-0000.wav" librispeech-7729-102255-0000.wav; then
+  echo "[fetch-assets] npm pack $DTLN_PKG"
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && npm pack --silent "$DTLN_PKG" >/dev/null && tar xzf ./*.tgz)
+  for pair in "dist/model_1.tflite:$models/dtln_1.tflite" "dist/model_2.tflite:$models/dtln_2.tflite" \
+              "data/7729-102255-0000.wav:$media/librispeech-7729-102255-0000.wav"; do
+    src="$tmp/package/${pair%%:*}" dst="${pair#*:}"
+    cp "$src" "$dst.part"
+    if ! verified "$dst.part" "$(basename "$dst")"; then
+      echo "[fetch-assets] sha256 mismatch for ${pair%%:*} from $DTLN_PKG" >&2
+      rm -f "$dst.part"; rm -rf "$tmp"; exit 1
+    fi
+    mv "$dst.part" "$dst"
+  done
+  rm -rf "$tmp"
+fi
+echo "[fetch-assets] DTLN stages and the LibriSpeech clip verified"
+
 # PyTorch reference models + golden outputs (Debian's torch: /usr/bin/python3, not pyenv's).
 /usr/bin/python3 "$root/scripts/make_reference_models.py" --assets "$root/assets"

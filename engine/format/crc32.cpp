@@ -60,6 +60,10 @@ const char* section_type_name(uint32_t type) {
       return "CONSTANTS";
     case kSectionMetadata:
       return "METADATA";
+    case kSectionStream:
+      return "STREAM";
+    case kSectionStageModels:
+      return "STAGE_MODELS";
   }
   return "UNKNOWN";
 }

@@ -9,13 +9,19 @@
 #include <string>
 #include <vector>
 
+#include "nn/format/nnapi_file.h"
 #include "nn/ir/model.h"
+#include "nn/status.h"
 
 namespace nn::nnapi_format {
 
 inline constexpr uint8_t kMagic[8] = {'N', 'N', 'A', 'P', 'I', 0x00, 0x1a, '\n'};
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 0;
+// The newest minor this reader reads. Plain models are written as 1.0 (1.1 added nothing
+// to them); streaming models (STREAM + STAGE_MODELS sections) as 1.1.
+inline constexpr uint16_t kVersionMinor = 1;
+inline constexpr uint16_t kVersionMinorModel = 0;
+inline constexpr uint16_t kVersionMinorStream = 1;
 inline constexpr uint32_t kHeaderSize = 64;
 inline constexpr uint32_t kSectionEntrySize = 24;
 inline constexpr uint64_t kConstantAlignment = 64;
@@ -44,6 +50,8 @@ enum SectionType : uint32_t {
   kSectionModelIo = 3,
   kSectionConstants = 4,
   kSectionMetadata = 5,
+  kSectionStream = 6,       // 1.1: a streaming model's framing and stage table (required)
+  kSectionStageModels = 7,  // 1.1: the stages, each a whole 1.0 model image (required)
 };
 
 // "OPERANDS", ...; "UNKNOWN" for a type this reader does not know.
@@ -61,6 +69,30 @@ uint32_t file_checksum(std::span<const uint8_t> file);
 // tests use it to write files that are well-formed but describe a broken model. Indices
 // are written as they are; constants must hold `length` readable bytes.
 std::vector<uint8_t> encode_model(const Model& model);
+
+// Header and section table (parse_info in the reader); require_checksum false lets tools
+// report a mismatch instead of failing.
+Result<NnapiFileInfo> parse_file_info(std::span<const uint8_t> bytes, bool require_checksum);
+// One model image (a whole file, or one stage of a streaming file); `keepalive` owns
+// `bytes`, constants point into them.
+Result<std::shared_ptr<Model>> parse_model(std::span<const uint8_t> bytes, std::shared_ptr<const void> keepalive);
+
+// A file mapped read-only; `keepalive` unmaps it when the last user lets go.
+struct MappedFile {
+  std::span<const uint8_t> bytes;
+  std::shared_ptr<const void> keepalive;
+};
+Result<MappedFile> map_file(const std::string& path);
+// Writes path + ".tmp", fsyncs, renames over path; a failure leaves path as it was.
+Status write_file_atomically(const std::string& path, const std::vector<uint8_t>& bytes);
+
+// Header + section table over `bytes` (which hold kHeaderSize + entries x 24 reserved
+// bytes at the start), then the checksum. Entries: {type, flags, offset, length}.
+struct SectionEntry {
+  uint32_t type = 0, flags = 0;
+  uint64_t offset = 0, length = 0;
+};
+void finish_file(std::vector<uint8_t>& bytes, uint16_t version_minor, const std::vector<SectionEntry>& sections);
 
 inline uint16_t load_u16(const uint8_t* p) {
   return static_cast<uint16_t>(p[0] | (p[1] << 8));

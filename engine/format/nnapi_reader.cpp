@@ -14,6 +14,7 @@
 #include <cstring>
 #include <limits>
 
+#include "format/nnapi_codec.h"
 #include "format/nnapi_format.h"
 #include "nn/format/nnapi_file.h"
 
@@ -33,107 +34,6 @@ std::string hex32(uint32_t v) {
   return buf;
 }
 
-// a + b <= limit, without overflow.
-bool fits(uint64_t offset, uint64_t length, uint64_t limit) {
-  return offset <= limit && length <= limit - offset;
-}
-
-// A bounds-checked little-endian cursor over one section. `where_` names the record being
-// read ("operand 7") so a failure reads "operands section: operand 7: truncated reading dims".
-class Cursor {
- public:
-  Cursor(std::span<const uint8_t> bytes, const char* section) : bytes_(bytes), section_(section) {}
-
-  void set_record(std::string where) { where_ = std::move(where); }
-  size_t remaining() const { return bytes_.size() - pos_; }
-  size_t position() const { return pos_; }
-
-  Status error(const std::string& message) const {
-    return invalid(std::string(section_) + " section: " + (where_.empty() ? "" : where_ + ": ") + message);
-  }
-
-  Status u32(uint32_t& v, const char* field) {
-    NN_RETURN_IF_ERROR(need(4, field));
-    v = load_u32(bytes_.data() + pos_);
-    pos_ += 4;
-    return Status::ok();
-  }
-  Status i32(int32_t& v, const char* field) {
-    uint32_t u = 0;
-    NN_RETURN_IF_ERROR(u32(u, field));
-    std::memcpy(&v, &u, 4);
-    return Status::ok();
-  }
-  Status u64(uint64_t& v, const char* field) {
-    NN_RETURN_IF_ERROR(need(8, field));
-    v = load_u64(bytes_.data() + pos_);
-    pos_ += 8;
-    return Status::ok();
-  }
-  Status f32(float& v, const char* field) {
-    uint32_t u = 0;
-    NN_RETURN_IF_ERROR(u32(u, field));
-    std::memcpy(&v, &u, 4);
-    return Status::ok();
-  }
-  // A count of items each at least `min_item_bytes` long: refused before anything is
-  // allocated when the rest of the section cannot hold that many.
-  Status count(uint32_t& n, size_t min_item_bytes, const char* field) {
-    NN_RETURN_IF_ERROR(u32(n, field));
-    if (min_item_bytes && n > remaining() / min_item_bytes)
-      return error(std::string(field) + " " + std::to_string(n) + " needs at least " +
-                   std::to_string(uint64_t{n} * min_item_bytes) + " more bytes, " +
-                   std::to_string(remaining()) + " left");
-    return Status::ok();
-  }
-  Status string(std::string& s, const char* field) {
-    uint32_t n = 0;
-    NN_RETURN_IF_ERROR(u32(n, field));
-    if (n > remaining())
-      return error(std::string(field) + ": length " + std::to_string(n) + " past end of section (" +
-                   std::to_string(remaining()) + " bytes left)");
-    s.assign(reinterpret_cast<const char*>(bytes_.data() + pos_), n);
-    pos_ += n;
-    return Status::ok();
-  }
-  Status floats(std::vector<float>& v, const char* field) {
-    uint32_t n = 0;
-    NN_RETURN_IF_ERROR(count(n, 4, field));
-    v.resize(n);
-    for (uint32_t i = 0; i < n; ++i) NN_RETURN_IF_ERROR(f32(v[i], field));
-    return Status::ok();
-  }
-  Status strings(std::vector<std::string>& v, const char* field) {
-    uint32_t n = 0;
-    NN_RETURN_IF_ERROR(count(n, 4, field));
-    v.resize(n);
-    for (uint32_t i = 0; i < n; ++i) NN_RETURN_IF_ERROR(string(v[i], field));
-    return Status::ok();
-  }
-  // Trailing bytes are an error unless the file is a newer minor version, which may
-  // append fields to a section's end.
-  Status finish(bool allow_trailing) const {
-    if (pos_ != bytes_.size() && !allow_trailing)
-      return invalid(std::string(section_) + " section: " + std::to_string(remaining()) +
-                     " trailing bytes after the last record");
-    return Status::ok();
-  }
-
- private:
-  Status need(size_t n, const char* field) const {
-    if (remaining() < n)
-      return error(std::string("truncated reading ") + field + " (needs " + std::to_string(n) +
-                   " bytes at offset " + std::to_string(pos_) + ", section has " +
-                   std::to_string(bytes_.size()) + ")");
-    return Status::ok();
-  }
-
-  std::span<const uint8_t> bytes_;
-  const char* section_;
-  std::string where_;
-  size_t pos_ = 0;
-};
-
 std::string describe_magic(std::span<const uint8_t> bytes) {
   std::string s;
   for (size_t i = 0; i < 8 && i < bytes.size(); ++i) {
@@ -147,7 +47,9 @@ std::string describe_magic(std::span<const uint8_t> bytes) {
 // Header and section table: everything but the sections' contents.
 // With require_checksum, a mismatch is an error, raised before anything the checksum
 // covers (the section table) is looked at.
-Result<NnapiFileInfo> parse_info(std::span<const uint8_t> bytes, bool require_checksum) {
+}  // namespace
+
+Result<NnapiFileInfo> nnapi_format::parse_file_info(std::span<const uint8_t> bytes, bool require_checksum) {
   const uint64_t actual = bytes.size();
   if (actual < kHeaderSize)
     return invalid("truncated: file has " + std::to_string(actual) + " bytes, the header alone needs " +
@@ -229,6 +131,8 @@ Result<NnapiFileInfo> parse_info(std::span<const uint8_t> bytes, bool require_ch
   return info;
 }
 
+namespace {
+
 struct SectionSpans {
   std::span<const uint8_t> operands, operations, model_io, constants, metadata;
   bool has_operands = false, has_operations = false, has_model_io = false, has_metadata = false;
@@ -236,6 +140,11 @@ struct SectionSpans {
 
 Result<SectionSpans> locate_sections(std::span<const uint8_t> bytes, const NnapiFileInfo& info) {
   SectionSpans out;
+  for (const NnapiSectionInfo& s : info.sections)
+    if (s.type == kSectionStream)
+      return invalid(
+          "a streaming model (its stages and framing in a STREAM section), not a single model: load it "
+          "with nn::audio::load_stream_model (nnrun, nninspect and nndenoise read it)");
   for (size_t i = 0; i < info.sections.size(); ++i) {
     const NnapiSectionInfo& s = info.sections[i];
     auto span = bytes.subspan(s.offset, s.length);
@@ -419,10 +328,12 @@ Status read_metadata(Cursor& c, bool allow_trailing, Model& model) {
   return Status::ok();
 }
 
+}  // namespace
+
 // `bytes` must stay alive as long as `keepalive` does; constants point into it.
-Result<std::shared_ptr<Model>> parse_model(std::span<const uint8_t> bytes,
-                                           std::shared_ptr<const void> keepalive) {
-  NN_ASSIGN_OR_RETURN(NnapiFileInfo info, parse_info(bytes, /*require_checksum=*/true));
+Result<std::shared_ptr<Model>> nnapi_format::parse_model(std::span<const uint8_t> bytes,
+                                                         std::shared_ptr<const void> keepalive) {
+  NN_ASSIGN_OR_RETURN(NnapiFileInfo info, parse_file_info(bytes, /*require_checksum=*/true));
   NN_ASSIGN_OR_RETURN(SectionSpans sections, locate_sections(bytes, info));
   const bool newer_minor = info.version_minor > kVersionMinor;
 
@@ -441,6 +352,8 @@ Result<std::shared_ptr<Model>> parse_model(std::span<const uint8_t> bytes,
   return std::make_shared<Model>(std::move(model));
 }
 
+namespace {
+
 // A read-only private mapping of a whole file, unmapped when the last constant lets go.
 struct Mapping {
   void* base = MAP_FAILED;
@@ -457,7 +370,7 @@ Status io_error(const std::string& path, const char* what) {
 }  // namespace
 
 Result<NnapiFileInfo> read_nnapi_file_info(std::span<const uint8_t> bytes) {
-  return parse_info(bytes, /*require_checksum=*/false);
+  return parse_file_info(bytes, /*require_checksum=*/false);
 }
 
 Result<std::shared_ptr<Model>> load_nnapi_buffer(std::span<const uint8_t> bytes) {
@@ -472,7 +385,7 @@ Result<std::shared_ptr<Model>> load_nnapi_buffer(std::span<const uint8_t> bytes)
   return parse_model({static_cast<const uint8_t*>(buffer), bytes.size()}, std::move(keepalive));
 }
 
-Result<std::shared_ptr<Model>> load_nnapi_file(const std::string& path) {
+Result<nnapi_format::MappedFile> nnapi_format::map_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO must not block the load
   if (fd < 0) return io_error(path, "cannot open");
   struct stat st {};
@@ -496,9 +409,15 @@ Result<std::shared_ptr<Model>> load_nnapi_file(const std::string& path) {
     }
   }
   ::close(fd);  // the mapping stays valid without the descriptor
-  std::span<const uint8_t> bytes;
-  if (mapping->base != MAP_FAILED) bytes = {static_cast<const uint8_t*>(mapping->base), mapping->size};
-  auto result = parse_model(bytes, std::shared_ptr<const void>(mapping, mapping.get()));
+  MappedFile file;
+  if (mapping->base != MAP_FAILED) file.bytes = {static_cast<const uint8_t*>(mapping->base), mapping->size};
+  file.keepalive = std::shared_ptr<const void>(mapping, mapping.get());
+  return file;
+}
+
+Result<std::shared_ptr<Model>> load_nnapi_file(const std::string& path) {
+  NN_ASSIGN_OR_RETURN(nnapi_format::MappedFile file, nnapi_format::map_file(path));
+  auto result = nnapi_format::parse_model(file.bytes, std::move(file.keepalive));
   if (!result.is_ok()) return result.status().with_context(path);
   return result;
 }

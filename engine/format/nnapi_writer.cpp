@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "format/nnapi_codec.h"
 #include "format/nnapi_format.h"
 #include "nn/format/nnapi_file.h"
 
@@ -17,55 +18,6 @@ namespace nn {
 namespace {
 
 using namespace nnapi_format;
-
-class ByteWriter {
- public:
-  std::vector<uint8_t>& bytes() { return bytes_; }
-  size_t size() const { return bytes_.size(); }
-  void u32(uint32_t v) {
-    size_t at = grow(4);
-    store_u32(bytes_.data() + at, v);
-  }
-  void i32(int32_t v) {
-    uint32_t u;
-    std::memcpy(&u, &v, 4);
-    u32(u);
-  }
-  void u64(uint64_t v) {
-    size_t at = grow(8);
-    store_u64(bytes_.data() + at, v);
-  }
-  void f32(float v) {
-    uint32_t u;
-    std::memcpy(&u, &v, 4);
-    u32(u);
-  }
-  void string(const std::string& s) {
-    u32(static_cast<uint32_t>(s.size()));
-    bytes_.insert(bytes_.end(), s.begin(), s.end());
-  }
-  void floats(const std::vector<float>& v) {
-    u32(static_cast<uint32_t>(v.size()));
-    for (float f : v) f32(f);
-  }
-  void strings(const std::vector<std::string>& v) {
-    u32(static_cast<uint32_t>(v.size()));
-    for (const std::string& s : v) string(s);
-  }
-  void indices(const std::vector<uint32_t>& v) {
-    u32(static_cast<uint32_t>(v.size()));
-    for (uint32_t i : v) u32(i);
-  }
-  void align(size_t alignment) { bytes_.resize((bytes_.size() + alignment - 1) / alignment * alignment, 0); }
-
- private:
-  size_t grow(size_t n) {
-    size_t at = bytes_.size();
-    bytes_.resize(at + n);
-    return at;
-  }
-  std::vector<uint8_t> bytes_;
-};
 
 struct Section {
   uint32_t type;
@@ -179,24 +131,32 @@ std::vector<uint8_t> nnapi_format::encode_model(const Model& m) {
       std::memcpy(bytes.data() + constants_offset + data_offset[i], o.data, o.length);
   }
 
+  std::vector<SectionEntry> entries;
+  for (const Section& sec : sections) entries.push_back({sec.type, 0, sec.offset, sec.length});
+  finish_file(bytes, kVersionMinorModel, entries);
+  return bytes;
+}
+
+void nnapi_format::finish_file(std::vector<uint8_t>& bytes, uint16_t version_minor,
+                               const std::vector<SectionEntry>& sections) {
   uint8_t* h = bytes.data();
   std::memcpy(h + kOffMagic, kMagic, sizeof kMagic);
   store_u16(h + kOffVersionMajor, kVersionMajor);
-  store_u16(h + kOffVersionMinor, kVersionMinor);
+  store_u16(h + kOffVersionMinor, version_minor);
   store_u32(h + kOffFlags, 0);
   store_u64(h + kOffFileSize, bytes.size());
   store_u32(h + kOffHeaderSize, kHeaderSize);
-  store_u32(h + kOffSectionCount, section_count);
+  store_u32(h + kOffSectionCount, static_cast<uint32_t>(sections.size()));
   store_u64(h + kOffSectionTable, kHeaderSize);
   for (size_t i = 0; i < sections.size(); ++i) {
     uint8_t* e = h + kHeaderSize + i * kSectionEntrySize;
     store_u32(e, sections[i].type);
-    store_u32(e + 4, 0);  // flags: every section of 1.0 is known to every 1.x reader
+    store_u32(e + 4, sections[i].flags);
     store_u64(e + 8, sections[i].offset);
     store_u64(e + 16, sections[i].length);
   }
+  store_u32(h + kOffChecksum, 0);
   store_u32(h + kOffChecksum, file_checksum(bytes));
-  return bytes;
 }
 
 namespace {
@@ -205,7 +165,9 @@ Status io_error(const std::string& path, const char* what, int err) {
   return {StatusCode::kIoError, path + ": " + what + ": " + std::strerror(err)};
 }
 
-Status write_all(const std::string& path, const std::vector<uint8_t>& bytes) {
+}  // namespace
+
+Status nnapi_format::write_file_atomically(const std::string& path, const std::vector<uint8_t>& bytes) {
   const std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return io_error(tmp, "cannot create", errno);
@@ -234,8 +196,6 @@ Status write_all(const std::string& path, const std::vector<uint8_t>& bytes) {
   return Status::ok();
 }
 
-}  // namespace
-
 Status save_nnapi_file(const Model& model, const std::string& path) {
   // Validate a copy: the caller's model stays as it was, and the file gets the normalized
   // lifetimes (MODEL_INPUT / MODEL_OUTPUT) and inferred dims.
@@ -243,7 +203,7 @@ Status save_nnapi_file(const Model& model, const std::string& path) {
   Status valid = checked.validate_and_infer_shapes();
   if (!valid.is_ok()) return valid.with_context("cannot save " + path + ": model does not validate");
   NN_RETURN_IF_ERROR(check_limits(checked).with_context("cannot save " + path));
-  return write_all(path, nnapi_format::encode_model(checked));
+  return nnapi_format::write_file_atomically(path, nnapi_format::encode_model(checked));
 }
 
 }  // namespace nn

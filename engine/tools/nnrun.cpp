@@ -1,4 +1,5 @@
-// nnrun: run a model (.nnapi, .tflite or .onnx) and report outputs and timing.
+// nnrun: run a model (.nnapi, .tflite or .onnx) and report outputs and timing; a
+// streaming audio model (.nnapi with stages) runs over an audio file instead.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +10,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "nn/audio/stream.h"
+#include "nn/audio/wav.h"
+#include "nn/format/stream_file.h"
 #include "nn/import/import.h"
 #include "nn/runtime/session.h"
 #include "npy.h"
@@ -33,21 +37,101 @@ int fail(const std::string& what) {
   return 1;
 }
 
+// A .nnapi file whose section table has a STREAM section.
+bool is_stream_path(const std::string& path) {
+  if (std::filesystem::path(path).extension() != ".nnapi") return false;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  std::vector<uint8_t> bytes;
+  uint8_t chunk[65536];
+  for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, f)) > 0;) bytes.insert(bytes.end(), chunk, chunk + n);
+  std::fclose(f);
+  return nn::is_stream_file(bytes);
+}
+
+// A streaming audio model over an audio file: one processor per channel, the output
+// written as DIR/output_0.wav (32-bit float), timing per hop.
+int run_stream(const std::string& model_path, const std::vector<std::string>& inputs, const std::string& save_dir,
+               const nn::SessionOptions& session, bool keep_latency, float attenuation_db, bool json) {
+  auto model = nn::audio::load_stream_model(model_path);
+  if (!model) return fail(model.status().to_string());
+  const nn::audio::StreamInfo& info = (*model)->info();
+  if (inputs.size() != 1)
+    return fail(model_path + " is a streaming audio model: give one --input audio file (" +
+                std::to_string(info.sample_rate) + " Hz, any channel count)");
+  auto audio = nn::audio::read_audio(inputs[0]);
+  if (!audio) return fail(audio.status().to_string());
+  nn::audio::StreamOptions options;
+  options.session = session;
+  options.attenuation_limit_db = attenuation_db;
+  nn::audio::StreamRunStats stats;
+  auto out = nn::audio::process_audio(*model, *audio, options, !keep_latency, &stats);
+  if (!out) return fail(inputs[0] + ": " + out.status().to_string());
+  std::string saved;
+  if (!save_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(save_dir, ec);
+    saved = (std::filesystem::path(save_dir) / "output_0.wav").string();
+    nn::Status s = nn::audio::write_wav(saved, *out);
+    if (!s.is_ok()) return fail(s.to_string());
+  }
+  auto proc = nn::audio::StreamProcessor::open(*model, options);
+  const std::string delegates = proc ? (*proc)->delegate_summary() : std::string("?");
+  const double audio_ms = 1000.0 * static_cast<double>(audio->frames()) / info.sample_rate;
+  const double hop_audio_ms = 1000.0 * info.hop / info.sample_rate;
+  const double p50 = percentile(stats.hop_ms, 50), p99 = percentile(stats.hop_ms, 99);
+  const double rtf = stats.hops ? (stats.total_ms / static_cast<double>(stats.hops)) / hop_audio_ms : 0;
+  if (json) {
+    nlohmann::json j;
+    j["model"] = model_path;
+    j["stream"] = info.summary;
+    j["input"] = inputs[0];
+    j["channels"] = audio->channels;
+    j["seconds"] = audio_ms / 1000.0;
+    j["delegate"] = delegates;
+    j["hops"] = stats.hops;
+    j["hop_ms"] = {{"p50", p50}, {"p99", p99}, {"max", percentile(stats.hop_ms, 100)}};
+    j["real_time_factor"] = rtf;
+    j["nonfinite_resets"] = stats.nonfinite_resets;
+    j["latency_samples"] = info.latency_samples;
+    j["latency_compensated"] = !keep_latency;
+    if (!saved.empty()) j["output"] = saved;
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%s: %s\n", model_path.c_str(), info.summary.c_str());
+  std::printf("%s: %d channel(s), %.2f s at %d Hz; delegate %s\n", inputs[0].c_str(), audio->channels,
+              audio_ms / 1000.0, audio->sample_rate, delegates.c_str());
+  std::printf("%llu hops: per hop p50 %.3f ms, p99 %.3f ms, max %.3f ms; real-time factor %.4f (one core per channel)\n",
+              static_cast<unsigned long long>(stats.hops), p50, p99, percentile(stats.hop_ms, 100), rtf);
+  if (stats.nonfinite_resets)
+    std::printf("non-finite state or output: %llu resets\n", static_cast<unsigned long long>(stats.nonfinite_resets));
+  if (!saved.empty())
+    std::printf("wrote %s (%s)\n", saved.c_str(),
+                keep_latency ? ("delayed by " + std::to_string(info.latency_samples) + " samples").c_str()
+                             : "latency compensated: lined up with the input");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
       "nnrun: run a model and print its outputs and timing.\n"
       "Inputs and saved outputs use the source model's layout (NCHW for ONNX images).\n"
-      "Example: nnrun selfie.nnapi --input messi5.jpg --runs 50 --threads 2 --json"};
+      "Example: nnrun selfie.nnapi --input messi5.jpg --runs 50 --threads 2 --json\n"
+      "Streaming audio: nnrun dtln.nnapi --input noisy.wav --save-outputs out/  (writes out/output_0.wav)"};
   std::string model_path, delegate = "auto", save_dir;
   std::vector<std::string> inputs;
   bool random = false, json = false, explain = false;
   int threads = 1, runs = 10, warmup = 3;
   app.add_option("model", model_path, "model file: .nnapi, .tflite or .onnx")->required();
-  app.add_option("-i,--input", inputs, "input file per model input: an image (.jpg/.png) or a tensor (.npy)");
+  app.add_option("-i,--input", inputs,
+                 "input file per model input: an image (.jpg/.png) or a tensor (.npy); streaming audio models: "
+                 "one audio file (.wav, .flac) at the model's rate");
   app.add_flag("--random", random, "use deterministic random inputs");
-  app.add_option("--save-outputs", save_dir, "write each output as DIR/output_<i>.npy");
+  app.add_option("--save-outputs", save_dir,
+                 "write each output as DIR/output_<i>.npy (streaming audio models: DIR/output_0.wav)");
   app.add_option("-t,--threads", threads, "CPU threads")->check(CLI::Range(1, 64));
   app.add_option("-d,--delegate", delegate, "delegate preference: auto, cpu, vulkan, nnapi, reference, or a "
                                             "comma-separated list")
@@ -58,7 +142,26 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed runs first")->check(CLI::Range(0, 10000));
   app.add_flag("--json", json, "print one JSON object");
   app.add_flag("--explain", explain, "print which delegate runs each op, and why ops fell back");
+  bool keep_latency = false;
+  float attenuation_db = 0;
+  app.add_flag("--keep-latency", keep_latency,
+               "streaming models: write the raw stream (delayed by the model's latency) instead of lining the "
+               "output up with the input");
+  app.add_option("--attenuation-limit", attenuation_db,
+                 "streaming models: the most (dB) any bin is turned down; 0 = no limit")
+      ->check(CLI::Range(0.f, 200.f));
   CLI11_PARSE(app, argc, argv);
+
+  nn::SessionOptions stream_session;
+  stream_session.threads = threads;
+  stream_session.delegates.clear();
+  for (size_t p = 0, q; p <= delegate.size(); p = q + 1) {
+    q = delegate.find(',', p);
+    if (q == std::string::npos) q = delegate.size();
+    stream_session.delegates.push_back(delegate.substr(p, q - p));
+  }
+  if (is_stream_path(model_path))
+    return run_stream(model_path, inputs, save_dir, stream_session, keep_latency, attenuation_db, json);
 
   auto loaded = nn::load_model(model_path);
   if (!loaded) return fail(model_path + ": " + loaded.status().to_string());

@@ -498,3 +498,135 @@ TEST(TfliteEndToEnd, PadPoolReshapeDenseSoftmaxMatchesNaiveMath) {
 }
 
 }  // namespace
+
+namespace {
+
+int unpack_op(TinyModel& t, int x, std::vector<int32_t> outs, int num, int axis) {
+  auto o = tflite::CreateUnpackOptions(t.fbb(), num, axis);
+  t.op(t.opcode(tflite::BuiltinOperator_UNPACK), {x}, std::move(outs), tflite::BuiltinOptions_UnpackOptions,
+       o.Union());
+  return 0;
+}
+
+float sigmoid(float v) { return 1.f / (1.f + std::exp(-v)); }
+
+}  // namespace
+
+// UNPACK of one slice (an LSTM unrolled over one step, as DTLN's) is a RESHAPE alone.
+TEST(TfliteMapping, UnpackOfOneSliceIsAReshape) {
+  TinyModel t;
+  const int x = t.tensor({1, 1, 257}, tflite::TensorType_FLOAT32, "x");
+  const int y = t.tensor({1, 257}, tflite::TensorType_FLOAT32, "y");
+  unpack_op(t, x, {y}, 1, 1);
+  auto result = nn::import_tflite_buffer(t.finish({x}, {y}), "unpack1.tflite");
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  EXPECT_EQ((*result)->op_summary(), "RESHAPE x 1");
+  EXPECT_EQ((*result)->operands[(*result)->outputs[0]].dims, (nn::Dims{1, 257}));
+}
+
+TEST(TfliteMapping, UnpackWithTheWrongOutputCountIsRefused) {
+  TinyModel t;
+  const int x = t.tensor({2, 3}, tflite::TensorType_FLOAT32, "x");
+  const int y = t.tensor({3}, tflite::TensorType_FLOAT32, "y");
+  unpack_op(t, x, {y}, 2, 0);
+  auto result = nn::import_tflite_buffer(t.finish({x}, {y}), "unpack_bad.tflite");
+  ASSERT_FALSE(result.is_ok());
+  EXPECT_NE(result.status().message().find("2 slices along axis 0, but the op has 1 outputs"), std::string::npos)
+      << result.status().to_string();
+}
+
+// One LSTM step as TFLite unrolls it (DTLN's stages are two of these per stage): UNPACK
+// the time axis, STRIDED_SLICE h and c out of a [1, 2, units, 2] state, two
+// FULLY_CONNECTED without bias, ADD the bias, SPLIT the gates, LOGISTIC / TANH / MUL / ADD,
+// then PACK the unpacked slices back around the new h. Run on the reference kernels and
+// checked against the same arithmetic done here.
+TEST(TfliteEndToEnd, UnrolledLstmStepMatchesNaiveMath) {
+  constexpr int kUnits = 4, kIn = 4;
+  TinyModel t;
+  const auto F = tflite::TensorType_FLOAT32;
+  const auto I = tflite::TensorType_INT32;
+  const int x = t.tensor({1, 3, kIn}, F, "x");
+  const int state = t.tensor({1, 2, kUnits, 2}, F, "state");
+  const int u0 = t.tensor({1, kIn}, F, "u0"), u1 = t.tensor({1, kIn}, F, "u1"), u2 = t.tensor({1, kIn}, F, "u2");
+  unpack_op(t, x, {u0, u1, u2}, 3, 1);
+  // h = state[:, 0, :, 0], c = state[:, 0, :, 1] (axes 1 and 3 shrunk: mask 0b1010).
+  const int strides = t.constant<int32_t>({4}, I, "strides", {1, 1, 1, 1});
+  const int hb = t.constant<int32_t>({4}, I, "hb", {0, 0, 0, 0}), he = t.constant<int32_t>({4}, I, "he", {1, 1, kUnits, 1});
+  const int cb = t.constant<int32_t>({4}, I, "cb", {0, 0, 0, 1}), ce = t.constant<int32_t>({4}, I, "ce", {1, 1, kUnits, 2});
+  const int h = t.tensor({1, kUnits}, F, "h"), c = t.tensor({1, kUnits}, F, "c");
+  auto ss = tflite::CreateStridedSliceOptions(t.fbb(), 0, 0, 0, 0, 0b1010);
+  const int ss_code = t.opcode(tflite::BuiltinOperator_STRIDED_SLICE);
+  t.op(ss_code, {state, hb, he, strides}, {h}, tflite::BuiltinOptions_StridedSliceOptions, ss.Union());
+  auto ss2 = tflite::CreateStridedSliceOptions(t.fbb(), 0, 0, 0, 0, 0b1010);
+  t.op(ss_code, {state, cb, ce, strides}, {c}, tflite::BuiltinOptions_StridedSliceOptions, ss2.Union());
+  const std::vector<float> W = nn_test::random_floats(4 * kUnits * kIn, 21, -0.5f, 0.5f);
+  const std::vector<float> U = nn_test::random_floats(4 * kUnits * kUnits, 22, -0.5f, 0.5f);
+  const std::vector<float> B = nn_test::random_floats(4 * kUnits, 23, -0.5f, 0.5f);
+  const int wt = t.constant<float>({4 * kUnits, kIn}, F, "W", W), ut = t.constant<float>({4 * kUnits, kUnits}, F, "U", U);
+  const int bt = t.constant<float>({4 * kUnits}, F, "B", B);
+  const int xw = t.tensor({1, 4 * kUnits}, F, "xw"), hu = t.tensor({1, 4 * kUnits}, F, "hu");
+  const int sum = t.tensor({1, 4 * kUnits}, F, "sum"), z = t.tensor({1, 4 * kUnits}, F, "z");
+  const int fc = t.opcode(tflite::BuiltinOperator_FULLY_CONNECTED);
+  t.op(fc, {u1, wt, -1}, {xw});
+  t.op(fc, {h, ut, -1}, {hu});
+  const int add = t.opcode(tflite::BuiltinOperator_ADD);
+  t.op(add, {xw, hu}, {sum});
+  t.op(add, {sum, bt}, {z});
+  const int axis = t.constant<int32_t>({}, I, "axis", {1});
+  const int gi = t.tensor({1, kUnits}, F, "gi"), gf = t.tensor({1, kUnits}, F, "gf"), gg = t.tensor({1, kUnits}, F, "gg"),
+            go = t.tensor({1, kUnits}, F, "go");
+  auto split = tflite::CreateSplitOptions(t.fbb(), 4);
+  t.op(t.opcode(tflite::BuiltinOperator_SPLIT), {axis, z}, {gi, gf, gg, go}, tflite::BuiltinOptions_SplitOptions,
+       split.Union());
+  const int si = t.tensor({1, kUnits}, F, "si"), sf = t.tensor({1, kUnits}, F, "sf"), so = t.tensor({1, kUnits}, F, "so");
+  const int tg = t.tensor({1, kUnits}, F, "tg");
+  const int logistic = t.opcode(tflite::BuiltinOperator_LOGISTIC), tanh_code = t.opcode(tflite::BuiltinOperator_TANH);
+  t.op(logistic, {gi}, {si});
+  t.op(logistic, {gf}, {sf});
+  t.op(logistic, {go}, {so});
+  t.op(tanh_code, {gg}, {tg});
+  const int fc_ = t.tensor({1, kUnits}, F, "f*c"), ig = t.tensor({1, kUnits}, F, "i*g");
+  const int c2 = t.tensor({1, kUnits}, F, "c2"), tc = t.tensor({1, kUnits}, F, "tanh_c2"), h2 = t.tensor({1, kUnits}, F, "h2");
+  const int mul = t.opcode(tflite::BuiltinOperator_MUL);
+  t.op(mul, {sf, c}, {fc_});
+  t.op(mul, {si, tg}, {ig});
+  t.op(add, {fc_, ig}, {c2});
+  t.op(tanh_code, {c2}, {tc});
+  t.op(mul, {so, tc}, {h2});
+  const int y = t.tensor({1, 3, kUnits}, F, "y");
+  auto pack = tflite::CreatePackOptions(t.fbb(), 3, 1);
+  t.op(t.opcode(tflite::BuiltinOperator_PACK), {u0, h2, u2}, {y}, tflite::BuiltinOptions_PackOptions, pack.Union());
+  auto result = nn::import_tflite_buffer(t.finish({x, state}, {y, c2}), "lstm.tflite");
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  const nn::Model& m = **result;
+  EXPECT_EQ(count_ops(m, OperationType::SPLIT), 2u);    // the gates and the UNPACK
+  EXPECT_EQ(count_ops(m, OperationType::RESHAPE), 3u);  // one per unpacked slice
+
+  const std::vector<float> xin = nn_test::random_floats(3 * kIn, 31, -1.f, 1.f);
+  const std::vector<float> sin = nn_test::random_floats(2 * kUnits * 2, 32, -1.f, 1.f);
+  std::vector<float> got_y(3 * kUnits), got_c(kUnits);
+  const void* ins[] = {xin.data(), sin.data()};
+  void* outs[] = {got_y.data(), got_c.data()};
+  NN_ASSERT_OK(nn::run_reference(m, ins, outs));
+
+  std::vector<float> want_y(3 * kUnits), want_c(kUnits);
+  for (int k = 0; k < kIn; ++k) {
+    want_y[k] = xin[k];
+    want_y[2 * kUnits + k] = xin[2 * kIn + k];
+  }
+  for (int u = 0; u < kUnits; ++u) {
+    float gates[4];
+    for (int g = 0; g < 4; ++g) {
+      const int row = g * kUnits + u;
+      float acc = B[row];
+      for (int k = 0; k < kIn; ++k) acc += W[row * kIn + k] * xin[kIn + k];
+      for (int k = 0; k < kUnits; ++k) acc += U[row * kUnits + k] * sin[k * 2 + 0];
+      gates[g] = acc;
+    }
+    const float cc = sigmoid(gates[1]) * sin[u * 2 + 1] + sigmoid(gates[0]) * std::tanh(gates[2]);
+    want_c[u] = cc;
+    want_y[kUnits + u] = sigmoid(gates[3]) * std::tanh(cc);
+  }
+  EXPECT_LT(nn_test::max_relative_error(got_y.data(), want_y.data(), want_y.size()), 1e-5);
+  EXPECT_LT(nn_test::max_relative_error(got_c.data(), want_c.data(), want_c.size()), 1e-5);
+}

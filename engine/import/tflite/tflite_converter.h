@@ -83,6 +83,7 @@ class Converter {
   Status reshape(const tflite::ReshapeOptions* o);
   Status concatenation(const tflite::ConcatenationOptions* o);
   Status strided_slice(const tflite::StridedSliceOptions* o);
+  Status unpack(const tflite::UnpackOptions* o);
   Result<uint32_t> zero_bias(int32_t filter_tensor, uint32_t channels_dim, const char* what);
   Result<int32_t> axis_scalar(int32_t t, const char* what) const;
   // A TEMPORARY operand with the type, dims and quantization of `like`.

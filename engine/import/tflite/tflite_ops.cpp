@@ -438,6 +438,50 @@ Status Converter::strided_slice(const tflite::StridedSliceOptions* o) {
               {out(0)});
 }
 
+// UNPACK has no NNAPI op: SPLIT along the axis into `num` slices of size 1, then RESHAPE
+// each slice to drop the axis. With num == 1 (an LSTM unrolled over one time step) the
+// split is the identity and only the RESHAPE is emitted.
+Status Converter::unpack(const tflite::UnpackOptions* o) {
+  if (num_in() != 1 || num_out() < 1) return invalid("takes 1 input and at least 1 output");
+  for (size_t i = 0; i < num_out(); ++i)
+    NN_RETURN_IF_ERROR(check_tensor_index(out(i)).with_context("output " + std::to_string(i)));
+  NN_ASSIGN_OR_RETURN(uint32_t x, in_operand(0, "input"));
+  const Dims xd = m_.operands[x].dims;
+  const int32_t rank = static_cast<int32_t>(xd.size());
+  int32_t axis = o ? o->axis() : 0;
+  if (axis < 0) axis += rank;
+  if (rank < 1 || axis < 0 || axis >= rank)
+    return invalid("axis " + std::to_string(o ? o->axis() : 0) + " out of range for input " + dims_to_string(xd));
+  const uint32_t num = xd[static_cast<size_t>(axis)];
+  if (num != num_out() || (o && o->num() != 0 && static_cast<uint32_t>(o->num()) != num))
+    return invalid("input " + dims_to_string(xd) + " has " + std::to_string(num) + " slices along axis " +
+                   std::to_string(axis) + ", but the op has " + std::to_string(num_out()) + " outputs (num " +
+                   std::to_string(o ? o->num() : 0) + ")");
+  Dims slice_dims = xd;
+  slice_dims[static_cast<size_t>(axis)] = 1;
+  std::vector<int32_t> out_shape;
+  for (int32_t d = 0; d < rank; ++d)
+    if (d != axis) out_shape.push_back(static_cast<int32_t>(xd[static_cast<size_t>(d)]));
+  std::vector<uint32_t> slices;
+  if (num == 1) {
+    slices.push_back(x);
+  } else {
+    for (uint32_t i = 0; i < num; ++i) {
+      const uint32_t t = temp_like(x, "/unpack_" + std::to_string(i));
+      m_.operands[t].dims = slice_dims;
+      slices.push_back(t);
+    }
+    m_.add_operation(OperationType::SPLIT,
+                     {x, m_.add_scalar_i32(axis), m_.add_scalar_i32(static_cast<int32_t>(num))}, slices);
+  }
+  for (uint32_t i = 0; i < num; ++i) {
+    NN_ASSIGN_OR_RETURN(uint32_t result, output_operand(out(i)));
+    const uint32_t shape = m_.add_constant_i32({static_cast<uint32_t>(out_shape.size())}, out_shape);
+    m_.add_operation(OperationType::RESHAPE, {slices[i], shape}, {result});
+  }
+  return Status::ok();
+}
+
 // ---------------------------------------------------------------------------------------
 // Dispatch
 
@@ -769,6 +813,8 @@ Status Converter::convert_builtin(int32_t code, const tflite::Operator& op) {
       }
       return emit(T::PACK, std::move(ins), {out(0)});
     }
+    case tflite::BuiltinOperator_UNPACK:
+      return unpack(op.builtin_options_as_UnpackOptions());
     case tflite::BuiltinOperator_DEPTH_TO_SPACE:
     case tflite::BuiltinOperator_SPACE_TO_DEPTH: {
       NN_RETURN_IF_ERROR(expect_io(1, 1, 1));

@@ -114,6 +114,9 @@ struct TransposeConvOptionsBuilder;
 struct PackOptions;
 struct PackOptionsBuilder;
 
+struct UnpackOptions;
+struct UnpackOptionsBuilder;
+
 struct ResizeNearestNeighborOptions;
 struct ResizeNearestNeighborOptionsBuilder;
 
@@ -935,6 +938,7 @@ enum BuiltinOptions : uint8_t {
   BuiltinOptions_TransposeConvOptions = 49,
   BuiltinOptions_ArgMinOptions = 57,
   BuiltinOptions_PackOptions = 59,
+  BuiltinOptions_UnpackOptions = 64,
   BuiltinOptions_ResizeNearestNeighborOptions = 74,
   BuiltinOptions_LeakyReluOptions = 75,
   BuiltinOptions_MirrorPadOptions = 77,
@@ -944,7 +948,7 @@ enum BuiltinOptions : uint8_t {
   BuiltinOptions_MAX = BuiltinOptions_BatchMatMulOptions
 };
 
-inline const BuiltinOptions (&EnumValuesBuiltinOptions())[34] {
+inline const BuiltinOptions (&EnumValuesBuiltinOptions())[35] {
   static const BuiltinOptions values[] = {
     BuiltinOptions_NONE,
     BuiltinOptions_Conv2DOptions,
@@ -975,6 +979,7 @@ inline const BuiltinOptions (&EnumValuesBuiltinOptions())[34] {
     BuiltinOptions_TransposeConvOptions,
     BuiltinOptions_ArgMinOptions,
     BuiltinOptions_PackOptions,
+    BuiltinOptions_UnpackOptions,
     BuiltinOptions_ResizeNearestNeighborOptions,
     BuiltinOptions_LeakyReluOptions,
     BuiltinOptions_MirrorPadOptions,
@@ -1050,7 +1055,7 @@ inline const char * const *EnumNamesBuiltinOptions() {
     "",
     "",
     "",
-    "",
+    "UnpackOptions",
     "",
     "",
     "",
@@ -1213,6 +1218,10 @@ template<> struct BuiltinOptionsTraits<tflite::ArgMinOptions> {
 
 template<> struct BuiltinOptionsTraits<tflite::PackOptions> {
   static const BuiltinOptions enum_value = BuiltinOptions_PackOptions;
+};
+
+template<> struct BuiltinOptionsTraits<tflite::UnpackOptions> {
+  static const BuiltinOptions enum_value = BuiltinOptions_UnpackOptions;
 };
 
 template<> struct BuiltinOptionsTraits<tflite::ResizeNearestNeighborOptions> {
@@ -3168,6 +3177,57 @@ inline flatbuffers::Offset<PackOptions> CreatePackOptions(
   return builder_.Finish();
 }
 
+struct UnpackOptions FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
+  typedef UnpackOptionsBuilder Builder;
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_NUM = 4,
+    VT_AXIS = 6
+  };
+  int32_t num() const {
+    return GetField<int32_t>(VT_NUM, 0);
+  }
+  int32_t axis() const {
+    return GetField<int32_t>(VT_AXIS, 0);
+  }
+  bool Verify(flatbuffers::Verifier &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyField<int32_t>(verifier, VT_NUM, 4) &&
+           VerifyField<int32_t>(verifier, VT_AXIS, 4) &&
+           verifier.EndTable();
+  }
+};
+
+struct UnpackOptionsBuilder {
+  typedef UnpackOptions Table;
+  flatbuffers::FlatBufferBuilder &fbb_;
+  flatbuffers::uoffset_t start_;
+  void add_num(int32_t num) {
+    fbb_.AddElement<int32_t>(UnpackOptions::VT_NUM, num, 0);
+  }
+  void add_axis(int32_t axis) {
+    fbb_.AddElement<int32_t>(UnpackOptions::VT_AXIS, axis, 0);
+  }
+  explicit UnpackOptionsBuilder(flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  flatbuffers::Offset<UnpackOptions> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = flatbuffers::Offset<UnpackOptions>(end);
+    return o;
+  }
+};
+
+inline flatbuffers::Offset<UnpackOptions> CreateUnpackOptions(
+    flatbuffers::FlatBufferBuilder &_fbb,
+    int32_t num = 0,
+    int32_t axis = 0) {
+  UnpackOptionsBuilder builder_(_fbb);
+  builder_.add_axis(axis);
+  builder_.add_num(num);
+  return builder_.Finish();
+}
+
 struct ResizeNearestNeighborOptions FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   typedef ResizeNearestNeighborOptionsBuilder Builder;
   enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
@@ -3564,6 +3624,9 @@ struct Operator FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   const tflite::PackOptions *builtin_options_as_PackOptions() const {
     return builtin_options_type() == tflite::BuiltinOptions_PackOptions ? static_cast<const tflite::PackOptions *>(builtin_options()) : nullptr;
   }
+  const tflite::UnpackOptions *builtin_options_as_UnpackOptions() const {
+    return builtin_options_type() == tflite::BuiltinOptions_UnpackOptions ? static_cast<const tflite::UnpackOptions *>(builtin_options()) : nullptr;
+  }
   const tflite::ResizeNearestNeighborOptions *builtin_options_as_ResizeNearestNeighborOptions() const {
     return builtin_options_type() == tflite::BuiltinOptions_ResizeNearestNeighborOptions ? static_cast<const tflite::ResizeNearestNeighborOptions *>(builtin_options()) : nullptr;
   }
@@ -3730,6 +3793,10 @@ template<> inline const tflite::ArgMinOptions *Operator::builtin_options_as<tfli
 
 template<> inline const tflite::PackOptions *Operator::builtin_options_as<tflite::PackOptions>() const {
   return builtin_options_as_PackOptions();
+}
+
+template<> inline const tflite::UnpackOptions *Operator::builtin_options_as<tflite::UnpackOptions>() const {
+  return builtin_options_as_UnpackOptions();
 }
 
 template<> inline const tflite::ResizeNearestNeighborOptions *Operator::builtin_options_as<tflite::ResizeNearestNeighborOptions>() const {
@@ -4386,6 +4453,10 @@ inline bool VerifyBuiltinOptions(flatbuffers::Verifier &verifier, const void *ob
     }
     case BuiltinOptions_PackOptions: {
       auto ptr = reinterpret_cast<const tflite::PackOptions *>(obj);
+      return verifier.VerifyTable(ptr);
+    }
+    case BuiltinOptions_UnpackOptions: {
+      auto ptr = reinterpret_cast<const tflite::UnpackOptions *>(obj);
       return verifier.VerifyTable(ptr);
     }
     case BuiltinOptions_ResizeNearestNeighborOptions: {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/format/stream_file.h"
 #include "nn/ir/model.h"
 #include "nn/runtime/session.h"
 #include "nn/status.h"
@@ -24,6 +25,7 @@ struct StreamInfo {
   int latency_samples = 0;  // algorithmic delay: output sample n is input sample n - latency
   int num_stages = 0;
   std::string summary;      // one line for tools and stats: stages, transforms, states
+  std::string description;  // the file's free text: which model, where from
 };
 
 // A loaded streaming model: its stages (IR models) and how they are wired.
@@ -33,11 +35,16 @@ class StreamModel {
   virtual const StreamInfo& info() const = 0;
   virtual size_t num_stages() const = 0;
   virtual std::shared_ptr<const Model> stage(size_t i) const = 0;
+  virtual const StreamDescription& description() const = 0;  // the framing as the file gives it
 };
 
 // Loads a streaming .nnapi file. A file that is not a streaming audio model (the selfie
 // model, say) is refused: "<path>: not a streaming audio model: <why>".
 Result<std::shared_ptr<const StreamModel>> load_stream_model(const std::string& path);
+// A streaming model from its parts (tests, tools that build one in memory); validated as
+// a file would be.
+Result<std::shared_ptr<const StreamModel>> make_stream_model(const StreamDescription& description,
+                                                             std::vector<std::shared_ptr<Model>> stages);
 
 struct StreamOptions {
   SessionOptions session;          // delegates, threads for every stage
@@ -61,6 +68,10 @@ class StreamProcessor {
   // Advances the framing by one hop without inference (the caller passes this hop
   // through itself); the recurrent state is kept, the overlap-add tail decays normally.
   virtual void skip_hop(const float* in) = 0;
+  // The same, and writes what a bypassed hop should sound like in its place: the input
+  // delayed by latency_samples (so a crossfade between it and process_hop's output
+  // lines up sample for sample).
+  virtual void skip_hop(const float* in, float* delayed_in) = 0;
   // Zeroes state and buffers, as at the start of a stream (DISCONT, FLUSH).
   virtual void reset() = 0;
   virtual void set_attenuation_limit_db(float db) = 0;
