@@ -13,7 +13,7 @@ Sources, each pinned by package version and by the sha256 of the file used:
 All resampled to 16 kHz mono. Mixtures at -5, 0, 5, 10 dB SNR (speech power over its
 active frames, noise over the whole clip), noise looped with a crossfade from a seeded
 random offset; plus each clean utterance alone. Writes manifest.json beside the WAVs.
-Demo noise (issue 15's soundtrack): noise_file("traffic"), see bench/denoise/README.md.
+Demo noise (issue 15's soundtrack): --demo-noise OUT.wav writes the traffic recording, loop-ready.
 """
 import argparse
 import glob
@@ -70,6 +70,7 @@ KTU = {
 }
 KTU_SHA256 = "ktuberling-data words are checked through the package version (apt verifies the .deb)"
 NOISES = ["traffic", "hum", "mud", "rock", "pink"]
+DEMO_NOISE = "traffic"  # continuous street traffic: the demo soundtrack's noise
 SPEECH = ["librispeech", "ktu_en", "ktu_de", "ktu_fr"]
 
 
@@ -198,8 +199,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(REPO, "bench", "results", "denoise", "testset"))
     ap.add_argument("--quick", action="store_true", help="one speech file, every noise and SNR")
+    ap.add_argument("--demo-noise", metavar="OUT.wav",
+                    help="only write the demo's noise: the traffic recording at 16 kHz mono S16, faded ends "
+                         "trimmed so it loops without gaps (for demos/mix_noise.py)")
     a = ap.parse_args()
     os.makedirs(CACHE, exist_ok=True)
+    if a.demo_noise:
+        x, r = read_wav(source_path(DEMO_NOISE, CACHE))
+        x = trim_quiet_edges(resample(x - x.mean(), r, RATE))
+        write_wav(a.demo_noise, x, RATE)
+        print(f"make_testset: {a.demo_noise}: {FILES[DEMO_NOISE][1]} from {FILES[DEMO_NOISE][0]} "
+              f"{DEBS[FILES[DEMO_NOISE][0]]}, {len(x) / RATE:.2f} s at {RATE} Hz")
+        return
     os.makedirs(a.out, exist_ok=True)
     noises = {}
     for key in NOISES:
