@@ -28,7 +28,16 @@ from wavio import read_wav, write_wav  # noqa: E402
 
 RATE, BLOCK, HOP = 16000, 512, 128
 LATENCY = BLOCK - HOP
-DEFAULT_MODELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "assets", "models", "dtln")
+DEFAULT_MODELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "assets", "models")
+
+
+def model_paths(folder):
+    """The two stages in folder: dtln_1/2.tflite (scripts/fetch-assets.sh) or model_1/2.tflite (the npm package)."""
+    for stem in ("dtln_{}.tflite", "model_{}.tflite"):
+        paths = [os.path.join(folder, stem.format(i)) for i in (1, 2)]
+        if all(os.path.isfile(p) for p in paths):
+            return paths
+    return None
 
 
 class DTLN:
@@ -74,13 +83,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("input")
     ap.add_argument("output")
-    ap.add_argument("--models", default=DEFAULT_MODELS, help="folder with model_1.tflite and model_2.tflite")
+    ap.add_argument("--models", default=DEFAULT_MODELS,
+                    help="folder with dtln_1.tflite and dtln_2.tflite (or model_1/model_2.tflite)")
     ap.add_argument("--align", action="store_true", help="remove the 384-sample algorithmic delay")
     a = ap.parse_args()
-    paths = [os.path.join(a.models, f"model_{i}.tflite") for i in (1, 2)]
-    for p in paths + [a.input]:
-        if not os.path.isfile(p):
-            sys.exit(f"dtln_numpy: {p}: no such file")
+    paths = model_paths(a.models)
+    if paths is None:
+        sys.exit(f"dtln_numpy: {a.models}: no dtln_1/2.tflite or model_1/2.tflite (scripts/fetch-assets.sh fetches them)")
+    if not os.path.isfile(a.input):
+        sys.exit(f"dtln_numpy: {a.input}: no such file")
     try:
         x, rate = read_wav(a.input)
     except ValueError as e:

@@ -58,6 +58,8 @@ def write_wav(path, x, rate, float32=False):
         tag, bits = 1, 16
     block = bits // 8
     fmt = struct.pack("<HHIIHH", tag, 1, rate, rate * block, block, bits)
+    if tag == 3:
+        fmt += struct.pack("<H", 0)  # cbSize: non-PCM formats carry it
     with open(path, "wb") as f:
         f.write(b"RIFF" + struct.pack("<I", 4 + 8 + len(fmt) + 8 + len(pcm)) + b"WAVE")
         f.write(b"fmt " + struct.pack("<I", len(fmt)) + fmt)
