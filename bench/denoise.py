@@ -278,7 +278,11 @@ def main():
     ap.add_argument("--readme", action="store_true", help="write the table into bench/README.md")
     ap.add_argument("--model", help="the DTLN .nnapi (default: assets/models/dtln.nnapi)")
     ap.add_argument("--no-numpy", action="store_true", help="skip the numpy oracle (slow)")
+    ap.add_argument("--render", action="store_true",
+                    help="only redo the table, chart (and README with --readme) from bench/results/denoise/results.json")
     a = ap.parse_args()
+    if a.render:
+        return render(json.load(open(os.path.join(OUT, "results.json"))), a.readme)
     os.makedirs(OUT, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="denoise_bench_")
 
@@ -375,10 +379,21 @@ def main():
         for r in rows:
             f.write(f"{r['system']},{r['item']},{r['snr']},{r['lag']},{r['sisdr']:.3f},{r['sisdri']:.3f},"
                     f"{r['segsnr']:.3f},{r['atten']}\n")
-    md = markdown(result, man)
+    render(json.load(open(os.path.join(OUT, "results.json"))), a.readme)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def render(res, readme):
+    """Table and chart from a results.json (JSON turned the SNR keys into strings)."""
+    for d in res["table"].values():
+        for snr in ("-5", "0", "5", "10"):
+            d[int(snr)] = d.pop(snr)
+    rows = res["rows"]
+    man = dict(speech=sorted({r["speech"] for r in rows}), noises=sorted({r["noise"] for r in rows if r["noise"]}))
+    md = markdown(res, man)
     print(md)
-    chart(table, os.path.join(OUT, "sisdri.png"))
-    if a.readme:
+    chart(res["table"], os.path.join(OUT, "sisdri.png"))
+    if readme:
         shutil.copy(os.path.join(OUT, "sisdri.png"), os.path.join(ROOT, "bench", "denoise-sisdri.png"))
         readme = os.path.join(ROOT, "bench", "README.md")
         text = open(readme).read()
@@ -388,7 +403,18 @@ def main():
         text = text.split(b)[0] + b + "\n" + md + "\n" + e + text.split(e)[1]
         open(readme, "w").write(text)
         log("bench/README.md updated")
-    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def per_noise(res):
+    """SI-SDRi per noise (mean over SNRs and utterances): where each system helps and where not."""
+    rows, t = res["rows"], res["table"]
+    noises = sorted({r["noise"] for r in rows if r["noise"]})
+    lines = ["", "SI-SDRi by noise (mean over the four SNRs and every utterance):", "",
+             "| system | " + " | ".join(noises) + " |", "|---|" + "---|" * len(noises)]
+    for k, d in t.items():
+        vals = [np.mean([r["sisdri"] for r in rows if r["system"] == k and r["noise"] == n]) for n in noises]
+        lines.append(f"| {d['label']} | " + " | ".join(f"{v:+.1f}" for v in vals) + " |")
+    return lines
 
 
 def markdown(res, man):
@@ -404,6 +430,7 @@ def markdown(res, man):
         c = f"{d['clean_sisdr']:.1f} ({d['clean_min']:.1f})" if d["clean_sisdr"] is not None else "—"
         lines.append(f"| {d['label']} | " + " | ".join(f"{d[s]['sisdri']:+.1f}" for s in (-5, 0, 5, 10))
                      + f" | {c} | {d[5]['segsnr']:.1f} | {d[5]['atten']:.1f} dB | {d['delay_ms']:.1f} | {sp[k]:.4f} |")
+    lines += per_noise(res)
     first = next(iter(t.values()))
     lines += ["", "Input SI-SDR (noisy vs clean), mean: " + ", ".join(
         f"{s} dB SNR: {first[s]['sisdr'] - first[s]['sisdri']:.1f} dB" for s in (-5, 0, 5, 10)) + "."]
