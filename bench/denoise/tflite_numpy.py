@@ -26,7 +26,7 @@ def _schema():
     if _schema_mod is not None:
         return _schema_mod
     try:
-        import flatbuffers  # noqa: F401
+        import flatbuffers  # noqa: F401  (the generated classes import it)
     except ImportError:
         sys.exit("tflite_numpy: python3-flatbuffers is missing (apt-get install python3-flatbuffers)")
     flatc = shutil.which("flatc")

@@ -4,7 +4,6 @@ Reads any PCM/float WAV through the stdlib wave module or numpy (no soundfile ne
 returns float64 mono in [-1, 1] and the rate.
 """
 import struct
-import wave
 
 import numpy as np
 
