@@ -2,6 +2,7 @@
 #include <gst/gst.h>
 
 #include "gstnnbackground.h"
+#include "gstnndenoise.h"
 #include "gstnnmaskmeta.h"
 #include "gstnnsegment.h"
 
@@ -18,6 +19,7 @@ static gboolean plugin_init(GstPlugin* plugin) {
   gboolean ok = FALSE;
   ok |= GST_ELEMENT_REGISTER(nnsegment, plugin);
   ok |= GST_ELEMENT_REGISTER(nnbackground, plugin);
+  ok |= GST_ELEMENT_REGISTER(nndenoise, plugin);
   return ok;
 }
 

@@ -14,6 +14,7 @@ PKGS=(
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfftw3-dev libsndfile1-dev
   python3-torch python3-torchvision python3-numpy python3-onnx python3-matplotlib python3-opencv python3-gst-1.0 gir1.2-gst-plugins-base-1.0
+  python3-flatbuffers python3-scipy
   xvfb x11-apps imagemagick graphviz
   clang-14 libclang-rt-14-dev
 )
