@@ -113,7 +113,12 @@ class Processor final : public StreamProcessor {
         float* dst = session.input_f32(k);
         switch (st.inputs[k].source) {
           case StageInputSource::kRfftMagnitude:
-            for (size_t i = 0; i < bins_; ++i) dst[i] = std::abs(spectrum_[i]);
+            // sqrt(re^2 + im^2): vectorizes, where std::abs (hypot) does not; no overflow
+            // guard needed, as an overflow here is caught as a non-finite state.
+            for (size_t i = 0; i < bins_; ++i) {
+              const float re = spectrum_[i].real(), im = spectrum_[i].imag();
+              dst[i] = std::sqrt(re * re + im * im);
+            }
             break;
           case StageInputSource::kTimeBlock:
             std::memcpy(dst, block, block_ * sizeof(float));

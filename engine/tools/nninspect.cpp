@@ -1,6 +1,7 @@
 // nninspect: what a model file holds — the .nnapi header and sections, metadata, inputs
 // and outputs, every operand and every operation with its scalar parameters — as text or
 // JSON. A .tflite or .onnx file is converted in memory and shown the same way (no header).
+// A streaming .nnapi file shows its framing, then each stage as a model.
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nn/format/nnapi_file.h"
+#include "nn/format/stream_file.h"
 #include "nn/import/import.h"
 
 namespace {
@@ -193,7 +195,7 @@ std::string join_strings(const std::vector<std::string>& v) {
   return s + "]";
 }
 
-void print_text(const ordered_json& j) {
+void print_format(const ordered_json& j) {
   std::printf("file: %s\n", j["file"].get<std::string>().c_str());
   if (j.contains("format")) {
     const auto& f = j["format"];
@@ -206,6 +208,9 @@ void print_text(const ordered_json& j) {
                   s["name"].get<std::string>().c_str(), s["offset"].get<uint64_t>(),
                   s["length"].get<uint64_t>());
   }
+}
+
+void print_model(const ordered_json& j) {
   const auto& md = j["metadata"];
   std::printf("metadata:\n");
   for (const char* key :
@@ -264,6 +269,70 @@ void print_text(const ordered_json& j) {
               s["ops"].get<std::string>().c_str());
 }
 
+void print_text(const ordered_json& j) {
+  print_format(j);
+  print_model(j);
+}
+
+// A streaming file: the framing, and per stage what feeds each input and what each output
+// means, then the stage's model as for a plain file.
+ordered_json stream_json(const std::string& path, const nn::NnapiFileInfo& info, const nn::StreamFile& f) {
+  ordered_json j = to_json(path, &info, *f.stages[0]);
+  for (const char* key : {"metadata", "inputs", "outputs", "operands", "operations", "summary"}) j.erase(key);
+  const nn::StreamDescription& d = f.stream;
+  j["stream"] = {{"description", d.description},
+                 {"sample_rate", d.sample_rate},
+                 {"block", d.block},
+                 {"hop", d.hop},
+                 {"latency_samples", d.latency_samples()},
+                 {"analysis_window", nn::stream_window_name(d.analysis_window)},
+                 {"synthesis_window", nn::stream_window_name(d.synthesis_window)},
+                 {"output_gain", d.output_gain},
+                 {"summary", nn::stream_summary(d)}};
+  ordered_json stages = ordered_json::array();
+  for (size_t i = 0; i < f.stages.size(); ++i) {
+    const nn::StreamStage& st = d.stages[i];
+    ordered_json ins = ordered_json::array(), outs = ordered_json::array();
+    for (const auto& b : st.inputs) {
+      ordered_json e = {{"source", nn::stage_input_source_name(b.source)}};
+      if (b.source == nn::StageInputSource::kState) e["state_output"] = b.state_output;
+      ins.push_back(e);
+    }
+    for (auto r : st.outputs) outs.push_back(nn::stage_output_role_name(r));
+    ordered_json model = to_json(path, nullptr, *f.stages[i]);
+    model.erase("file");
+    stages.push_back({{"index", i + 1}, {"name", st.name}, {"inputs", ins}, {"outputs", outs}, {"model", model}});
+  }
+  j["stages"] = stages;
+  return j;
+}
+
+void print_stream(const ordered_json& j) {
+  print_format(j);
+  const auto& s = j["stream"];
+  std::printf("stream: %s\n", s["summary"].get<std::string>().c_str());
+  if (!s["description"].get<std::string>().empty())
+    std::printf("  %s\n", s["description"].get<std::string>().c_str());
+  for (const auto& st : j["stages"]) {
+    std::printf("\n== stage %zu '%s'\n", st["index"].get<size_t>(), st["name"].get<std::string>().c_str());
+    for (size_t k = 0; k < st["inputs"].size(); ++k) {
+      const auto& in = st["inputs"][k];
+      const auto& io = st["model"]["inputs"][k];
+      std::printf("  input %zu '%s' %s <- %s%s\n", k, io["name"].get<std::string>().c_str(), io["dims"].dump().c_str(),
+                  in["source"].get<std::string>().c_str(),
+                  in.contains("state_output")
+                      ? (" (output " + std::to_string(in["state_output"].get<uint32_t>()) + " of the previous hop)").c_str()
+                      : "");
+    }
+    for (size_t k = 0; k < st["outputs"].size(); ++k) {
+      const auto& io = st["model"]["outputs"][k];
+      std::printf("  output %zu '%s' %s -> %s\n", k, io["name"].get<std::string>().c_str(), io["dims"].dump().c_str(),
+                  st["outputs"][k].get<std::string>().c_str());
+    }
+    print_model(st["model"]);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -294,6 +363,21 @@ int main(int argc, char** argv) {
         have_info = true;
       }
     }
+  }
+  bool stream = false;
+  for (const auto& sec : info.sections) stream |= have_info && sec.type_name == "STREAM";
+  if (stream) {
+    auto file = nn::load_stream_file(path);
+    if (!file.is_ok()) {
+      std::fprintf(stderr, "nninspect: %s\n", file.status().to_string().c_str());
+      return 1;
+    }
+    ordered_json j = stream_json(path, info, *file);
+    if (json)
+      std::printf("%s\n", j.dump(indent).c_str());
+    else
+      print_stream(j);
+    return 0;
   }
   auto model = nn::load_model(path);
   if (!model.is_ok()) {
