@@ -26,7 +26,10 @@
  * unprocessed, the input itself at the same alignment, crossfaded in and out; its
  * inference is skipped, so the model state stays valid and the worker catches up. The
  * stats property and periodic "nndenoise-stats" element messages count hops run, late
- * and bypassed, per-hop p50/p99 time, the real-time factor and the delegate. NaN or Inf
+ * and bypassed, per-hop p50/p99 time, the real-time factor and the delegate.
+ * thread-priority=realtime (default) gives the streaming thread a real-time round-robin
+ * priority where the process may have one (else a short scheduling slice), so on a loaded
+ * machine it wakes at its hop's deadline; the worker stays at normal priority. NaN or Inf
  * input samples are taken as silence (counted); a model state that turns non-finite is
  * reset (counted).
  *
@@ -55,6 +58,7 @@
 #include <vector>
 
 #include "denoise_stream.h"
+#include "thread_priority.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_nn_denoise_debug);
 #define GST_CAT_DEFAULT gst_nn_denoise_debug
@@ -69,6 +73,7 @@ enum {
   PROP_BYPASS,
   PROP_STATS,
   PROP_STATS_INTERVAL,
+  PROP_THREAD_PRIORITY,
 };
 
 #define DEFAULT_PROP_MODEL nullptr
@@ -81,6 +86,7 @@ enum {
 #define DEFAULT_PROP_ATTENUATION_LIMIT 0.0
 #define DEFAULT_PROP_BYPASS FALSE
 #define DEFAULT_PROP_STATS_INTERVAL 1000
+#define DEFAULT_PROP_THREAD_PRIORITY GST_NN_THREAD_PRIORITY_REALTIME
 
 #define NN_DENOISE_CAPS GST_AUDIO_CAPS_MAKE("{ F32LE, S16LE }") ", layout = (string) interleaved"
 
@@ -113,6 +119,9 @@ struct DenoiseState {
   guint64 chunk_frames_out = 0;
   bool next_discont = true;
 
+  FrameThreadPriority thread_priority;
+  ThreadPriority thread_priority_got = ThreadPriority::kNormal;
+
   std::vector<float> in_f32, out_f32;
   std::deque<GstBuffer*> out_queue;
   gint64 last_stats_post_us = 0;
@@ -126,6 +135,7 @@ struct DenoiseState {
 
 using nn::plugins::DenoiseState;
 using nn::plugins::DenoiseStream;
+using nn::plugins::ThreadPriority;
 
 #define gst_nn_denoise_parent_class parent_class
 G_DEFINE_TYPE(GstNnDenoise, gst_nn_denoise, GST_TYPE_AUDIO_FILTER);
@@ -200,7 +210,8 @@ static GstStructure* make_stats_locked(GstNnDenoise* self) {
       c.nonfinite_samples, "nonfinite-resets", G_TYPE_UINT64, c.nonfinite_resets, "samples-in", G_TYPE_UINT64,
       c.frames_in, "samples-out", G_TYPE_UINT64, c.frames_out, "channels", G_TYPE_UINT,
       static_cast<guint>(s->channels), "delay-ms", G_TYPE_DOUBLE, delay_ms, "latency-budget-ms", G_TYPE_UINT,
-      self->latency_budget_ms, "last-error", G_TYPE_STRING, c.last_error.c_str(), nullptr);
+      self->latency_budget_ms, "last-error", G_TYPE_STRING, c.last_error.c_str(), "thread-priority", G_TYPE_STRING,
+      nn::plugins::to_string(s->thread_priority_got), nullptr);
 }
 
 static void gst_nn_denoise_set_property(GObject* object, guint prop_id, const GValue* value, GParamSpec* pspec) {
@@ -236,6 +247,9 @@ static void gst_nn_denoise_set_property(GObject* object, guint prop_id, const GV
       break;
     case PROP_STATS_INTERVAL:
       self->stats_interval_ms = g_value_get_uint(value);
+      break;
+    case PROP_THREAD_PRIORITY:
+      self->thread_priority = static_cast<GstNnThreadPriority>(g_value_get_enum(value));
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
@@ -273,6 +287,9 @@ static void gst_nn_denoise_get_property(GObject* object, guint prop_id, GValue* 
       break;
     case PROP_STATS_INTERVAL:
       g_value_set_uint(value, self->stats_interval_ms);
+      break;
+    case PROP_THREAD_PRIORITY:
+      g_value_set_enum(value, self->thread_priority);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
@@ -342,6 +359,7 @@ static gboolean gst_nn_denoise_stop(GstBaseTransform* trans) {
   GST_OBJECT_UNLOCK(self);
   old.reset();  // joins the worker outside the object lock
   clear_output_queue(s);
+  s->thread_priority.restore();
   s->format = GST_AUDIO_FORMAT_UNKNOWN;
   s->channels = s->rate = 0;
   return TRUE;
@@ -555,6 +573,15 @@ static GstFlowReturn gst_nn_denoise_submit_input_buffer(GstBaseTransform* trans,
     return GST_FLOW_NOT_NEGOTIATED;
   }
   const auto arrival = DenoiseStream::Clock::now();
+  GST_OBJECT_LOCK(self);
+  const auto priority_wanted = static_cast<ThreadPriority>(self->thread_priority);
+  GST_OBJECT_UNLOCK(self);
+  const ThreadPriority priority_got = s->thread_priority.apply(priority_wanted);
+  if (priority_got != s->thread_priority_got) {
+    GST_OBJECT_LOCK(self);
+    s->thread_priority_got = priority_got;
+    GST_OBJECT_UNLOCK(self);
+  }
   // A gap: what is held belongs before it.
   if (is_discont && s->chunk_started) drain_into_queue(self);
   if (!s->chunk_started) {
@@ -740,6 +767,14 @@ static void gst_nn_denoise_class_init(GstNnDenoiseClass* klass) {
                         "Post an nndenoise-stats element message every this many ms (0 = never)", 0, G_MAXUINT,
                         DEFAULT_PROP_STATS_INTERVAL, playing));
 
+  g_object_class_install_property(
+      gobject_class, PROP_THREAD_PRIORITY,
+      g_param_spec_enum("thread-priority", "Thread priority",
+                        "Scheduling for the streaming thread that runs this element (put back at stop): on a "
+                        "loaded machine a real-time priority keeps the wait for a hop within the budget; the "
+                        "inference worker always stays at normal priority",
+                        GST_TYPE_NN_THREAD_PRIORITY, DEFAULT_PROP_THREAD_PRIORITY, ready));
+
   gst_element_class_set_static_metadata(element_class, "nnpipe noise suppression", "Filter/Effect/Audio",
                                         "Suppresses noise in speech with a streaming nnpipe model (DTLN) under a "
                                         "latency budget",
@@ -768,6 +803,7 @@ static void gst_nn_denoise_init(GstNnDenoise* self) {
   self->attenuation_limit_db = DEFAULT_PROP_ATTENUATION_LIMIT;
   self->bypass = DEFAULT_PROP_BYPASS;
   self->stats_interval_ms = DEFAULT_PROP_STATS_INTERVAL;
+  self->thread_priority = DEFAULT_PROP_THREAD_PRIORITY;
   self->state = new DenoiseState();
   // Audio is never dropped for lateness: over budget, hops go out unprocessed instead.
   gst_base_transform_set_qos_enabled(GST_BASE_TRANSFORM(self), FALSE);
