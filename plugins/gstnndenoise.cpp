@@ -4,8 +4,9 @@
  *
  * Suppresses noise in speech with a streaming audio model (an nnpipe .nnapi file that
  * holds the model's stages and framing, such as DTLN made by
- * `nnconvert model_1.tflite model_2.tflite -o dtln.nnapi`). The element knows nothing of
- * one model: rate, block, hop, delay and state wiring come from the file.
+ * `nnconvert dtln_1.tflite dtln_2.tflite --stream assets/streams/dtln.toml -o dtln.nnapi`).
+ * The element knows nothing of one model: rate, block, hop, delay and state wiring come
+ * from the file.
  *
  * Caps: F32LE or S16LE, interleaved, any number of channels (each with its own model
  * state), at the model's rate only; put audioresample in front. A rate the model cannot
@@ -20,9 +21,10 @@
  * model state; DISCONT drains, then resets. The LATENCY query answers that hold plus
  * latency-budget.
  *
- * Inference runs on a worker thread. Each hop's result is waited for until
- * latency-budget ms after the buffer that completed it arrived (live sources), or at
- * real-time pace from there (files, non-live). A hop that is not ready in time goes out
+ * Inference runs on a worker thread. With a live source each hop's result is waited for
+ * until latency-budget ms after the buffer that completed it arrived; from a file (not
+ * live) every hop is waited for, so a file's output does not depend on the machine's
+ * load. A hop that is not ready in time goes out
  * unprocessed, the input itself at the same alignment, crossfaded in and out; its
  * inference is skipped, so the model state stays valid and the worker catches up. The
  * stats property and periodic "nndenoise-stats" element messages count hops run, late
@@ -36,11 +38,11 @@
  * ## Example launch lines
  * |[
  * gst-launch-1.0 filesrc location=noisy.wav ! decodebin ! audioconvert ! audioresample ! \
- *   nndenoise model=assets/out/dtln.nnapi ! audioconvert ! wavenc ! filesink location=clean.wav
+ *   nndenoise model=assets/models/dtln.nnapi ! audioconvert ! wavenc ! filesink location=clean.wav
  * ]| Denoises a file (any format decodebin reads) into a 16 kHz WAV.
  * |[
  * gst-launch-1.0 -m autoaudiosrc ! audioconvert ! audioresample ! \
- *   nndenoise model=assets/out/dtln.nnapi attenuation-limit=30 latency-budget=10 ! \
+ *   nndenoise model=assets/models/dtln.nnapi attenuation-limit=30 latency-budget=10 ! \
  *   audioconvert ! audioresample ! autoaudiosink
  * ]| A microphone to the speakers, noise turned down by at most 30 dB; -m prints the
  * nndenoise-stats messages.
@@ -725,7 +727,7 @@ static void gst_nn_denoise_class_init(GstNnDenoiseClass* klass) {
       gobject_class, PROP_MODEL,
       g_param_spec_string("model", "Model",
                           "Streaming audio model (.nnapi holding the stages and framing, e.g. made by "
-                          "nnconvert model_1.tflite model_2.tflite -o dtln.nnapi)",
+                          "nnconvert dtln_1.tflite dtln_2.tflite --stream assets/streams/dtln.toml -o dtln.nnapi)",
                           DEFAULT_PROP_MODEL, ready));
   g_object_class_install_property(
       gobject_class, PROP_DELEGATE,
@@ -738,9 +740,9 @@ static void gst_nn_denoise_class_init(GstNnDenoiseClass* klass) {
   g_object_class_install_property(
       gobject_class, PROP_LATENCY_BUDGET,
       g_param_spec_uint("latency-budget", "Latency budget",
-                        "Longest time in ms a buffer waits for its hops' inference; a hop not ready by then goes "
-                        "out unprocessed (crossfaded, counted). Reported in the LATENCY query on top of the "
-                        "model's delay",
+                        "Live sources: longest time in ms a buffer waits for its hops' inference; a hop not "
+                        "ready by then goes out unprocessed (crossfaded, counted). Reported in the LATENCY query "
+                        "on top of the model's delay. Non-live sources (files) wait for every hop",
                         0, 10000, DEFAULT_PROP_LATENCY_BUDGET, playing));
   g_object_class_install_property(
       gobject_class, PROP_ATTENUATION_LIMIT,

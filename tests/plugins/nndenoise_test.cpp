@@ -513,6 +513,28 @@ TEST_F(NnDenoiseTest, BudgetHoldsUnderCpuLoad) {
               stat_string(h.element(), "thread-priority").c_str());
 }
 
+// Not live (a file): every hop is waited for, even with a budget of 0 and every core busy:
+// the output is the one an idle machine makes.
+TEST_F(NnDenoiseTest, FileOutputDoesNotDependOnLoad) {
+  const std::vector<float> in = noisy(voiced(2 * kRate), 5.0);
+  const std::vector<float> idle = run_once(in, 441);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> hogs;
+  for (unsigned i = 0; i < std::max(1u, std::thread::hardware_concurrency()); ++i)
+    hogs.emplace_back([&] {
+      volatile double x = 1;
+      while (!stop.load(std::memory_order_relaxed)) x = x * 1.0000001 + 1e-9;
+    });
+  Harness h("latency-budget=0");
+  h.push(in, 441);
+  h.eos();
+  stop = true;
+  for (auto& t : hogs) t.join();
+  ASSERT_EQ(h.out.size(), in.size());
+  EXPECT_EQ(stat_u64(h.element(), "hops-late"), 0u);
+  EXPECT_EQ(max_abs_diff(idle, h.out), 0.0);
+}
+
 // NaN and Inf samples: taken as silence (counted); the state is not poisoned: a second
 // later the output is as good as without them.
 TEST_F(NnDenoiseTest, NonFiniteInputDoesNotPoisonTheState) {
