@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
       "Example: nnrun selfie.nnapi --input messi5.jpg --runs 50 --threads 2 --json"};
   std::string model_path, delegate = "auto", save_dir;
   std::vector<std::string> inputs;
-  bool random = false, json = false, explain = false;
+  bool random = false, json = false, explain = false, strict = false;
   int threads = 1, runs = 10, warmup = 3;
   app.add_option("model", model_path, "model file: .nnapi, .tflite or .onnx")->required();
   app.add_option("-i,--input", inputs, "input file per model input: an image (.jpg/.png) or a tensor (.npy)");
@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed runs first")->check(CLI::Range(0, 10000));
   app.add_flag("--json", json, "print one JSON object");
   app.add_flag("--explain", explain, "print which delegate runs each op, and why ops fell back");
+  app.add_flag("--strict-delegates", strict, "fail when a delegate named with -d is unavailable");
   CLI11_PARSE(app, argc, argv);
 
   auto loaded = nn::load_model(model_path);
@@ -76,9 +77,15 @@ int main(int argc, char** argv) {
     if (q == std::string::npos) q = delegate.size();
     options.delegates.push_back(delegate.substr(p, q - p));
   }
+  options.strict_delegates = strict;
   auto opened = nn::Session::open(model, options);
   if (!opened) return fail(opened.status().to_string());
   std::unique_ptr<nn::Session> session = std::move(opened).value();
+  // A delegate asked for by name that is not there is said out loud, not just left to
+  // the partition summary.
+  for (const std::string& missing : session->report().missing_requested())
+    std::fprintf(stderr, "nnrun: warning: requested delegate %s; running on the fallback instead "
+                         "(--strict-delegates makes this an error)\n", missing.c_str());
 
   for (size_t i = 0; i < session->num_inputs(); ++i) {
     const nn::Operand& desc = session->input_desc(i);
@@ -117,6 +124,7 @@ int main(int argc, char** argv) {
   j["runs"] = runs;
   j["threads"] = threads;
   j["delegate"] = delegate_used;
+  j["runtime_fallbacks"] = session->runtime_fallbacks();
   j["median_ms"] = percentile(times, 50);
   j["p90_ms"] = percentile(times, 90);
   j["p99_ms"] = percentile(times, 99);
