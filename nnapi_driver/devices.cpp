@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "delegates/nnapi/nnapi_feature_levels.h"
@@ -87,27 +88,38 @@ void apply_accel_settings(DeviceConfig& c, const std::string& text, const std::s
   }
 }
 
+// The accel device's settings: NNPIPE_NNAPI_ACCEL_CONFIG's file, then NNPIPE_NNAPI_ACCEL.
+std::string accel_settings_source() {
+  std::string text;
+  if (const char* file = std::getenv("NNPIPE_NNAPI_ACCEL_CONFIG"); file && *file) {
+    std::ifstream f(file);
+    if (!f) std::fprintf(stderr, "[nnpipe-nnapi] NNPIPE_NNAPI_ACCEL_CONFIG=%s: cannot read it\n", file);
+    std::stringstream contents;
+    contents << f.rdbuf();
+    text = contents.str() + "\n";
+  }
+  if (const char* inline_settings = std::getenv("NNPIPE_NNAPI_ACCEL"); inline_settings && *inline_settings)
+    text += inline_settings;
+  return text;
+}
+
+void configure_accel(ANeuralNetworksDevice& accel, const std::string& settings) {
+  accel.config = DeviceConfig{};
+  accel.config.name = "nnpipe-accel";
+  accel.config.type = ANEURALNETWORKS_DEVICE_ACCELERATOR;
+  accel.config.engine_delegate = "cpu";
+  accel.config.level = feature_level();
+  apply_accel_settings(accel.config, settings, "nnpipe-accel settings");
+  accel.config.level = std::min(accel.config.level, feature_level());
+  accel.runs = 0;
+}
+
 std::vector<ANeuralNetworksDevice*> make_devices() {
   std::vector<ANeuralNetworksDevice*> list;
   const char* accel_env = std::getenv("NNPIPE_NNAPI_ACCEL");
-  const char* accel_file = std::getenv("NNPIPE_NNAPI_ACCEL_CONFIG");
-  const bool accel_off = accel_env && std::string(accel_env) == "off";
-  if (!accel_off) {
+  if (!(accel_env && std::string(accel_env) == "off")) {
     auto* accel = new ANeuralNetworksDevice;
-    accel->config.name = "nnpipe-accel";
-    accel->config.type = ANEURALNETWORKS_DEVICE_ACCELERATOR;
-    accel->config.engine_delegate = "cpu";
-    accel->config.level = feature_level();
-    if (accel_file && *accel_file) {
-      std::ifstream f(accel_file);
-      std::stringstream text;
-      text << f.rdbuf();
-      if (!f)
-        std::fprintf(stderr, "[nnpipe-nnapi] NNPIPE_NNAPI_ACCEL_CONFIG=%s: cannot read it\n", accel_file);
-      apply_accel_settings(accel->config, text.str(), accel_file);
-    }
-    if (accel_env && *accel_env) apply_accel_settings(accel->config, accel_env, "NNPIPE_NNAPI_ACCEL");
-    accel->config.level = std::min(accel->config.level, feature_level());
+    configure_accel(*accel, accel_settings_source());
     list.push_back(accel);
   }
   auto* reference = new ANeuralNetworksDevice;
@@ -122,6 +134,18 @@ std::vector<ANeuralNetworksDevice*> make_devices() {
 
 const std::vector<ANeuralNetworksDevice*>& devices() {
   static const std::vector<ANeuralNetworksDevice*> list = make_devices();  // live for the process
+  // The accel settings are read again when they change, so one process (a test) can
+  // try several device behaviours; its presence is decided once.
+  static std::mutex mu;
+  static std::string applied = accel_settings_source();
+  std::lock_guard<std::mutex> lock(mu);
+  if (list.front()->config.name == "nnpipe-accel") {
+    std::string now = accel_settings_source();
+    if (now != applied) {
+      configure_accel(*list.front(), now);
+      applied = now;
+    }
+  }
   return list;
 }
 

@@ -37,6 +37,27 @@ int layout_index(const Model& m, const Operation& op) {
 constexpr int32_t kToNhwc[4] = {0, 2, 3, 1};
 constexpr int32_t kToNchw[4] = {0, 3, 1, 2};
 
+// Ops that compute element by element, so they commute with a transpose.
+bool is_elementwise(OperationType t) {
+  switch (t) {
+    case OperationType::RELU:
+    case OperationType::RELU1:
+    case OperationType::RELU6:
+    case OperationType::LOGISTIC:
+    case OperationType::TANH:
+    case OperationType::HARD_SWISH:
+    case OperationType::ADD:
+    case OperationType::SUB:
+    case OperationType::MUL:
+    case OperationType::DIV:
+    case OperationType::MAXIMUM:
+    case OperationType::MINIMUM:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool is_permutation(const Model& m, uint32_t operand, const int32_t (&perm)[4]) {
   const Operand& p = m.operands[operand];
   if (!p.is_constant() || p.type != OperandType::TENSOR_INT32 || p.length != sizeof perm) return false;
@@ -84,6 +105,42 @@ size_t rewrite_nchw_layout(Model& model) {
     std::vector<Operation> replaced = nhwc_ops_for(model, op);
     if (replaced.size() > 1) ++rewritten;
     ops.insert(ops.end(), replaced.begin(), replaced.end());
+  }
+  // An elementwise op whose tensor inputs all come from TRANSPOSE(to NCHW) runs on the
+  // NHWC tensors instead, and its result is transposed: the transposes sink towards the
+  // next NCHW op, where they cancel.
+  {
+    std::vector<Operation> sunk;
+    std::map<uint32_t, size_t> made_by;  // operand -> index in `sunk`
+    for (const Operation& op : ops) {
+      bool sink = is_elementwise(op.type) && op.outputs.size() == 1;
+      std::vector<uint32_t> nhwc_inputs = op.inputs;
+      for (size_t j = 0; sink && j < op.inputs.size(); ++j) {
+        const Operand& in = model.operands[op.inputs[j]];
+        if (!is_tensor_type(in.type) && in.is_constant()) continue;  // the fused activation scalar
+        auto p = made_by.find(op.inputs[j]);
+        sink = p != made_by.end() && sunk[p->second].type == OperationType::TRANSPOSE &&
+               is_permutation(model, sunk[p->second].inputs[1], kToNchw);
+        if (sink) nhwc_inputs[j] = sunk[p->second].inputs[0];
+      }
+      if (!sink) {
+        for (uint32_t o : op.outputs) made_by[o] = sunk.size();
+        sunk.push_back(op);
+        continue;
+      }
+      Operand t;
+      t.type = model.operands[op.outputs[0]].type;
+      t.scale = model.operands[op.outputs[0]].scale;
+      t.zero_point = model.operands[op.outputs[0]].zero_point;
+      t.name = model.operands[op.outputs[0]].name + "/nhwc";
+      const uint32_t nhwc_out = model.add_operand(std::move(t));
+      made_by[nhwc_out] = sunk.size();
+      sunk.push_back({op.type, nhwc_inputs, {nhwc_out}});
+      made_by[op.outputs[0]] = sunk.size();
+      sunk.push_back({OperationType::TRANSPOSE, {nhwc_out, model.add_constant_i32({4}, kToNchw, "nhwc_to_nchw")},
+                      {op.outputs[0]}});
+    }
+    ops = std::move(sunk);
   }
   // TRANSPOSE(to NCHW) read only by a TRANSPOSE(to NHWC): the second's readers read the
   // first's input instead, and both go once nothing reads them.

@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   std::string input, output, task, color, meaning;
   std::vector<float> mean, stdv;
   bool quiet = false;
-  app.add_option("input", input, "model to convert (.tflite or .onnx)")->required();
+  app.add_option("input", input, "model to convert (.tflite, .onnx, or a PyTorch NNAPI .pt)")->required();
   app.add_option("-o,--output", output, "the .nnapi file to write (default: input with .nnapi)");
   app.add_option("--task", task, "metadata: what the model is for (segmentation, classification, ...)");
   app.add_option("--input-color", color, "metadata: input colour order (RGB or BGR)");
@@ -26,8 +26,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   std::string ext = std::filesystem::path(input).extension().string();
-  if (ext != ".tflite" && ext != ".onnx") {
-    std::fprintf(stderr, "nnconvert: %s: expected a .tflite or .onnx file, got '%s'\n", input.c_str(), ext.c_str());
+  if (ext != ".tflite" && ext != ".onnx" && ext != ".pt") {
+    std::fprintf(stderr, "nnconvert: %s: expected a .tflite, .onnx or .pt file, got '%s'\n", input.c_str(),
+                 ext.c_str());
     return 2;
   }
   auto model = nn::load_model(input);
