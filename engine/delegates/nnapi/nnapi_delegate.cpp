@@ -9,6 +9,7 @@
 //   - a burst per partition for streams; the session's latency budget as priority and
 //     execution timeout; a run the driver fails or misses the deadline on is redone on
 //     the CPU delegate and counted (Session::runtime_fallbacks).
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -309,7 +310,7 @@ class NnapiPartition final : public CompiledPartition {
   std::vector<void*> buffers_, inputs_, outputs_;
   std::unique_ptr<Delegate> cpu_delegate_;  // only after a run failed
   std::unique_ptr<CompiledPartition> cpu_;
-  uint64_t fallbacks_ = 0;
+  std::atomic<uint64_t> fallbacks_{0};  // read by other threads (element stats)
 };
 
 class NnapiDelegate final : public Delegate {
