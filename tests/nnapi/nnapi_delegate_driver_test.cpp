@@ -203,8 +203,9 @@ TEST_F(NnapiDriver, ADeviceWithHalfTheOpsSplitsTheModelWithReasons) {
     const bool listed = op.type == nn::OperationType::CONV_2D || op.type == nn::OperationType::DEPTHWISE_CONV_2D ||
                         op.type == nn::OperationType::ADD || op.type == nn::OperationType::RELU;
     EXPECT_EQ(op.delegate, listed ? "nnapi" : "cpu") << op.op_index;
-    if (!listed)
+    if (!listed) {
       EXPECT_NE(op.fallback_reason.find("not supported by device nnpipe-accel"), std::string::npos) << op.fallback_reason;
+    }
   }
   EXPECT_LE(max_error(nnapi, cpu), 1e-5);
 }

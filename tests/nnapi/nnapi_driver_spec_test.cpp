@@ -58,7 +58,9 @@ struct AddModel {
     uint32_t ins[] = {0, 1, 2}, outs[] = {3}, model_in[] = {0};
     EXPECT_EQ(ANeuralNetworksModel_addOperation(model, kAdd, 3, ins, 1, outs), ANEURALNETWORKS_NO_ERROR);
     EXPECT_EQ(ANeuralNetworksModel_identifyInputsAndOutputs(model, 1, model_in, 1, outs), ANEURALNETWORKS_NO_ERROR);
-    if (finish) EXPECT_EQ(ANeuralNetworksModel_finish(model), ANEURALNETWORKS_NO_ERROR);
+    if (finish) {
+      EXPECT_EQ(ANeuralNetworksModel_finish(model), ANEURALNETWORKS_NO_ERROR);
+    }
   }
   // Compiles, runs once on `in`, returns the output (and the result code in *code).
   std::vector<float> run(const std::vector<float>& in, int* code = nullptr) {

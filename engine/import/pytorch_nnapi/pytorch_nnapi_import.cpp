@@ -87,7 +87,7 @@ Result<std::shared_ptr<Model>> import_pytorch_nnapi_file(const std::string& path
 
   const std::string where = path + ": ser_model";
   Reader r(ser.bytes, where);
-  int32_t version, operand_count, value_count, operation_count, input_count, output_count;
+  int32_t version = 0, operand_count = 0, value_count = 0, operation_count = 0, input_count = 0, output_count = 0;
   NN_RETURN_IF_ERROR(r.i32(&version));
   NN_CHECK_OR_RETURN(version == 1, StatusCode::kInvalidModel,
                      where + ": serialized model version " + std::to_string(version) + " (this reads version 1)");
