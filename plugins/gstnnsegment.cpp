@@ -155,7 +155,7 @@ GstStructure* nn::plugins::make_stats_locked(GstNnSegment* self) {
     s->inferences_run = c.completed;
     s->inferences_failed = c.failed;
   }
-  return gst_structure_new("nnsegment-stats", "inference-p50-ms", G_TYPE_DOUBLE, s->latency.percentile(50),
+  GstStructure* stats = gst_structure_new("nnsegment-stats", "inference-p50-ms", G_TYPE_DOUBLE, s->latency.percentile(50),
                            "inference-p99-ms", G_TYPE_DOUBLE, s->latency.percentile(99), "inferences-run",
                            G_TYPE_UINT64, s->inferences_run, "inferences-failed", G_TYPE_UINT64,
                            s->inferences_failed, "inferences-skipped", G_TYPE_UINT64, s->inferences_skipped,
@@ -167,6 +167,9 @@ GstStructure* nn::plugins::make_stats_locked(GstNnSegment* self) {
                            "downstream-ms", G_TYPE_DOUBLE, s->downstream_ms, "overrun-ms", G_TYPE_DOUBLE,
                            s->overrun_ms.percentile(100), "thread-priority", G_TYPE_STRING,
                            nn::plugins::to_string(s->thread_priority_got), nullptr);
+  gst_structure_set(stats, "runtime-fallbacks", G_TYPE_UINT64,
+                    static_cast<guint64>(s->segmenter ? s->segmenter->runtime_fallbacks() : 0), nullptr);
+  return stats;
 }
 
 static void gst_nn_segment_set_property(GObject* object, guint prop_id, const GValue* value,
@@ -282,6 +285,7 @@ static gboolean gst_nn_segment_start(GstBaseTransform* trans) {
   options.model_path = path;
   options.delegates = delegate_list(self->delegate);
   options.threads = self->threads > 0 ? self->threads : static_cast<int>(g_get_num_processors());
+  options.budget_ms = self->latency_budget_ms;
   GST_OBJECT_UNLOCK(self);
 
   if (path.empty()) {
@@ -314,6 +318,9 @@ static gboolean gst_nn_segment_start(GstBaseTransform* trans) {
                         ("%s", seg.status().to_string().c_str()));
       return FALSE;
     }
+    for (const std::string& missing : seg.value()->missing_delegates())
+      GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS, ("Requested delegate unavailable: %s", missing.c_str()),
+                          ("delegate property; inference runs on the CPU instead"));
     s->cached_model = model;
     s->cached_model_path = path;
     GST_OBJECT_LOCK(self);

@@ -124,6 +124,8 @@ Result<std::unique_ptr<Segmenter>> Segmenter::open(const SegmenterOptions& optio
   SessionOptions so;
   so.delegates = options.delegates;
   so.threads = std::max(1, options.threads);
+  so.strict_delegates = options.strict_delegates;
+  so.budget_ms = options.budget_ms;
   auto session = Session::open(model, so);
   if (!session.is_ok()) return session.status().with_context(options.model_path);
   // Two warm-up inferences on a black frame, here (before data flows) rather than on the

@@ -53,6 +53,8 @@ struct SegmenterOptions {
   std::string model_path;
   std::vector<std::string> delegates = {"auto"};
   int threads = 1;
+  bool strict_delegates = false;  // a named delegate that is missing fails open()
+  double budget_ms = 0;           // per inference; the NNAPI delegate's deadline
 };
 
 // A finished inference turned into a probability mask at the model's output resolution.
@@ -99,6 +101,10 @@ class Segmenter {
   // "xnnpack-cpu x1, vulkan x2" style summary of the plan, and the partition count.
   std::string delegate_summary() const;
   size_t num_partitions() const;
+  // Delegates the options named that are unavailable, with why ("nnapi: ... not found").
+  std::vector<std::string> missing_delegates() const { return async_->session().report().missing_requested(); }
+  // Inferences a delegate failed or ran past its deadline on, redone on the CPU.
+  uint64_t runtime_fallbacks() const { return async_->session().runtime_fallbacks(); }
 
  private:
   Segmenter() = default;

@@ -34,15 +34,16 @@ const char* converter_version() {
 
 Result<std::shared_ptr<Model>> load_model(const std::string& path) {
   const std::string ext = lowercase_extension(path);
-  if (ext != ".nnapi" && ext != ".tflite" && ext != ".onnx")
+  if (ext != ".nnapi" && ext != ".tflite" && ext != ".onnx" && ext != ".pt")
     return Status(StatusCode::kInvalidArgument,
-                  path + ": unknown model extension '" + ext + "' (expected .nnapi, .tflite or .onnx)");
+                  path + ": unknown model extension '" + ext + "' (expected .nnapi, .tflite, .onnx or .pt)");
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
     return Status(StatusCode::kIoError, path + ": cannot open model: " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return Status(StatusCode::kIoError, path + ": not a regular file");
   if (ext == ".nnapi") return load_nnapi_file(path);
   if (ext == ".tflite") return import_tflite_file(path);
+  if (ext == ".pt") return import_pytorch_nnapi_file(path);
   return import_onnx_file(path);
 }
 

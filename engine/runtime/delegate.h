@@ -41,6 +41,7 @@ struct CompileOptions {
   int threads = 1;
   pthreadpool_t threadpool = nullptr;  // shared by the session; nullptr = run on the caller
   bool profile = false;                // time each step (one XNNPACK runtime per node)
+  double budget_ms = 0;                // SessionOptions::budget_ms
 };
 
 class CompiledPartition {
@@ -54,6 +55,8 @@ class CompiledPartition {
   virtual Status run() = 0;
   // Per-step times of the last run when compiled with CompileOptions::profile.
   virtual std::vector<StepTiming> step_timings() const { return {}; }
+  // Runs this partition redid on the CPU after its delegate failed them at run time.
+  virtual uint64_t runtime_fallbacks() const { return 0; }
 };
 
 class Delegate {
@@ -66,6 +69,9 @@ class Delegate {
   // device that is really the CPU, such as lavapipe, is slower than the CPU delegate).
   // Asking for the delegate by name still uses it.
   virtual std::string auto_skip_reason() const { return {}; }
+  // What an available delegate runs on, for --explain ("libneuralnetworks.so, feature
+  // level 30, devices: ..."); "" when there is nothing to say.
+  virtual std::string describe() const { return {}; }
   virtual SupportResult supports(const Model& model, uint32_t op_index) const = 0;
   // kDelegateIncompatible when the backend refuses the partition; the session then
   // moves its ops to the CPU delegate and says so in the report.

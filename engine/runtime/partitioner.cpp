@@ -128,6 +128,11 @@ Result<Plan> make_plan(const Model& model, const PartitionRequest& request) {
     }
     usable.push_back(avail.is_ok());
     unavailable_reason.push_back(avail.message());
+    const bool named = std::find(named_explicitly.begin(), named_explicitly.end(), name) != named_explicitly.end();
+    if (!avail.is_ok() && named && request.strict)
+      return Status(StatusCode::kDelegateUnavailable,
+                    "delegate " + name + " was asked for by name but is unavailable: " + avail.message());
+    if (avail.is_ok() && !d->describe().empty()) plan.report.delegate_info.push_back(name + ": " + d->describe());
     if (!avail.is_ok()) {
       plan.report.unavailable.push_back(name + ": " + avail.message());
       log_line(request.log, "delegate " + name + " unavailable: " + avail.message());
@@ -192,9 +197,18 @@ Result<Plan> make_plan(const Model& model, const PartitionRequest& request) {
   return plan;
 }
 
+std::vector<std::string> PlanReport::missing_requested() const {
+  std::vector<std::string> missing;
+  for (const std::string& name : requested)
+    for (const std::string& u : unavailable)
+      if (name != "auto" && u.rfind(name + ": ", 0) == 0) missing.push_back(u);
+  return missing;
+}
+
 std::string PlanReport::to_string() const {
   std::string s = "requested: " + join(requested, ", ") + "\n";
   for (const auto& u : unavailable) s += "unavailable: " + u + "\n";
+  for (const auto& d : delegate_info) s += "delegate " + d + "\n";
   for (size_t p = 0; p < partitions.size(); ++p) {
     s += "partition " + std::to_string(p) + ": " + partitions[p].delegate + ", " +
          std::to_string(partitions[p].op_indices.size()) + " ops";

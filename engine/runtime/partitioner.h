@@ -50,6 +50,7 @@ struct PartitionRequest {
   // Keyed by (delegate name, op index).
   std::map<std::pair<std::string, uint32_t>, std::string> excluded;
   std::function<void(const std::string&)> log;  // called for every fallback line
+  bool strict = false;  // SessionOptions::strict_delegates
 };
 
 // Builds the plan. Errors: an unknown delegate name (kInvalidArgument), an op no

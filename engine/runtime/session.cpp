@@ -48,6 +48,12 @@ class PartitionedSession final : public Session {
     return Status::ok();
   }
 
+  uint64_t runtime_fallbacks() const override {
+    uint64_t n = 0;
+    for (const auto& c : compiled_) n += c->runtime_fallbacks();
+    return n;
+  }
+
   std::vector<StepTiming> step_timings() const override {
     std::vector<StepTiming> all;
     for (const auto& c : compiled_) {
@@ -98,10 +104,12 @@ Result<std::unique_ptr<Session>> PartitionedSession::open(std::shared_ptr<const 
   compile_options.threads = threads;
   compile_options.threadpool = session->pool_.get();
   compile_options.profile = options.profile;
+  compile_options.budget_ms = options.budget_ms;
 
   PartitionRequest request;
   request.delegates = options.delegates;
   request.log = options.log;
+  request.strict = options.strict_delegates;
   // Each failed compilation excludes that delegate from those ops and replans; the
   // fallback delegate takes everything, so this ends after at most one round per delegate.
   std::vector<std::unique_ptr<CompiledPartition>> compiled;

@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
   std::string input, output, task, color, meaning, stream;
   std::vector<float> mean, stdv;
   bool quiet = false;
-  app.add_option("input", inputs, "model to convert (.tflite or .onnx); with --stream, one per stage in order")
+  app.add_option("input", inputs,
+                 "model to convert (.tflite, .onnx, or a PyTorch NNAPI .pt); with --stream, one per stage in order")
       ->required();
   app.add_option("--stream", stream, "stream description (TOML: rate, block, hop, what feeds each stage)");
   app.add_option("-o,--output", output, "the .nnapi file to write (default: input with .nnapi)");
@@ -83,8 +84,9 @@ int main(int argc, char** argv) {
   input = inputs[0];
 
   std::string ext = std::filesystem::path(input).extension().string();
-  if (ext != ".tflite" && ext != ".onnx") {
-    std::fprintf(stderr, "nnconvert: %s: expected a .tflite or .onnx file, got '%s'\n", input.c_str(), ext.c_str());
+  if (ext != ".tflite" && ext != ".onnx" && ext != ".pt") {
+    std::fprintf(stderr, "nnconvert: %s: expected a .tflite, .onnx or .pt file, got '%s'\n", input.c_str(),
+                 ext.c_str());
     return 2;
   }
   auto model = nn::load_model(input);

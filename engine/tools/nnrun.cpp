@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
       "Streaming audio: nnrun dtln.nnapi --input noisy.wav --save-outputs out/  (writes out/output_0.wav)"};
   std::string model_path, delegate = "auto", save_dir;
   std::vector<std::string> inputs;
-  bool random = false, json = false, explain = false;
+  bool random = false, json = false, explain = false, strict = false;
   int threads = 1, runs = 10, warmup = 3;
   app.add_option("model", model_path, "model file: .nnapi, .tflite or .onnx")->required();
   app.add_option("-i,--input", inputs,
@@ -150,6 +150,7 @@ int main(int argc, char** argv) {
   app.add_option("--attenuation-limit", attenuation_db,
                  "streaming models: the most (dB) any bin is turned down; 0 = no limit")
       ->check(CLI::Range(0.f, 200.f));
+  app.add_flag("--strict-delegates", strict, "fail when a delegate named with -d is unavailable");
   CLI11_PARSE(app, argc, argv);
 
   nn::SessionOptions stream_session;
@@ -179,9 +180,15 @@ int main(int argc, char** argv) {
     if (q == std::string::npos) q = delegate.size();
     options.delegates.push_back(delegate.substr(p, q - p));
   }
+  options.strict_delegates = strict;
   auto opened = nn::Session::open(model, options);
   if (!opened) return fail(opened.status().to_string());
   std::unique_ptr<nn::Session> session = std::move(opened).value();
+  // A delegate asked for by name that is not there is said out loud, not just left to
+  // the partition summary.
+  for (const std::string& missing : session->report().missing_requested())
+    std::fprintf(stderr, "nnrun: warning: requested delegate %s; running on the fallback instead "
+                         "(--strict-delegates makes this an error)\n", missing.c_str());
 
   for (size_t i = 0; i < session->num_inputs(); ++i) {
     const nn::Operand& desc = session->input_desc(i);
@@ -220,6 +227,7 @@ int main(int argc, char** argv) {
   j["runs"] = runs;
   j["threads"] = threads;
   j["delegate"] = delegate_used;
+  j["runtime_fallbacks"] = session->runtime_fallbacks();
   j["median_ms"] = percentile(times, 50);
   j["p90_ms"] = percentile(times, 90);
   j["p99_ms"] = percentile(times, 99);

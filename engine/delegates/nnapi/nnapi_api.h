@@ -23,7 +23,30 @@ enum : int {
   ANEURALNETWORKS_UNMAPPABLE = 7,
   ANEURALNETWORKS_OUTPUT_INSUFFICIENT_SIZE = 8,
   ANEURALNETWORKS_UNAVAILABLE_DEVICE = 9,
+  ANEURALNETWORKS_MISSED_DEADLINE_TRANSIENT = 10,
+  ANEURALNETWORKS_MISSED_DEADLINE_PERSISTENT = 11,
+  ANEURALNETWORKS_RESOURCE_EXHAUSTED_TRANSIENT = 12,
+  ANEURALNETWORKS_RESOURCE_EXHAUSTED_PERSISTENT = 13,
+  ANEURALNETWORKS_DEAD_OBJECT = 14,
 };
+
+// DeviceTypeCode.
+enum : int32_t {
+  ANEURALNETWORKS_DEVICE_UNKNOWN = 0,
+  ANEURALNETWORKS_DEVICE_OTHER = 1,
+  ANEURALNETWORKS_DEVICE_CPU = 2,
+  ANEURALNETWORKS_DEVICE_GPU = 3,
+  ANEURALNETWORKS_DEVICE_ACCELERATOR = 4,
+};
+
+// PriorityCode (feature level 30).
+enum : int {
+  ANEURALNETWORKS_PRIORITY_LOW = 90,
+  ANEURALNETWORKS_PRIORITY_MEDIUM = 100,
+  ANEURALNETWORKS_PRIORITY_HIGH = 110,
+};
+
+inline constexpr size_t kCacheTokenBytes = 32;  // ANEURALNETWORKS_BYTE_SIZE_OF_CACHE_TOKEN
 
 // PreferenceCode.
 enum : int32_t {
@@ -36,6 +59,8 @@ struct ANeuralNetworksModel;
 struct ANeuralNetworksCompilation;
 struct ANeuralNetworksExecution;
 struct ANeuralNetworksEvent;
+struct ANeuralNetworksDevice;
+struct ANeuralNetworksBurst;
 
 struct ANeuralNetworksOperandType {
   int32_t type;
@@ -94,6 +119,35 @@ struct Api {
                                                ANeuralNetworksEvent** event) = nullptr;
   int (*ANeuralNetworksEvent_wait)(ANeuralNetworksEvent* event) = nullptr;
   void (*ANeuralNetworksEvent_free)(ANeuralNetworksEvent* event) = nullptr;
+  // Feature level 29: devices, per-device support, caching, bursts.
+  int (*ANeuralNetworks_getDeviceCount)(uint32_t* num_devices) = nullptr;
+  int (*ANeuralNetworks_getDevice)(uint32_t index, ANeuralNetworksDevice** device) = nullptr;
+  int (*ANeuralNetworksDevice_getName)(const ANeuralNetworksDevice* device, const char** name) = nullptr;
+  int (*ANeuralNetworksDevice_getType)(const ANeuralNetworksDevice* device, int32_t* type) = nullptr;
+  int (*ANeuralNetworksDevice_getFeatureLevel)(const ANeuralNetworksDevice* device, int64_t* level) = nullptr;
+  int (*ANeuralNetworksModel_getSupportedOperationsForDevices)(const ANeuralNetworksModel* model,
+                                                               const ANeuralNetworksDevice* const* devices,
+                                                               uint32_t num_devices, bool* supported) = nullptr;
+  int (*ANeuralNetworksCompilation_createForDevices)(ANeuralNetworksModel* model,
+                                                     const ANeuralNetworksDevice* const* devices,
+                                                     uint32_t num_devices,
+                                                     ANeuralNetworksCompilation** compilation) = nullptr;
+  int (*ANeuralNetworksCompilation_setCaching)(ANeuralNetworksCompilation* compilation, const char* cache_dir,
+                                               const uint8_t* token) = nullptr;
+  int (*ANeuralNetworksBurst_create)(ANeuralNetworksCompilation* compilation, ANeuralNetworksBurst** burst) = nullptr;
+  void (*ANeuralNetworksBurst_free)(ANeuralNetworksBurst* burst) = nullptr;
+  int (*ANeuralNetworksExecution_burstCompute)(ANeuralNetworksExecution* execution,
+                                               ANeuralNetworksBurst* burst) = nullptr;
+  // Feature level 30: priority and deadlines.
+  int (*ANeuralNetworksCompilation_setPriority)(ANeuralNetworksCompilation* compilation, int priority) = nullptr;
+  int (*ANeuralNetworksCompilation_setTimeout)(ANeuralNetworksCompilation* compilation, uint64_t ns) = nullptr;
+  int (*ANeuralNetworksExecution_setTimeout)(ANeuralNetworksExecution* execution, uint64_t ns) = nullptr;
+  // Feature level 31 (also in updated Android 11 runtimes).
+  int64_t (*ANeuralNetworks_getRuntimeFeatureLevel)() = nullptr;
+
+  // The level the library offers: getRuntimeFeatureLevel where present, else the newest
+  // level whose entry points are all there (27, 28, 29 or 30).
+  int feature_level = 27;
 
   // What provides the table (the library path, or "fake" in tests); keeps it loaded.
   std::string origin;
@@ -102,8 +156,18 @@ struct Api {
 
 const char* result_code_name(int code);  // "ANEURALNETWORKS_BAD_DATA"
 
-// Loads libneuralnetworks.so. nullptr with *why set when it is absent or incomplete.
+// Loads libneuralnetworks.so by dlopen name, as an app does (or the path in the
+// environment variable NN_NNAPI_LIBRARY). nullptr with *why set when it is absent or
+// incomplete.
 std::shared_ptr<const Api> load_system_api(std::string* why);
+// The same from a given name or path (tests point it at each build of the driver).
+std::shared_ptr<const Api> load_api(const std::string& library, std::string* why);
+// The level the entry points present imply (and getRuntimeFeatureLevel where there).
+int detect_feature_level(const Api& api);
+
+// The table "nnapi" delegates use: the one set for testing, else the system library
+// (loaded once per process).
+std::shared_ptr<const Api> current_api(std::string* why);
 
 // Tests: every "nnapi" delegate made after this uses `api` (nullptr restores the system
 // library). Not thread-safe against concurrent Session::open.

@@ -28,6 +28,12 @@ struct SessionOptions {
   // Time every step (the CPU delegate then runs each XNNPACK node as its own runtime, so
   // whole-model latency rises a little); read with Session::step_timings().
   bool profile = false;
+  // A delegate named in `delegates` (not through "auto") that is unavailable is an
+  // error from open() instead of a fallback to the CPU.
+  bool strict_delegates = false;
+  // The caller's latency budget per run (0 = none). The NNAPI delegate maps it to
+  // execution priority and timeout; a run that misses it is redone on the CPU.
+  double budget_ms = 0;
 };
 
 // One step's time in the last run (profiling): "op 12 CONV_2D [xnnpack]", 0.21 ms.
@@ -50,9 +56,12 @@ struct PlanReport {
   };
   std::vector<std::string> requested;     // the preference list as given
   std::vector<std::string> unavailable;   // "nnapi: libneuralnetworks.so not found"
+  std::vector<std::string> delegate_info;  // what an available delegate runs on ("nnapi: ... devices ...")
   std::vector<OpAssignment> ops;
   std::vector<Partition> partitions;
   std::string to_string() const;          // the human report nnrun --explain prints
+  // Delegates the caller named (not through "auto") that are unavailable, with the reason.
+  std::vector<std::string> missing_requested() const;
 };
 
 class Session {
@@ -79,6 +88,9 @@ class Session {
   virtual double last_run_ms() const = 0;
   // Per-step times of the last run when opened with SessionOptions::profile; else empty.
   virtual std::vector<StepTiming> step_timings() const { return {}; }
+  // Runs a delegate could not finish (a missed deadline, a failed execution) and redid on
+  // the CPU, since open.
+  virtual uint64_t runtime_fallbacks() const { return 0; }
 };
 
 struct AsyncResult {

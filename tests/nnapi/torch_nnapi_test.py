@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+"""PyTorch's NNAPI MobileNetV2 both ways, against eager PyTorch (max abs error <= 1e-4).
+
+  import         nnconvert model_nnapi.pt -> .nnapi (NCHW and NHWC variants), then nnrun on
+                 cpu, reference, vulkan (when a device is there) and nnapi (our driver)
+  torch_runtime  torch.jit.load(model_nnapi.pt)(x) in this python with our
+                 libneuralnetworks.so on LD_LIBRARY_PATH (torch's own NNAPI runtime)
+Usage: torch_nnapi_test.py PART OUT_DIR NNCONVERT NNRUN DRIVER_DIR
+Exit 77 (skipped) when the fixture's files are missing because torch is not installed.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+TOLERANCE = 1e-4
+
+
+def check(name, got, want):
+    err = float(np.abs(got - want).max())
+    same_top1 = int(got.argmax()) == int(want.argmax())
+    print(f"{name}: max abs error {err:.3g} vs eager PyTorch, top-1 {'same' if same_top1 else 'DIFFERENT'}")
+    return err <= TOLERANCE and same_top1
+
+
+def run_import(out, nnconvert, nnrun, driver_dir):
+    ok = True
+    x = os.path.join(out, "mobilenet_v2_input.npy")
+    eager = np.load(os.path.join(out, "mobilenet_v2_eager.npy"))
+    for variant in ("", "_nhwc"):
+        pt = os.path.join(out, f"mobilenet_v2_nnapi{variant}.pt")
+        converted = os.path.join(out, f"mobilenet_v2{variant}.nnapi")
+        subprocess.run([nnconvert, pt, "-o", converted, "-q"], check=True)
+        for delegate in ("cpu", "reference", "vulkan", "nnapi"):
+            env = dict(os.environ)
+            if delegate == "nnapi":
+                env["LD_LIBRARY_PATH"] = os.path.join(driver_dir, "fl30")
+            save = os.path.join(out, f"outputs{variant}_{delegate}")
+            proc = subprocess.run([nnrun, converted, "-d", delegate, "--strict-delegates", "--input", x, "--runs", "1",
+                                   "--warmup", "0", "--save-outputs", save], env=env, capture_output=True, text=True)
+            if proc.returncode != 0:
+                if delegate == "vulkan" and "unavailable" in proc.stderr:
+                    print(f"vulkan: no device here ({proc.stderr.strip()}), skipped")
+                    continue
+                print(f"nnrun -d {delegate} failed: {proc.stderr}")
+                ok = False
+                continue
+            got = np.load(os.path.join(save, "output_0.npy"))
+            ok = check(f"nnconvert{variant} + nnrun -d {delegate}", got, eager) and ok
+    return ok
+
+
+def run_torch_runtime(out, driver_dir):
+    # A fresh interpreter: the library path must be set before torch first dlopens it.
+    code = """
+import sys, numpy as np, torch
+out, nhwc = sys.argv[1], sys.argv[2] == "1"
+model = torch.jit.load(out + ("/mobilenet_v2_nnapi_nhwc.pt" if nhwc else "/mobilenet_v2_nnapi.pt"))
+x = torch.from_numpy(np.load(out + "/mobilenet_v2_input.npy"))
+if nhwc:
+    x = x.contiguous(memory_format=torch.channels_last)
+y = model(x)
+y = y[0] if isinstance(y, (list, tuple)) else y
+np.save(out + ("/torch_runtime_nhwc.npy" if nhwc else "/torch_runtime.npy"), y.detach().numpy())
+"""
+    ok = True
+    eager = np.load(os.path.join(out, "mobilenet_v2_eager.npy"))
+    for level in ("fl29", "fl30"):
+        for nhwc in ("0", "1"):
+            env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(driver_dir, level))
+            proc = subprocess.run([sys.executable, "-c", code, out, nhwc], env=env, capture_output=True, text=True)
+            if proc.returncode != 0:
+                print(f"torch.jit.load on {level}: {proc.stderr[-2000:]}")
+                ok = False
+                continue
+            got = np.load(os.path.join(out, "torch_runtime_nhwc.npy" if nhwc == "1" else "torch_runtime.npy"))
+            ok = check(f"torch.jit.load(...)(x) on libneuralnetworks.so {level}{' nhwc' if nhwc == '1' else ''}",
+                       got, eager) and ok
+    # Without the driver, torch's runtime must fail to load it: proof the runs above used ours.
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    proc = subprocess.run([sys.executable, "-c", code, out, "0"], env=env, capture_output=True, text=True)
+    if proc.returncode == 0 or "libneuralnetworks.so" not in proc.stderr:
+        print("torch ran an NNAPI model without our libneuralnetworks.so on the path")
+        ok = False
+    return ok
+
+
+def main():
+    part, out, nnconvert, nnrun, driver_dir = sys.argv[1:6]
+    if not os.path.exists(os.path.join(out, "mobilenet_v2_nnapi.pt")):
+        print(f"{out}: no PyTorch NNAPI model (the fixture needs /usr/bin/python3 with torch)")
+        return 77
+    ok = run_import(out, nnconvert, nnrun, driver_dir) if part == "import" else run_torch_runtime(out, driver_dir)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
