@@ -638,7 +638,9 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       const auto& r = readers[out];
       if (r.size() != 1) break;
       const uint32_t c = r[0];
-      if (!xnn_ops.count(c) || fused_into_.count(c)) break;
+      // An op an earlier pass made a head (an ADD computing a mean, NativeAddMean) keeps
+      // what it absorbed: fusing it here too would leave its absorbed ops' outputs unwritten.
+      if (!xnn_ops.count(c) || fused_into_.count(c) || chain_.count(c)) break;
       const Operation& next = model_.operations[c];
       float lo, hi;
       if (is_activation(next.type) && !e.hard_swish && !e.residual) {
