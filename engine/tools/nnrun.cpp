@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
   app.add_option("-i,--input", inputs, "input file per model input: an image (.jpg/.png) or a tensor (.npy)");
   app.add_flag("--random", random, "use deterministic random inputs");
   app.add_option("--save-outputs", save_dir, "write each output as DIR/output_<i>.npy");
-  app.add_option("-t,--threads", threads, "CPU threads")->check(CLI::Range(1, 64));
+  app.add_option("-t,--threads", threads, "CPU threads, at most the cores; 0 = the cores idle now")
+      ->check(CLI::Range(0, 64));
   app.add_option("-d,--delegate", delegate, "delegate preference: auto, cpu, vulkan, nnapi, reference, or a "
                                             "comma-separated list")
       ->check(CLI::IsMember({"auto", "cpu", "vulkan", "nnapi", "reference"}) | CLI::Validator([](std::string& s) {
@@ -115,7 +116,7 @@ int main(int argc, char** argv) {
   nlohmann::json j;
   j["model"] = model_path;
   j["runs"] = runs;
-  j["threads"] = threads;
+  j["threads"] = session->report().threads;
   j["delegate"] = delegate_used;
   j["median_ms"] = percentile(times, 50);
   j["p90_ms"] = percentile(times, 90);
@@ -159,7 +160,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::printf("%s: %zu ops on %s, %d thread(s)\n", model_path.c_str(), model->operations.size(),
-              delegate_used.c_str(), threads);
+              delegate_used.c_str(), session->report().threads);
   if (explain) std::printf("%s", session->report().to_string().c_str());
   for (const auto& o : j["outputs"]) {
     std::printf("output '%s' %s shape %s", o["name"].get<std::string>().c_str(),

@@ -21,6 +21,8 @@ struct SessionOptions {
   // best first. The CPU delegate always takes what the others leave. "reference" runs the
   // plain C++ kernels only (the oracle).
   std::vector<std::string> delegates = {"auto"};
+  // CPU threads (the caller and its workers), at most the cores this process may use;
+  // 0 = the cores idle at open (sampled for 50 ms).
   int threads = 1;
   // Receives every fallback line ("op 12 RESIZE_BILINEAR stays on cpu: nnapi unavailable:
   // ..."). Unset: lines go to stderr when the environment has NN_LOG=1.
@@ -52,6 +54,7 @@ struct PlanReport {
   std::vector<std::string> unavailable;   // "nnapi: libneuralnetworks.so not found"
   std::vector<OpAssignment> ops;
   std::vector<Partition> partitions;
+  int threads = 1;                        // CPU threads the session runs: the request, at most the cores
   std::string to_string() const;          // the human report nnrun --explain prints
 };
 
