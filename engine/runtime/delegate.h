@@ -54,6 +54,8 @@ class CompiledPartition {
   virtual Status run() = 0;
   // Per-step times of the last run when compiled with CompileOptions::profile.
   virtual std::vector<StepTiming> step_timings() const { return {}; }
+  // Which kernel runs each op (Session::kernels).
+  virtual std::vector<StepTiming> kernels() const { return {}; }
 };
 
 class Delegate {

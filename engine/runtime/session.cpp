@@ -57,6 +57,14 @@ class PartitionedSession final : public Session {
     }
     return all;
   }
+  std::vector<StepTiming> kernels() const override {
+    std::vector<StepTiming> all;
+    for (const auto& c : compiled_) {
+      std::vector<StepTiming> t = c->kernels();
+      all.insert(all.end(), t.begin(), t.end());
+    }
+    return all;
+  }
 
   static Result<std::unique_ptr<Session>> open(std::shared_ptr<const Model> model,
                                                const SessionOptions& options);

@@ -36,6 +36,8 @@ struct SessionOptions {
 struct StepTiming {
   std::string label;
   double ms = 0;
+  std::vector<uint32_t> ops = {};  // the IR ops the step runs (fused ones included), in order
+  std::string kernel = {};         // what runs them: "native conv AVX-512", "xnnpack", "reference", ...
 };
 
 // Where each op went and why: from Session::report() and `nnrun --explain`.
@@ -82,6 +84,9 @@ class Session {
   virtual double last_run_ms() const = 0;
   // Per-step times of the last run when opened with SessionOptions::profile; else empty.
   virtual std::vector<StepTiming> step_timings() const { return {}; }
+  // The steps as compiled, one per op that is not fused into another (ms 0): which kernel
+  // runs each op. Filled by the CPU delegate; other delegates' partitions add nothing.
+  virtual std::vector<StepTiming> kernels() const { return {}; }
 };
 
 struct AsyncResult {
