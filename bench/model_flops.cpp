@@ -4,7 +4,14 @@ namespace nn::bench {
 
 double model_flops(const Model& m) {
   double total = 0;
-  for (const Operation& op : m.operations) {
+  for (uint32_t k = 0; k < m.operations.size(); ++k) total += op_flops(m, k);
+  return total;
+}
+
+double op_flops(const Model& m, uint32_t op_index) {
+  const Operation& op = m.operations[op_index];
+  double total = 0;
+  {
     const Operand& out = m.operands[op.outputs.at(0)];
     double out_elems = static_cast<double>(num_elements(out.dims));
     auto in_dims = [&](size_t i) -> const Dims& { return m.operands[op.inputs.at(i)].dims; };

@@ -7,5 +7,6 @@
 namespace nn::bench {
 
 double model_flops(const Model& model);
+double op_flops(const Model& model, uint32_t op_index);
 
 }  // namespace nn::bench

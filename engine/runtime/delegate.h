@@ -57,6 +57,8 @@ class CompiledPartition {
   virtual std::vector<StepTiming> step_timings() const { return {}; }
   // Runs this partition redid on the CPU after its delegate failed them at run time.
   virtual uint64_t runtime_fallbacks() const { return 0; }
+  // Which kernel runs each op (Session::kernels).
+  virtual std::vector<StepTiming> kernels() const { return {}; }
 };
 
 class Delegate {

@@ -13,6 +13,7 @@
 
 #include "runtime/buffer.h"
 #include "runtime/partitioner.h"
+#include "runtime/thread_pool.h"
 
 namespace nn {
 
@@ -62,6 +63,14 @@ class PartitionedSession final : public Session {
     }
     return all;
   }
+  std::vector<StepTiming> kernels() const override {
+    std::vector<StepTiming> all;
+    for (const auto& c : compiled_) {
+      std::vector<StepTiming> t = c->kernels();
+      all.insert(all.end(), t.begin(), t.end());
+    }
+    return all;
+  }
 
   static Result<std::unique_ptr<Session>> open(std::shared_ptr<const Model> model,
                                                const SessionOptions& options);
@@ -83,7 +92,7 @@ Result<std::unique_ptr<Session>> PartitionedSession::open(std::shared_ptr<const 
   NN_CHECK_OR_RETURN(model != nullptr, StatusCode::kInvalidArgument, "Session::open: no model");
   NN_CHECK_OR_RETURN(
       options.threads >= 0 && options.threads <= 256, StatusCode::kInvalidArgument,
-      "Session::open: threads must be in 0..256 (0 = one per core), got " + std::to_string(options.threads));
+      "Session::open: threads must be in 0..256 (0 = the cores free now), got " + std::to_string(options.threads));
   NN_CHECK_OR_RETURN(!options.delegates.empty(), StatusCode::kInvalidArgument,
                      "Session::open: empty delegate list (use {\"auto\"})");
   for (uint32_t i : model->inputs)
@@ -94,7 +103,9 @@ Result<std::unique_ptr<Session>> PartitionedSession::open(std::shared_ptr<const 
 
   auto session = std::unique_ptr<PartitionedSession>(new PartitionedSession());
   session->model_ = model;
-  int threads = options.threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : options.threads;
+  // More threads than cores never runs faster; 0 asks for the cores idle now.
+  const int cores = static_cast<int>(usable_cores());
+  int threads = options.threads == 0 ? static_cast<int>(free_cores()) : std::min(options.threads, cores);
   if (threads > 1) {
     session->pool_.reset(pthreadpool_create(static_cast<size_t>(threads)));
     NN_CHECK_OR_RETURN(session->pool_ != nullptr, StatusCode::kOutOfMemory,
@@ -166,6 +177,7 @@ Result<std::unique_ptr<Session>> PartitionedSession::open(std::shared_ptr<const 
     if (!s.is_ok()) return s.with_context("Session::open: prepare partition " + std::to_string(p));
   }
   session->report_ = std::move(plan.report);
+  session->report_.threads = threads;
   session->delegates_ = std::move(plan.delegates);
   session->compiled_ = std::move(compiled);
   return std::unique_ptr<Session>(std::move(session));

@@ -13,6 +13,7 @@
 #include "nn/audio/stream.h"
 #include "nn/audio/wav.h"
 #include "nn/format/stream_file.h"
+#include "model_flops.h"
 #include "nn/import/import.h"
 #include "nn/runtime/session.h"
 #include "npy.h"
@@ -113,6 +114,108 @@ int run_stream(const std::string& model_path, const std::vector<std::string>& in
   return 0;
 }
 
+// "3 CONV_2D+RELU": an op and the ops fused into it.
+std::string ops_text(const nn::Model& m, const std::vector<uint32_t>& ops) {
+  std::string s;
+  for (size_t i = 0; i < ops.size(); ++i)
+    s += (i ? "+" : std::to_string(ops[i]) + " ") + std::string(nn::operation_type_name(m.operations[ops[i]].type));
+  return s;
+}
+
+// --explain, compact: the partitions, each distinct fallback reason once with its ops, and
+// per kernel of the CPU delegate the ops it runs.
+std::string compact_explain(const nn::Model& m, const nn::PlanReport& r, const std::vector<nn::StepTiming>& kernels) {
+  std::string s = "requested: ";
+  for (size_t i = 0; i < r.requested.size(); ++i) s += (i ? ", " : "") + r.requested[i];
+  s += "\n";
+  for (const auto& u : r.unavailable) s += "unavailable: " + u + "\n";
+  for (size_t p = 0; p < r.partitions.size(); ++p) {
+    const auto& ops = r.partitions[p].op_indices;
+    s += "partition " + std::to_string(p) + ": " + r.partitions[p].delegate + ", " + std::to_string(ops.size()) + " ops";
+    if (!ops.empty())
+      s += " (op " + std::to_string(*std::min_element(ops.begin(), ops.end())) + ".." +
+           std::to_string(*std::max_element(ops.begin(), ops.end())) + ")";
+    s += "\n";
+  }
+  std::vector<std::pair<std::string, std::vector<uint32_t>>> groups;  // reason or kernel -> ops, first seen first
+  auto add = [&](const std::string& key, uint32_t op) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {key, {}});
+    it->second.push_back(op);
+  };
+  auto list = [&](const std::vector<uint32_t>& ops, size_t max) {
+    std::string t;
+    for (size_t i = 0; i < ops.size() && i < max; ++i)
+      t += (i ? ", " : "") + std::to_string(ops[i]) + " " + std::string(nn::operation_type_name(m.operations[ops[i]].type));
+    if (ops.size() > max) t += ", ... " + std::to_string(ops.size() - max) + " more";
+    return t;
+  };
+  for (const auto& op : r.ops)
+    if (!op.fallback_reason.empty()) add("stay on " + op.delegate + ": " + op.fallback_reason, op.op_index);
+  for (const auto& [reason, ops] : groups)
+    s += std::to_string(ops.size()) + (ops.size() == 1 ? " op " : " ops ") + reason + " (" + list(ops, 8) + ")\n";
+  if (!kernels.empty()) {
+    s += "cpu kernels:\n";
+    std::vector<std::pair<std::string, std::vector<std::string>>> by_kernel;
+    for (const auto& k : kernels) {
+      auto it = std::find_if(by_kernel.begin(), by_kernel.end(), [&](const auto& g) { return g.first == k.kernel; });
+      if (it == by_kernel.end()) it = by_kernel.insert(by_kernel.end(), {k.kernel, {}});
+      it->second.push_back(ops_text(m, k.ops));
+    }
+    for (const auto& [kernel, ops] : by_kernel) {
+      s += "  " + kernel + " (" + std::to_string(ops.size()) + "): ";
+      for (size_t i = 0; i < ops.size(); ++i) s += (i ? ", " : "") + ops[i];
+      s += "\n";
+    }
+  }
+  return s;
+}
+
+struct ProfileRow {
+  std::string kernel, ops;
+  double ms = 0, flops = 0;
+};
+
+// Median ms per profiled step over the timed runs, sorted by time.
+std::vector<ProfileRow> profile_rows(const nn::Model& m, const std::vector<nn::StepTiming>& layout,
+                                     const std::vector<std::vector<double>>& ms_per_step) {
+  std::vector<ProfileRow> rows;
+  for (size_t i = 0; i < layout.size(); ++i) {
+    ProfileRow r;
+    r.kernel = layout[i].kernel.empty() ? layout[i].label : layout[i].kernel;
+    r.ops = layout[i].ops.empty() ? layout[i].label : ops_text(m, layout[i].ops);
+    r.ms = percentile(ms_per_step[i], 50);
+    for (uint32_t k : layout[i].ops) r.flops += nn::bench::op_flops(m, k);
+    rows.push_back(std::move(r));
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const ProfileRow& a, const ProfileRow& b) { return a.ms > b.ms; });
+  return rows;
+}
+
+void print_profile(const std::vector<ProfileRow>& rows, double run_median_ms) {
+  double total_ms = 0, total_flops = 0;
+  for (const auto& r : rows) total_ms += r.ms, total_flops += r.flops;
+  std::printf("profile: %zu steps, median ms of each over the timed runs (whole run median %.3f ms, steps timed "
+              "one by one)\n", rows.size(), run_median_ms);
+  std::printf("%9s %6s %8s  %-28s %s\n", "ms", "%", "GFLOP/s", "kernel", "ops");
+  auto gflops = [](double flops, double ms) { return ms > 0 ? flops / (ms * 1e6) : 0.0; };
+  for (const auto& r : rows)
+    std::printf("%9.4f %5.1f%% %8.1f  %-28s %s\n", r.ms, total_ms > 0 ? 100 * r.ms / total_ms : 0,
+                gflops(r.flops, r.ms), r.kernel.c_str(), r.ops.c_str());
+  std::printf("%9.4f %5.1f%% %8.1f  total (%.3f GFLOP)\n", total_ms, 100.0, gflops(total_flops, total_ms),
+              total_flops / 1e9);
+  std::vector<std::pair<std::string, ProfileRow>> by_kernel;
+  for (const auto& r : rows) {
+    auto it = std::find_if(by_kernel.begin(), by_kernel.end(), [&](const auto& g) { return g.first == r.kernel; });
+    if (it == by_kernel.end()) it = by_kernel.insert(by_kernel.end(), {r.kernel, {}});
+    it->second.ms += r.ms, it->second.flops += r.flops, it->second.ops += "x";  // ops: a step count
+  }
+  std::stable_sort(by_kernel.begin(), by_kernel.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+  for (const auto& [kernel, t] : by_kernel)
+    std::printf("%9.4f %5.1f%% %8.1f  %-28s %zu steps\n", t.ms, total_ms > 0 ? 100 * t.ms / total_ms : 0,
+                gflops(t.flops, t.ms), kernel.c_str(), t.ops.size());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -123,7 +226,7 @@ int main(int argc, char** argv) {
       "Streaming audio: nnrun dtln.nnapi --input noisy.wav --save-outputs out/  (writes out/output_0.wav)"};
   std::string model_path, delegate = "auto", save_dir;
   std::vector<std::string> inputs;
-  bool random = false, json = false, explain = false, strict = false;
+  bool random = false, json = false, explain = false, strict = false, profile = false;
   int threads = 1, runs = 10, warmup = 3;
   app.add_option("model", model_path, "model file: .nnapi, .tflite or .onnx")->required();
   app.add_option("-i,--input", inputs,
@@ -132,7 +235,8 @@ int main(int argc, char** argv) {
   app.add_flag("--random", random, "use deterministic random inputs");
   app.add_option("--save-outputs", save_dir,
                  "write each output as DIR/output_<i>.npy (streaming audio models: DIR/output_0.wav)");
-  app.add_option("-t,--threads", threads, "CPU threads")->check(CLI::Range(1, 64));
+  app.add_option("-t,--threads", threads, "CPU threads, at most the cores; 0 = the cores idle now")
+      ->check(CLI::Range(0, 64));
   app.add_option("-d,--delegate", delegate, "delegate preference: auto, cpu, vulkan, nnapi, reference, or a "
                                             "comma-separated list")
       ->check(CLI::IsMember({"auto", "cpu", "vulkan", "nnapi", "reference"}) | CLI::Validator([](std::string& s) {
@@ -141,7 +245,10 @@ int main(int argc, char** argv) {
   app.add_option("-r,--runs", runs, "timed runs")->check(CLI::Range(1, 100000));
   app.add_option("--warmup", warmup, "untimed runs first")->check(CLI::Range(0, 10000));
   app.add_flag("--json", json, "print one JSON object");
-  app.add_flag("--explain", explain, "print which delegate runs each op, and why ops fell back");
+  app.add_flag("--explain", explain,
+               "print the partitions, each reason ops fell back (once), and which CPU kernel runs each op");
+  app.add_flag("--profile", profile,
+               "time each step (op with its fused ops): kernel, median ms, % of the run, GFLOP/s, sorted");
   bool keep_latency = false;
   float attenuation_db = 0;
   app.add_flag("--keep-latency", keep_latency,
@@ -174,6 +281,7 @@ int main(int argc, char** argv) {
 
   nn::SessionOptions options;
   options.threads = threads;
+  options.profile = profile;
   options.delegates.clear();
   for (size_t p = 0, q; p <= delegate.size(); p = q + 1) {
     q = delegate.find(',', p);
@@ -212,9 +320,16 @@ int main(int argc, char** argv) {
   for (int k = 0; k < warmup; ++k)
     if (nn::Status s = session->run(); !s.is_ok()) return fail(s.to_string());
   std::vector<double> times;
+  std::vector<nn::StepTiming> step_layout;  // --profile: the steps of the first timed run
+  std::vector<std::vector<double>> step_ms;
   for (int k = 0; k < runs; ++k) {
     if (nn::Status s = session->run(); !s.is_ok()) return fail(s.to_string());
     times.push_back(session->last_run_ms());
+    if (profile) {
+      std::vector<nn::StepTiming> t = session->step_timings();
+      if (step_layout.empty()) step_layout = t, step_ms.resize(t.size());
+      for (size_t i = 0; i < t.size() && i < step_ms.size(); ++i) step_ms[i].push_back(t[i].ms);
+    }
   }
 
   std::string delegate_used;
@@ -225,7 +340,7 @@ int main(int argc, char** argv) {
   nlohmann::json j;
   j["model"] = model_path;
   j["runs"] = runs;
-  j["threads"] = threads;
+  j["threads"] = session->report().threads;
   j["delegate"] = delegate_used;
   j["runtime_fallbacks"] = session->runtime_fallbacks();
   j["median_ms"] = percentile(times, 50);
@@ -263,15 +378,23 @@ int main(int argc, char** argv) {
     }
     j["outputs"].push_back(o);
   }
-  if (explain) j["plan"] = session->report().to_string();
+  if (explain) j["plan"] = compact_explain(*model, session->report(), session->kernels());
+  std::vector<ProfileRow> rows;
+  if (profile) {
+    rows = profile_rows(*model, step_layout, step_ms);
+    j["profile"] = nlohmann::json::array();
+    for (const auto& r : rows)
+      j["profile"].push_back({{"kernel", r.kernel}, {"ops", r.ops}, {"ms", r.ms}, {"flops", r.flops}});
+  }
 
   if (json) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
   std::printf("%s: %zu ops on %s, %d thread(s)\n", model_path.c_str(), model->operations.size(),
-              delegate_used.c_str(), threads);
-  if (explain) std::printf("%s", session->report().to_string().c_str());
+              delegate_used.c_str(), session->report().threads);
+  if (explain) std::printf("%s", compact_explain(*model, session->report(), session->kernels()).c_str());
+  if (profile) print_profile(rows, percentile(times, 50));
   for (const auto& o : j["outputs"]) {
     std::printf("output '%s' %s shape %s", o["name"].get<std::string>().c_str(),
                 o["type"].get<std::string>().c_str(), o["shape"].dump().c_str());

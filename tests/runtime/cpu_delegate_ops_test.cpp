@@ -790,6 +790,35 @@ TEST(CpuDelegateFusion, AddStaysUnfusedUnlessOnlyAGlobalMeanReadsIt) {
   EXPECT_EQ(nn_test::count_steps(r, "AVERAGE_POOL_2D [xnnpack]"), 5) << nn_test::step_labels(r);
 }
 
+// A ResNet tail: conv, ADD of the block's input with its RELU, global mean, FC. Two passes
+// could claim the ADD: the ADD-mean op (NativeAddMean) and the conv's residual epilogue.
+// When both did, the mean's output was never written ("no buffer for operand" at open,
+// torchvision resnet18 and regnet_x_400mf); the ADD now stays the ADD-mean's head.
+TEST(CpuDelegateFusion, AddClaimedByGlobalMeanIsNotAlsoAConvResidual) {
+  for (bool fc : {true, false}) {
+    SCOPED_TRACE(fc ? "mean then FC" : "mean is the output");
+    Built b;
+    uint32_t x = b.input({1, 7, 7, 16});
+    uint32_t w = b.constant({16, 3, 3, 16}, 51), bias = b.constant({16}, 52);
+    uint32_t conv = b.op(T::CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(1),
+                                      b.i32(0)});
+    uint32_t sum = b.op(T::ADD, {conv, x, b.i32(1)});
+    uint32_t mean = b.op(T::MEAN, {sum, b.ints({1, 2}), b.i32(0)});
+    if (fc)
+      b.output(b.op(T::FULLY_CONNECTED, {mean, b.constant({10, 16}, 53), b.constant({10}, 54), b.i32(0)}));
+    else
+      b.output(mean);
+    auto r = profiled_cpu(b);
+    EXPECT_LE(r.max_rel_error, kTolerance);
+    EXPECT_EQ(nn_test::count_steps(r, "CONV_2D [native]"), 1) << nn_test::step_labels(r);
+    EXPECT_EQ(nn_test::count_steps(r, "ADD [native]"), 1) << nn_test::step_labels(r);
+    nn::SessionOptions grouped;  // unprofiled: the steps as a run groups them
+    grouped.delegates = {"cpu"};
+    grouped.threads = 2;
+    EXPECT_LE(nn_test::compare_with_reference(b.model, grouped).max_rel_error, kTolerance);
+  }
+}
+
 // What must not fuse into a conv's input: a gated tensor someone else reads too, a gate
 // that is not per channel, a MUL with an activation.
 TEST(CpuDelegateFusion, GatedInputStaysUnfusedWhenShared) {

@@ -341,8 +341,11 @@ class CpuPartition final : public CompiledPartition {
   Status prepare(std::span<void* const> buffers) override;
   Status run() override;
   std::vector<StepTiming> step_timings() const override;
+  std::vector<StepTiming> kernels() const override;
 
  private:
+  // What runs head op k (an op not fused into another): "native conv AVX-512", "xnnpack", ...
+  std::string kernel_name(uint32_t k) const;
   const void* static_data(uint32_t operand) const {
     const Operand& o = model_.operands[operand];
     if (o.is_constant()) return o.data;
@@ -369,6 +372,8 @@ class CpuPartition final : public CompiledPartition {
   std::map<uint32_t, ScaledInput> scaled_input_;          // native 1x1 conv -> the gated input it reads
   std::map<uint32_t, uint32_t> expanded_into_;            // conv -> the depthwise run with it
   std::map<uint32_t, std::unique_ptr<NativeOp>> native_;  // ops run by nnpipe's kernels
+  std::map<uint32_t, NativeKind> native_kind_;            // their kinds
+  std::set<uint32_t> xnn_heads_;                          // ops lowered to XNNPACK
   std::vector<Step> steps_;
 };
 
@@ -638,7 +643,9 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       const auto& r = readers[out];
       if (r.size() != 1) break;
       const uint32_t c = r[0];
-      if (!xnn_ops.count(c) || fused_into_.count(c)) break;
+      // An op an earlier pass made a head (an ADD computing a mean, NativeAddMean) keeps
+      // what it absorbed: fusing it here too would leave its absorbed ops' outputs unwritten.
+      if (!xnn_ops.count(c) || fused_into_.count(c) || chain_.count(c)) break;
       const Operation& next = model_.operations[c];
       float lo, hi;
       if (is_activation(next.type) && !e.hard_swish && !e.residual) {
@@ -739,7 +746,10 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       NN_CHECK_OR_RETURN(static_cast<NativeConv&>(*native).enable_scaled_input(si->second.sum.has_value()),
                          StatusCode::kOutOfMemory, op_label(model_, k) + ": gated weights");
     native_[k] = std::move(native);
+    native_kind_[k] = kind;
   }
+  for (uint32_t k : xnn_ops)
+    if (!native_ops.count(k)) xnn_heads_.insert(k);
 
   // Effective reads and writes after fusion: a producer reads what its fused ops read
   // (the residual) and writes the last fused op's output; fused ops do nothing themselves.
@@ -1030,7 +1040,43 @@ Status CpuPartition::run() {
 std::vector<StepTiming> CpuPartition::step_timings() const {
   std::vector<StepTiming> t;
   if (!options_.profile) return t;
-  for (const Step& s : steps_) t.push_back({s.label, s.last_ms});
+  for (const Step& s : steps_) {
+    // Profiled steps hold one head op and its fused chain (or XNNPACK's one node).
+    t.push_back({s.label, s.last_ms, s.ops, kernel_name(s.ops.front())});
+  }
+  return t;
+}
+
+std::string CpuPartition::kernel_name(uint32_t k) const {
+  auto n = native_kind_.find(k);
+  if (n == native_kind_.end()) return xnn_heads_.count(k) ? "xnnpack" : "reference";
+  std::string name;
+  switch (n->second) {
+    case NativeKind::kConv:
+      name = expanded_into_.count(k)   ? "native conv+depthwise"
+             : resized_after_.count(k) ? "native conv+resize"
+             : scaled_input_.count(k)  ? "native conv (gated input)"
+                                       : "native conv";
+      break;
+    case NativeKind::kDepthwise: name = "native depthwise"; break;
+    case NativeKind::kDeconv: name = "native deconv"; break;
+    case NativeKind::kResize: name = "native resize"; break;
+    case NativeKind::kAddMean: name = "native add+mean"; break;
+    case NativeKind::kNone: break;
+  }
+  return name + (native_avx512_enabled() ? " AVX-512" : " AVX2");
+}
+
+std::vector<StepTiming> CpuPartition::kernels() const {
+  std::vector<StepTiming> t;
+  for (const Step& s : steps_)
+    for (size_t i = 0; i < s.ops.size(); ++i) {
+      const uint32_t k = s.ops[i];
+      if (fused_into_.count(k)) continue;
+      StepTiming e{op_label(model_, k), 0, {k}, kernel_name(k)};
+      for (size_t j = i + 1; j < s.ops.size() && fused_into_.count(s.ops[j]); ++j) e.ops.push_back(s.ops[j]);
+      t.push_back(std::move(e));
+    }
   return t;
 }
 

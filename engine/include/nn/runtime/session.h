@@ -21,6 +21,8 @@ struct SessionOptions {
   // best first. The CPU delegate always takes what the others leave. "reference" runs the
   // plain C++ kernels only (the oracle).
   std::vector<std::string> delegates = {"auto"};
+  // CPU threads (the caller and its workers), at most the cores this process may use;
+  // 0 = the cores idle at open (sampled for 50 ms).
   int threads = 1;
   // Receives every fallback line ("op 12 RESIZE_BILINEAR stays on cpu: nnapi unavailable:
   // ..."). Unset: lines go to stderr when the environment has NN_LOG=1.
@@ -40,6 +42,8 @@ struct SessionOptions {
 struct StepTiming {
   std::string label;
   double ms = 0;
+  std::vector<uint32_t> ops = {};  // the IR ops the step runs (fused ones included), in order
+  std::string kernel = {};         // what runs them: "native conv AVX-512", "xnnpack", "reference", ...
 };
 
 // Where each op went and why: from Session::report() and `nnrun --explain`.
@@ -59,6 +63,7 @@ struct PlanReport {
   std::vector<std::string> delegate_info;  // what an available delegate runs on ("nnapi: ... devices ...")
   std::vector<OpAssignment> ops;
   std::vector<Partition> partitions;
+  int threads = 1;                        // CPU threads the session runs: the request, at most the cores
   std::string to_string() const;          // the human report nnrun --explain prints
   // Delegates the caller named (not through "auto") that are unavailable, with the reason.
   std::vector<std::string> missing_requested() const;
@@ -91,6 +96,9 @@ class Session {
   // Runs a delegate could not finish (a missed deadline, a failed execution) and redid on
   // the CPU, since open.
   virtual uint64_t runtime_fallbacks() const { return 0; }
+  // The steps as compiled, one per op that is not fused into another (ms 0): which kernel
+  // runs each op. Filled by the CPU delegate; other delegates' partitions add nothing.
+  virtual std::vector<StepTiming> kernels() const { return {}; }
 };
 
 struct AsyncResult {

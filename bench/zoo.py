@@ -1,0 +1,326 @@
+#!/usr/bin/python3
+"""The model zoo: models users bring, on the CPU delegate, checked and timed beside ONNX Runtime.
+
+Models (made or fetched into bench/zoo/, git-ignored, nothing committed):
+  - torchvision classification and segmentation models, random weights (seed 0, no network),
+    exported to ONNX (opset 13) by torch 1.13, with a fixed input and PyTorch's output;
+  - TFLite models from npm (MediaPipe face detection, hands, pose) and the two selfie models
+    in assets/models.
+For each: our CPU output against the reference (PyTorch for ONNX models, our reference
+kernels for TFLite files), as max |ours - ref| / max |ref|, judged against 1e-4 or the model's
+own float sensitivity (float32 vs float64 PyTorch, x10) where that is larger; the ops left
+on reference kernels inside the CPU delegate (nnrun --explain); our latency and ONNX
+Runtime's on the same ONNX file at 1 and 2 threads, alternating for --rounds rounds (median
+of the rounds' medians).
+
+Usage: /usr/bin/python3 bench/zoo.py [--models resnet18,hand_landmark_full,...] [--families tflite]
+           [--rounds 3] [--runs 20] [--no-ort] [--readme]
+"""
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ZOO = os.path.join(ROOT, "bench", "zoo")
+NNRUN = os.path.join(ROOT, "build", "engine", "nnrun")
+PEERS = os.path.join(ROOT, "bench", "peers")
+README = os.path.join(ROOT, "bench", "README.md")
+
+# name -> (family, torchvision constructor or npm file, input size)
+TORCHVISION = {
+    "resnet18": 224, "resnet50": 224, "regnet_x_400mf": 224, "densenet121": 224, "googlenet": 224,
+    "inception_v3": 299, "efficientnet_b0": 224, "mnasnet1_0": 224, "shufflenet_v2_x1_0": 224,
+    "squeezenet1_1": 224, "mobilenet_v2": 224, "mobilenet_v3_small": 224, "mobilenet_v3_large": 224,
+    "convnext_tiny": 224, "vgg11": 224,
+}
+SEGMENTATION = {"fcn_resnet50": 256, "deeplabv3_mobilenet_v3_large": 256, "lraspp_mobilenet_v3_large": 256}
+# npm package@version, its tarball's sha256, the .tflite files used from it
+NPM = {
+    "@mediapipe/face_detection@0.4.1657300184": [
+        "face_detection_short_range.tflite", "face_detection_full_range.tflite",
+        "face_detection_full_range_sparse.tflite"],
+    "@mediapipe/hands@0.4.1675469240": ["hand_landmark_lite.tflite", "hand_landmark_full.tflite"],
+    "@mediapipe/pose@0.5.1675469404": ["pose_landmark_lite.tflite", "pose_landmark_full.tflite",
+                                       "pose_landmark_heavy.tflite"],
+}
+ASSET_TFLITE = ["selfie_segmentation.tflite", "selfie_segmentation_landscape.tflite"]
+
+
+def all_models():
+    m = {}
+    for name, size in TORCHVISION.items():
+        m[name] = ("torchvision", size)
+    for name, size in SEGMENTATION.items():
+        m[name] = ("segmentation", size)
+    for pkg, files in NPM.items():
+        for f in files:
+            m[f[:-len(".tflite")]] = ("tflite-npm", pkg)
+    for f in ASSET_TFLITE:
+        m[f[:-len(".tflite")]] = ("tflite-asset", f)
+    return m
+
+
+MAKE_TORCH = r'''
+import sys, numpy as np, torch, torchvision
+name, family, size, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+torch.manual_seed(0)
+if family == "segmentation":
+    base = getattr(torchvision.models.segmentation, name)(weights=None, weights_backbone=None).eval()
+    class Seg(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__(); self.m = m
+        def forward(self, x):
+            return self.m(x)["out"]
+    model = Seg(base).eval()
+else:
+    kw = {"aux_logits": False, "init_weights": True} if name in ("googlenet", "inception_v3") else {}
+    model = getattr(torchvision.models, name)(weights=None, **kw).eval()
+rng = np.random.default_rng(0)
+x = rng.uniform(0, 1, (1, 3, size, size)).astype(np.float32)
+with torch.no_grad():
+    ref = model(torch.from_numpy(x)).numpy()
+    ref64 = model.double()(torch.from_numpy(x).double()).numpy()
+    model.float()
+sens = float(np.abs(ref - ref64).max() / max(np.abs(ref64).max(), 1e-30))
+torch.onnx.export(model, torch.from_numpy(x), out + "/model.onnx", opset_version=13,
+                  input_names=["input"], output_names=["output"])
+np.save(out + "/input.npy", x)
+np.save(out + "/reference.npy", ref)
+open(out + "/sensitivity.txt", "w").write(repr(sens))
+'''
+
+
+def sh(cmd, timeout=1800, env=None, cwd=None):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
+
+
+def fetch_npm(pkg):
+    """The package's tarball in bench/zoo/npm, unpacked; returns its folder."""
+    dest = os.path.join(ZOO, "npm", pkg.replace("/", "_").replace("@", ""))
+    if os.path.isdir(dest):
+        return dest
+    os.makedirs(os.path.join(ZOO, "npm"), exist_ok=True)
+    r = sh(["npm", "pack", pkg, "--json"], cwd=os.path.join(ZOO, "npm"))
+    if r.returncode != 0:
+        raise RuntimeError(f"npm pack {pkg}: {r.stderr.strip()}")
+    tgz = os.path.join(ZOO, "npm", json.loads(r.stdout)[0]["filename"])
+    digest = hashlib.sha256(open(tgz, "rb").read()).hexdigest()
+    with tarfile.open(tgz) as t:
+        t.extractall(dest)
+    open(os.path.join(dest, "sha256.txt"), "w").write(digest + "  " + os.path.basename(tgz) + "\n")
+    return dest
+
+
+def prepare(name, family, arg):
+    """Makes or fetches the model; returns (model file, input .npy or None, reference .npy or None, sens)."""
+    d = os.path.join(ZOO, name)
+    os.makedirs(d, exist_ok=True)
+    if family in ("torchvision", "segmentation"):
+        if not os.path.exists(os.path.join(d, "reference.npy")):
+            r = sh(["/usr/bin/python3", "-c", MAKE_TORCH, name, family, str(arg), d], timeout=3600)
+            if r.returncode != 0:
+                raise RuntimeError("export: " + (r.stderr.strip().splitlines() or ["?"])[-1])
+        sens = float(open(os.path.join(d, "sensitivity.txt")).read())
+        return os.path.join(d, "model.onnx"), os.path.join(d, "input.npy"), os.path.join(d, "reference.npy"), sens
+    if family == "tflite-npm":
+        src = os.path.join(fetch_npm(arg), "package", name + ".tflite")
+    else:
+        src = os.path.join(ROOT, "assets", "models", arg)
+    if not os.path.exists(src):
+        raise RuntimeError(f"{src} missing")
+    return src, None, None, 0.0
+
+
+def nnrun(model, args, threads=1, env=None):
+    cmd = [NNRUN, model, "--json", "--threads", str(threads)] + args
+    r = sh(cmd, env=dict(os.environ, **(env or {})))
+    if r.returncode != 0:
+        raise RuntimeError((r.stderr.strip().splitlines() or ["nnrun failed"])[-1])
+    out = r.stdout
+    return json.loads(out[out.find("{"):])
+
+
+def ort_ms(onnx, threads, runs):
+    r = sh(["node", os.path.join(PEERS, "ort_bench.js"), onnx, str(threads), str(runs), "5"])
+    if r.returncode != 0:
+        return None
+    return json.loads(r.stdout.strip().splitlines()[-1])["median_ms"]
+
+
+def load_outputs(folder):
+    import numpy as np
+    files = sorted(f for f in os.listdir(folder) if f.startswith("output_"))
+    return [np.load(os.path.join(folder, f)) for f in files]
+
+
+def rel_error(a, b):
+    import numpy as np
+    return float(np.abs(a.astype(np.float64) - b).max() / max(np.abs(b).max(), 1e-30))
+
+
+def reference_ops(plan):
+    """Ops the CPU delegate left on reference kernels, from --explain's 'cpu kernels' lines."""
+    for line in plan.splitlines():
+        m = re.match(r"\s+reference \((\d+)\): (.*)", line)
+        if m:
+            return int(m.group(1)), m.group(2)
+    return 0, ""
+
+
+def check_and_time(name, family, arg, a):
+    row = {"model": name, "family": family}
+    model, inp, ref, sens = prepare(name, family, arg)
+    row["tolerance"] = max(1e-4, 10 * sens)
+    out_dir = os.path.join(ZOO, name, "out")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    io = ["--input", inp] if inp else ["--random"]
+    info = nnrun(model, io + ["-d", "cpu", "--runs", "1", "--warmup", "0", "--explain", "--save-outputs",
+                              out_dir + "/cpu"])
+    row["ops"] = info["plan"].count("\n")  # replaced below
+    m = re.search(r"partition 0: \w+, (\d+) ops", info["plan"])
+    row["ops"] = int(m.group(1)) if m else None
+    row["ref_ops"], row["ref_list"] = reference_ops(info["plan"])
+    ours = load_outputs(out_dir + "/cpu")
+    if ref:
+        import numpy as np
+        refs = [np.load(ref)]
+    else:
+        nnrun(model, io + ["-d", "reference", "--runs", "1", "--warmup", "0", "--save-outputs", out_dir + "/ref"])
+        refs = load_outputs(out_dir + "/ref")
+    row["rel_error"] = max(rel_error(o, r) for o, r in zip(ours, refs))
+    row["ok"] = row["rel_error"] <= row["tolerance"]
+    onnx = model if model.endswith(".onnx") else None
+    times = {("nn", 1): [], ("nn", 2): [], ("ort", 1): [], ("ort", 2): []}
+    for _ in range(a.rounds):
+        for t in (1, 2):
+            times[("nn", t)].append(nnrun(model, io + ["-d", "cpu", "--runs", str(a.runs), "--warmup", "3"], t)
+                                    ["median_ms"])
+            if onnx and not a.no_ort:
+                ms = ort_ms(onnx, t, a.runs)
+                if ms is not None:
+                    times[("ort", t)].append(ms)
+    for (who, t), v in times.items():
+        row[f"{who}{t}_ms"] = statistics.median(v) if v else None
+    return row
+
+
+def fmt(v, spec):
+    return format(v, spec) if v is not None else "n/a"
+
+
+def table(rows):
+    lines = ["| model | family | ops | max rel. error (tolerance) | ops on reference kernels | "
+             "ours 1T ms | ORT 1T ms | ours/ORT 1T | ours 2T ms | ORT 2T ms | ours/ORT 2T |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['model']} | {r['family']} | FAILED: {r['error']} |||||||||")
+            continue
+        ratio = lambda t: (fmt(r[f"nn{t}_ms"] / r[f"ort{t}_ms"], ".2f")
+                           if r.get(f"ort{t}_ms") and r.get(f"nn{t}_ms") else "n/a")
+        lines.append(
+            f"| {r['model']} | {r['family']} | {r['ops']} | {r['rel_error']:.1e} ({r['tolerance']:.0e})"
+            f"{'' if r['ok'] else ' **over**'} | {r['ref_ops']}{' (' + r['ref_list'] + ')' if r['ref_ops'] else ''} | "
+            f"{fmt(r['nn1_ms'], '.2f')} | {fmt(r['ort1_ms'], '.2f')} | {ratio(1)} | "
+            f"{fmt(r['nn2_ms'], '.2f')} | {fmt(r['ort2_ms'], '.2f')} | {ratio(2)} |")
+    return "\n".join(lines)
+
+
+def chart(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = [r for r in rows if "error" not in r and r.get("ort1_ms")]
+    if not rows:
+        return False
+    names = [r["model"] for r in rows]
+    fig, ax = plt.subplots(figsize=(10, 0.35 * len(rows) + 1.5))
+    ys = range(len(rows))
+    for off, t, color in ((-0.2, 1, "#3465a4"), (0.2, 2, "#f57900")):
+        ax.barh([y + off for y in ys], [r[f"nn{t}_ms"] / r[f"ort{t}_ms"] for r in rows], height=0.4, color=color,
+                label=f"{t} thread{'s' if t > 1 else ''}")
+    ax.axvline(1.0, color="black", lw=0.8)
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels(names, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("nnpipe CPU latency / ONNX Runtime latency (same ONNX file; < 1 = nnpipe faster)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    return True
+
+
+def host_isa():
+    flags = set()
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            break
+    name = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    isa = "AVX-512 (" + ", ".join(sorted(f for f in flags if f.startswith("avx512"))) + ")" if "avx512f" in flags \
+        else ("AVX2 + FMA" if "avx2" in flags else "SSE")
+    return f"{name}, {os.cpu_count()} cores, {isa}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default="", help="comma-separated names (default: all)")
+    ap.add_argument("--families", default="", help="torchvision,segmentation,tflite-npm,tflite-asset")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--no-ort", action="store_true")
+    ap.add_argument("--readme", action="store_true", help="write the table and chart into bench/README.md")
+    a = ap.parse_args()
+    models = all_models()
+    names = [n for n in (a.models.split(",") if a.models else models) if n]
+    for n in names:
+        if n not in models:
+            sys.exit(f"zoo.py: unknown model {n}; known: {', '.join(models)}")
+    if a.families:
+        names = [n for n in names if models[n][0] in a.families.split(",")]
+    if not a.no_ort and not os.path.isdir(os.path.join(PEERS, "node_modules", "onnxruntime-node")):
+        sh(["npm", "install", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=PEERS)
+    rows = []
+    os.makedirs(ZOO, exist_ok=True)
+    for n in names:
+        family, arg = models[n]
+        t0 = time.time()
+        try:
+            row = check_and_time(n, family, arg, a)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            row = {"model": n, "family": family, "error": str(e).replace("|", "/")[:200]}
+        rows.append(row)
+        print(f"{n}: {json.dumps(row)} ({time.time() - t0:.0f} s)", file=sys.stderr)
+    json.dump(rows, open(os.path.join(ZOO, "results.json"), "w"), indent=1)
+    text = table(rows)
+    print(text)
+    failed = [r["model"] for r in rows if "error" in r or not r["ok"]]
+    with_ref = [r["model"] for r in rows if r.get("ref_ops")]
+    print(f"\n{len(rows)} models, {len(failed)} failing ({', '.join(failed)}), "
+          f"{len(with_ref)} with ops on reference kernels ({', '.join(with_ref)})")
+    if a.readme:
+        has_chart = chart(rows, os.path.join(ROOT, "bench", "zoo-latency.png"))
+        section = (f"Host: {host_isa()}. Command: `/usr/bin/python3 bench/zoo.py --rounds {a.rounds} "
+                   f"--runs {a.runs}{' --models ' + a.models if a.models else ''}`.\n\n{text}\n")
+        if has_chart:
+            section += "\n![zoo latency against ONNX Runtime](zoo-latency.png)\n"
+        readme = open(README).read()
+        begin, end = "<!-- zoo:begin -->", "<!-- zoo:end -->"
+        if begin in readme:
+            readme = readme[:readme.index(begin) + len(begin)] + "\n" + section + readme[readme.index(end):]
+        else:
+            readme += f"\n## The model zoo\n\n{begin}\n{section}{end}\n"
+        open(README, "w").write(readme)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

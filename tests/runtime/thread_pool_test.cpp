@@ -1,0 +1,202 @@
+// The engine's thread pool (runtime/thread_pool.cpp): every pthreadpool entry point visits
+// each item once with the right tiles, XNNPACK runs on it (not on Debian's libpthreadpool,
+// whose spinning collapsed oversubscribed runs), more threads than cores stay cheap, and a
+// session never runs more threads than cores.
+#include <gtest/gtest.h>
+#include <pthreadpool.h>
+#include <xnnpack.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "runtime/thread_pool.h"
+#include "runtime_test_util.h"
+#include "test_model.h"
+
+namespace {
+
+// Records every call as (start or index per dim ..., size per tiled dim ...).
+struct Visits {
+  std::mutex mutex;
+  std::map<std::vector<size_t>, int> seen;
+  void add(std::vector<size_t> v) {
+    std::lock_guard<std::mutex> lock(mutex);
+    ++seen[std::move(v)];
+  }
+};
+
+// The calls a serial loop makes for ranges r (the last `tiled` dims cut in tiles t).
+std::map<std::vector<size_t>, int> expected(const std::vector<size_t>& r, const std::vector<size_t>& t,
+                                            size_t tiled) {
+  std::map<std::vector<size_t>, int> out;
+  std::vector<size_t> idx(r.size(), 0);
+  const size_t first_tiled = r.size() - tiled;
+  auto step = [&](size_t d) { return d >= first_tiled ? t[d - first_tiled] : 1; };
+  for (;;) {
+    std::vector<size_t> call(idx);
+    for (size_t d = first_tiled; d < r.size(); ++d) call.push_back(std::min(step(d), r[d] - idx[d]));
+    ++out[call];
+    size_t d = r.size();
+    while (d > 0) {
+      --d;
+      idx[d] += step(d);
+      if (idx[d] < r[d]) break;
+      idx[d] = 0;
+      if (d == 0) return out;
+    }
+  }
+}
+
+class PoolSizes : public ::testing::TestWithParam<int> {};
+
+TEST_P(PoolSizes, EveryEntryPointVisitsEachItemOnce) {
+  const int threads = GetParam();
+  pthreadpool_t pool = threads == 0 ? nullptr : pthreadpool_create(size_t(threads));
+  if (threads > 0) {
+    ASSERT_NE(pool, nullptr);
+    EXPECT_EQ(pthreadpool_get_threads_count(pool), size_t(threads));
+  }
+  auto check = [&](const char* name, const std::vector<size_t>& r, const std::vector<size_t>& t, size_t tiled,
+                   auto run) {
+    Visits v;
+    run(v);
+    EXPECT_EQ(v.seen, expected(r, t, tiled)) << name << " on " << threads << " threads";
+  };
+  using V = Visits;
+  check("1d", {37}, {}, 0, [&](V& v) {
+    pthreadpool_parallelize_1d(pool, [](void* c, size_t i) { static_cast<V*>(c)->add({i}); }, &v, 37, 0);
+  });
+  check("1d_tile_1d", {37}, {5}, 1, [&](V& v) {
+    pthreadpool_parallelize_1d_tile_1d(
+        pool, [](void* c, size_t i, size_t n) { static_cast<V*>(c)->add({i, n}); }, &v, 37, 5, 0);
+  });
+  check("2d", {3, 11}, {}, 0, [&](V& v) {
+    pthreadpool_parallelize_2d(pool, [](void* c, size_t i, size_t j) { static_cast<V*>(c)->add({i, j}); }, &v, 3,
+                               11, 0);
+  });
+  check("2d_tile_1d", {3, 11}, {4}, 1, [&](V& v) {
+    pthreadpool_parallelize_2d_tile_1d(
+        pool, [](void* c, size_t i, size_t j, size_t n) { static_cast<V*>(c)->add({i, j, n}); }, &v, 3, 11, 4, 0);
+  });
+  check("2d_tile_2d", {13, 11}, {3, 4}, 2, [&](V& v) {
+    pthreadpool_parallelize_2d_tile_2d(
+        pool,
+        [](void* c, size_t i, size_t j, size_t ni, size_t nj) { static_cast<V*>(c)->add({i, j, ni, nj}); }, &v,
+        13, 11, 3, 4, 0);
+  });
+  check("3d", {2, 3, 5}, {}, 0, [&](V& v) {
+    pthreadpool_parallelize_3d(
+        pool, [](void* c, size_t i, size_t j, size_t k) { static_cast<V*>(c)->add({i, j, k}); }, &v, 2, 3, 5, 0);
+  });
+  check("3d_tile_2d", {2, 7, 9}, {3, 4}, 2, [&](V& v) {
+    pthreadpool_parallelize_3d_tile_2d(
+        pool,
+        [](void* c, size_t i, size_t j, size_t k, size_t nj, size_t nk) {
+          static_cast<V*>(c)->add({i, j, k, nj, nk});
+        },
+        &v, 2, 7, 9, 3, 4, 0);
+  });
+  check("4d", {2, 3, 2, 5}, {}, 0, [&](V& v) {
+    pthreadpool_parallelize_4d(
+        pool, [](void* c, size_t i, size_t j, size_t k, size_t l) { static_cast<V*>(c)->add({i, j, k, l}); }, &v, 2,
+        3, 2, 5, 0);
+  });
+  check("4d_tile_2d", {2, 3, 7, 9}, {2, 4}, 2, [&](V& v) {
+    pthreadpool_parallelize_4d_tile_2d(
+        pool,
+        [](void* c, size_t i, size_t j, size_t k, size_t l, size_t nk, size_t nl) {
+          static_cast<V*>(c)->add({i, j, k, l, nk, nl});
+        },
+        &v, 2, 3, 7, 9, 2, 4, 0);
+  });
+  check("5d", {2, 1, 3, 2, 5}, {}, 0, [&](V& v) {
+    pthreadpool_parallelize_5d(
+        pool,
+        [](void* c, size_t i, size_t j, size_t k, size_t l, size_t m) { static_cast<V*>(c)->add({i, j, k, l, m}); },
+        &v, 2, 1, 3, 2, 5, 0);
+  });
+  check("5d_tile_2d", {2, 2, 3, 7, 5}, {3, 2}, 2, [&](V& v) {
+    pthreadpool_parallelize_5d_tile_2d(
+        pool,
+        [](void* c, size_t i, size_t j, size_t k, size_t l, size_t m, size_t nl, size_t nm) {
+          static_cast<V*>(c)->add({i, j, k, l, m, nl, nm});
+        },
+        &v, 2, 2, 3, 7, 5, 3, 2, 0);
+  });
+  check("6d_tile_2d", {2, 1, 2, 3, 7, 5}, {3, 2}, 2, [&](V& v) {
+    pthreadpool_parallelize_6d_tile_2d(
+        pool,
+        [](void* c, size_t i, size_t j, size_t k, size_t l, size_t m, size_t n, size_t nm, size_t nn) {
+          static_cast<V*>(c)->add({i, j, k, l, m, n, nm, nn});
+        },
+        &v, 2, 1, 2, 3, 7, 5, 3, 2, 0);
+  });
+  if (pool) pthreadpool_destroy(pool);
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, PoolSizes, ::testing::Values(0, 1, 2, 4, 9));
+
+// XNNPACK's operators call the engine's pool (the interposed pthreadpool API): the pool
+// counts their jobs. With Debian's pool in their place this would crash or count nothing.
+TEST(ThreadPool, XnnpackRunsOnTheEnginePool) {
+  ASSERT_EQ(xnn_initialize(nullptr), xnn_status_success);
+  pthreadpool_t pool = pthreadpool_create(2);
+  ASSERT_NE(pool, nullptr);
+  xnn_operator_t op = nullptr;
+  ASSERT_EQ(xnn_create_clamp_nc_f32(64, 64, 64, 0.f, 6.f, 0, &op), xnn_status_success);
+  std::vector<float> in(64 * 512), out(in.size());
+  for (size_t i = 0; i < in.size(); ++i) in[i] = float(int(i % 17) - 8);
+  ASSERT_EQ(xnn_setup_clamp_nc_f32(op, 512, in.data(), out.data(), pool), xnn_status_success);
+  const uint64_t before = nn::thread_pool_stats(pool).jobs;
+  ASSERT_EQ(xnn_run_operator(op, pool), xnn_status_success);
+  EXPECT_GT(nn::thread_pool_stats(pool).jobs, before);
+  for (size_t i = 0; i < in.size(); ++i) ASSERT_EQ(out[i], std::min(6.f, std::max(0.f, in[i]))) << i;
+  xnn_delete_operator(op);
+  pthreadpool_destroy(pool);
+}
+
+// Four times more threads than cores: small jobs still take microseconds, not scheduler
+// slices (a spinning pool waits a slice for each descheduled thread, milliseconds per job).
+TEST(ThreadPool, MoreThreadsThanCoresStayCheap) {
+  const size_t threads = 4 * nn::usable_cores();
+  pthreadpool_t pool = pthreadpool_create(threads);
+  ASSERT_NE(pool, nullptr);
+  std::atomic<size_t> sum{0};
+  const int jobs = 2000;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int j = 0; j < jobs; ++j)
+    pthreadpool_parallelize_1d(
+        pool, [](void* c, size_t i) { static_cast<std::atomic<size_t>*>(c)->fetch_add(i + 1); }, &sum, 64, 0);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(sum.load(), size_t(jobs) * 64 * 65 / 2);
+  EXPECT_LT(ms / jobs, 0.5) << threads << " threads: " << ms << " ms for " << jobs << " jobs";
+  pthreadpool_destroy(pool);
+}
+
+// A session asked for more threads than the process may use runs that many, and 0 (the
+// cores free now) is accepted and runs.
+TEST(ThreadPool, SessionThreadsClampToCores) {
+  nn_test::TestModel b;
+  uint32_t x = b.input({1, 8, 8, 16});
+  b.output(b.op(nn::OperationType::LOGISTIC, {x}));
+  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+  for (int threads : {0, 64}) {
+    nn::SessionOptions o;
+    o.delegates = {"cpu"};
+    o.threads = threads;
+    auto c = nn_test::compare_with_reference(b.model, o);
+    EXPECT_LE(c.max_rel_error, 1e-5);
+    auto s = nn::Session::open(b.model, o);
+    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+    EXPECT_GE((*s)->report().threads, 1);
+    EXPECT_LE((*s)->report().threads, int(nn::usable_cores())) << "asked " << threads;
+  }
+  EXPECT_GE(nn::free_cores(), 1u);
+  EXPECT_LE(nn::free_cores(), nn::usable_cores());
+}
+
+}  // namespace
