@@ -13,10 +13,12 @@
 #   bench/fuzz.sh --time S         S seconds per target (the CI slice: --time 20)
 #   bench/fuzz.sh --targets "onnx_import graph_file"
 #
-# Seeds: the real models (assets/models: the selfie .tflite files, whole and split into
-# one-operation models; gru_denoise.onnx), ONNX's own node-test models (libonnx-testdata),
-# .nnapi files converted from those, the shipped graphs (graphs/*.toml, tests/graphs/data)
-# and the regression inputs (tests/fuzz/regressions/<target>/). The corpus grows in
+# Seeds: the real models (assets/models: the selfie .tflite files split into one-operation
+# models, by tests/fuzz/seeds/split_tflite.py), ONNX's own node-test models
+# (libonnx-testdata), .nnapi files converted from those, the shipped graphs (graphs/*.toml,
+# tests/graphs/data) and the regression inputs (tests/fuzz/regressions/<target>/). Model
+# inputs are capped at 64 KB (-max_len): whole models ran at a few hundred executions a
+# second; ctest replays them whole through the same targets (fuzz_regressions_*). The corpus grows in
 # $NN_FUZZ_DIR/corpus/<target> (default /var/tmp/nnpipe-fuzz, outside git) and is reused by
 # the next campaign. Findings (crash-*, timeout-*, leak-*, oom-*) land in
 # $NN_FUZZ_DIR/artifacts/<target>/; a finding does not stop the campaign (the target is
@@ -67,23 +69,22 @@ make_seeds() {
     tflite_import)
       for m in "$models"/*.tflite; do
         [ -f "$m" ] || continue
-        cp "$m" "$dir/"
         if command -v flatc >/dev/null 2>&1; then
           python3 "$root/tests/fuzz/seeds/split_tflite.py" "$root/engine/import/tflite/tflite_schema.fbs" "$m" "$dir" >/dev/null
         fi
       done ;;
     onnx_import)
-      [ -f "$models/gru_denoise.onnx" ] && cp "$models/gru_denoise.onnx" "$dir/"
-      # ONNX's node tests (small single-op models, every op, accepted or refused by us);
-      # the 13 MB vision models are left out: a mutation of one costs ~1 s.
+      # ONNX's node tests (small single-op models, every op, accepted or refused by us).
       if [ -d "$onnx_nodes" ]; then
         find "$onnx_nodes" -name model.onnx -size -8k | while read -r m; do
           cp "$m" "$dir/$(basename "$(dirname "$m")").onnx"
         done
       fi ;;
     nnapi_reader)
+      # Small models only (the reader's run costs grow with the file: the CRC alone runs
+      # twice per input): the selfie model's one-op parts, and ONNX's node tests.
       local inputs=()
-      for m in "$seeds/tflite_import"/*.tflite "$models/gru_denoise.onnx"; do [ -f "$m" ] && inputs+=("$m"); done
+      for m in "$seeds/tflite_import"/*_[0-9][0-9][0-9]_*.tflite; do [ -f "$m" ] && inputs+=("$m"); done
       # The claimed ops' node tests: the ONNX ops the importer converts.
       if [ -d "$onnx_nodes" ]; then
         while read -r op; do
@@ -115,6 +116,11 @@ for t in $targets; do
   # The nnapi seeds are converted from the tflite ones.
   if [ "$t" = nnapi_reader ] && [ ! -d "$seeds/tflite_import" ]; then make_seeds tflite_import; fi
   [ -d "$seeds/$t" ] || make_seeds "$t"
+  # Model inputs up to 64 KB: the whole real models (250 KB .tflite, 13 MB .onnx) ran at a
+  # few hundred executions a second; they are replayed whole by ctest (fuzz_regressions_*),
+  # and their operators reach the fuzzer as one-op models.
+  max_len=(-max_len=65536)
+  [ "$t" = graph_file ] && max_len=()
   corpus="$work/corpus/$t"; artifacts="$work/artifacts/$t"; logs="$work/logs/$t"
   mkdir -p "$corpus" "$artifacts" "$logs"
   stamp="$logs/.start"; touch "$stamp"  # this campaign's findings are the newer ones
@@ -131,7 +137,7 @@ for t in $targets; do
     fi
     log="$logs/round$round.log"
     status=0
-    "$bin" "${budget[@]}" -timeout=10 -rss_limit_mb=2048 -detect_leaks=1 -print_final_stats=1 \
+    "$bin" "${budget[@]}" "${max_len[@]}" -timeout=10 -rss_limit_mb=2048 -detect_leaks=1 -print_final_stats=1 \
       -artifact_prefix="$artifacts/" "$corpus" "$seeds/$t" >"$log" 2>&1 || status=$?
     n=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
     done_runs=$(( done_runs + ${n:-0} ))
