@@ -2,9 +2,12 @@
 # Builds the mutation fuzz test with AddressSanitizer + UndefinedBehaviorSanitizer
 # (-DNN_SANITIZE=ON) in build-asan/ and runs it: >= 1000 mutated .nnapi, .tflite and .onnx
 # files each through the readers, then the CPU delegate op tests and the whole-model tests
-# (nnpipe's native kernels); any sanitizer report fails the run.
+# (nnpipe's native kernels), the libFuzzer targets replayed on their regression inputs, and
+# a fixed-time libFuzzer slice of each target (bench/fuzz.sh --time); any sanitizer report
+# or fuzzer finding fails the run.
 # Called by scripts/test.sh. Env: NN_FUZZ_ITERATIONS (default 1000 per real seed),
-# NN_FUZZ_SEED, NN_ASAN_BUILD_DIR (default <root>/build-asan), JOBS (default 2).
+# NN_FUZZ_SEED, NN_ASAN_BUILD_DIR (default <root>/build-asan), JOBS (default 2),
+# NN_FUZZ_SLICE_SECONDS (default 20 per libFuzzer target; 0 skips the slice).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${NN_ASAN_BUILD_DIR:-$root/build-asan}"
@@ -18,7 +21,8 @@ cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo
   -DNN_BUILD_PLUGINS=OFF -DNN_BUILD_BENCH=OFF -DNN_BUILD_TESTS=ON >"$build/configure.log" 2>&1 \
   || { cat "$build/configure.log"; exit 1; }
 echo "[sanitized-fuzz] building mutation_fuzz_test and the CPU delegate tests"
-cmake --build "$build" --target mutation_fuzz_test cpu_delegate_ops_test whole_model_test -j "$jobs"
+cmake --build "$build" --target mutation_fuzz_test cpu_delegate_ops_test whole_model_test \
+  fuzz_replay_nnapi_reader fuzz_replay_tflite_import fuzz_replay_onnx_import -j "$jobs"
 
 # halt_on_error: the first report fails the run. Leak checking stays on where the
 # platform allows it (LeakSanitizer needs ptrace-free /proc access; off under some sandboxes).
@@ -35,5 +39,16 @@ for t in cpu_delegate_ops_test whole_model_test; do
   echo "[sanitized-fuzz] $t"
   ./tests/$t --gtest_color=no --gtest_brief=1 || status=$?
 done
+echo "[sanitized-fuzz] libFuzzer regression inputs"
+ctest -R '^fuzz_regressions_' --output-on-failure || status=$?
+slice="${NN_FUZZ_SLICE_SECONDS:-20}"
+if [ "$slice" -gt 0 ]; then
+  if command -v clang++-14 >/dev/null 2>&1 || command -v clang++ >/dev/null 2>&1; then
+    echo "[sanitized-fuzz] libFuzzer slice: ${slice} s per target"
+    bash "$root/bench/fuzz.sh" --time "$slice" || status=$?
+  else
+    echo "[sanitized-fuzz] clang++ not found: libFuzzer slice skipped (scripts/install-deps.sh installs clang-14)"
+  fi
+fi
 echo "[sanitized-fuzz] finished in $(( $(date +%s) - start )) s, exit $status"
 exit $status

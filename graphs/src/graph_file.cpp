@@ -95,7 +95,8 @@ class Parser {
 
   void unknown_keys(const toml::table& t, std::initializer_list<const char*> known, const std::string& ctx) {
     for (auto&& [k, v] : t) {
-      const bool ok = std::any_of(known.begin(), known.end(), [&](const char* s) { return k.str() == s; });
+      const std::string_view name = k.str();  // clang < 16 cannot capture a structured binding
+      const bool ok = std::any_of(known.begin(), known.end(), [&](const char* s) { return name == s; });
       if (!ok)
         error(line_of(v), ctx + "unknown field '" + std::string(k.str()) + "' (fields: " +
                               join(std::vector<std::string>(known.begin(), known.end())) + ")");

@@ -474,6 +474,8 @@ Status Converter::translate_node(int index) {
   const onnx::NodeProto& n = *node_;
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     return unsupported("operator domain '" + n.domain() + "' is not supported");
+  // Every operator has at least one output; translators name their result after output(0).
+  if (n.output_size() == 0) return invalid("the node has no outputs");
   node_inputs_.assign(n.input_size(), nullptr);
   bool all_const = true;
   for (int i = 0; i < n.input_size(); ++i) {

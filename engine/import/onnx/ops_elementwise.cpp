@@ -190,6 +190,7 @@ Status t_clip(Converter& c) {
 // HardSigmoid(x) = clamp(alpha*x + beta, 0, 1). x * HardSigmoid(x) with torch's constants
 // (alpha 1/6, beta 1/2) is HardSwish: one HARD_SWISH op.
 Status t_hard_sigmoid(Converter& c) {
+  if (!c.has_input(0)) return c.invalid("expects one input");
   const float alpha = c.attr_f("alpha", 0.2f), beta = c.attr_f("beta", 0.5f);
   const std::string& x_name = c.node().input(0);
   const std::string& hs_name = c.node().output(0);

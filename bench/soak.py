@@ -1,0 +1,372 @@
+#!/usr/bin/python3
+"""Soak test: the background-blur pipeline on the sample video, looped, while everything a
+long-running app does to a pipeline happens to it, under GStreamer's leaks tracer.
+
+  filesrc ! decodebin ! videoconvert ! videoscale ! capsfilter(size) ! videoconvert
+    ! capsfilter(format) ! nnsegment ! nnbackground mode=blur ! videoconvert ! fakesink
+
+(the graphs/background-blur.toml chain, with the size and format capsfilters the test drives).
+The main loop takes one action every --interval seconds, in a fixed rotation:
+  size      new frame size (the capsfilter changes: renegotiation while PLAYING)
+  format    new packed format for nnsegment/nnbackground (RGBA, BGRx, RGB, BGRA)
+  pause     PLAYING -> PAUSED -> PLAYING
+  delegate  PLAYING -> READY, nnsegment's delegate (and threads) switched, -> PLAYING
+  restart   PLAYING -> NULL -> PLAYING
+  seek      flushing seek back to the start (EOS also loops back to the start)
+while another thread changes nnbackground's blur-strength/feather and nnsegment's
+threshold/smoothing every 20 ms.
+
+Checks (exit 1 when one fails):
+  leaks    objects (GstObject and mini objects: buffers, caps, events...) alive after the
+           pipeline is gone, minus those alive after a warm-up pipeline was created and
+           destroyed the same way (plugin, type and delegate one-time state): must be 0.
+  rss      resident memory growth from the end of warm-up to the end of the run: the peak of
+           the one-second samples over one rotation through every frame size right after
+           warm-up, against the peak over the last rotation: <= --max-rss-growth-mib (1 MiB).
+  errors   ERROR messages on the bus: must be 0 (warnings are counted, not failed).
+
+  bench/soak.py                       # an hour
+  bench/soak.py --duration 60         # the CI slice
+Env: GST_TRACERS=leaks and GST_DEBUG=GST_TRACER:7 are set here unless already set; the
+leaks tracer's own report at exit goes to stderr. Uses Debian's python3 (python3-gst-1.0).
+"""
+import argparse
+import collections
+import gc
+import json
+import os
+import random
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# glibc gives each new thread its own malloc arena (up to 8 per core) and keeps what is freed
+# in it: every restart makes new streaming and inference threads, so without a cap RSS
+# climbs ~1.3 MiB per nnsegment restart until the arenas are all made (measured: flat with
+# the cap, 0 leaked objects either way). The cap makes RSS measure leaks, not arena count.
+# glibc reads it at the first malloc, so the script re-executes itself with it set.
+# --glibc-arenas default keeps glibc's own setting.
+if "MALLOC_ARENA_MAX" not in os.environ and "--glibc-arenas" not in sys.argv:
+    os.execve(sys.executable, [sys.executable] + sys.argv, dict(os.environ, MALLOC_ARENA_MAX="2"))
+os.environ.setdefault("GST_TRACERS", "leaks")
+os.environ.setdefault("GST_DEBUG", "GST_TRACER:7")
+# The tracer's reports (live objects on demand, leaks at exit) are read back from this file.
+os.environ.setdefault("GST_DEBUG_FILE", f"/tmp/nnpipe-soak-{os.getpid()}.gstlog")
+
+import gi  # noqa: E402
+
+gi.require_version("Gst", "1.0")
+from gi.repository import GLib, Gst  # noqa: E402
+
+SIZES = [(640, 360), (320, 240), (1280, 720), (480, 272), (256, 256)]
+FORMATS = ["RGBA", "BGRx", "RGB", "BGRA"]
+ACTIONS = ["size", "format", "pause", "delegate", "restart", "seek"]
+
+
+def rss_kib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def live_objects(tracer, log_path):
+    """Type name -> count of the objects the leaks tracer sees alive. The tracer writes them
+    ("object-alive, type-name=(string)GstCaps, ...") to the GStreamer log, which goes to
+    log_path (GST_DEBUG_FILE); its get-live-objects signal is not used: taking its objects
+    into Python unbalances their reference counts."""
+    offset = os.path.getsize(log_path)
+    tracer.emit("log-live-objects")
+    counts = collections.Counter()
+    with open(log_path, errors="replace") as f:
+        f.seek(offset)
+        for line in f:
+            start = line.find("object-alive, type-name=(string)")
+            if start >= 0:
+                rest = line[start + len("object-alive, type-name=(string)"):]
+                counts[rest.split(",", 1)[0]] += 1
+    return counts
+
+
+class Soak:
+    def __init__(self, args):
+        self.args = args
+        self.errors = []
+        self.warnings = 0
+        self.actions = collections.Counter()
+        self.loops = 0
+        self.frames = 0
+        self.size_i = 0
+        self.format_i = 0
+        self.delegate_i = 0
+        self.pipeline = None
+        self.lock = threading.Lock()  # the property thread vs. pipeline rebuilds
+
+    def build(self):
+        a = self.args
+        w, h = SIZES[0]
+        desc = (f'filesrc location="{a.video}" ! decodebin name=dec '
+                f'videoconvert name=in ! videoscale ! '
+                f'capsfilter name=size caps="video/x-raw,width={w},height={h}" ! videoconvert ! '
+                f'capsfilter name=format caps="video/x-raw,format={FORMATS[0]}" ! '
+                f'nnsegment name=seg model="{a.model}" delegate={a.delegates[0]} threads=2 '
+                f'thread-priority=normal ! '
+                f'nnbackground name=bg mode=blur blur-strength=16 ! videoconvert ! '
+                f'fakesink name=sink sync=false')
+        pipeline = Gst.parse_launch(desc)
+        bus = pipeline.get_bus()
+        bus.add_signal_watch()
+        bus.connect("message", self.on_message)
+        # decodebin makes new pads after every NULL -> PLAYING: link each video one (parse's
+        # delayed link does it once), leave audio unlinked (decodebin then drops it).
+        pipeline.get_by_name("dec").connect("pad-added", self.on_decoded_pad, pipeline.get_by_name("in"))
+        sink = pipeline.get_by_name("sink")
+        sink.get_static_pad("sink").add_probe(Gst.PadProbeType.BUFFER, self.on_frame)
+        del sink
+        return pipeline
+
+    @staticmethod
+    def on_decoded_pad(dec, pad, convert):
+        caps = pad.get_current_caps() or pad.query_caps(None)
+        sink = convert.get_static_pad("sink")
+        if caps.get_structure(0).get_name().startswith("video/") and not sink.is_linked():
+            pad.link(sink)
+
+    def on_frame(self, pad, info):
+        self.frames += 1
+        return Gst.PadProbeReturn.OK
+
+    def on_message(self, bus, msg):
+        if msg.type == Gst.MessageType.ERROR:
+            err, debug = msg.parse_error()
+            self.errors.append(f"{msg.src.get_name()}: {err.message} ({debug})")
+            print(f"[soak] ERROR {self.errors[-1]}", file=sys.stderr)
+            # Recover the way an app would: restart the pipeline.
+            GLib.idle_add(self.restart_after_error)
+        elif msg.type == Gst.MessageType.WARNING:
+            self.warnings += 1
+            err, debug = msg.parse_warning()
+            if self.warnings <= 10:
+                print(f"[soak] warning {msg.src.get_name()}: {err.message}", file=sys.stderr)
+        elif msg.type == Gst.MessageType.EOS:
+            self.loops += 1
+            GLib.idle_add(self.seek_start)
+
+    def restart_after_error(self):
+        self.pipeline.set_state(Gst.State.NULL)
+        self.pipeline.set_state(Gst.State.PLAYING)
+        return False
+
+    def seek_start(self):
+        self.pipeline.seek_simple(Gst.Format.TIME, Gst.SeekFlags.FLUSH | Gst.SeekFlags.KEY_UNIT, 0)
+        return False
+
+    def wait_state(self, state):
+        ret, cur, _ = self.pipeline.get_state(10 * Gst.SECOND)
+        if ret == Gst.StateChangeReturn.FAILURE or (ret == Gst.StateChangeReturn.SUCCESS and cur != state):
+            self.errors.append(f"state change to {state.value_nick} failed ({ret.value_nick})")
+            print(f"[soak] ERROR {self.errors[-1]}", file=sys.stderr)
+
+    def set_state(self, state):
+        self.pipeline.set_state(state)
+        self.wait_state(state)
+
+    def act(self, action):
+        p = self.pipeline
+        self.actions[action] += 1
+        if action == "size":
+            self.size_i = (self.size_i + 1) % len(SIZES)
+            w, h = SIZES[self.size_i]
+            p.get_by_name("size").set_property("caps", Gst.Caps.from_string(f"video/x-raw,width={w},height={h}"))
+        elif action == "format":
+            self.format_i = (self.format_i + 1) % len(FORMATS)
+            p.get_by_name("format").set_property(
+                "caps", Gst.Caps.from_string(f"video/x-raw,format={FORMATS[self.format_i]}"))
+        elif action == "pause":
+            self.set_state(Gst.State.PAUSED)
+            time.sleep(0.2)
+            self.set_state(Gst.State.PLAYING)
+        elif action == "delegate":
+            self.set_state(Gst.State.READY)
+            self.delegate_i = (self.delegate_i + 1) % len(self.args.delegates)
+            seg = p.get_by_name("seg")
+            seg.set_property("delegate", self.args.delegates[self.delegate_i])
+            seg.set_property("threads", 1 + self.delegate_i % 2)
+            del seg
+            self.set_state(Gst.State.PLAYING)
+        elif action == "restart":
+            self.set_state(Gst.State.NULL)
+            self.set_state(Gst.State.PLAYING)
+        elif action == "seek":
+            self.seek_start()
+
+    def property_thread(self, stop):
+        rng = random.Random(1)
+        while not stop.is_set():
+            with self.lock:
+                p = self.pipeline
+                if p is not None:
+                    bg, seg = p.get_by_name("bg"), p.get_by_name("seg")
+                    bg.set_property("blur-strength", rng.uniform(2.0, 30.0))
+                    bg.set_property("feather", rng.uniform(0.0, 4.0))
+                    seg.set_property("threshold", rng.uniform(0.2, 0.8))
+                    seg.set_property("smoothing", rng.uniform(0.0, 0.9))
+                    del bg, seg, p
+            stop.wait(0.02)
+
+    def run_pipeline(self, seconds, on_tick=None):
+        """Builds the pipeline, drives it for `seconds`, then NULL and drops every reference."""
+        loop = GLib.MainLoop()
+        with self.lock:
+            self.pipeline = self.build()
+        self.set_state(Gst.State.PLAYING)
+        stop = threading.Event()
+        props = threading.Thread(target=self.property_thread, args=(stop,), daemon=True)
+        props.start()
+        start = time.monotonic()
+        state = {"next_action": start + self.args.interval, "i": 0, "next_tick": start + 1}
+
+        def tick():
+            now = time.monotonic()
+            if now - start >= seconds:
+                loop.quit()
+                return False
+            if now >= state["next_action"]:
+                self.act(self.args.actions[state["i"] % len(self.args.actions)])
+                state["i"] += 1
+                state["next_action"] = time.monotonic() + self.args.interval
+            if on_tick and now >= state["next_tick"]:
+                on_tick(now - start)
+                state["next_tick"] += 1
+            return True
+
+        GLib.timeout_add(50, tick)
+        loop.run()
+        stop.set()
+        props.join()
+        with self.lock:
+            self.pipeline.set_state(Gst.State.NULL)
+            self.pipeline.get_bus().remove_signal_watch()
+            self.pipeline = None
+        # Let queued idle callbacks (seeks after EOS) run against nothing, then collect.
+        ctx = GLib.MainContext.default()
+        while ctx.iteration(False):
+            pass
+        gc.collect()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--duration", type=float, default=3600, help="seconds of soak (default: an hour)")
+    ap.add_argument("--warmup", type=float, default=None,
+                    help="seconds of the run before the RSS reference (default: 10%% of it, at least "
+                         "one rotation through every frame size, at most 300 s)")
+    ap.add_argument("--interval", type=float, default=2.0, help="seconds between actions")
+    ap.add_argument("--video", default=os.path.join(ROOT, "assets/media/Megamind.avi"))
+    ap.add_argument("--model", default=os.path.join(ROOT, "assets/models/selfie_segmentation.tflite"))
+    ap.add_argument("--actions", default=",".join(ACTIONS), help="actions to rotate through, comma separated")
+    ap.add_argument("--delegates", default="cpu,auto", help="delegates to switch between, comma separated")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build dir holding plugins/")
+    ap.add_argument("--max-rss-growth-mib", type=float, default=1.0)
+    ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--glibc-arenas", choices=["default"],
+                    help="leave MALLOC_ARENA_MAX unset (RSS then also counts per-thread arenas)")
+    args = ap.parse_args()
+    args.delegates = args.delegates.split(",")
+    args.actions = args.actions.split(",")
+    unknown = set(args.actions) - set(ACTIONS)
+    if unknown:
+        sys.exit(f"bench/soak.py: unknown actions {sorted(unknown)} (known: {ACTIONS})")
+    if args.warmup is None:
+        # At least one full rotation through every size (the largest frames' buffers).
+        rotation = len(SIZES) * len(args.actions) * args.interval
+        args.warmup = min(300.0, max(rotation, args.duration * 0.1))
+    os.environ["GST_PLUGIN_PATH"] = os.path.join(args.build, "plugins") + (
+        ":" + os.environ["GST_PLUGIN_PATH"] if os.environ.get("GST_PLUGIN_PATH") else "")
+    for path in (args.video, args.model):
+        if not os.path.exists(path):
+            sys.exit(f"bench/soak.py: {path} not found (scripts/fetch-assets.sh)")
+
+    Gst.init(None)
+    tracers = [t for t in Gst.tracing_get_active_tracers() if type(t).__name__ == "GstLeaksTracer"]
+    if not tracers:
+        sys.exit("bench/soak.py: the leaks tracer is not active (GST_TRACERS must include leaks)")
+    tracer = tracers[0]
+    soak = Soak(args)
+
+    # Warm-up pipeline: every delegate once, every size and format once, then destroyed.
+    # What stays alive after it is one-time state (types, plugin features, delegate
+    # singletons); the baseline the soak's own leftovers are counted against.
+    print(f"[soak] warm-up pipeline ({len(args.delegates)} delegates)", file=sys.stderr)
+    soak.run_pipeline(max(6.0, args.interval * len(args.actions) * 1.5))
+    baseline = live_objects(tracer, os.environ["GST_DEBUG_FILE"])
+    warm_errors = len(soak.errors)
+
+    samples = []  # (seconds, rss KiB)
+    t0 = time.monotonic()
+
+    def on_tick(elapsed):
+        samples.append((elapsed, rss_kib()))
+        if int(elapsed) % 60 == 0:
+            print(f"[soak] {elapsed:6.0f} s  rss {samples[-1][1] / 1024:.1f} MiB  frames {soak.frames}  "
+                  f"loops {soak.loops}  errors {len(soak.errors)}", file=sys.stderr)
+
+    print(f"[soak] soak: {args.duration:.0f} s, action every {args.interval} s", file=sys.stderr)
+    soak.frames = 0
+    soak.actions.clear()
+    soak.run_pipeline(args.duration, on_tick)
+    wall = time.monotonic() - t0
+    final = live_objects(tracer, os.environ["GST_DEBUG_FILE"])
+    leaked = {k: v - baseline.get(k, 0) for k, v in final.items() if v > baseline.get(k, 0)}
+
+    # RSS follows the frame size (buffer pools), so compare like with like: the peak over
+    # one rotation through every size right after warm-up, and over the last rotation.
+    window = len(SIZES) * len(args.actions) * args.interval
+    measured = [(t, r) for t, r in samples if t >= args.warmup]
+    first = [r for t, r in measured if t < args.warmup + window]
+    last = [r for t, r in measured if t >= samples[-1][0] - window] if samples else []
+    rss_ref = max(first) if first else 0
+    rss_end = max(last) if last else 0
+    growth_mib = (rss_end - rss_ref) / 1024
+    errors = len(soak.errors)
+    figures = {
+        "duration_s": round(wall, 1), "frames": soak.frames, "loops": soak.loops,
+        "actions": dict(soak.actions), "delegates": args.delegates,
+        "leaked_objects": sum(leaked.values()), "leaked_by_type": leaked,
+        "baseline_live_objects": sum(baseline.values()),
+        "rss_after_warmup_mib": round(rss_ref / 1024, 2), "rss_end_mib": round(rss_end / 1024, 2),
+        "rss_growth_mib": round(growth_mib, 3),
+        "rss_max_mib": round(max((r for _, r in samples), default=0) / 1024, 2),
+        "rss_window_s": window,
+        "rss_samples_mib": [round(r / 1024, 1) for _, r in samples],
+        "malloc_arena_max": os.environ.get("MALLOC_ARENA_MAX", "glibc default"),
+        "errors": errors, "warm_up_errors": warm_errors, "warnings": soak.warnings,
+        "error_messages": soak.errors[:10],
+    }
+    print(json.dumps(figures, indent=2))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=2)
+    failures = []
+    if leaked:
+        failures.append(f"{sum(leaked.values())} leaked objects: {leaked}")
+    if growth_mib > args.max_rss_growth_mib:
+        failures.append(f"RSS grew {growth_mib:.2f} MiB (limit {args.max_rss_growth_mib})")
+    if errors:
+        failures.append(f"{errors} errors: {soak.errors[:3]}")
+    if soak.frames == 0:
+        failures.append("no frames reached the sink")
+    for f in failures:
+        print(f"[soak] FAIL {f}", file=sys.stderr)
+    if not failures:
+        print(f"[soak] ok: {soak.frames} frames, {soak.loops} loops, {sum(soak.actions.values())} actions, "
+              f"0 leaked objects, RSS {growth_mib:+.2f} MiB, 0 errors", file=sys.stderr)
+    if not failures:
+        os.remove(os.environ["GST_DEBUG_FILE"])  # kept when something failed, for the tracer's lines
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
