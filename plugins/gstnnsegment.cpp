@@ -757,8 +757,10 @@ static void gst_nn_segment_class_init(GstNnSegmentClass* klass) {
   g_object_class_install_property(
       gobject_class, PROP_THREAD_PRIORITY,
       g_param_spec_enum("thread-priority", "Thread priority",
-                        "Scheduling for the streaming thread that runs this element (put back at stop); the "
-                        "inference worker always stays at normal priority",
+                        "Scheduling for the streaming thread that runs this element (put back at stop): "
+                        "normal leaves it alone; realtime (asked for explicitly) gives it a real-time "
+                        "priority where the process may have one. The inference worker always stays at "
+                        "normal priority",
                         GST_TYPE_NN_THREAD_PRIORITY, DEFAULT_PROP_THREAD_PRIORITY,
                         static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
                                                  GST_PARAM_MUTABLE_READY)));
