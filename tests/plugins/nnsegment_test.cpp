@@ -1,6 +1,7 @@
 // nnsegment with GstHarness and small pipelines: events, formats at odd sizes, properties
 // from another thread, bad models, renegotiation, QoS, latency, mask meta age, policies.
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <random>
@@ -391,10 +392,12 @@ TEST_F(NnSegmentTest, ThreadPriorityDefaultIsNormal) {
   GParamSpec* spec = g_object_class_find_property(G_OBJECT_GET_CLASS(seg_), "thread-priority");
   EXPECT_EQ(G_PARAM_SPEC_ENUM(spec)->default_value, GST_NN_THREAD_PRIORITY_NORMAL);
   ASSERT_EQ(sched_getscheduler(0), SCHED_OTHER);
+  errno = 0;
+  const int nice_before = getpriority(PRIO_PROCESS, 0);
   gst_buffer_unref(push_pull(frame()));
   EXPECT_EQ(stat_string(seg_, "thread-priority"), "normal");
   EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER);
-  EXPECT_EQ(getpriority(PRIO_PROCESS, 0), 0) << "nice untouched";
+  EXPECT_EQ(getpriority(PRIO_PROCESS, 0), nice_before) << "nice untouched";
 }
 
 // qos is on by default, as for GstBaseTransform elements that honour QoS; qos=false
