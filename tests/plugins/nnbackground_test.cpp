@@ -6,6 +6,7 @@
 #include <random>
 #include <thread>
 
+#include "gstnnbackground.h"
 #include "plugin_test_util.h"
 
 using namespace nn_gst_test;
@@ -630,6 +631,33 @@ TEST(NnBackgroundNegotiation, TransparentWithoutAlphaFailsWithAMessageNamingTheF
     gst_object_unref(bus);
     gst_object_unref(pipe);
   }
+}
+
+// Switched to mode=transparent mid-stream when upstream cannot give alpha (caps fixed to
+// RGB): the next frame is a negotiation error naming the formats, not a frame without alpha.
+TEST_F(NnBackgroundTest, TransparentMidStreamWithoutAlphaIsAnError) {
+  start("mode=blur", "RGB");
+  GstBus* bus = gst_bus_new();
+  gst_element_set_bus(bg_, bus);
+  GBytes* mask = half_mask(64, 48, 0.5);
+  GstBuffer* in = make_frame("RGB", noise_rgb(kW, kH));
+  attach_mask(in, mask, 64, 48, kW, kH);
+  gst_buffer_unref(gst_harness_push_and_pull(h_, in));
+  g_object_set(bg_, "mode", GST_NN_BACKGROUND_MODE_TRANSPARENT, nullptr);
+  in = make_frame("RGB", noise_rgb(kW, kH));
+  attach_mask(in, mask, 64, 48, kW, kH);
+  EXPECT_EQ(gst_harness_push(h_, in), GST_FLOW_NOT_NEGOTIATED);
+  GstMessage* msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+  ASSERT_NE(msg, nullptr);
+  GError* e = nullptr;
+  gst_message_parse_error(msg, &e, nullptr);
+  EXPECT_NE(std::string(e->message).find("RGBA or BGRA"), std::string::npos) << e->message;
+  EXPECT_NE(std::string(e->message).find("RGB"), std::string::npos) << e->message;
+  g_error_free(e);
+  gst_message_unref(msg);
+  gst_element_set_bus(bg_, nullptr);
+  gst_object_unref(bus);
+  g_bytes_unref(mask);
 }
 
 // ... while a videoconvert in front still negotiates a format with alpha by itself.
