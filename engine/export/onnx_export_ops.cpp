@@ -14,7 +14,7 @@ namespace nn::onnx_export {
 
 namespace {
 
-constexpr size_t kAbsent = static_cast<size_t>(-1);
+constexpr size_t kAbsent = conv_util::kAbsentSlot;
 
 Status unsupported(std::string message) {
   return {StatusCode::kUnsupportedOp, std::move(message)};
@@ -59,44 +59,12 @@ Status finish(Exporter& e, uint32_t out, Layout layout, int32_t fuse, const std:
 // ------------------------------------------------------------------------------------------
 // Convolutions
 
-enum class ConvKind { kConv, kDepthwise, kGrouped, kTranspose };
-
-struct ConvSlots {
-  bool explicit_padding = false;
-  size_t output_shape = kAbsent, padding = 0, stride = 0, groups = kAbsent, fuse = 0, layout = 0,
-         dilation = kAbsent;
-};
-
-ConvSlots conv_slots(ConvKind kind, bool explicit_padding) {
-  ConvSlots f;
-  f.explicit_padding = explicit_padding;
-  size_t i = 3;
-  if (kind == ConvKind::kTranspose && !explicit_padding) f.output_shape = i++;
-  f.padding = i;
-  i += explicit_padding ? 4 : 1;
-  f.stride = i;
-  i += 2;
-  if (kind == ConvKind::kDepthwise || kind == ConvKind::kGrouped) f.groups = i++;
-  f.fuse = i++;
-  f.layout = i++;
-  if (kind == ConvKind::kConv || kind == ConvKind::kDepthwise) f.dilation = i;
-  return f;
-}
-
-ConvSlots pick_slots(const Model& m, const Operation& op, ConvKind kind) {
-  const size_t n = op.inputs.size();
-  const ConvSlots ex = conv_slots(kind, true), im = conv_slots(kind, false);
-  auto admits = [&](const ConvSlots& f) {
-    if (kind == ConvKind::kGrouped || kind == ConvKind::kTranspose) return n == f.layout + 1;
-    return n == f.layout || n == f.layout + 1 || n == f.dilation + 2;
-  };
-  if (admits(ex) && admits(im)) return m.operands[op.inputs[im.layout]].type == OperandType::BOOL ? im : ex;
-  return admits(ex) ? ex : im;
-}
+using conv_util::ConvKind;
+using conv_util::ConvSlots;
 
 Status conv(Exporter& e, const Operation& op, ConvKind kind) {
   const Model& m = e.model();
-  const ConvSlots s = pick_slots(m, op, kind);
+  NN_ASSIGN_OR_RETURN(const ConvSlots s, conv_util::pick_conv_slots(m, op, kind));
   auto i32 = [&](size_t slot) { return m.scalar_i32(op.inputs[slot]); };
   const Operand& in = e.operand(op.inputs[0]);
   const Operand& filter = e.operand(op.inputs[1]);

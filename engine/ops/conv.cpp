@@ -16,43 +16,9 @@ namespace {
 
 using conv_util::AxisPadding;
 
-enum class ConvKind { kConv, kDepthwise, kGrouped, kTranspose };
-
-constexpr size_t kAbsent = static_cast<size_t>(-1);
-
-// Where each scalar sits in the op's input list (NNAPI order, see OPS.md).
-struct ConvForm {
-  bool explicit_padding = false;
-  size_t output_shape = kAbsent;  // TRANSPOSE_CONV_2D implicit only
-  size_t padding = 0;             // first of 4 pads (explicit) or the PaddingCode (implicit)
-  size_t stride = 0;              // stride_w; stride_h follows
-  size_t groups = kAbsent;        // num_groups or depth_multiplier
-  size_t fuse = 0;
-  size_t layout = 0;
-  size_t dilation = kAbsent;  // dilation_w; dilation_h follows
-};
-
-ConvForm make_form(ConvKind kind, bool explicit_padding) {
-  ConvForm f;
-  f.explicit_padding = explicit_padding;
-  size_t i = 3;
-  if (kind == ConvKind::kTranspose && !explicit_padding) f.output_shape = i++;
-  f.padding = i;
-  i += explicit_padding ? 4 : 1;
-  f.stride = i;
-  i += 2;
-  if (kind == ConvKind::kDepthwise || kind == ConvKind::kGrouped) f.groups = i++;
-  f.fuse = i++;
-  f.layout = i++;
-  if (kind == ConvKind::kConv || kind == ConvKind::kDepthwise) f.dilation = i;
-  return f;
-}
-
-// Input counts a form admits: layout and dilation are optional for CONV_2D/DEPTHWISE_CONV_2D.
-bool form_admits(ConvKind kind, const ConvForm& f, size_t n) {
-  if (kind == ConvKind::kGrouped || kind == ConvKind::kTranspose) return n == f.layout + 1;
-  return n == f.layout || n == f.layout + 1 || n == f.dilation + 2;
-}
+using conv_util::ConvKind;
+using ConvForm = conv_util::ConvSlots;
+constexpr size_t kAbsent = conv_util::kAbsentSlot;
 
 struct ConvParams {
   ConvKind kind;
@@ -70,49 +36,22 @@ Status invalid(std::string message) {
   return {StatusCode::kInvalidModel, std::move(message)};
 }
 
-Result<ConvForm> pick_form(const Model& m, const Operation& op, ConvKind kind) {
-  const size_t n = op.inputs.size();
-  const ConvForm ex = make_form(kind, true), im = make_form(kind, false);
-  const bool ex_ok = form_admits(kind, ex, n), im_ok = form_admits(kind, im, n);
-  if (ex_ok && im_ok) {
-    // Same count for both forms (CONV_2D 10, DEPTHWISE_CONV_2D 11): NNAPI tells them apart
-    // by the implicit form's layout slot, a BOOL there and an INT32 in the explicit form.
-    return m.operands[op.inputs[im.layout]].type == OperandType::BOOL ? im : ex;
-  }
-  if (ex_ok) return ex;
-  if (im_ok) return im;
-  auto counts = [&](const ConvForm& f) {
-    if (kind == ConvKind::kGrouped || kind == ConvKind::kTranspose) return std::to_string(f.layout + 1);
-    return std::to_string(f.layout) + ", " + std::to_string(f.layout + 1) + " or " +
-           std::to_string(f.dilation + 2);
-  };
-  return invalid("expects " + counts(ex) + " inputs (explicit padding) or " + counts(im) +
-                 " (implicit padding), got " + std::to_string(n));
-}
-
 // Parses and validates everything about a conv op; computes the output extent. Shared by
 // prepare() and the kernels so the two can never disagree.
 Result<ConvParams> parse_conv(const Model& m, const Operation& op, ConvKind kind) {
   using namespace conv_util;
   NN_RETURN_IF_ERROR(check_output_count(op, 1));
-  NN_ASSIGN_OR_RETURN(ConvForm form, pick_form(m, op, kind));
+  NN_ASSIGN_OR_RETURN(ConvForm form, pick_conv_slots(m, op, kind));
   ConvParams p;
   p.kind = kind;
   p.form = form;
 
-  NN_RETURN_IF_ERROR(check_tensor_type(m, op, 0,
-                                       {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_QUANT8_ASYMM,
-                                        OperandType::TENSOR_QUANT8_ASYMM_SIGNED},
-                                       "input"));
-  NN_RETURN_IF_ERROR(check_rank(m, op, 0, 4, 4, "input"));
-  const Operand& input = m.operands[op.inputs[0]];
-  NN_RETURN_IF_ERROR(check_quant_params(input, input_label(0, "input")));
+  NN_ASSIGN_OR_RETURN(const Operand* input_operand, conv_util::nhwc_activation_input(m, op));
+  const Operand& input = *input_operand;
   p.batch = input.dims[0];
   p.in_h = input.dims[1];
   p.in_w = input.dims[2];
   p.in_c = input.dims[3];
-  for (uint32_t d : input.dims)
-    if (d == 0) return invalid(input_label(0, "input") + " has a zero dim " + dims_to_string(input.dims));
 
   NN_RETURN_IF_ERROR(check_filter_type(m, op, 1, "filter", kind == ConvKind::kDepthwise ? 3 : 0));
   NN_RETURN_IF_ERROR(check_rank(m, op, 1, 4, 4, "filter"));

@@ -257,4 +257,63 @@ Status check_filter_type(const Model& model, const Operation& op, size_t index, 
   return Status::ok();
 }
 
+ConvSlots conv_slots(ConvKind kind, bool explicit_padding) {
+  ConvSlots f;
+  f.explicit_padding = explicit_padding;
+  size_t i = 3;
+  if (kind == ConvKind::kTranspose && !explicit_padding) f.output_shape = i++;
+  f.padding = i;
+  i += explicit_padding ? 4 : 1;
+  f.stride = i;
+  i += 2;
+  if (kind == ConvKind::kDepthwise || kind == ConvKind::kGrouped) f.groups = i++;
+  f.fuse = i++;
+  f.layout = i++;
+  if (kind == ConvKind::kConv || kind == ConvKind::kDepthwise) f.dilation = i;
+  return f;
+}
+
+namespace {
+// Input counts a form admits: layout and dilation are optional for CONV_2D/DEPTHWISE_CONV_2D.
+bool slots_admit(ConvKind kind, const ConvSlots& f, size_t n) {
+  if (kind == ConvKind::kGrouped || kind == ConvKind::kTranspose) return n == f.layout + 1;
+  return n == f.layout || n == f.layout + 1 || n == f.dilation + 2;
+}
+}  // namespace
+
+Result<ConvSlots> pick_conv_slots(const Model& m, const Operation& op, ConvKind kind) {
+  const size_t n = op.inputs.size();
+  const ConvSlots ex = conv_slots(kind, true), im = conv_slots(kind, false);
+  const bool ex_ok = slots_admit(kind, ex, n), im_ok = slots_admit(kind, im, n);
+  if (ex_ok && im_ok) {
+    // Same count for both forms (CONV_2D 10, DEPTHWISE_CONV_2D 11): NNAPI tells them apart
+    // by the implicit form's layout slot, a BOOL there and an INT32 in the explicit form.
+    return m.operands[op.inputs[im.layout]].type == OperandType::BOOL ? im : ex;
+  }
+  if (ex_ok) return ex;
+  if (im_ok) return im;
+  auto counts = [&](const ConvSlots& f) {
+    if (kind == ConvKind::kGrouped || kind == ConvKind::kTranspose) return std::to_string(f.layout + 1);
+    return std::to_string(f.layout) + ", " + std::to_string(f.layout + 1) + " or " +
+           std::to_string(f.dilation + 2);
+  };
+  return Status(StatusCode::kInvalidModel, "expects " + counts(ex) + " inputs (explicit padding) or " +
+                                               counts(im) + " (implicit padding), got " + std::to_string(n));
+}
+
+Result<const Operand*> nhwc_activation_input(const Model& m, const Operation& op) {
+  NN_RETURN_IF_ERROR(check_tensor_type(m, op, 0,
+                                       {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_QUANT8_ASYMM,
+                                        OperandType::TENSOR_QUANT8_ASYMM_SIGNED},
+                                       "input"));
+  NN_RETURN_IF_ERROR(check_rank(m, op, 0, 4, 4, "input"));
+  const Operand& input = m.operands[op.inputs[0]];
+  NN_RETURN_IF_ERROR(check_quant_params(input, input_label(0, "input")));
+  for (uint32_t d : input.dims)
+    if (d == 0)
+      return Status(StatusCode::kInvalidModel,
+                    input_label(0, "input") + " has a zero dim " + dims_to_string(input.dims));
+  return &input;
+}
+
 }  // namespace nn::conv_util

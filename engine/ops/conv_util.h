@@ -40,11 +40,35 @@ Result<uint32_t> window_output_size(int64_t in, int64_t filter, int64_t stride, 
 // NNAPI's implicit padding of TRANSPOSE_CONV_2D, computed from the OUTPUT extent.
 AxisPadding transpose_conv_implicit_padding(int32_t scheme, int64_t out, int64_t filter, int64_t stride);
 
+// The convolution family's operand lists (NNAPI order, OPS.md): where each scalar sits for
+// the explicit- and implicit-padding forms. One rule for the reference ops, the delegates
+// and the exporter.
+enum class ConvKind { kConv, kDepthwise, kGrouped, kTranspose };
+constexpr size_t kAbsentSlot = static_cast<size_t>(-1);
+struct ConvSlots {
+  bool explicit_padding = false;
+  size_t output_shape = kAbsentSlot;  // TRANSPOSE_CONV_2D implicit only
+  size_t padding = 0;                 // first of 4 pads (explicit) or the PaddingCode (implicit)
+  size_t stride = 0;                  // stride_w; stride_h follows
+  size_t groups = kAbsentSlot;        // num_groups or depth_multiplier
+  size_t fuse = 0;
+  size_t layout = 0;
+  size_t dilation = kAbsentSlot;  // dilation_w; dilation_h follows
+};
+ConvSlots conv_slots(ConvKind kind, bool explicit_padding);
+// The form an op's input count (and, where both forms have that count, the type of the
+// implicit form's layout slot) selects; an error naming the counts each form takes.
+Result<ConvSlots> pick_conv_slots(const Model& model, const Operation& op, ConvKind kind);
+
 // Quantized activations: TENSOR_QUANT8_ASYMM (uint8) or TENSOR_QUANT8_ASYMM_SIGNED (int8).
 bool is_quant8(OperandType type);
 
 // Checks a quantized activation's scale (> 0) and zero point (in range of its type).
 Status check_quant_params(const Operand& operand, const std::string& label);
+
+// Input 0 of a spatial op (conv, pool, resize): a float or quant8 NHWC tensor with valid
+// quantization and no zero dim, or an error naming it.
+Result<const Operand*> nhwc_activation_input(const Model& model, const Operation& op);
 
 // Sets output 0 of `op` to `dims`, with the type of `like` (the data input). For quantized
 // types the builder's declared scale/zero point on the output are kept when it declared

@@ -30,18 +30,9 @@ const OpDef* OpRegistry::find(OperationType type) const {
 void OpRegistry::add(const OpDef& def) { defs_.push_back(def); }
 
 void apply_fused_activation(int32_t fuse_code, float* data, size_t count) {
-  switch (static_cast<FuseCode>(fuse_code)) {
-    case FuseCode::NONE: return;
-    case FuseCode::RELU:
-      for (size_t i = 0; i < count; ++i) data[i] = std::max(data[i], 0.f);
-      return;
-    case FuseCode::RELU1:
-      for (size_t i = 0; i < count; ++i) data[i] = std::clamp(data[i], -1.f, 1.f);
-      return;
-    case FuseCode::RELU6:
-      for (size_t i = 0; i < count; ++i) data[i] = std::clamp(data[i], 0.f, 6.f);
-      return;
-  }
+  if (static_cast<FuseCode>(fuse_code) == FuseCode::NONE) return;
+  const ActivationRange r = fuse_code_range(fuse_code);
+  for (size_t i = 0; i < count; ++i) data[i] = std::clamp(data[i], r.lo, r.hi);
 }
 
 }  // namespace nn

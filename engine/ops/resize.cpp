@@ -58,15 +58,8 @@ Result<ResizeParams> parse_resize(const Model& m, const Operation& op) {
         "half_pixel_centers]]), got " +
         std::to_string(n));
   NN_RETURN_IF_ERROR(check_output_count(op, 1));
-  NN_RETURN_IF_ERROR(check_tensor_type(m, op, 0,
-                                       {OperandType::TENSOR_FLOAT32, OperandType::TENSOR_QUANT8_ASYMM,
-                                        OperandType::TENSOR_QUANT8_ASYMM_SIGNED},
-                                       "input"));
-  NN_RETURN_IF_ERROR(check_rank(m, op, 0, 4, 4, "input"));
-  const Operand& input = m.operands[op.inputs[0]];
-  NN_RETURN_IF_ERROR(check_quant_params(input, input_label(0, "input")));
-  for (uint32_t d : input.dims)
-    if (d == 0) return invalid(input_label(0, "input") + " has a zero dim " + dims_to_string(input.dims));
+  NN_ASSIGN_OR_RETURN(const Operand* input_operand, conv_util::nhwc_activation_input(m, op));
+  const Operand& input = *input_operand;
   ResizeParams p;
   p.batch = input.dims[0];
   p.in_h = input.dims[1];

@@ -88,13 +88,67 @@ bool is_sink_element(GstElement* el) {
   return klass && std::string(klass).find("Sink") != std::string::npos;
 }
 
+// The raw media type ("video/x-raw", "audio/x-raw") of a sink template of el that
+// restricts the format, with the formats it takes; empty when none does. Converters take
+// every format, so they never restrict.
+std::pair<std::string, std::string> restricted_raw_input(GstElement* el) {
+  const char* klass = gst_element_class_get_metadata(GST_ELEMENT_GET_CLASS(el), GST_ELEMENT_METADATA_KLASS);
+  if (klass && std::string(klass).find("Converter") != std::string::npos) return {};
+  for (const GList* l = gst_element_class_get_pad_template_list(GST_ELEMENT_GET_CLASS(el)); l; l = l->next) {
+    auto* tmpl = static_cast<GstPadTemplate*>(l->data);
+    if (GST_PAD_TEMPLATE_DIRECTION(tmpl) != GST_PAD_SINK || GST_PAD_TEMPLATE_PRESENCE(tmpl) != GST_PAD_ALWAYS)
+      continue;
+    GstCaps* caps = gst_pad_template_get_caps(tmpl);
+    std::pair<std::string, std::string> out;
+    for (guint i = 0; i < gst_caps_get_size(caps) && out.first.empty(); ++i) {
+      const GstStructure* st = gst_caps_get_structure(caps, i);
+      const std::string media = gst_structure_get_name(st);
+      if (media != "video/x-raw" && media != "audio/x-raw") continue;
+      const GValue* f = gst_structure_get_value(st, "format");
+      if (!f) continue;
+      gchar* text = gst_value_serialize(f);
+      std::string formats = text ? text : "";
+      g_free(text);
+      for (size_t at; (at = formats.find("(string)")) != std::string::npos;) formats.erase(at, 8);
+      out = {media, formats};
+    }
+    gst_caps_unref(caps);
+    if (!out.first.empty()) return out;
+  }
+  return {};
+}
+
+// The media type of caps' first structure ("video/x-raw"), or "".
+std::string media_of(GstCaps* caps) {
+  return caps && gst_caps_get_size(caps) ? gst_structure_get_name(gst_caps_get_structure(caps, 0)) : "";
+}
+
 void on_pad_added(GstElement* src, GstPad* pad, gpointer data) {
   auto* d = static_cast<DelayedLink*>(data);
   if (GST_PAD_DIRECTION(pad) != GST_PAD_SRC) return;
   GstPad* sink = gst_element_get_compatible_pad(d->dst, pad, nullptr);
   if (!sink) {
-    GST_INFO_OBJECT(src, "graph: pad %s has no match in node '%s' (another stream type): left unlinked",
-                    GST_PAD_NAME(pad), d->dst_node.c_str());
+    // Another stream type (the audio of a file whose video this node takes) is left alone; the
+    // same media type in a format the node does not take is the real error, said here: left
+    // unlinked it would surface as decodebin's "not-linked", which blames the wrong node.
+    GstCaps* caps = gst_pad_get_current_caps(pad);
+    if (!caps) caps = gst_pad_query_caps(pad, nullptr);
+    const auto [media, formats] = restricted_raw_input(d->dst);
+    if (!media.empty() && media_of(caps) == media) {
+      gchar* have = gst_caps_to_string(caps);
+      const std::string convert = media == "video/x-raw" ? "videoconvert" : "audioconvert";
+      const std::string msg = "node '" + d->dst_node + "' cannot take what node '" + d->src_node +
+                              "' outputs (" + have + "): it takes " + media + " format " + formats +
+                              "; put a " + convert + " between them";
+      g_free(have);
+      GError* e = g_error_new_literal(GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT, msg.c_str());
+      gst_element_post_message(src, gst_message_new_error(GST_OBJECT(src), e, "not-negotiated"));
+      g_error_free(e);
+    } else {
+      GST_INFO_OBJECT(src, "graph: pad %s has no match in node '%s' (another stream type): left unlinked",
+                      GST_PAD_NAME(pad), d->dst_node.c_str());
+    }
+    if (caps) gst_caps_unref(caps);
     return;
   }
   if (!gst_pad_is_linked(sink)) {
@@ -343,6 +397,17 @@ Result<std::unique_ptr<Built>> build_pipeline(const GraphFile& graph, const Para
       }
       if (gst_element_link(src, el)) continue;
       if (has_sometimes_src(src)) {
+        // What a decoder outputs depends on the file, but nearly every video decoder gives
+        // I420 and audio decoders F32LE: a node after decodebin that takes neither fails on
+        // almost every file, with an error GStreamer pins on decodebin ("not-linked").
+        const auto [media, formats] = restricted_raw_input(el);
+        const char* usual = media == "video/x-raw" ? "I420" : "F32LE";
+        if (!media.empty() && formats.find(usual) == std::string::npos &&
+            std::string(GST_OBJECT_NAME(gst_element_get_factory(src))).find("decodebin") != std::string::npos)
+          err(n.line, ctx + " (" + n.element + ") takes only " + media + " format " + formats +
+                          ", but what node '" + up +
+                          "' (decodebin) outputs is " + usual + " for most files: put a " +
+                          (media == "video/x-raw" ? "videoconvert" : "audioconvert") + " between them");
         auto d = std::make_unique<DelayedLink>();
         d->dst = el;
         d->src_node = up;

@@ -64,7 +64,16 @@ int cmd_list(bool verbose) {
       continue;
     }
     std::cout << g->name << "  (" << f << ")\n  " << g->description << "\n";
-    if (!g->latency_budget.empty()) std::cout << "  latency budget: " << g->latency_budget << " ms\n";
+    if (!g->latency_budget.empty()) {
+      // A budget given as "${param}" is shown with the parameter's default.
+      auto defaults = nn::graph::resolve_params(g.value(), {});
+      auto budget = defaults.is_ok() ? nn::graph::substitute(g->latency_budget, defaults.value(), g.value())
+                                     : nn::Result<std::string>(defaults.status());
+      std::cout << "  latency budget: " << (budget.is_ok() ? budget.value() : g->latency_budget) << " ms";
+      if (g->latency_budget != (budget.is_ok() ? budget.value() : g->latency_budget))
+        std::cout << " (parameter " << g->latency_budget << ")";
+      std::cout << "\n";
+    }
     if (!g->params.empty()) std::cout << "  parameters:\n";
     for (const auto& p : g->params) std::cout << param_line(p);
     if (verbose) {

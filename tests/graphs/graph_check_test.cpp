@@ -196,6 +196,19 @@ TEST_F(GraphCheck, IncompatibleLinkSaysWhatEachSideTakes) {
       << m;
 }
 
+TEST_F(GraphCheck, DecodebinIntoAFixedFormatNodeAsksForAConverter) {
+  const std::string m = check_message("decodebin_fixed_format.toml");
+  EXPECT_EQ(m.rfind(data("decodebin_fixed_format.toml") +
+                        ":20: node 'composite' (nnbackground) takes only video/x-raw format { RGBA",
+                    0),
+            0u)
+      << m;
+  EXPECT_NE(m.find("what node 'decode' (decodebin) outputs is I420 for most files: put a videoconvert "
+                   "between them"),
+            std::string::npos)
+      << m;
+}
+
 TEST_F(GraphCheck, MissingWhy) {
   EXPECT_EQ(check_message("missing_why.toml"),
             data("missing_why.toml") + ":4: node 'src': missing required field 'why'");

@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -150,6 +151,25 @@ TEST_F(GraphRun, ElementErrorNamesTheNodeAndItsLine) {
       << st.message();
   EXPECT_NE(st.message().find("/nonexistent/model.tflite"), std::string::npos) << st.message();
   EXPECT_EQ(reported, st.message());
+}
+
+// A decoded format the next node does not take is found when decodebin's pad appears: the
+// error names that node and asks for a converter (GStreamer alone blames decodebin: not-linked).
+TEST_F(GraphRun, DecodedFormatNobodyTakesNamesTheNodeAndTheConverter) {
+  const std::string y4m = std::string(NN_GRAPH_TEST_OUT) + "/y444.y4m";
+  const std::string make = "gst-launch-1.0 -q videotestsrc num-buffers=3 ! "
+                           "video/x-raw,format=Y444,width=64,height=48 ! y4menc ! filesink location=" + y4m;
+  ASSERT_EQ(std::system(make.c_str()), 0) << make;
+  auto app = nn::graph::App::load(std::string(NN_GRAPH_TEST_DATA) + "/decodebin_runtime_format.toml",
+                                  {{"location", y4m}});
+  ASSERT_TRUE(app.is_ok()) << app.status().message();  // the static check cannot know the file
+  const nn::Status st = (*app)->run();
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("node 'segment' cannot take what node 'decode' outputs (video/x-raw"),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("format=(string)Y444"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("put a videoconvert between them"), std::string::npos) << st.message();
 }
 
 TEST_F(GraphRun, MissingModelIsCaughtBeforePlaying) {

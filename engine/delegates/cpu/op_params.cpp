@@ -32,23 +32,9 @@ void same_padding(uint32_t in, uint32_t filter, uint32_t stride, uint32_t dilati
 }
 
 void fuse_range(int32_t fuse, float* lo, float* hi) {
-  *lo = -std::numeric_limits<float>::infinity();
-  *hi = std::numeric_limits<float>::infinity();
-  switch (static_cast<FuseCode>(fuse)) {
-    case FuseCode::NONE:
-      break;
-    case FuseCode::RELU:
-      *lo = 0.f;
-      break;
-    case FuseCode::RELU1:
-      *lo = -1.f;
-      *hi = 1.f;
-      break;
-    case FuseCode::RELU6:
-      *lo = 0.f;
-      *hi = 6.f;
-      break;
-  }
+  const ActivationRange r = fuse_code_range(fuse);
+  *lo = r.lo;
+  *hi = r.hi;
 }
 
 std::optional<WindowParams> parse_window_op(const Model& m, const Operation& op, std::string* why) {

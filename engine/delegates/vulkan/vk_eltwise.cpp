@@ -14,20 +14,9 @@ uint32_t float_bits(float f) {
 }
 
 Activation fuse_activation(int32_t fuse_code) {
+  const ActivationRange r = fuse_code_range(fuse_code);
   Activation a;
-  switch (static_cast<FuseCode>(fuse_code)) {
-    case FuseCode::NONE:
-      break;
-    case FuseCode::RELU:
-      a.lo = 0.f;
-      break;
-    case FuseCode::RELU1:
-      a.lo = -1.f, a.hi = 1.f;
-      break;
-    case FuseCode::RELU6:
-      a.lo = 0.f, a.hi = 6.f;
-      break;
-  }
+  a.lo = r.lo, a.hi = r.hi;
   return a;
 }
 
