@@ -29,7 +29,7 @@ BackgroundInput* from_pad(GstPad* pad) {
 
 }  // namespace
 
-BackgroundInput::BackgroundInput(GstElement* element, GstStaticPadTemplate* templ) : element_(element) {
+BackgroundInput::BackgroundInput(GstElement* element) : element_(element) {
   // Shares the element's category name, so GST_DEBUG=nnbackground:6 shows both.
   if (!nn_background_input_debug)
     GST_DEBUG_CATEGORY_INIT(nn_background_input_debug, "nnbackground", 0, "nnpipe background replacement");
@@ -38,13 +38,30 @@ BackgroundInput::BackgroundInput(GstElement* element, GstStaticPadTemplate* temp
   gst_video_info_init(&newest_info_);
   gst_video_info_init(&caps_info_);
   gst_segment_init(&segment_, GST_FORMAT_TIME);
-  pad_ = gst_pad_new_from_static_template(templ, "background");
-  gst_pad_set_element_private(pad_, this);
-  gst_pad_set_chain_function(pad_, GST_DEBUG_FUNCPTR(BackgroundInput::chain));
-  gst_pad_set_event_function(pad_, GST_DEBUG_FUNCPTR(BackgroundInput::event));
-  gst_pad_set_query_function(pad_, GST_DEBUG_FUNCPTR(BackgroundInput::query));
-  gst_pad_set_activatemode_function(pad_, GST_DEBUG_FUNCPTR(BackgroundInput::activate_mode));
-  gst_element_add_pad(element, pad_);
+}
+
+GstPad* BackgroundInput::add_pad(GstPadTemplate* templ) {
+  if (pad_) return nullptr;
+  GstPad* pad = gst_pad_new_from_template(templ, "background");
+  gst_pad_set_element_private(pad, this);
+  gst_pad_set_chain_function(pad, GST_DEBUG_FUNCPTR(BackgroundInput::chain));
+  gst_pad_set_event_function(pad, GST_DEBUG_FUNCPTR(BackgroundInput::event));
+  gst_pad_set_query_function(pad, GST_DEBUG_FUNCPTR(BackgroundInput::query));
+  gst_pad_set_activatemode_function(pad, GST_DEBUG_FUNCPTR(BackgroundInput::activate_mode));
+  pad_ = pad;
+  // Activated here when the element is already running.
+  if (!gst_element_add_pad(element_, pad)) {
+    pad_ = nullptr;
+    return nullptr;
+  }
+  return pad;
+}
+
+void BackgroundInput::remove_pad(GstPad* pad) {
+  if (pad != pad_ || !pad_) return;
+  gst_pad_set_active(pad, FALSE);  // wakes and waits out a background thread inside
+  gst_element_remove_pad(element_, pad);
+  pad_ = nullptr;
 }
 
 BackgroundInput::~BackgroundInput() {

@@ -1,4 +1,5 @@
-// nnbackground's second input (mode=video): the "background" sink pad. It keeps the
+// nnbackground's second input (mode=video): the "background" sink pad, a request pad made
+// only when asked for by name (never a target of automatic linking). It keeps the
 // newest background frame for the main stream to take; the main stream never waits for
 // it (a mutex held for a pointer swap is all they share).
 //
@@ -24,8 +25,11 @@ class BackgroundInput {
   // Longest the background thread waits for the main stream per frame (real time).
   static constexpr gint64 kMaxWaitUs = 200 * 1000;
 
-  // Creates the pad from `templ` and adds it to `element`.
-  BackgroundInput(GstElement* element, GstStaticPadTemplate* templ);
+  explicit BackgroundInput(GstElement* element);
+  // Makes the pad from `templ` and adds it to the element; null when there is one already.
+  GstPad* add_pad(GstPadTemplate* templ);
+  // Deactivates the pad made by add_pad and removes it from the element.
+  void remove_pad(GstPad* pad);
   ~BackgroundInput();
   BackgroundInput(const BackgroundInput&) = delete;
   BackgroundInput& operator=(const BackgroundInput&) = delete;
@@ -52,7 +56,7 @@ class BackgroundInput {
   bool set_caps(GstCaps* caps);
 
   GstElement* element_;  // not owned (it owns us)
-  GstPad* pad_;          // owned by the element
+  GstPad* pad_ = nullptr;  // owned by the element; null until requested
 
   // Everything below under lock_.
   mutable GMutex lock_;

@@ -10,14 +10,18 @@
  *   computed at reduced resolution with the person masked out so no halo bleeds in;
  * - mode=color: a solid ARGB colour (its alpha lands in the alpha channel, if any);
  * - mode=image: an image file (location), scaled to cover the frame;
- * - mode=transparent: the mask goes into the alpha channel (RGBA/BGRA are negotiated);
+ * - mode=transparent: the mask goes into the alpha channel (RGBA/BGRA are negotiated
+ *   when upstream can convert; a stream fixed to a format without alpha is a
+ *   not-negotiated error that names the two);
  * - mode=video: the newest frame that arrived on the "background" sink pad, scaled to
- *   cover the frame. The main stream never waits for that pad: until its first frame
+ *   cover the frame. That pad is a request pad, made only when linked by name
+ *   ("bg.background"): automatic linking never picks it. The main stream never waits for that pad: until its first frame
  *   arrives the background is blurred (as mode=blur); after its EOS, its last frame
  *   stays. The background branch is paced to the main stream's running time (it waits at
  *   most 200 ms per frame for the main stream), and gets EOS once the main stream ends.
  *
- * Buffers without a mask pass unchanged.
+ * Buffers without a mask pass unchanged. When the first such buffer arrives and no
+ * nnsegment answers upstream (nnsegment forgotten), one warning goes on the bus.
  *
  * adaptive=true (default) keeps each frame within nnsegment's latency budget under CPU
  * contention: the mask meta carries the frame's deadline, and a frame that would finish
@@ -56,8 +60,9 @@
  * ]| Cut-outs with transparency.
  *
  * Caps: video/x-raw in RGBA, BGRA, RGBx, BGRx, RGB or BGR (put videoconvert in front
- * for YUV), same caps out; mode=transparent restricts to RGBA and BGRA. The background
- * pad takes any of those formats at any size, independently of the main stream.
+ * for YUV), same caps out; mode=transparent needs RGBA or BGRA (the only formats offered
+ * to a neighbour that can convert; others are a negotiation error). The background pad takes any of those formats at any size,
+ * independently of the main stream.
  */
 #include "gstnnbackground.h"
 
@@ -68,6 +73,7 @@
 #include "background_input.h"
 #include "compositor.h"
 #include "gstnnmaskmeta.h"
+#include "gstnnsegment.h"  // GST_NN_SEGMENT_PRESENT_QUERY
 #include "segmenter.h"  // LatencyWindow
 
 GST_DEBUG_CATEGORY_STATIC(gst_nn_background_debug);
@@ -100,10 +106,12 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(NN_BACKGROUND_FORMATS)));
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
     "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(NN_BACKGROUND_FORMATS)));
-// mode=video's background frames. Always there (gst-launch links "name.background"); left
-// unlinked it simply never has a frame.
+// mode=video's background frames: a request pad, made only when asked for by name
+// ("bg.background" in a launch line, gst_element_request_pad_simple). An always pad would
+// take the automatic link whenever the main stream's format does not fit "sink", and the
+// pipeline would wait in PREROLL for frames that never come.
 static GstStaticPadTemplate background_template = GST_STATIC_PAD_TEMPLATE(
-    "background", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(NN_BACKGROUND_FORMATS)));
+    "background", GST_PAD_SINK, GST_PAD_REQUEST, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(NN_BACKGROUND_FORMATS)));
 
 GType gst_nn_background_mode_get_type(void) {
   static GType type = 0;
@@ -168,6 +176,8 @@ struct BackgroundState {
   LatencyWindow recent_ms{64};
   guint64 frames = 0, frames_without_mask = 0, frames_without_background = 0, fast_frames = 0;
   guint last_mask_age = 0;
+  // Whether a frame without a mask was looked into since start (streaming thread only).
+  bool missing_mask_checked = false;
   // adaptive=true (streaming thread only), and the settings its costs belong to.
   QualityGovernor governor;
   CompositorSettings governed;
@@ -301,6 +311,7 @@ static gboolean gst_nn_background_start(GstBaseTransform* trans) {
   self->state->recent_ms.clear();
   self->state->frames = self->state->frames_without_mask = self->state->frames_without_background = 0;
   self->state->fast_frames = 0;
+  self->state->missing_mask_checked = false;
   GST_OBJECT_UNLOCK(self);
   self->state->input->on_main_start();
   if (image) {
@@ -322,12 +333,21 @@ static GstCaps* gst_nn_background_transform_caps(GstBaseTransform* trans, GstPad
   GST_OBJECT_LOCK(self);
   const bool transparent = self->mode == GST_NN_BACKGROUND_MODE_TRANSPARENT;
   GST_OBJECT_UNLOCK(self);
-  if (transparent) {
+  if (transparent && filter) {
+    // A neighbour that can give a format with alpha (a videoconvert) is offered only those.
+    // One that cannot (caps fixed to RGB) is offered what it has: the stream links to
+    // "sink" and set_info fails with an error that says what to do. Refusing it here would
+    // fail the link with no word about alpha (the background pad once took the link and
+    // the pipeline waited in PREROLL). Queries without a filter (linking) see every format.
     GstCaps* alpha = gst_caps_from_string(GST_VIDEO_CAPS_MAKE(NN_BACKGROUND_ALPHA_FORMATS));
     GstCaps* restricted = gst_caps_intersect_full(result, alpha, GST_CAPS_INTERSECT_FIRST);
     gst_caps_unref(alpha);
-    gst_caps_unref(result);
-    result = restricted;
+    if (!gst_caps_is_empty(restricted)) {
+      gst_caps_unref(result);
+      result = restricted;
+    } else {
+      gst_caps_unref(restricted);
+    }
   }
   return result;
 }
@@ -358,6 +378,21 @@ static bool layout_of(GstVideoFormat format, nn::plugins::PackedLayout* out) {
       return false;
   }
   return true;
+}
+
+// mode=transparent writes the mask into the alpha channel: a format without one is a
+// negotiation error that names the formats that work. Posts the error itself.
+static bool check_alpha(GstNnBackground* self, GstVideoFormat format, const nn::plugins::PackedLayout& l) {
+  GST_OBJECT_LOCK(self);
+  const bool transparent = self->mode == GST_NN_BACKGROUND_MODE_TRANSPARENT;
+  GST_OBJECT_UNLOCK(self);
+  if (!transparent || l.alpha >= 0) return true;
+  GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
+                    ("mode=transparent needs a format with alpha (RGBA or BGRA), got %s",
+                     gst_video_format_to_string(format)),
+                    ("the mask goes into the alpha channel; put videoconvert before nnsegment (or before "
+                     "nnbackground) so it can convert to RGBA or BGRA"));
+  return false;
 }
 
 // The compositor's settings from the element's properties (OBJECT_LOCK held).
@@ -444,6 +479,7 @@ static gboolean gst_nn_background_set_info(GstVideoFilter* filter, GstCaps* /*in
     GST_ERROR_OBJECT(self, "unsupported format %s", GST_VIDEO_INFO_NAME(in_info));
     return FALSE;
   }
+  if (!check_alpha(self, GST_VIDEO_INFO_FORMAT(in_info), l)) return FALSE;
   self->state->layout = l;
   self->state->forget_converted();  // converted for the old size or layout
   self->state->governor.reset();     // costs of the old size
@@ -484,6 +520,23 @@ static const cv::Mat* video_background(GstNnBackground* self, GstBuffer* newest,
   return &s->converted;
 }
 
+// The first frame without a mask: is there an nnsegment upstream at all? (Its first frames
+// may carry no mask yet, that is no reason to warn.) Without one, one warning on the bus:
+// otherwise the video passes unchanged and nothing says why.
+static void warn_if_no_segmenter(GstNnBackground* self) {
+  BackgroundState* s = self->state;
+  if (s->missing_mask_checked) return;
+  s->missing_mask_checked = true;
+  GstQuery* q = gst_query_new_custom(GST_QUERY_CUSTOM, gst_structure_new_empty(GST_NN_SEGMENT_PRESENT_QUERY));
+  const bool segmenter = gst_pad_peer_query(GST_BASE_TRANSFORM_SINK_PAD(GST_BASE_TRANSFORM(self)), q);
+  gst_query_unref(q);
+  if (segmenter) return;
+  GST_ELEMENT_WARNING(self, STREAM, FORMAT, ("Frames carry no mask: is nnsegment upstream?"),
+                      ("nnbackground composites with the mask nnsegment attaches to each frame "
+                       "(GstNnMaskMeta); no nnsegment answered upstream, frames without a mask pass "
+                       "unchanged. Put nnsegment model=... before nnbackground"));
+}
+
 // A buffer reference released on every path out (exceptions included).
 struct BufferUnref {
   void operator()(GstBuffer* b) const { gst_buffer_unref(b); }
@@ -512,12 +565,18 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
   GstVideoInfo bg_info;
   const BufferRef bg_buffer(s->input->on_main_frame(running_time, video, &bg_info));
 
+  // The mode may have become transparent while upstream could not renegotiate.
+  if (settings.mode == nn::plugins::BackgroundMode::kTransparent &&
+      !check_alpha(self, GST_VIDEO_FRAME_FORMAT(frame), s->layout))
+    return GST_FLOW_NOT_NEGOTIATED;
+
   GstNnMaskMeta* meta = gst_buffer_get_nn_mask_meta(frame->buffer);
   if (!meta || !meta->data) {
     GST_OBJECT_LOCK(self);
     s->frames_without_mask++;
     GST_OBJECT_UNLOCK(self);
     GST_LOG_OBJECT(self, "no mask on this buffer: passing it unchanged");
+    warn_if_no_segmenter(self);
     return GST_FLOW_OK;
   }
   nn::plugins::MaskView mask;
@@ -611,6 +670,27 @@ static GstStateChangeReturn gst_nn_background_change_state(GstElement* element, 
   return ret;
 }
 
+// The background pad, only when asked for by name: automatic linking (gst_element_link,
+// "a ! nnbackground" in a launch line) requests a pad without a name, and is refused.
+static GstPad* gst_nn_background_request_new_pad(GstElement* element, GstPadTemplate* templ, const gchar* name,
+                                                 const GstCaps* /*caps*/) {
+  GstNnBackground* self = GST_NN_BACKGROUND(element);
+  if (!name || g_strcmp0(name, "background") != 0) {
+    GST_INFO_OBJECT(self,
+                    "not making the background pad for an automatic link: link it by name "
+                    "(\"name.background\" in a launch line)");
+    return nullptr;
+  }
+  GstPad* pad = self->state->input->add_pad(templ);
+  if (!pad) GST_WARNING_OBJECT(self, "the background pad exists already");
+  return pad;
+}
+
+static void gst_nn_background_release_pad(GstElement* element, GstPad* pad) {
+  GstNnBackground* self = GST_NN_BACKGROUND(element);
+  self->state->input->remove_pad(pad);
+}
+
 static void gst_nn_background_finalize(GObject* object) {
   GstNnBackground* self = GST_NN_BACKGROUND(object);
   delete self->state;
@@ -634,7 +714,10 @@ static void gst_nn_background_class_init(GstNnBackgroundClass* klass) {
   const auto playing =
       static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
   g_object_class_install_property(gobject_class, PROP_MODE,
-                                  g_param_spec_enum("mode", "Mode", "What replaces the background",
+                                  g_param_spec_enum("mode", "Mode",
+                                                    "What replaces the background. Frames without nnsegment's "
+                                                    "mask pass unchanged (one warning on the bus when no "
+                                                    "nnsegment is upstream)",
                                                     GST_TYPE_NN_BACKGROUND_MODE, DEFAULT_PROP_MODE, playing));
   g_object_class_install_property(
       gobject_class, PROP_BLUR_STRENGTH,
@@ -682,6 +765,8 @@ static void gst_nn_background_class_init(GstNnBackgroundClass* klass) {
   gst_element_class_add_static_pad_template(element_class, &background_template);
 
   element_class->change_state = GST_DEBUG_FUNCPTR(gst_nn_background_change_state);
+  element_class->request_new_pad = GST_DEBUG_FUNCPTR(gst_nn_background_request_new_pad);
+  element_class->release_pad = GST_DEBUG_FUNCPTR(gst_nn_background_release_pad);
   trans_class->start = GST_DEBUG_FUNCPTR(gst_nn_background_start);
   trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_nn_background_sink_event);
   trans_class->transform_caps = GST_DEBUG_FUNCPTR(gst_nn_background_transform_caps);
@@ -701,6 +786,5 @@ static void gst_nn_background_init(GstNnBackground* self) {
   self->feather = DEFAULT_PROP_FEATHER;
   self->adaptive = DEFAULT_PROP_ADAPTIVE;
   self->state = new BackgroundState();
-  self->state->input =
-      std::make_unique<nn::plugins::BackgroundInput>(GST_ELEMENT(self), &background_template);
+  self->state->input = std::make_unique<nn::plugins::BackgroundInput>(GST_ELEMENT(self));
 }

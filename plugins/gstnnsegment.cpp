@@ -29,11 +29,27 @@
  * p50/p99, inferences run and skipped, frames dropped, the downstream cost and the
  * delegates.
  *
- * thread-priority=realtime (default) gives the streaming thread that runs nnsegment a
- * real-time round-robin priority (10) when the process may have one, else a short
- * scheduling slice (low-latency); the inference worker stays at normal priority, so on a
- * loaded machine inference gives way, not the frames. The thread is put back at stop. With
- * GStreamer's own thread policy in the application (stream-status messages), use normal.
+ * QoS (qos=true, the default, as for GStreamer's filters that honour it): a frame that
+ * QoS events from downstream say is late first skips inference, then, while the pipeline
+ * runs slower than real time, is dropped (with a QoS message). qos=false ignores them.
+ *
+ * thread-priority=normal (default) leaves the streaming thread's scheduling alone.
+ * thread-priority=realtime, asked for explicitly, gives the streaming thread that runs
+ * nnsegment a real-time round-robin priority (10) when the process may have one, else a
+ * short scheduling slice (low-latency); the inference worker stays at normal priority, so
+ * on a loaded machine inference gives way, not the frames. The thread is put back at stop.
+ * With GStreamer's own thread policy in the application (stream-status messages), keep
+ * normal.
+ *
+ * Models: one [1,H,W,3] image input (NHWC, or NCHW for ONNX); an output of per-pixel
+ * scores. One channel is the foreground probability (or logits, as the metadata says).
+ * Several channels are classes: the mask is the softmax probability summed over the
+ * classes property (e.g. classes=15 for person in the 21 Pascal VOC classes of torchvision's
+ * LR-ASPP and DeepLabV3), else over the model's metadata "foreground_classes"; a two-class
+ * model defaults to class 1; more classes and none named is an error. input-mean, input-std
+ * and channel-order set the input normalisation ((pixel - mean) / std, pixels 0..255),
+ * each defaulting to the model's metadata, else [0,1] RGB. An output that is no per-pixel
+ * map (a classifier's [1,1000]) is an error naming its shape in the model's own layout.
  *
  * ## Example launch lines
  * |[
@@ -57,6 +73,11 @@
  *   nnbackground ! videoconvert ! autovideosink
  * ]| A webcam with temporally smoothed masks and two inference threads; -m prints the
  * nnsegment-stats messages posted every second.
+ * |[
+ * gst-launch-1.0 filesrc location=Megamind.avi ! decodebin ! videoconvert ! \
+ *   nnsegment model=deeplabv3.onnx classes=15 input-mean=123.675,116.28,103.53 \
+ *   input-std=58.395,57.12,57.375 ! nnbackground ! videoconvert ! autovideosink
+ * ]| A torchvision (ImageNet-normalised, 21-class) model with person as the foreground.
  *
  * Caps: video/x-raw in RGBA, BGRA, RGBx, BGRx, RGB, BGR, I420 or NV12, any size; the
  * output caps equal the input caps, except with output-mode=mask: GRAY8 at the same size.
@@ -92,6 +113,10 @@ enum {
   PROP_STATS,
   PROP_STATS_INTERVAL,
   PROP_THREAD_PRIORITY,
+  PROP_CLASSES,
+  PROP_INPUT_MEAN,
+  PROP_INPUT_STD,
+  PROP_CHANNEL_ORDER,
 };
 
 #define DEFAULT_PROP_MODEL nullptr
@@ -108,7 +133,10 @@ enum {
 // What MediaPipe's selfie models are trained on (a stretched camera frame).
 #define DEFAULT_PROP_RESIZE GST_NN_SEGMENT_RESIZE_STRETCH
 #define DEFAULT_PROP_STATS_INTERVAL 1000
-#define DEFAULT_PROP_THREAD_PRIORITY GST_NN_THREAD_PRIORITY_REALTIME
+// Unasked, an element leaves its streaming thread's scheduling alone; applications and
+// graphs that want the frame path ahead of other work opt in.
+#define DEFAULT_PROP_THREAD_PRIORITY GST_NN_THREAD_PRIORITY_NORMAL
+#define DEFAULT_PROP_CHANNEL_ORDER GST_NN_CHANNEL_ORDER_AUTO
 
 #define NN_SEGMENT_FORMATS "{ RGBA, BGRA, RGBx, BGRx, RGB, BGR, I420, NV12 }"
 
@@ -219,6 +247,21 @@ static void gst_nn_segment_set_property(GObject* object, guint prop_id, const GV
     case PROP_STATS_INTERVAL:
       self->stats_interval_ms = g_value_get_uint(value);
       break;
+    case PROP_CLASSES:
+      g_free(self->classes);
+      self->classes = g_value_dup_string(value);
+      break;
+    case PROP_INPUT_MEAN:
+      g_free(self->input_mean);
+      self->input_mean = g_value_dup_string(value);
+      break;
+    case PROP_INPUT_STD:
+      g_free(self->input_std);
+      self->input_std = g_value_dup_string(value);
+      break;
+    case PROP_CHANNEL_ORDER:
+      self->channel_order = static_cast<GstNnChannelOrder>(g_value_get_enum(value));
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
       break;
@@ -269,6 +312,18 @@ static void gst_nn_segment_get_property(GObject* object, guint prop_id, GValue* 
     case PROP_STATS_INTERVAL:
       g_value_set_uint(value, self->stats_interval_ms);
       break;
+    case PROP_CLASSES:
+      g_value_set_string(value, self->classes);
+      break;
+    case PROP_INPUT_MEAN:
+      g_value_set_string(value, self->input_mean);
+      break;
+    case PROP_INPUT_STD:
+      g_value_set_string(value, self->input_std);
+      break;
+    case PROP_CHANNEL_ORDER:
+      g_value_set_enum(value, self->channel_order);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
       break;
@@ -286,6 +341,12 @@ static gboolean gst_nn_segment_start(GstBaseTransform* trans) {
   options.delegates = delegate_list(self->delegate);
   options.threads = self->threads > 0 ? self->threads : static_cast<int>(g_get_num_processors());
   options.budget_ms = self->latency_budget_ms;
+  options.classes = self->classes ? self->classes : "";
+  options.input_mean = self->input_mean ? self->input_mean : "";
+  options.input_std = self->input_std ? self->input_std : "";
+  options.channel_order = self->channel_order == GST_NN_CHANNEL_ORDER_RGB   ? nn::plugins::ChannelOrder::kRGB
+                          : self->channel_order == GST_NN_CHANNEL_ORDER_BGR ? nn::plugins::ChannelOrder::kBGR
+                                                                            : nn::plugins::ChannelOrder::kFromModel;
   GST_OBJECT_UNLOCK(self);
 
   if (path.empty()) {
@@ -312,6 +373,12 @@ static gboolean gst_nn_segment_start(GstBaseTransform* trans) {
       model = std::move(loaded).value();
     }
     auto seg = nn::plugins::Segmenter::open(options, model);
+    if (!seg.is_ok() && seg.status().code() == nn::StatusCode::kInvalidArgument) {
+      // Settings the model cannot be driven with (classes, normalisation): the user's to fix.
+      GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS, ("Cannot use model \"%s\" with these settings", path.c_str()),
+                        ("%s", seg.status().to_string().c_str()));
+      return FALSE;
+    }
     if (!seg.is_ok()) {
       GST_ELEMENT_ERROR(self, RESOURCE, FAILED,
                         ("Could not prepare model \"%s\" for inference", path.c_str()),
@@ -527,26 +594,35 @@ static gboolean gst_nn_segment_src_event(GstBaseTransform* trans, GstEvent* even
     return TRUE;
   }
   if (GST_EVENT_TYPE(event) == GST_EVENT_QOS) {
-    GstQOSType type;
-    gdouble proportion;
-    GstClockTimeDiff diff;
-    GstClockTime timestamp;
-    gst_event_parse_qos(event, &type, &proportion, &diff, &timestamp);
-    GST_OBJECT_LOCK(self);
-    self->state->qos_proportion = proportion;
-    if (GST_CLOCK_TIME_IS_VALID(timestamp)) {
-      // Like GstBaseTransform: when late, expect to stay late for about as long again.
-      self->state->qos_earliest = diff > 0 ? timestamp + 2 * diff : timestamp + diff;
+    // Acted on here (skip inference first, then drop), never by GstBaseTransform: the
+    // event goes upstream without passing through its handler. qos=false: ignored.
+    if (gst_base_transform_is_qos_enabled(trans)) {
+      GstQOSType type;
+      gdouble proportion;
+      GstClockTimeDiff diff;
+      GstClockTime timestamp;
+      gst_event_parse_qos(event, &type, &proportion, &diff, &timestamp);
+      GST_OBJECT_LOCK(self);
+      self->state->qos_proportion = proportion;
+      if (GST_CLOCK_TIME_IS_VALID(timestamp)) {
+        // Like GstBaseTransform: when late, expect to stay late for about as long again.
+        self->state->qos_earliest = diff > 0 ? timestamp + 2 * diff : timestamp + diff;
+      }
+      GST_OBJECT_UNLOCK(self);
+      GST_LOG_OBJECT(self, "QoS: proportion %g, diff %" G_GINT64_FORMAT ", timestamp %" GST_TIME_FORMAT,
+                     proportion, diff, GST_TIME_ARGS(timestamp));
     }
-    GST_OBJECT_UNLOCK(self);
-    GST_LOG_OBJECT(self, "QoS: proportion %g, diff %" G_GINT64_FORMAT ", timestamp %" GST_TIME_FORMAT,
-                   proportion, diff, GST_TIME_ARGS(timestamp));
+    return gst_pad_push_event(GST_BASE_TRANSFORM_SINK_PAD(trans), event);
   }
   return GST_BASE_TRANSFORM_CLASS(parent_class)->src_event(trans, event);
 }
 
 static gboolean gst_nn_segment_query(GstBaseTransform* trans, GstPadDirection direction, GstQuery* query) {
   GstNnSegment* self = GST_NN_SEGMENT(trans);
+  if (direction == GST_PAD_SRC && GST_QUERY_TYPE(query) == GST_QUERY_CUSTOM) {
+    const GstStructure* st = gst_query_get_structure(query);
+    if (st && gst_structure_has_name(st, GST_NN_SEGMENT_PRESENT_QUERY)) return TRUE;
+  }
   if (direction == GST_PAD_SRC && GST_QUERY_TYPE(query) == GST_QUERY_LATENCY) {
     if (!gst_pad_peer_query(GST_BASE_TRANSFORM_SINK_PAD(trans), query)) return FALSE;
     gboolean live;
@@ -590,6 +666,9 @@ static void gst_nn_segment_finalize(GObject* object) {
   delete self->state;
   self->state = nullptr;
   g_free(self->model);
+  g_free(self->classes);
+  g_free(self->input_mean);
+  g_free(self->input_std);
   G_OBJECT_CLASS(parent_class)->finalize(object);
 }
 
@@ -685,11 +764,42 @@ static void gst_nn_segment_class_init(GstNnSegmentClass* klass) {
   g_object_class_install_property(
       gobject_class, PROP_THREAD_PRIORITY,
       g_param_spec_enum("thread-priority", "Thread priority",
-                        "Scheduling for the streaming thread that runs this element (put back at stop); the "
-                        "inference worker always stays at normal priority",
+                        "Scheduling for the streaming thread that runs this element (put back at stop): "
+                        "normal leaves it alone; realtime (asked for explicitly) gives it a real-time "
+                        "priority where the process may have one. The inference worker always stays at "
+                        "normal priority",
                         GST_TYPE_NN_THREAD_PRIORITY, DEFAULT_PROP_THREAD_PRIORITY,
                         static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
                                                  GST_PARAM_MUTABLE_READY)));
+
+  const auto ready =
+      static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  g_object_class_install_property(
+      gobject_class, PROP_CLASSES,
+      g_param_spec_string("classes", "Foreground classes",
+                          "Multi-class models: the output classes that count as foreground, e.g. \"15\" "
+                          "(person in Pascal VOC's 21 classes) or \"3,15\" (their probabilities add up). "
+                          "Unset: the model's metadata (foreground_classes), else class 1 of a two-class "
+                          "model; a model with more classes must say, or this must be set",
+                          nullptr, ready));
+  g_object_class_install_property(
+      gobject_class, PROP_INPUT_MEAN,
+      g_param_spec_string("input-mean", "Input mean",
+                          "Subtracted from each input pixel (0..255) before dividing by input-std: one value, "
+                          "or one per channel in the model's channel order, e.g. \"123.675,116.28,103.53\" "
+                          "(ImageNet). Unset: the model's metadata, else 0",
+                          nullptr, ready));
+  g_object_class_install_property(
+      gobject_class, PROP_INPUT_STD,
+      g_param_spec_string("input-std", "Input standard deviation",
+                          "Input pixels (0..255, minus input-mean) are divided by this: one value > 0, or one "
+                          "per channel, e.g. \"58.395,57.12,57.375\" (ImageNet). Unset: the model's "
+                          "metadata, else 255 (input in [0,1])",
+                          nullptr, ready));
+  g_object_class_install_property(
+      gobject_class, PROP_CHANNEL_ORDER,
+      g_param_spec_enum("channel-order", "Channel order", "The order of the colour channels the model reads",
+                        GST_TYPE_NN_CHANNEL_ORDER, DEFAULT_PROP_CHANNEL_ORDER, ready));
 
   gst_element_class_set_static_metadata(element_class, "nnpipe person segmentation", "Filter/Effect/Video",
                                         "Segments people with an nnpipe model and attaches the mask as meta",
@@ -714,6 +824,8 @@ static void gst_nn_segment_class_init(GstNnSegmentClass* klass) {
   gst_type_mark_as_plugin_api(GST_TYPE_NN_OVER_BUDGET, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_NN_SEGMENT_OUTPUT_MODE, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_NN_SEGMENT_RESIZE, static_cast<GstPluginAPIFlags>(0));
+  gst_type_mark_as_plugin_api(GST_TYPE_NN_CHANNEL_ORDER, static_cast<GstPluginAPIFlags>(0));
+  gst_type_mark_as_plugin_api(GST_TYPE_NN_THREAD_PRIORITY, static_cast<GstPluginAPIFlags>(0));
 }
 
 static void gst_nn_segment_init(GstNnSegment* self) {
@@ -728,7 +840,12 @@ static void gst_nn_segment_init(GstNnSegment* self) {
   self->resize = DEFAULT_PROP_RESIZE;
   self->stats_interval_ms = DEFAULT_PROP_STATS_INTERVAL;
   self->thread_priority = DEFAULT_PROP_THREAD_PRIORITY;
+  self->classes = nullptr;
+  self->input_mean = nullptr;
+  self->input_std = nullptr;
+  self->channel_order = DEFAULT_PROP_CHANNEL_ORDER;
   self->state = new SegmentState();
-  // QoS is handled here (skip inference before dropping), not by GstBaseTransform.
-  gst_base_transform_set_qos_enabled(GST_BASE_TRANSFORM(self), FALSE);
+  // QoS on, as GstBaseTransform elements that honour it. The element acts on it itself
+  // (skip inference before dropping frames, src_event), GstBaseTransform never drops.
+  gst_base_transform_set_qos_enabled(GST_BASE_TRANSFORM(self), TRUE);
 }

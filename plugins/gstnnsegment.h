@@ -38,6 +38,13 @@ typedef enum {
   GST_NN_SEGMENT_RESIZE_LETTERBOX,
 } GstNnSegmentResize;
 
+/* The order of the colour channels the model reads (auto: the model's metadata). */
+typedef enum {
+  GST_NN_CHANNEL_ORDER_AUTO,
+  GST_NN_CHANNEL_ORDER_RGB,
+  GST_NN_CHANNEL_ORDER_BGR,
+} GstNnChannelOrder;
+
 /* The scheduling of the streaming thread that runs the element (thread_priority.h);
  * shared with nnbackground. */
 typedef enum {
@@ -56,6 +63,12 @@ GType gst_nn_over_budget_get_type(void);
 GType gst_nn_segment_output_mode_get_type(void);
 #define GST_TYPE_NN_SEGMENT_RESIZE (gst_nn_segment_resize_get_type())
 GType gst_nn_segment_resize_get_type(void);
+#define GST_TYPE_NN_CHANNEL_ORDER (gst_nn_channel_order_get_type())
+GType gst_nn_channel_order_get_type(void);
+
+/* A custom upstream query nnsegment answers: nnbackground asks it to tell "no mask yet"
+ * from "no nnsegment upstream". */
+#define GST_NN_SEGMENT_PRESENT_QUERY "nn-segment-present"
 
 struct _GstNnSegment {
   GstVideoFilter parent;
@@ -73,6 +86,10 @@ struct _GstNnSegment {
   GstNnSegmentResize resize;
   guint stats_interval_ms;
   GstNnThreadPriority thread_priority;
+  gchar* classes;    /* NULL: the model's metadata */
+  gchar* input_mean; /* NULL: the model's metadata */
+  gchar* input_std;  /* NULL: the model's metadata */
+  GstNnChannelOrder channel_order;
 
   /* Everything else: the plain C++ side (engine session, mask, QoS and stats). */
   nn::plugins::SegmentState* state;

@@ -72,3 +72,14 @@ GType gst_nn_thread_priority_get_type(void) {
     g_once_init_leave(&type, g_enum_register_static("GstNnThreadPriority", values));
   return type;
 }
+
+GType gst_nn_channel_order_get_type(void) {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {GST_NN_CHANNEL_ORDER_AUTO, "As the model's metadata says (RGB when it says nothing)", "auto"},
+      {GST_NN_CHANNEL_ORDER_RGB, "Red, green, blue", "rgb"},
+      {GST_NN_CHANNEL_ORDER_BGR, "Blue, green, red", "bgr"},
+      {0, nullptr, nullptr}};
+  if (g_once_init_enter(&type)) g_once_init_leave(&type, g_enum_register_static("GstNnChannelOrder", values));
+  return type;
+}

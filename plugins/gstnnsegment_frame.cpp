@@ -112,6 +112,7 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
     return GST_FLOW_ERROR;
   }
 
+  const bool qos = gst_base_transform_is_qos_enabled(trans);  // takes the object lock itself
   GST_OBJECT_LOCK(self);
   const guint budget_ms = self->latency_budget_ms;
   const GstNnOverBudget policy = self->over_budget;
@@ -119,7 +120,7 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
   const GstNnSegmentOutputMode mode = self->output_mode;
   const guint stats_interval = self->stats_interval_ms;
   const auto priority_wanted = static_cast<nn::plugins::ThreadPriority>(self->thread_priority);
-  const GstClockTime earliest = s->qos_earliest;
+  const GstClockTime earliest = qos ? s->qos_earliest : GST_CLOCK_TIME_NONE;
   const double proportion = s->qos_proportion;
   const double downstream_ms = s->downstream_ms;
   const double overrun_ms = s->overrun_ms.percentile(100);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
 #include <map>
 
@@ -48,7 +49,81 @@ struct TensorWriter {
   }
 };
 
+// "15", "3,15", "0.5 0.5 0.5": numbers separated by commas and/or spaces.
+Result<std::vector<float>> parse_numbers(const std::string& text, const char* what) {
+  std::vector<float> values;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == ',' || std::isspace(static_cast<unsigned char>(text[i]))) {
+      ++i;
+      continue;
+    }
+    const char* start = text.c_str() + i;
+    char* end = nullptr;
+    const float v = std::strtof(start, &end);
+    if (end == start || !std::isfinite(v) ||
+        (*end && *end != ',' && !std::isspace(static_cast<unsigned char>(*end))))
+      return Status(StatusCode::kInvalidArgument, std::string(what) + ": \"" + text +
+                                                      "\" is not a list of numbers (e.g. \"" +
+                                                      (std::string(what) == "classes" ? "3,15" : "0.5,0.5,0.5") +
+                                                      "\")");
+    values.push_back(v);
+    i = static_cast<size_t>(end - text.c_str());
+  }
+  return values;
+}
+
+// The classes whose probabilities make the foreground (see Segmenter::open).
+Result<std::vector<int>> choose_foreground_classes(const Model& model, const SegmenterOptions& options) {
+  const Operand& out = model.operands[model.outputs[0]];
+  const int n = out.dims.size() == 4 ? static_cast<int>(out.dims[3]) : 1;
+  const std::string shape = output_shape_in_model_layout(model, 0);
+  std::string text = options.classes, source = "classes";
+  if (text.empty()) {
+    for (const char* key : {"foreground_classes", "onnx.foreground_classes", "person_class"}) {
+      auto it = model.metadata.extra.find(key);
+      if (it == model.metadata.extra.end()) continue;
+      text = it->second;
+      source = options.model_path + ": metadata " + key;
+      break;
+    }
+  }
+  if (text.empty()) {
+    if (n == 1) return std::vector<int>{0};
+    if (n == 2) return std::vector<int>{1};  // (background, foreground)
+    return Status(StatusCode::kInvalidArgument,
+                  options.model_path + ": output 0 " + shape + " scores " + std::to_string(n) +
+                      " classes and the model does not say which are foreground: set classes= to the class "
+                      "indices that count as foreground (e.g. classes=15, person in Pascal VOC's 21 classes)");
+  }
+  auto values = parse_numbers(text, source.c_str());
+  if (!values.is_ok()) return values.status();
+  if (values.value().empty())
+    return Status(StatusCode::kInvalidArgument, source + ": \"" + text + "\" names no class");
+  std::vector<int> classes;
+  for (float v : values.value()) {
+    const int c = static_cast<int>(v);
+    if (static_cast<float>(c) != v || c < 0 || c >= n)
+      return Status(StatusCode::kInvalidArgument,
+                    source + ": " + (static_cast<float>(c) == v ? std::to_string(c) : std::to_string(v)) +
+                        " is not a class of " + options.model_path + " (output 0 " + shape + " has classes 0.." +
+                        std::to_string(n - 1) + ")");
+    if (std::find(classes.begin(), classes.end(), c) == classes.end()) classes.push_back(c);
+  }
+  return classes;
+}
+
 }  // namespace
+
+std::string output_shape_in_model_layout(const Model& model, size_t index) {
+  const Operand& out = model.operands[model.outputs[index]];
+  const auto& layouts = model.metadata.output_source_layouts;
+  if (out.dims.size() == 4 && index < layouts.size() && layouts[index] == "NCHW") {
+    const Dims d = out.dims;
+    return dims_to_string(Dims{d[0], d[3], d[1], d[2]}) + " (NCHW)";
+  }
+  return dims_to_string(out.dims);
+}
 
 Result<std::shared_ptr<const Model>> Segmenter::load(const std::string& path) {
   auto loaded = load_model(path);
@@ -68,10 +143,20 @@ Result<std::shared_ptr<const Model>> Segmenter::load(const std::string& path) {
   if (model->outputs.empty()) return Status(StatusCode::kInvalidModel, path + ": model has no output");
   const Operand& out = model->operands[model->outputs[0]];
   const bool rank3 = out.dims.size() == 3, rank4 = out.dims.size() == 4;
-  if (!(rank3 || rank4) || out.dims[0] != 1 || out.dims[1] == 0 || out.dims[2] == 0 ||
-      (rank4 && out.dims[3] == 0))
+  // A mask is a per-pixel map: a classifier's scores ([1,1000], or pooled to [1,C,1,1])
+  // are not one, whatever their rank.
+  if (!(rank3 || rank4) || out.dims[0] != 1 || out.dims[1] < 2 || out.dims[2] < 2 ||
+      (rank4 && out.dims[3] == 0)) {
+    const bool nchw = model->metadata.output_source_layouts.size() > 0 &&
+                      model->metadata.output_source_layouts[0] == "NCHW";
     return Status(StatusCode::kInvalidModel,
-                  path + ": output 0 must be a mask [1,H,W,C] or [1,H,W], got " + dims_to_string(out.dims));
+                  path + ": output 0" + (out.name.empty() ? "" : " '" + out.name + "'") + " is " +
+                      output_shape_in_model_layout(*model, 0) + ", which cannot be read as a mask: nnsegment " +
+                      "needs a per-pixel map of " +
+                      (nchw ? "[1,C,H,W] (NCHW) scores" : "[1,H,W,C] or [1,H,W] scores") +
+                      " with H and W >= 2 (one channel: the foreground probability; C classes: "
+                      "the classes property picks the foreground)");
+  }
   if (out.type != OperandType::TENSOR_FLOAT32 && !is_quant8(out.type))
     return Status(StatusCode::kInvalidModel, path + ": output type " +
                                                  std::string(operand_type_name(out.type)) +
@@ -96,16 +181,43 @@ Result<std::unique_ptr<Segmenter>> Segmenter::open(const SegmenterOptions& optio
   s->in_zero_point_ = in.zero_point;
 
   const Metadata& md = model->metadata;
-  s->model_wants_bgr_ = md.input_color == "BGR";
-  // No normalization in the metadata: the common [0,1] input (MediaPipe's selfie models).
+  const std::string& file = options.model_path;
+  switch (options.channel_order) {
+    case ChannelOrder::kRGB:
+      s->model_wants_bgr_ = false;
+      break;
+    case ChannelOrder::kBGR:
+      s->model_wants_bgr_ = true;
+      break;
+    case ChannelOrder::kFromModel:
+      s->model_wants_bgr_ = md.input_color == "BGR";
+      break;
+  }
+  // No normalization in the options or the metadata: the common [0,1] input (MediaPipe's
+  // selfie models).
+  auto mean = options.input_mean.empty() ? Result<std::vector<float>>(md.input_mean)
+                                         : parse_numbers(options.input_mean, "input-mean");
+  if (!mean.is_ok()) return mean.status();
+  auto sd = options.input_std.empty() ? Result<std::vector<float>>(md.input_std)
+                                      : parse_numbers(options.input_std, "input-std");
+  if (!sd.is_ok()) return sd.status();
+  for (const auto* v : {&mean.value(), &sd.value()})
+    if (v->size() != 0 && v->size() != 1 && v->size() != 3)
+      return Status(StatusCode::kInvalidArgument,
+                    std::string(v == &mean.value() ? "input-mean" : "input-std") +
+                        ": give one value or three (one per channel), got " + std::to_string(v->size()));
   for (int c = 0; c < 3; ++c) {
     const auto pick = [c](const std::vector<float>& v, float fallback) {
       if (v.empty()) return fallback;
-      return v.size() == 1 ? v[0] : v[std::min<size_t>(c, v.size() - 1)];
+      return v.size() == 1 ? v[0] : v[c];
     };
-    s->mean_[c] = pick(md.input_mean, 0.f);
-    const float sd = pick(md.input_std, 255.f);
-    s->inv_std_[c] = sd != 0.f ? 1.f / sd : 1.f;
+    s->mean_[c] = pick(mean.value(), 0.f);
+    const float std_c = pick(sd.value(), 255.f);
+    if (!(std_c > 0.f) || !std::isfinite(std_c))
+      return Status(StatusCode::kInvalidArgument,
+                    "input-std: " + std::to_string(std_c) + " is not a standard deviation (it must be > 0)" +
+                        (options.input_std.empty() ? " (from the metadata of " + file + ")" : ""));
+    s->inv_std_[c] = 1.f / std_c;
   }
 
   const Operand& out = model->operands[model->outputs[0]];
@@ -113,13 +225,11 @@ Result<std::unique_ptr<Segmenter>> Segmenter::open(const SegmenterOptions& optio
   s->out_w_ = static_cast<int>(out.dims[2]);
   s->out_c_ = out.dims.size() == 4 ? static_cast<int>(out.dims[3]) : 1;
   s->output_is_logits_ = md.output_meaning == "logits";
-  // Multi-class models: the person class from the metadata, else Pascal VOC's 15 for
-  // 21-class models (torchvision's segmentation zoo), else class 1 (background, person).
-  s->person_class_ = s->out_c_ == 21 ? 15 : (s->out_c_ > 1 ? 1 : 0);
-  if (auto it = md.extra.find("person_class"); it != md.extra.end()) {
-    const int v = std::atoi(it->second.c_str());
-    if (v >= 0 && v < s->out_c_) s->person_class_ = v;
-  }
+  auto classes = choose_foreground_classes(*model, options);
+  if (!classes.is_ok()) return classes.status();
+  s->foreground_classes_ = std::move(classes).value();
+  s->foreground_.assign(s->out_c_, false);
+  for (int c : s->foreground_classes_) s->foreground_[c] = true;
 
   SessionOptions so;
   so.delegates = options.delegates;
@@ -341,17 +451,17 @@ MaskResult Segmenter::to_mask(AsyncResult r) const {
       m.probability[i] = output_is_logits_ ? 1.f / (1.f + std::exp(-v)) : std::clamp(v, 0.f, 1.f);
     }
   } else {
-    // Softmax over classes, keep the person class.
+    // Softmax over classes; the foreground is the sum of its classes' probabilities.
     for (size_t i = 0; i < n; ++i) {
       float mx = -INFINITY;
       for (int c = 0; c < out_c_; ++c) mx = std::max(mx, value(i * out_c_ + c));
-      float sum = 0.f, person = 0.f;
+      float sum = 0.f, foreground = 0.f;
       for (int c = 0; c < out_c_; ++c) {
         const float e = std::exp(value(i * out_c_ + c) - mx);
         sum += e;
-        if (c == person_class_) person = e;
+        if (foreground_[c]) foreground += e;
       }
-      m.probability[i] = person / sum;
+      m.probability[i] = std::min(1.f, foreground / sum);
     }
   }
   return m;

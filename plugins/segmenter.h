@@ -49,13 +49,25 @@ struct FrameRect {
   double x = 0, y = 0, width = 0, height = 0;
 };
 
+// The order of the colour channels the model reads.
+enum class ChannelOrder { kFromModel, kRGB, kBGR };
+
 struct SegmenterOptions {
   std::string model_path;
   std::vector<std::string> delegates = {"auto"};
   int threads = 1;
   bool strict_delegates = false;  // a named delegate that is missing fails open()
   double budget_ms = 0;           // per inference; the NNAPI delegate's deadline
+  // Empty: the model's metadata decides (see Segmenter::open).
+  std::string classes;     // foreground classes of a multi-class output, "15" or "3,15"
+  std::string input_mean;  // one or three values in pixel units (0..255), "123.675,116.28,103.53"
+  std::string input_std;   // one or three values > 0, "58.395,57.12,57.375"
+  ChannelOrder channel_order = ChannelOrder::kFromModel;
 };
+
+// Output `index`'s shape as the source model has it: "[1,21,256,256] (NCHW)" for an ONNX
+// image model (the IR holds it as NHWC), "[1,256,256,1]" otherwise.
+std::string output_shape_in_model_layout(const Model& model, size_t index);
 
 // A finished inference turned into a probability mask at the model's output resolution.
 struct MaskResult {
@@ -69,10 +81,16 @@ struct MaskResult {
 class Segmenter {
  public:
   // Loads (or reuses `model` when non-null) and opens a session. Errors name the file.
+  // The foreground of a multi-class output (C > 1) is the softmax probability summed over
+  // options.classes, else the metadata's "foreground_classes" (ONNX metadata_props too) or
+  // "person_class", else class 1 of a two-class output; more classes and none named is an
+  // error (kInvalidArgument, as are malformed options). Normalisation: options, else the
+  // metadata's input_mean / input_std / input_color, else [0,1] RGB.
   static Result<std::unique_ptr<Segmenter>> open(const SegmenterOptions& options,
                                                  std::shared_ptr<const Model> model = nullptr);
   // Loads the model and checks it is something we can drive: one [1,H,W,3] image input,
-  // an output of [1,H,W,C] or [1,H,W].
+  // an output that reads as a mask: [1,H,W,C] or [1,H,W] with H, W >= 2 (in the model's
+  // own layout: [1,C,H,W] for ONNX). Errors name the shape as the model has it.
   static Result<std::shared_ptr<const Model>> load(const std::string& path);
 
   int input_width() const { return in_w_; }
@@ -120,7 +138,14 @@ class Segmenter {
   float mean_[3] = {0, 0, 0};
   float inv_std_[3] = {1 / 255.f, 1 / 255.f, 1 / 255.f};
   int out_w_ = 0, out_h_ = 0, out_c_ = 1;
-  int person_class_ = 0;
+  std::vector<bool> foreground_;  // per output class (multi-class outputs)
+  std::vector<int> foreground_classes_;
+
+ public:
+  const std::vector<int>& foreground_classes() const { return foreground_classes_; }
+  bool reads_bgr() const { return model_wants_bgr_; }
+
+ private:
   bool output_is_logits_ = false;
 };
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up, then runs every test: ctest (unit, ops, importers, conformance,
-# runtime, plugin, pipeline) and the sanitizer fuzz run. Prints ctest's summary.
+# runtime, plugin, pipeline), the sanitizer fuzz run and the ThreadSanitizer run. Prints
+# ctest's summary.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$root/scripts/setup.sh"
@@ -9,5 +10,8 @@ status=0
 (cd "$root/build" && ctest --output-on-failure -j2 --timeout 900) || status=$?
 if [ -x "$root/scripts/run-sanitized-fuzz.sh" ]; then
   bash "$root/scripts/run-sanitized-fuzz.sh" || status=$?
+fi
+if [ -x "$root/scripts/run-tsan.sh" ]; then
+  bash "$root/scripts/run-tsan.sh" || status=$?
 fi
 exit $status

@@ -387,6 +387,14 @@ Result<std::unique_ptr<Built>> build_pipeline(const GraphFile& graph, const Para
                 "chain with a source or give 'from'");
         continue;
       }
+      if (auto pad = n.from_pads.find(up); pad != n.from_pads.end()) {
+        if (gst_element_link_pads(src, nullptr, el, pad->second.c_str())) continue;
+        err(n.from_line ? n.from_line : n.line,
+            ctx + ": cannot link node '" + up + "' to pad '" + pad->second + "' of " + n.element +
+                " (no such pad, or no compatible caps: " + up + " outputs " + caps_of_templates(src, GST_PAD_SRC) +
+                ")");
+        continue;
+      }
       if (gst_element_link(src, el)) continue;
       if (has_sometimes_src(src)) {
         // What a decoder outputs depends on the file, but nearly every video decoder gives

@@ -257,10 +257,23 @@ class Parser {
         n.from.push_back(s->get());
       else if (const toml::array* arr = f->as_array()) {
         for (const toml::node& x : *arr)
-          if (auto s2 = x.as_string())
+          if (auto s2 = x.as_string()) {
             n.from.push_back(s2->get());
-          else
-            error(line_of(x), ctx + "'from' lists node names (strings)");
+          } else if (const toml::table* link = x.as_table()) {
+            // { node = "bg-queue", pad = "background" }: into that pad, by name.
+            const auto* node = link->get_as<std::string>("node");
+            const auto* pad = link->get_as<std::string>("pad");
+            unknown_keys(*link, {"node", "pad"}, ctx + "'from' entry: ");
+            if (!node || !pad || pad->get().empty()) {
+              error(line_of(x), ctx + "'from' entry: a table needs node = \"name\" and pad = \"sink pad\"");
+              continue;
+            }
+            n.from.push_back(node->get());
+            n.from_pads[node->get()] = pad->get();
+          } else {
+            error(line_of(x),
+                  ctx + "'from' lists node names (strings) or { node = \"name\", pad = \"sink pad\" }");
+          }
       } else {
         error(line_of(*f), ctx + "'from' must be a node name or a list of node names");
       }

@@ -6,6 +6,7 @@
 #include <random>
 #include <thread>
 
+#include "gstnnbackground.h"
 #include "plugin_test_util.h"
 
 using namespace nn_gst_test;
@@ -191,16 +192,21 @@ TEST_F(NnBackgroundTest, ColorReplacesBackground) {
 TEST_F(NnBackgroundTest, TransparentNegotiatesAlphaAndWritesTheMask) {
   h_ = gst_harness_new_parse("nnbackground mode=transparent refine=false feather=0");
   bg_ = gst_harness_find_element(h_, "nnbackground");
-  // Only formats with alpha are offered upstream.
+  // Only formats with alpha are offered to a neighbour that can convert (a videoconvert
+  // asking with every format).
   GstPad* sink = gst_element_get_static_pad(bg_, "sink");
-  GstCaps* caps = gst_pad_query_caps(sink, nullptr);
+  GstCaps* any_format = gst_caps_from_string("video/x-raw,format={RGBx,RGB,BGRx,RGBA,BGR,BGRA}");
+  GstCaps* caps = gst_pad_query_caps(sink, any_format);
+  ASSERT_FALSE(gst_caps_is_empty(caps));
   for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
     gchar* s = gst_structure_to_string(gst_caps_get_structure(caps, i));
     EXPECT_EQ(std::string(s).find("RGBx"), std::string::npos) << s;
+    EXPECT_EQ(std::string(s).find("RGB,"), std::string::npos) << s;
     EXPECT_NE(std::string(s).find("RGBA"), std::string::npos) << s;
     g_free(s);
   }
   gst_caps_unref(caps);
+  gst_caps_unref(any_format);
   gst_object_unref(sink);
 
   gst_harness_set_src_caps_str(h_, caps_string("RGBA", kW, kH).c_str());
@@ -476,7 +482,7 @@ TEST_F(NnBackgroundVideoTest, BackgroundFlush) {
 }
 
 TEST_F(NnBackgroundVideoTest, BackgroundPadRefusesFormatsItCannotUse) {
-  GstPad* pad = gst_element_get_static_pad(bg_, "background");
+  GstPad* pad = gst_element_request_pad_simple(bg_, "background");
   ASSERT_NE(pad, nullptr);
   GstCaps* i420 = gst_caps_from_string(caps_string("I420", 64, 48).c_str());
   GstCaps* bgr = gst_caps_from_string(caps_string("BGR", 1919, 7).c_str());
@@ -484,6 +490,7 @@ TEST_F(NnBackgroundVideoTest, BackgroundPadRefusesFormatsItCannotUse) {
   EXPECT_TRUE(gst_pad_query_accept_caps(pad, bgr)) << "any size, independent of the main stream";
   gst_caps_unref(i420);
   gst_caps_unref(bgr);
+  gst_element_release_request_pad(bg_, pad);
   gst_object_unref(pad);
 }
 
@@ -584,6 +591,180 @@ TEST_F(NnBackgroundTest, LetterboxPaddingIsNeverUsed) {
       ASSERT_EQ(rgba.at<cv::Vec4b>(y, x), cv::Vec4b(0, 0, 255, 255)) << x << "," << y;
   gst_buffer_unref(out);
   g_bytes_unref(mask);
+}
+
+// ---- behaving as GStreamer users expect --------------------------------------------
+
+// A user's first try: RGB or BGRx caps into mode=transparent (which needs alpha). The
+// pipeline must end with an error from nnbackground that names the formats it takes --
+// never sit in PREROLL with the main stream on the "background" pad (bounded wait).
+TEST(NnBackgroundNegotiation, TransparentWithoutAlphaFailsWithAMessageNamingTheFormats) {
+  ASSERT_TRUE(nn_test::require_asset("models/selfie_segmentation.tflite"));
+  for (const char* format : {"RGB", "BGRx"}) {
+    SCOPED_TRACE(format);
+    const std::string line = std::string("videotestsrc num-buffers=5 ! video/x-raw,format=") + format +
+                             ",width=64,height=48 ! nnsegment latency-budget=1000 model=" + model_path() +
+                             " ! nnbackground name=bg mode=transparent ! fakesink";
+    GError* err = nullptr;
+    GstElement* pipe = gst_parse_launch(line.c_str(), &err);
+    ASSERT_NE(pipe, nullptr) << (err ? err->message : "");
+    ASSERT_EQ(err, nullptr) << err->message;
+    GstBus* bus = gst_element_get_bus(pipe);
+    gst_element_set_state(pipe, GST_STATE_PLAYING);
+    GstMessage* msg = gst_bus_timed_pop_filtered(
+        bus, 20 * GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+    ASSERT_NE(msg, nullptr) << "hung: no error and no EOS within 20 s";
+    ASSERT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_ERROR);
+    GError* e = nullptr;
+    gchar* debug = nullptr;
+    gst_message_parse_error(msg, &e, &debug);
+    EXPECT_STREQ(GST_OBJECT_NAME(GST_MESSAGE_SRC(msg)), "bg") << e->message;
+    EXPECT_TRUE(g_error_matches(e, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION)) << e->message;
+    const std::string text = std::string(e->message) + " " + (debug ? debug : "");
+    EXPECT_NE(text.find("RGBA"), std::string::npos) << text;
+    EXPECT_NE(text.find("BGRA"), std::string::npos) << text;
+    EXPECT_NE(text.find(format), std::string::npos) << text;
+    g_error_free(e);
+    g_free(debug);
+    gst_message_unref(msg);
+    gst_element_set_state(pipe, GST_STATE_NULL);
+    gst_object_unref(bus);
+    gst_object_unref(pipe);
+  }
+}
+
+// Switched to mode=transparent mid-stream when upstream cannot give alpha (caps fixed to
+// RGB): the next frame is a negotiation error naming the formats, not a frame without alpha.
+TEST_F(NnBackgroundTest, TransparentMidStreamWithoutAlphaIsAnError) {
+  start("mode=blur", "RGB");
+  GstBus* bus = gst_bus_new();
+  gst_element_set_bus(bg_, bus);
+  GBytes* mask = half_mask(64, 48, 0.5);
+  GstBuffer* in = make_frame("RGB", noise_rgb(kW, kH));
+  attach_mask(in, mask, 64, 48, kW, kH);
+  gst_buffer_unref(gst_harness_push_and_pull(h_, in));
+  g_object_set(bg_, "mode", GST_NN_BACKGROUND_MODE_TRANSPARENT, nullptr);
+  in = make_frame("RGB", noise_rgb(kW, kH));
+  attach_mask(in, mask, 64, 48, kW, kH);
+  EXPECT_EQ(gst_harness_push(h_, in), GST_FLOW_NOT_NEGOTIATED);
+  GstMessage* msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+  ASSERT_NE(msg, nullptr);
+  GError* e = nullptr;
+  gst_message_parse_error(msg, &e, nullptr);
+  EXPECT_NE(std::string(e->message).find("RGBA or BGRA"), std::string::npos) << e->message;
+  EXPECT_NE(std::string(e->message).find("RGB"), std::string::npos) << e->message;
+  g_error_free(e);
+  gst_message_unref(msg);
+  gst_element_set_bus(bg_, nullptr);
+  gst_object_unref(bus);
+  g_bytes_unref(mask);
+}
+
+// ... while a videoconvert in front still negotiates a format with alpha by itself.
+TEST(NnBackgroundNegotiation, TransparentBehindVideoconvertNegotiatesAlpha) {
+  ASSERT_TRUE(nn_test::require_asset("models/selfie_segmentation.tflite"));
+  const std::string line =
+      "videotestsrc num-buffers=3 ! video/x-raw,format=I420,width=64,height=48 ! videoconvert ! "
+      "nnsegment latency-budget=1000 model=" +
+      model_path() + " ! nnbackground name=bg mode=transparent ! fakesink";
+  GError* err = nullptr;
+  GstElement* pipe = gst_parse_launch(line.c_str(), &err);
+  ASSERT_NE(pipe, nullptr) << (err ? err->message : "");
+  GstBus* bus = gst_element_get_bus(pipe);
+  gst_element_set_state(pipe, GST_STATE_PLAYING);
+  GstMessage* msg = gst_bus_timed_pop_filtered(bus, 20 * GST_SECOND,
+                                               static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+  ASSERT_NE(msg, nullptr) << "hung";
+  EXPECT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS);
+  gst_message_unref(msg);
+  GstElement* bg = gst_bin_get_by_name(GST_BIN(pipe), "bg");
+  GstPad* sink = gst_element_get_static_pad(bg, "sink");
+  GstCaps* caps = gst_pad_get_current_caps(sink);
+  ASSERT_NE(caps, nullptr);
+  const std::string format = gst_structure_get_string(gst_caps_get_structure(caps, 0), "format");
+  EXPECT_TRUE(format == "RGBA" || format == "BGRA") << format;
+  gst_caps_unref(caps);
+  gst_object_unref(sink);
+  gst_object_unref(bg);
+  gst_element_set_state(pipe, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(pipe);
+}
+
+// The background pad is never the target of automatic linking: it exists only when
+// asked for by name ("bg.background" in a launch line). A second automatic link into
+// nnbackground fails instead of feeding the background.
+TEST(NnBackgroundNegotiation, BackgroundPadIsOnlyLinkedByName) {
+  GstElement* bin = gst_pipeline_new(nullptr);
+  GstElement* main_src = gst_element_factory_make("videotestsrc", nullptr);
+  GstElement* other_src = gst_element_factory_make("videotestsrc", nullptr);
+  GstElement* bg = gst_element_factory_make("nnbackground", nullptr);
+  ASSERT_NE(bg, nullptr);
+  gst_bin_add_many(GST_BIN(bin), main_src, other_src, bg, nullptr);
+  GstPad* before = gst_element_get_static_pad(bg, "background");
+  EXPECT_EQ(before, nullptr) << "no background pad until one is requested";
+  if (before) gst_object_unref(before);
+  ASSERT_TRUE(gst_element_link(main_src, bg));
+  GstPad* sink = gst_element_get_static_pad(bg, "sink");
+  EXPECT_TRUE(gst_pad_is_linked(sink)) << "the automatic link goes to the main sink";
+  gst_object_unref(sink);
+  EXPECT_FALSE(gst_element_link(other_src, bg)) << "an automatic link never takes the background pad";
+  EXPECT_TRUE(gst_element_link_pads(other_src, "src", bg, "background")) << "by name it links";
+  GstPad* pad = gst_element_get_static_pad(bg, "background");
+  ASSERT_NE(pad, nullptr);
+  EXPECT_TRUE(gst_pad_is_linked(pad));
+  gst_object_unref(pad);
+  gst_object_unref(bin);
+}
+
+// nnsegment forgotten upstream: frames pass unchanged (as documented) and one warning on
+// the bus says why nothing happens -- once, not per frame.
+TEST_F(NnBackgroundTest, NoMaskUpstreamWarnsOnceOnTheBus) {
+  start("mode=blur");
+  GstBus* bus = gst_bus_new();
+  gst_element_set_bus(bg_, bus);
+  for (int i = 0; i < 4; ++i) gst_buffer_unref(gst_harness_push_and_pull(h_, make_frame("RGBA", noise_rgb(kW, kH))));
+  int warnings = 0;
+  while (GstMessage* msg = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING)) {
+    GError* e = nullptr;
+    gchar* debug = nullptr;
+    gst_message_parse_warning(msg, &e, &debug);
+    const std::string text = std::string(e->message) + " " + (debug ? debug : "");
+    EXPECT_NE(text.find("nnsegment"), std::string::npos) << text;
+    g_error_free(e);
+    g_free(debug);
+    gst_message_unref(msg);
+    ++warnings;
+  }
+  EXPECT_EQ(warnings, 1);
+  EXPECT_EQ(stat_u64(bg_, "frames-without-mask"), 4u);
+  gst_element_set_bus(bg_, nullptr);
+  gst_object_unref(bus);
+}
+
+// With nnsegment upstream, frames without a mask yet (budget 0: nothing has finished) are
+// no reason to warn.
+TEST(NnBackgroundNoMask, NoWarningWhenNnsegmentIsUpstream) {
+  ASSERT_TRUE(nn_test::require_asset("models/selfie_segmentation.tflite"));
+  const std::string line = "nnsegment latency-budget=0 model=" + model_path() + " ! nnbackground";
+  GstHarness* h = gst_harness_new_parse(line.c_str());
+  ASSERT_NE(h, nullptr);
+  GstElement* bg = gst_harness_find_element(h, "nnbackground");
+  GstBus* bus = gst_bus_new();
+  gst_element_set_bus(bg, bus);
+  gst_harness_set_src_caps_str(h, caps_string("RGBA", kW, kH).c_str());
+  GstBuffer* out = gst_harness_push_and_pull(h, make_frame("RGBA", noise_rgb(kW, kH)));
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(gst_buffer_get_nn_mask_meta(out), nullptr) << "the first frame has no mask yet";
+  gst_buffer_unref(out);
+  EXPECT_EQ(stat_u64(bg, "frames-without-mask"), 1u);
+  GstMessage* warning = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING);
+  EXPECT_EQ(warning, nullptr);
+  if (warning) gst_message_unref(warning);
+  gst_element_set_bus(bg, nullptr);
+  gst_object_unref(bus);
+  gst_object_unref(bg);
+  gst_harness_teardown(h);
 }
 
 }  // namespace

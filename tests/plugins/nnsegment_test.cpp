@@ -1,14 +1,17 @@
 // nnsegment with GstHarness and small pipelines: events, formats at odd sizes, properties
 // from another thread, bad models, renegotiation, QoS, latency, mask meta age, policies.
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <random>
 #include <thread>
 
 #include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include "gstnnsegment.h"
 #include "plugin_test_util.h"
 
 using namespace nn_gst_test;
@@ -377,6 +380,64 @@ TEST_F(NnSegmentTest, ThreadPriorityNormalLeavesTheThreadAlone) {
   gst_buffer_unref(push_pull(frame()));
   EXPECT_EQ(stat_string(seg_, "thread-priority"), "normal");
   EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER);
+}
+
+// Unasked, the element leaves the streaming thread's scheduling alone: the default is
+// normal (as root, realtime would switch the thread to SCHED_RR).
+TEST_F(NnSegmentTest, ThreadPriorityDefaultIsNormal) {
+  start("latency-budget=0");
+  GstNnThreadPriority prio;
+  g_object_get(seg_, "thread-priority", &prio, nullptr);
+  EXPECT_EQ(prio, GST_NN_THREAD_PRIORITY_NORMAL);
+  GParamSpec* spec = g_object_class_find_property(G_OBJECT_GET_CLASS(seg_), "thread-priority");
+  EXPECT_EQ(G_PARAM_SPEC_ENUM(spec)->default_value, GST_NN_THREAD_PRIORITY_NORMAL);
+  ASSERT_EQ(sched_getscheduler(0), SCHED_OTHER);
+  errno = 0;
+  const int nice_before = getpriority(PRIO_PROCESS, 0);
+  gst_buffer_unref(push_pull(frame()));
+  EXPECT_EQ(stat_string(seg_, "thread-priority"), "normal");
+  EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER);
+  EXPECT_EQ(getpriority(PRIO_PROCESS, 0), nice_before) << "nice untouched";
+}
+
+// qos is on by default, as for GstBaseTransform elements that honour QoS; qos=false
+// ignores QoS events (every frame gets inference, none is dropped), and still passes
+// them upstream.
+TEST_F(NnSegmentTest, QosIsOnByDefaultAndQosFalseIgnoresQosEvents) {
+  start("latency-budget=10000");
+  gboolean qos = FALSE;
+  g_object_get(seg_, "qos", &qos, nullptr);
+  EXPECT_TRUE(qos) << "qos defaults to true";
+  g_object_set(seg_, "qos", FALSE, nullptr);
+  gst_buffer_unref(push_pull(frame("RGBA", kW, kH, 0)));
+  ASSERT_TRUE(wait_inferences(1));
+  ASSERT_TRUE(gst_harness_push_upstream_event(
+      h_, gst_event_new_qos(GST_QOS_TYPE_UNDERFLOW, 2.0, 0, 10 * GST_SECOND)));
+  bool qos_went_upstream = false;
+  while (GstEvent* ev = gst_harness_try_pull_upstream_event(h_)) {
+    qos_went_upstream |= GST_EVENT_TYPE(ev) == GST_EVENT_QOS;
+    gst_event_unref(ev);
+  }
+  EXPECT_TRUE(qos_went_upstream);
+  for (int i = 1; i <= 5; ++i)
+    ASSERT_EQ(gst_harness_push(h_, frame("RGBA", kW, kH, 2 * GST_SECOND + i * 33 * GST_MSECOND)), GST_FLOW_OK);
+  ASSERT_EQ(gst_harness_buffers_in_queue(h_), 5u) << "no frame dropped";
+  for (int i = 1; i <= 5; ++i) {
+    GstBuffer* out = gst_harness_try_pull(h_);
+    ASSERT_NE(out, nullptr);
+    GstNnMaskMeta* m = gst_buffer_get_nn_mask_meta(out);
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->age, 0u) << "frame " << i << ": its own mask, QoS ignored";
+    gst_buffer_unref(out);
+  }
+  EXPECT_EQ(stat_u64(seg_, "inferences-skipped"), 0u);
+  EXPECT_EQ(stat_u64(seg_, "frames-dropped"), 0u);
+  // Back on: the same lateness now skips inference.
+  g_object_set(seg_, "qos", TRUE, nullptr);
+  ASSERT_TRUE(gst_harness_push_upstream_event(
+      h_, gst_event_new_qos(GST_QOS_TYPE_UNDERFLOW, 2.0, 0, 10 * GST_SECOND)));
+  gst_buffer_unref(push_pull(frame("RGBA", kW, kH, 3 * GST_SECOND)));
+  EXPECT_EQ(stat_u64(seg_, "inferences-skipped"), 1u);
 }
 
 TEST_F(NnSegmentTest, LatencyQueryAddsTheBudgetWhenLive) {

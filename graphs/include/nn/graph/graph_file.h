@@ -61,6 +61,9 @@ struct NodeDecl {
   std::map<std::string, std::vector<std::string>> when;
   std::vector<std::string> from;  // explicit upstream nodes; empty: the previous active node
   int from_line = 0;
+  // Upstream node -> this node's sink pad it links to, by name ({ node = "q", pad =
+  // "background" } in 'from'): request pads that automatic linking never picks.
+  std::map<std::string, std::string> from_pads;
   // Pad name (e.g. "sink_0", known after linking) -> properties to set on that pad.
   std::map<std::string, std::vector<PropertyDecl>> pads;
   // When this node's output ends (EOS), the whole graph ends: a main stream mixed with a
