@@ -77,6 +77,13 @@ np.save(out + ("/torch_runtime_nhwc.npy" if nhwc else "/torch_runtime.npy"), y.d
             got = np.load(os.path.join(out, "torch_runtime_nhwc.npy" if nhwc == "1" else "torch_runtime.npy"))
             ok = check(f"torch.jit.load(...)(x) on libneuralnetworks.so {level}{' nhwc' if nhwc == '1' else ''}",
                        got, eager) and ok
+    # Level 27 has no BOOL operands (the NCHW layout flags): the driver refuses the model
+    # with BAD_DATA (4) while torch loads it.
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(driver_dir, "fl27"))
+    proc = subprocess.run([sys.executable, "-c", code, out, "0"], env=env, capture_output=True, text=True)
+    if proc.returncode == 0 or "NNAPI returned error: 4" not in proc.stderr:
+        print(f"level 27: expected BAD_DATA while loading the model, got: {proc.stderr[-500:]}")
+        ok = False
     # Without the driver, torch's runtime must fail to load it: proof the runs above used ours.
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
     proc = subprocess.run([sys.executable, "-c", code, out, "0"], env=env, capture_output=True, text=True)
