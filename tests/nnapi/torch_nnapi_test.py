@@ -24,8 +24,27 @@ def check(name, got, want):
     return err <= TOLERANCE and same_top1
 
 
-def run_import(out, nnconvert, nnrun, driver_dir):
+def refuses_broken_files(out, nnconvert):
+    """Truncated and foreign files: a clear error naming the file, never a crash."""
     ok = True
+    data = open(os.path.join(out, "mobilenet_v2_nnapi.pt"), "rb").read()
+    cases = {"truncated.pt": data[: len(data) // 2], "not_a_zip.pt": b"not a zip file" * 10,
+             "tail_only.pt": data[-4096:]}
+    for name, content in cases.items():
+        path = os.path.join(out, name)
+        with open(path, "wb") as f:
+            f.write(content)
+        proc = subprocess.run([nnconvert, path, "-o", path + ".nnapi"], capture_output=True, text=True)
+        if proc.returncode not in (1, 2) or path not in proc.stderr:
+            print(f"nnconvert {name}: exit {proc.returncode}, stderr {proc.stderr!r}")
+            ok = False
+        else:
+            print(f"nnconvert {name}: refused: {proc.stderr.strip()[:160]}")
+    return ok
+
+
+def run_import(out, nnconvert, nnrun, driver_dir):
+    ok = refuses_broken_files(out, nnconvert)
     x = os.path.join(out, "mobilenet_v2_input.npy")
     eager = np.load(os.path.join(out, "mobilenet_v2_eager.npy"))
     for variant in ("", "_nhwc"):
