@@ -24,8 +24,27 @@ def check(name, got, want):
     return err <= TOLERANCE and same_top1
 
 
-def run_import(out, nnconvert, nnrun, driver_dir):
+def refuses_broken_files(out, nnconvert):
+    """Truncated and foreign files: a clear error naming the file, never a crash."""
     ok = True
+    data = open(os.path.join(out, "mobilenet_v2_nnapi.pt"), "rb").read()
+    cases = {"truncated.pt": data[: len(data) // 2], "not_a_zip.pt": b"not a zip file" * 10,
+             "tail_only.pt": data[-4096:]}
+    for name, content in cases.items():
+        path = os.path.join(out, name)
+        with open(path, "wb") as f:
+            f.write(content)
+        proc = subprocess.run([nnconvert, path, "-o", path + ".nnapi"], capture_output=True, text=True)
+        if proc.returncode not in (1, 2) or path not in proc.stderr:
+            print(f"nnconvert {name}: exit {proc.returncode}, stderr {proc.stderr!r}")
+            ok = False
+        else:
+            print(f"nnconvert {name}: refused: {proc.stderr.strip()[:160]}")
+    return ok
+
+
+def run_import(out, nnconvert, nnrun, driver_dir):
+    ok = refuses_broken_files(out, nnconvert)
     x = os.path.join(out, "mobilenet_v2_input.npy")
     eager = np.load(os.path.join(out, "mobilenet_v2_eager.npy"))
     for variant in ("", "_nhwc"):
@@ -77,6 +96,13 @@ np.save(out + ("/torch_runtime_nhwc.npy" if nhwc else "/torch_runtime.npy"), y.d
             got = np.load(os.path.join(out, "torch_runtime_nhwc.npy" if nhwc == "1" else "torch_runtime.npy"))
             ok = check(f"torch.jit.load(...)(x) on libneuralnetworks.so {level}{' nhwc' if nhwc == '1' else ''}",
                        got, eager) and ok
+    # Level 27 has no BOOL operands (the NCHW layout flags): the driver refuses the model
+    # with BAD_DATA (4) while torch loads it.
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(driver_dir, "fl27"))
+    proc = subprocess.run([sys.executable, "-c", code, out, "0"], env=env, capture_output=True, text=True)
+    if proc.returncode == 0 or "NNAPI returned error: 4" not in proc.stderr:
+        print(f"level 27: expected BAD_DATA while loading the model, got: {proc.stderr[-500:]}")
+        ok = False
     # Without the driver, torch's runtime must fail to load it: proof the runs above used ours.
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
     proc = subprocess.run([sys.executable, "-c", code, out, "0"], env=env, capture_output=True, text=True)

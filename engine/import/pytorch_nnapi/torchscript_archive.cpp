@@ -148,7 +148,11 @@ Result<ValuePtr> Archive::load_data_pkl() const {
     for (const auto& s : args[3]->items) strides.push_back(s->i);
     if (strides.size() != t->sizes.size()) return Status(StatusCode::kInvalidModel, where + ": sizes and strides differ in rank");
     int64_t numel = 1;
-    for (int64_t s : t->sizes) numel *= s;
+    for (int64_t s : t->sizes) {
+      if (s < 0 || s > (int64_t{1} << 28)) return Status(StatusCode::kInvalidModel, where + ": tensor size out of range");
+      numel *= s;
+      if (numel > (int64_t{1} << 28)) return Status(StatusCode::kInvalidModel, where + ": tensor too large");
+    }
     t->bytes.resize(static_cast<size_t>(numel) * t->element_size);
     const int64_t offset = args[1]->i;
     std::vector<int64_t> idx(t->sizes.size(), 0);
@@ -189,10 +193,25 @@ Result<ValuePtr> Archive::load_data_pkl() const {
         stack.push_back(g);
         break;
       }
-      case 'q': if (!need(1)) goto truncated; memo[pkl[p]] = stack.empty() ? nullptr : stack.back(); p += 1; break;
-      case 'r': if (!need(4)) goto truncated; memo[u32(&pkl[p])] = stack.empty() ? nullptr : stack.back(); p += 4; break;
-      case 'h': if (!need(1)) goto truncated; stack.push_back(memo[pkl[p]]); p += 1; break;
-      case 'j': if (!need(4)) goto truncated; stack.push_back(memo[u32(&pkl[p])]); p += 4; break;
+      // Memo: BINPUT / LONG_BINPUT store the top, BINGET / LONG_BINGET push a stored one
+      // (an index never stored is malformed, so the stack never holds null).
+      case 'q': case 'r': {
+        const size_t n = op == 'q' ? 1 : 4;
+        if (!need(n)) goto truncated;
+        if (stack.empty()) goto malformed;
+        memo[op == 'q' ? pkl[p] : u32(&pkl[p])] = stack.back();
+        p += n;
+        break;
+      }
+      case 'h': case 'j': {
+        const size_t n = op == 'h' ? 1 : 4;
+        if (!need(n)) goto truncated;
+        auto it = memo.find(op == 'h' ? pkl[p] : u32(&pkl[p]));
+        if (it == memo.end()) goto malformed;
+        stack.push_back(it->second);
+        p += n;
+        break;
+      }
       case '(': marks.push_back(stack.size()); break;
       case ')': stack.push_back(make(K::kTuple)); break;
       case ']': stack.push_back(make(K::kList)); break;
