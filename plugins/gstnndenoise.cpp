@@ -29,9 +29,10 @@
  * inference is skipped, so the model state stays valid and the worker catches up. The
  * stats property and periodic "nndenoise-stats" element messages count hops run, late
  * and bypassed, per-hop p50/p99 time, the real-time factor and the delegate.
- * thread-priority=realtime (default) gives the streaming thread a real-time round-robin
- * priority where the process may have one (else a short scheduling slice), so on a loaded
- * machine it wakes at its hop's deadline; the worker stays at normal priority. NaN or Inf
+ * thread-priority=realtime (asked for: the default is normal, as for nnsegment; the sound
+ * graphs ask for it) gives the streaming thread a real-time round-robin priority where the
+ * process may have one (else a short scheduling slice), so on a loaded machine it wakes at
+ * its hop's deadline; the worker stays at normal priority. NaN or Inf
  * input samples are taken as silence (counted); a model state that turns non-finite is
  * reset (counted).
  *
@@ -88,7 +89,7 @@ enum {
 #define DEFAULT_PROP_ATTENUATION_LIMIT 0.0
 #define DEFAULT_PROP_BYPASS FALSE
 #define DEFAULT_PROP_STATS_INTERVAL 1000
-#define DEFAULT_PROP_THREAD_PRIORITY GST_NN_THREAD_PRIORITY_REALTIME
+#define DEFAULT_PROP_THREAD_PRIORITY GST_NN_THREAD_PRIORITY_NORMAL
 
 #define NN_DENOISE_CAPS GST_AUDIO_CAPS_MAKE("{ F32LE, S16LE }") ", layout = (string) interleaved"
 
@@ -774,7 +775,8 @@ static void gst_nn_denoise_class_init(GstNnDenoiseClass* klass) {
       g_param_spec_enum("thread-priority", "Thread priority",
                         "Scheduling for the streaming thread that runs this element (put back at stop): on a "
                         "loaded machine a real-time priority keeps the wait for a hop within the budget; the "
-                        "inference worker always stays at normal priority",
+                        "inference worker always stays at normal priority. The default leaves the thread as it "
+                        "is",
                         GST_TYPE_NN_THREAD_PRIORITY, DEFAULT_PROP_THREAD_PRIORITY, ready));
 
   gst_element_class_set_static_metadata(element_class, "nnpipe noise suppression", "Filter/Effect/Audio",

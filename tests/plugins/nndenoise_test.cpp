@@ -480,7 +480,7 @@ TEST_F(NnDenoiseTest, BudgetHoldsUnderCpuLoad) {
       volatile double x = 1;
       while (!stop.load(std::memory_order_relaxed)) x = x * 1.0000001 + 1e-9;
     });
-  Harness h("latency-budget=5", 1, "F32LE", /*live=*/true);
+  Harness h("latency-budget=5 thread-priority=realtime", 1, "F32LE", /*live=*/true);
   std::vector<double> waits;
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t f = 0; f < in.size(); f += 160) {
