@@ -86,7 +86,9 @@ int main(int argc, char** argv) {
   nn::audio::StreamOptions options;
   options.session.delegates = {delegate};
   options.session.threads = threads;
+  const auto open0 = Clock::now();
   auto proc = nn::audio::StreamProcessor::open(*model, options);
+  const double open_ms = ms_since(open0);
   if (!proc) {
     std::fprintf(stderr, "nnstream_bench: %s\n", proc.status().to_string().c_str());
     return 1;
@@ -165,6 +167,7 @@ int main(int argc, char** argv) {
     j["real_time_factor"] = total.mean / hop_audio_ms;
     j["cpu_ms_per_hop"] = cpu_per_hop;
     j["real_time_factor_cpu"] = cpu_per_hop / hop_audio_ms;
+    j["open_ms"] = open_ms;
     j["stage_us"] = stage_us;
     j["state_copy_us"] = state_copy_us;
     j["fft_us"] = {{"fftw_forward", fftw_fwd}, {"fftw_inverse", fftw_inv}, {"opencv_forward", cv_fwd},
@@ -174,6 +177,7 @@ int main(int argc, char** argv) {
   }
   std::printf("%s\n  %s; delegate %s, %d thread(s)\n", path.c_str(), info.summary.c_str(),
               (*proc)->delegate_summary().c_str(), threads);
+  std::printf("StreamProcessor::open (one channel: sessions, plans, buffers): %.1f ms\n", open_ms);
   std::printf("process_hop over %d hops: p50 %.4f ms, p90 %.4f ms, p99 %.4f ms, max %.4f ms, mean %.4f ms\n", hops,
               total.p50, total.p90, total.p99, total.max, total.mean);
   std::printf("real-time factor %.4f (mean wall-clock hop / %.1f ms of audio); by this thread's CPU time %.4f ms "

@@ -58,7 +58,10 @@ void RealFft::inverse(std::complex<float>* in, float* out) const {
   for (size_t i = 0; i < n_; ++i) out[i] *= scale;
 }
 
-bool RealFft::aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+// New-array execution needs the planning arrays' SIMD alignment (fftwf_alloc's: offset 0).
+bool RealFft::aligned(const void* p) {
+  return fftwf_alignment_of(static_cast<float*>(const_cast<void*>(p))) == 0;
+}
 
 void FftwFree::operator()(void* p) const { fftwf_free(p); }
 

@@ -1,7 +1,8 @@
 // Real FFTs of one size through FFTW3 (single precision). Plans are made once per size
 // per process (FFTW's planner is not thread-safe, so under a lock) and executed on the
 // caller's arrays (fftwf_execute_dft_*, which is thread-safe), so a processor per channel
-// shares them. Arrays must be 16-byte aligned, as fftwf_malloc and the session's buffers are.
+// shares them. Arrays must have fftwf_malloc's alignment (aligned() says; the session's
+// 64-byte aligned buffers have it).
 #pragma once
 
 #include <complex>

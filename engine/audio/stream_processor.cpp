@@ -180,6 +180,7 @@ class Processor final : public StreamProcessor {
 
   double last_hop_ms() const override { return last_ms_; }
   uint64_t nonfinite_resets() const override { return nonfinite_resets_; }
+  uint64_t nonfinite_samples() const override { return nonfinite_samples_; }
 
   std::string delegate_summary() const override {
     std::vector<std::string> per_stage;
@@ -216,7 +217,11 @@ class Processor final : public StreamProcessor {
   void push(const float* in) {
     std::memmove(history_.get(), history_.get() + hop_, (block_ - hop_) * sizeof(float));
     float* tail = history_.get() + (block_ - hop_);
-    for (size_t i = 0; i < hop_; ++i) tail[i] = std::isfinite(in[i]) ? in[i] : 0.f;
+    for (size_t i = 0; i < hop_; ++i) {
+      const bool finite = std::isfinite(in[i]);
+      tail[i] = finite ? in[i] : 0.f;
+      nonfinite_samples_ += !finite;
+    }
   }
 
   void shift_overlap() {
@@ -281,6 +286,7 @@ class Processor final : public StreamProcessor {
   float mask_floor_ = 0.f;
   double last_ms_ = 0;
   uint64_t nonfinite_resets_ = 0;
+  uint64_t nonfinite_samples_ = 0;
 };
 
 }  // namespace

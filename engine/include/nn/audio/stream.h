@@ -78,6 +78,7 @@ class StreamProcessor {
 
   virtual double last_hop_ms() const = 0;       // inference + transforms of the last hop
   virtual uint64_t nonfinite_resets() const = 0;
+  virtual uint64_t nonfinite_samples() const = 0;   // NaN / Inf input samples taken as 0
   virtual std::string delegate_summary() const = 0;  // "cpu" or "stage 1: cpu, stage 2: cpu"
 };
 
