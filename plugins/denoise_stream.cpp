@@ -101,11 +101,12 @@ void DenoiseStream::worker_loop() {
   }
 }
 
-void DenoiseStream::submit_hop(Clock::time_point deadline, bool /*draining*/) {
+void DenoiseStream::submit_hop(Clock::time_point deadline, bool no_deadline) {
   auto job = std::make_shared<Job>();
   job->in = hop_fill_;
   job->out.assign(hop_fill_.size(), 0.0f);
   job->deadline = deadline;
+  job->no_deadline = no_deadline;
   job->skip = bypass_.load();
   {
     std::lock_guard<std::mutex> lk(mutex_);
@@ -129,9 +130,11 @@ void DenoiseStream::decide_pending() {
       if (job->skip) {
         ++counters_.hops_bypassed;
       } else {
-        done_cv_.wait_until(lk, job->deadline, [&] {
-          return job->state == HopState::kDone || job->state == HopState::kFailed;
-        });
+        auto finished = [&] { return job->state == HopState::kDone || job->state == HopState::kFailed; };
+        if (job->no_deadline)
+          done_cv_.wait(lk, finished);
+        else
+          done_cv_.wait_until(lk, job->deadline, finished);
         if (job->state == HopState::kDone) {
           outcome = Outcome::kProcessed;
           ++counters_.hops_run;
@@ -212,10 +215,9 @@ void DenoiseStream::emit(size_t end, bool final, std::vector<float>& out) {
 void DenoiseStream::push(const float* in, size_t frames, Clock::time_point arrival, bool live,
                          std::vector<float>& out) {
   const size_t C = static_cast<size_t>(channels_);
-  const auto budget = std::chrono::microseconds(budget_us_.load());
-  const auto hop_duration = std::chrono::microseconds(1000000LL * hop_ / info_.sample_rate);
+  const auto deadline = arrival + std::chrono::microseconds(budget_us_.load());
+  live_ = live;
   uint64_t nonfinite = 0;
-  int completed = 0;
   pending_in_.reserve(pending_in_.size() + frames * C);
   for (size_t f = 0; f < frames; ++f) {
     for (size_t c = 0; c < C; ++c) {
@@ -230,8 +232,7 @@ void DenoiseStream::push(const float* in, size_t frames, Clock::time_point arriv
     }
     if (++fill_ == hop_) {
       fill_ = 0;
-      submit_hop(arrival + budget + (live ? 0 : completed) * hop_duration, false);
-      ++completed;
+      submit_hop(deadline, !live);
     }
   }
   pending_out_.resize(pending_in_.size(), 0.0f);
@@ -250,18 +251,15 @@ void DenoiseStream::push(const float* in, size_t frames, Clock::time_point arriv
 
 void DenoiseStream::drain(std::vector<float>& out) {
   if (frames_taken_ > 0) {
-    const auto budget = std::chrono::microseconds(budget_us_.load());
-    const auto hop_duration = std::chrono::microseconds(1000000LL * hop_ / info_.sample_rate);
-    const auto now = Clock::now();
+    const auto deadline = Clock::now() + std::chrono::microseconds(budget_us_.load());
     // Enough hops (the partial one padded with silence) that the processed stream covers
     // every frame taken.
     const int64_t needed = (frames_taken_ - 1 + latency_) / hop_ + 1;
-    int k = 0;
     while (hops_submitted_ < needed) {
       for (int c = 0; c < channels_; ++c)
         std::fill(hop_fill_.begin() + c * hop_ + fill_, hop_fill_.begin() + (c + 1) * hop_, 0.0f);
       fill_ = 0;
-      submit_hop(now + budget + k++ * hop_duration, true);
+      submit_hop(deadline, !live_);
     }
     decide_pending();
     emit(static_cast<size_t>(frames_taken_), true, out);

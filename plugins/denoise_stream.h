@@ -67,9 +67,9 @@ class DenoiseStream {
   size_t held_frames() const { return pending_in_.size() / channels_; }
 
   // Takes `frames` interleaved frames and appends to `out` every frame whose output is
-  // decided. Each hop completed here gets until arrival + budget (live), or until
-  // arrival + budget + its place in this buffer times the hop duration (not live: a
-  // file is held to real-time pace, not to the budget per buffer).
+  // decided. Live, each hop completed here gets until arrival + budget. Not live (a file),
+  // every hop is waited for: nothing is late when nothing runs against a clock, and the
+  // output is the same on a loaded machine as on an idle one.
   void push(const float* in, size_t frames, Clock::time_point arrival, bool live, std::vector<float>& out);
   // Emits everything held (the last hop padded with silence), then starts a new stream.
   void drain(std::vector<float>& out);
@@ -94,13 +94,14 @@ class DenoiseStream {
     HopState state = HopState::kQueued;  // under mutex_
     std::vector<float> in, out;          // planar: channel c at [c*H, (c+1)*H)
     Clock::time_point deadline;
+    bool no_deadline = false;  // not live: waited for however long it takes
   };
   // How a hop's frames went out (the crossfade looks at the neighbours).
   enum class Outcome : uint8_t { kProcessed, kUnprocessed };
 
   DenoiseStream(std::shared_ptr<const audio::StreamModel> model, int channels);
   void worker_loop();
-  void submit_hop(Clock::time_point deadline, bool draining);
+  void submit_hop(Clock::time_point deadline, bool no_deadline);
   void decide_pending();
   void emit(size_t limit_frames, bool final, std::vector<float>& out);
   float gain_at(int64_t content_index, bool final) const;
@@ -116,6 +117,7 @@ class DenoiseStream {
   std::vector<float> hop_fill_;  // planar, the hop being filled
   int fill_ = 0;
   int64_t hops_submitted_ = 0;
+  bool live_ = false;  // of the last push: how drain() waits
   int64_t frames_taken_ = 0;       // since the last reset
   int64_t emit_pos_ = 0;           // content index of pending_in_'s first frame
   std::vector<float> pending_in_;  // interleaved input not yet emitted (the unprocessed signal)

@@ -4,8 +4,9 @@
  *
  * Suppresses noise in speech with a streaming audio model (an nnpipe .nnapi file that
  * holds the model's stages and framing, such as DTLN made by
- * `nnconvert model_1.tflite model_2.tflite -o dtln.nnapi`). The element knows nothing of
- * one model: rate, block, hop, delay and state wiring come from the file.
+ * `nnconvert dtln_1.tflite dtln_2.tflite --stream assets/streams/dtln.toml -o dtln.nnapi`).
+ * The element knows nothing of one model: rate, block, hop, delay and state wiring come
+ * from the file.
  *
  * Caps: F32LE or S16LE, interleaved, any number of channels (each with its own model
  * state), at the model's rate only; put audioresample in front. A rate the model cannot
@@ -20,24 +21,28 @@
  * model state; DISCONT drains, then resets. The LATENCY query answers that hold plus
  * latency-budget.
  *
- * Inference runs on a worker thread. Each hop's result is waited for until
- * latency-budget ms after the buffer that completed it arrived (live sources), or at
- * real-time pace from there (files, non-live). A hop that is not ready in time goes out
+ * Inference runs on a worker thread. With a live source each hop's result is waited for
+ * until latency-budget ms after the buffer that completed it arrived; from a file (not
+ * live) every hop is waited for, so a file's output does not depend on the machine's
+ * load. A hop that is not ready in time goes out
  * unprocessed, the input itself at the same alignment, crossfaded in and out; its
  * inference is skipped, so the model state stays valid and the worker catches up. The
  * stats property and periodic "nndenoise-stats" element messages count hops run, late
- * and bypassed, per-hop p50/p99 time, the real-time factor and the delegate. NaN or Inf
+ * and bypassed, per-hop p50/p99 time, the real-time factor and the delegate.
+ * thread-priority=realtime (default) gives the streaming thread a real-time round-robin
+ * priority where the process may have one (else a short scheduling slice), so on a loaded
+ * machine it wakes at its hop's deadline; the worker stays at normal priority. NaN or Inf
  * input samples are taken as silence (counted); a model state that turns non-finite is
  * reset (counted).
  *
  * ## Example launch lines
  * |[
  * gst-launch-1.0 filesrc location=noisy.wav ! decodebin ! audioconvert ! audioresample ! \
- *   nndenoise model=assets/out/dtln.nnapi ! audioconvert ! wavenc ! filesink location=clean.wav
+ *   nndenoise model=assets/models/dtln.nnapi ! audioconvert ! wavenc ! filesink location=clean.wav
  * ]| Denoises a file (any format decodebin reads) into a 16 kHz WAV.
  * |[
  * gst-launch-1.0 -m autoaudiosrc ! audioconvert ! audioresample ! \
- *   nndenoise model=assets/out/dtln.nnapi attenuation-limit=30 latency-budget=10 ! \
+ *   nndenoise model=assets/models/dtln.nnapi attenuation-limit=30 latency-budget=10 ! \
  *   audioconvert ! audioresample ! autoaudiosink
  * ]| A microphone to the speakers, noise turned down by at most 30 dB; -m prints the
  * nndenoise-stats messages.
@@ -55,6 +60,7 @@
 #include <vector>
 
 #include "denoise_stream.h"
+#include "thread_priority.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_nn_denoise_debug);
 #define GST_CAT_DEFAULT gst_nn_denoise_debug
@@ -69,6 +75,7 @@ enum {
   PROP_BYPASS,
   PROP_STATS,
   PROP_STATS_INTERVAL,
+  PROP_THREAD_PRIORITY,
 };
 
 #define DEFAULT_PROP_MODEL nullptr
@@ -81,6 +88,7 @@ enum {
 #define DEFAULT_PROP_ATTENUATION_LIMIT 0.0
 #define DEFAULT_PROP_BYPASS FALSE
 #define DEFAULT_PROP_STATS_INTERVAL 1000
+#define DEFAULT_PROP_THREAD_PRIORITY GST_NN_THREAD_PRIORITY_REALTIME
 
 #define NN_DENOISE_CAPS GST_AUDIO_CAPS_MAKE("{ F32LE, S16LE }") ", layout = (string) interleaved"
 
@@ -113,6 +121,9 @@ struct DenoiseState {
   guint64 chunk_frames_out = 0;
   bool next_discont = true;
 
+  FrameThreadPriority thread_priority;
+  ThreadPriority thread_priority_got = ThreadPriority::kNormal;
+
   std::vector<float> in_f32, out_f32;
   std::deque<GstBuffer*> out_queue;
   gint64 last_stats_post_us = 0;
@@ -126,6 +137,7 @@ struct DenoiseState {
 
 using nn::plugins::DenoiseState;
 using nn::plugins::DenoiseStream;
+using nn::plugins::ThreadPriority;
 
 #define gst_nn_denoise_parent_class parent_class
 G_DEFINE_TYPE(GstNnDenoise, gst_nn_denoise, GST_TYPE_AUDIO_FILTER);
@@ -200,7 +212,8 @@ static GstStructure* make_stats_locked(GstNnDenoise* self) {
       c.nonfinite_samples, "nonfinite-resets", G_TYPE_UINT64, c.nonfinite_resets, "samples-in", G_TYPE_UINT64,
       c.frames_in, "samples-out", G_TYPE_UINT64, c.frames_out, "channels", G_TYPE_UINT,
       static_cast<guint>(s->channels), "delay-ms", G_TYPE_DOUBLE, delay_ms, "latency-budget-ms", G_TYPE_UINT,
-      self->latency_budget_ms, "last-error", G_TYPE_STRING, c.last_error.c_str(), nullptr);
+      self->latency_budget_ms, "last-error", G_TYPE_STRING, c.last_error.c_str(), "thread-priority", G_TYPE_STRING,
+      nn::plugins::to_string(s->thread_priority_got), nullptr);
 }
 
 static void gst_nn_denoise_set_property(GObject* object, guint prop_id, const GValue* value, GParamSpec* pspec) {
@@ -236,6 +249,9 @@ static void gst_nn_denoise_set_property(GObject* object, guint prop_id, const GV
       break;
     case PROP_STATS_INTERVAL:
       self->stats_interval_ms = g_value_get_uint(value);
+      break;
+    case PROP_THREAD_PRIORITY:
+      self->thread_priority = static_cast<GstNnThreadPriority>(g_value_get_enum(value));
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
@@ -273,6 +289,9 @@ static void gst_nn_denoise_get_property(GObject* object, guint prop_id, GValue* 
       break;
     case PROP_STATS_INTERVAL:
       g_value_set_uint(value, self->stats_interval_ms);
+      break;
+    case PROP_THREAD_PRIORITY:
+      g_value_set_enum(value, self->thread_priority);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
@@ -342,6 +361,7 @@ static gboolean gst_nn_denoise_stop(GstBaseTransform* trans) {
   GST_OBJECT_UNLOCK(self);
   old.reset();  // joins the worker outside the object lock
   clear_output_queue(s);
+  s->thread_priority.restore();
   s->format = GST_AUDIO_FORMAT_UNKNOWN;
   s->channels = s->rate = 0;
   return TRUE;
@@ -555,6 +575,15 @@ static GstFlowReturn gst_nn_denoise_submit_input_buffer(GstBaseTransform* trans,
     return GST_FLOW_NOT_NEGOTIATED;
   }
   const auto arrival = DenoiseStream::Clock::now();
+  GST_OBJECT_LOCK(self);
+  const auto priority_wanted = static_cast<ThreadPriority>(self->thread_priority);
+  GST_OBJECT_UNLOCK(self);
+  const ThreadPriority priority_got = s->thread_priority.apply(priority_wanted);
+  if (priority_got != s->thread_priority_got) {
+    GST_OBJECT_LOCK(self);
+    s->thread_priority_got = priority_got;
+    GST_OBJECT_UNLOCK(self);
+  }
   // A gap: what is held belongs before it.
   if (is_discont && s->chunk_started) drain_into_queue(self);
   if (!s->chunk_started) {
@@ -698,7 +727,7 @@ static void gst_nn_denoise_class_init(GstNnDenoiseClass* klass) {
       gobject_class, PROP_MODEL,
       g_param_spec_string("model", "Model",
                           "Streaming audio model (.nnapi holding the stages and framing, e.g. made by "
-                          "nnconvert model_1.tflite model_2.tflite -o dtln.nnapi)",
+                          "nnconvert dtln_1.tflite dtln_2.tflite --stream assets/streams/dtln.toml -o dtln.nnapi)",
                           DEFAULT_PROP_MODEL, ready));
   g_object_class_install_property(
       gobject_class, PROP_DELEGATE,
@@ -711,9 +740,9 @@ static void gst_nn_denoise_class_init(GstNnDenoiseClass* klass) {
   g_object_class_install_property(
       gobject_class, PROP_LATENCY_BUDGET,
       g_param_spec_uint("latency-budget", "Latency budget",
-                        "Longest time in ms a buffer waits for its hops' inference; a hop not ready by then goes "
-                        "out unprocessed (crossfaded, counted). Reported in the LATENCY query on top of the "
-                        "model's delay",
+                        "Live sources: longest time in ms a buffer waits for its hops' inference; a hop not "
+                        "ready by then goes out unprocessed (crossfaded, counted). Reported in the LATENCY query "
+                        "on top of the model's delay. Non-live sources (files) wait for every hop",
                         0, 10000, DEFAULT_PROP_LATENCY_BUDGET, playing));
   g_object_class_install_property(
       gobject_class, PROP_ATTENUATION_LIMIT,
@@ -739,6 +768,14 @@ static void gst_nn_denoise_class_init(GstNnDenoiseClass* klass) {
       g_param_spec_uint("stats-interval", "Stats interval",
                         "Post an nndenoise-stats element message every this many ms (0 = never)", 0, G_MAXUINT,
                         DEFAULT_PROP_STATS_INTERVAL, playing));
+
+  g_object_class_install_property(
+      gobject_class, PROP_THREAD_PRIORITY,
+      g_param_spec_enum("thread-priority", "Thread priority",
+                        "Scheduling for the streaming thread that runs this element (put back at stop): on a "
+                        "loaded machine a real-time priority keeps the wait for a hop within the budget; the "
+                        "inference worker always stays at normal priority",
+                        GST_TYPE_NN_THREAD_PRIORITY, DEFAULT_PROP_THREAD_PRIORITY, ready));
 
   gst_element_class_set_static_metadata(element_class, "nnpipe noise suppression", "Filter/Effect/Audio",
                                         "Suppresses noise in speech with a streaming nnpipe model (DTLN) under a "
@@ -768,6 +805,7 @@ static void gst_nn_denoise_init(GstNnDenoise* self) {
   self->attenuation_limit_db = DEFAULT_PROP_ATTENUATION_LIMIT;
   self->bypass = DEFAULT_PROP_BYPASS;
   self->stats_interval_ms = DEFAULT_PROP_STATS_INTERVAL;
+  self->thread_priority = DEFAULT_PROP_THREAD_PRIORITY;
   self->state = new DenoiseState();
   // Audio is never dropped for lateness: over budget, hops go out unprocessed instead.
   gst_base_transform_set_qos_enabled(GST_BASE_TRANSFORM(self), FALSE);

@@ -28,6 +28,7 @@ struct _GstNnDenoise {
   gdouble attenuation_limit_db;
   gboolean bypass;
   guint stats_interval_ms;
+  GstNnThreadPriority thread_priority;
 
   /* Everything else: the plain C++ side (model, DenoiseStream, timestamps, stats). */
   nn::plugins::DenoiseState* state;

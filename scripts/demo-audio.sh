@@ -5,6 +5,7 @@
 #   denoise-before.wav  the noisy soundtrack (16 kHz mono, what nndenoise takes)
 #   denoise-after.wav   nndenoise's output (same length and timing)
 #   denoise-spectrogram.png  before and after, one above the other
+#   librispeech-noisy.wav  the package's LibriSpeech clip with the same noise at 5 dB SNR
 # demo-video.sh then puts denoise-after.wav under the blurred video.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -45,6 +46,10 @@ to16k "$media/Megamind.avi" "$work/soundtrack.wav"
 for f in Fire1 Fire2 Fire3; do to16k "$noise_dir/$f.wav" "$work/$f.wav"; done
 /usr/bin/python3 "$root/demos/mix_noise.py" "$work/soundtrack.wav" "$work/Fire1.wav" "$work/Fire2.wav" \
   "$work/Fire3.wav" --snr 5 -o "$out/denoise-before.wav"
+# The LibriSpeech clip the same way: the README's gst-launch example denoises it.
+to16k "$media/librispeech-7729-102255-0000.wav" "$work/librispeech.wav"
+/usr/bin/python3 "$root/demos/mix_noise.py" "$work/librispeech.wav" "$work/Fire2.wav" "$work/Fire3.wav" \
+  "$work/Fire1.wav" --snr 5 -o "$out/librispeech-noisy.wav"
 
 # nndenoise through the shipped graph (the same element a gst-launch line uses).
 "$build/graphs/nngraph" run denoise-file location="$out/denoise-before.wav" out="$out/denoise-after.wav" \

@@ -469,13 +469,13 @@ TEST_F(NnDenoiseTest, OverBudgetHopsPassThroughAndNothingIsLost) {
   EXPECT_GT(si_sdr(clean, h.out, from), si_sdr(clean, in, from) + 3.0);
 }
 
-// Under a CPU hog on every core, live at 1x real time, the streaming thread never waits
-// much past the budget, and nothing is lost.
+// Under a CPU hog on every core (2x overload), live at 1x real time: the streaming thread
+// never waits past the budget, late hops are counted, and nothing is lost.
 TEST_F(NnDenoiseTest, BudgetHoldsUnderCpuLoad) {
   const std::vector<float> in = noisy(voiced(2 * kRate), 5.0);
   std::atomic<bool> stop{false};
   std::vector<std::thread> hogs;
-  for (unsigned i = 0; i < 2 * std::max(1u, std::thread::hardware_concurrency()); ++i)
+  for (unsigned i = 0; i < std::max(1u, std::thread::hardware_concurrency()); ++i)
     hogs.emplace_back([&] {
       volatile double x = 1;
       while (!stop.load(std::memory_order_relaxed)) x = x * 1.0000001 + 1e-9;
@@ -497,12 +497,42 @@ TEST_F(NnDenoiseTest, BudgetHoldsUnderCpuLoad) {
   ASSERT_EQ(h.out.size(), in.size());
   std::sort(waits.begin(), waits.end());
   const double p90 = waits[waits.size() * 9 / 10];
-  // The wait for a hop ends at its deadline; being scheduled again afterwards is up to the
-  // kernel under this load, hence the slack.
-  EXPECT_LT(p90, 5.0 + 10.0) << "p90 push time under load";
+  // The wait for a hop ends at its deadline. With a real-time streaming thread (the
+  // default, where permitted) it runs again at once, whatever the load; without one,
+  // being scheduled again is up to the kernel, hence the slack.
+  if (stat_string(h.element(), "thread-priority") == "realtime") {
+    EXPECT_LT(waits.back(), 5.0 + 3.0) << "longest push under load";
+  } else {
+    EXPECT_LT(p90, 5.0 + 10.0) << "p90 push time under load";
+  }
   EXPECT_EQ(stat_u64(h.element(), "samples-out"), in.size());
-  std::printf("under load: hops run %" G_GUINT64_FORMAT ", late %" G_GUINT64_FORMAT ", push p90 %.2f ms, max %.2f ms\n",
-              stat_u64(h.element(), "hops-run"), stat_u64(h.element(), "hops-late"), p90, waits.back());
+  EXPECT_EQ(stat_u64(h.element(), "hops-run") + stat_u64(h.element(), "hops-late"), in.size() / 128 + 3);
+  std::printf("under load: hops run %" G_GUINT64_FORMAT ", late %" G_GUINT64_FORMAT
+              ", push p90 %.2f ms, max %.2f ms, streaming thread %s\n",
+              stat_u64(h.element(), "hops-run"), stat_u64(h.element(), "hops-late"), p90, waits.back(),
+              stat_string(h.element(), "thread-priority").c_str());
+}
+
+// Not live (a file): every hop is waited for, even with a budget of 0 and every core busy:
+// the output is the one an idle machine makes.
+TEST_F(NnDenoiseTest, FileOutputDoesNotDependOnLoad) {
+  const std::vector<float> in = noisy(voiced(2 * kRate), 5.0);
+  const std::vector<float> idle = run_once(in, 441);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> hogs;
+  for (unsigned i = 0; i < std::max(1u, std::thread::hardware_concurrency()); ++i)
+    hogs.emplace_back([&] {
+      volatile double x = 1;
+      while (!stop.load(std::memory_order_relaxed)) x = x * 1.0000001 + 1e-9;
+    });
+  Harness h("latency-budget=0");
+  h.push(in, 441);
+  h.eos();
+  stop = true;
+  for (auto& t : hogs) t.join();
+  ASSERT_EQ(h.out.size(), in.size());
+  EXPECT_EQ(stat_u64(h.element(), "hops-late"), 0u);
+  EXPECT_EQ(max_abs_diff(idle, h.out), 0.0);
 }
 
 // NaN and Inf samples: taken as silence (counted); the state is not poisoned: a second
@@ -582,8 +612,8 @@ TEST(NnDenoiseElement, EveryPropertyDocumented) {
   ASSERT_NE(e, nullptr);
   guint n = 0;
   GParamSpec** specs = g_object_class_list_properties(G_OBJECT_GET_CLASS(e), &n);
-  const char* ours[] = {"model", "delegate", "threads", "latency-budget", "attenuation-limit", "bypass", "stats",
-                        "stats-interval"};
+  const char* ours[] = {"model",  "delegate", "threads",        "latency-budget", "attenuation-limit",
+                        "bypass", "stats",    "stats-interval", "thread-priority"};
   for (const char* name : ours) {
     GParamSpec* p = g_object_class_find_property(G_OBJECT_GET_CLASS(e), name);
     ASSERT_NE(p, nullptr) << name;
