@@ -442,7 +442,7 @@ def markdown(res, man):
     if res.get("agreement_late"):
         lines.append("Items where the element let hops out unprocessed (late under the default latency budget on "
                      "this shared machine, by design): " + "; ".join(
-                         f"{i} ({n} hops, {db:.1f} dB vs the oracle)" for i, n, db in res["agreement_late"]) + ".")
+                         f"{i} ({n} hop{'s' if n != 1 else ''}, {db:.1f} dB vs the oracle)" for i, n, db in res["agreement_late"]) + ".")
     st = res["stats"].get("nndenoise")
     if st:
         lines.append(f"nndenoise's own stats on the {res['duration_long_s']:.0f} s file (threads=1, CPU 0): per hop "
