@@ -212,6 +212,17 @@ def check_and_time(name, family, arg, a):
     return row
 
 
+def summarize(ref_list):
+    """'2 CONCATENATION, 8 TRANSPOSE, 12 CONCATENATION' -> 'CONCATENATION x2, TRANSPOSE x1'"""
+    counts = {}
+    for item in filter(None, (x.strip() for x in ref_list.split(","))):
+        if item.startswith("..."):  # "... 12 more": not listed by type
+            continue
+        t = item.split(" ", 1)[-1].split("+")[0]
+        counts[t] = counts.get(t, 0) + 1
+    return ", ".join(f"{t} x{n}" for t, n in counts.items())
+
+
 def fmt(v, spec):
     return format(v, spec) if v is not None else "n/a"
 
@@ -228,7 +239,7 @@ def table(rows):
                            if r.get(f"ort{t}_ms") and r.get(f"nn{t}_ms") else "n/a")
         lines.append(
             f"| {r['model']} | {r['family']} | {r['ops']} | {r['rel_error']:.1e} ({r['tolerance']:.0e})"
-            f"{'' if r['ok'] else ' **over**'} | {r['ref_ops']}{' (' + r['ref_list'] + ')' if r['ref_ops'] else ''} | "
+            f"{'' if r['ok'] else ' **over**'} | {r['ref_ops']}{' (' + summarize(r['ref_list']) + ')' if r['ref_ops'] else ''} | "
             f"{fmt(r['nn1_ms'], '.2f')} | {fmt(r['ort1_ms'], '.2f')} | {ratio(1)} | "
             f"{fmt(r['nn2_ms'], '.2f')} | {fmt(r['ort2_ms'], '.2f')} | {ratio(2)} |")
     return "\n".join(lines)
@@ -278,6 +289,7 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--no-ort", action="store_true")
     ap.add_argument("--readme", action="store_true", help="write the table and chart into bench/README.md")
+    ap.add_argument("--from-results", action="store_true", help="render bench/zoo/results.json, run nothing")
     a = ap.parse_args()
     models = all_models()
     names = [n for n in (a.models.split(",") if a.models else models) if n]
@@ -290,6 +302,9 @@ def main():
         sh(["npm", "install", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=PEERS)
     rows = []
     os.makedirs(ZOO, exist_ok=True)
+    if a.from_results:
+        names = []
+        rows = json.load(open(os.path.join(ZOO, "results.json")))
     for n in names:
         family, arg = models[n]
         t0 = time.time()
@@ -299,7 +314,8 @@ def main():
             row = {"model": n, "family": family, "error": str(e).replace("|", "/")[:200]}
         rows.append(row)
         print(f"{n}: {json.dumps(row)} ({time.time() - t0:.0f} s)", file=sys.stderr)
-    json.dump(rows, open(os.path.join(ZOO, "results.json"), "w"), indent=1)
+    if not a.from_results:
+        json.dump(rows, open(os.path.join(ZOO, "results.json"), "w"), indent=1)
     text = table(rows)
     print(text)
     failed = [r["model"] for r in rows if "error" in r or not r["ok"]]

@@ -277,7 +277,9 @@ TEST(ExportOnnx, MobileNetRoundTripMatchesPyTorchGolden) {
   ASSERT_EQ(y.total(), want.size());
   const double err = nn_test::max_relative_error(y.ptr<float>(), want.data(), want.size());
   std::printf("mobilenet_v2 export via OpenCV vs PyTorch golden: max relative error %.3g\n", err);
-  EXPECT_LE(err, 1e-3);
+  // Twice the model's own float32 error in this measure (PyTorch float32 vs float64: 1.44e-3;
+  // its batch-norm statistics come from photos, scripts/make_reference_models.py).
+  EXPECT_LE(err, 3e-3);
 }
 
 // ------------------------------------------------------------------------------------------

@@ -85,7 +85,11 @@ TEST(OnnxParity, MobileNetV2) {
   std::shared_ptr<nn::Model> m;
   check_model("mobilenet_v2", "classification", &p, &m);
   if (HasFatalFailure() || !m) return;
-  EXPECT_LE(p.max_rel, 1e-4);
+  // With batch-norm statistics measured on photos the model is as sensitive to float
+  // rounding as a trained one: PyTorch's own float32 output is 1.44e-3 (per element, floor
+  // 1e-3) and 2.4e-6 of the peak from its float64 one. Two float32 implementations: twice that.
+  EXPECT_LE(p.max_rel, 3e-3);
+  EXPECT_LE(p.rel_to_peak, 1e-5);
   EXPECT_EQ(m->metadata.input_source_layouts[0], "NCHW");
   EXPECT_EQ(m->metadata.output_source_layouts[0], "");
   // 52 convs (17 depthwise), Clip(0,6) fused as RELU6, one MEAN, one FC, no layout ops
@@ -103,7 +107,10 @@ TEST(OnnxParity, LrasppMobileNetV3Large) {
   std::shared_ptr<nn::Model> m;
   check_model("lraspp_mobilenet_v3_large", "segmentation", &p, &m);
   if (HasFatalFailure() || !m) return;
-  EXPECT_LE(p.max_rel, 1e-4);
+  // PyTorch float32 vs float64: 6.0e-2 per element (floor 1e-3: logits near zero), 4.3e-6
+  // of the peak. Twice that, as for MobileNetV2.
+  EXPECT_LE(p.max_rel, 0.12);
+  EXPECT_LE(p.rel_to_peak, 1e-5);
   EXPECT_EQ(m->metadata.input_source_layouts[0], "NCHW");
   EXPECT_EQ(m->metadata.output_source_layouts[0], "NCHW");
   EXPECT_EQ(count_ops(*m, nn::OperationType::TRANSPOSE), 0u);

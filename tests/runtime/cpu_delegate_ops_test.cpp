@@ -261,6 +261,20 @@ TEST_P(Channels, GlobalAveragePool) {
   check(b, "op 0 AVERAGE_POOL_2D");
 }
 
+// A 1x1 window at stride 1 (torchvision's adaptive pool to its own size, VGG) is a copy
+// with the fused clamp: XNNPACK runs it (its pooling refuses 1x1 windows; this fell back to
+// the reference kernels).
+TEST_P(Channels, OneByOnePoolIsACopy) {
+  const uint32_t c = GetParam();
+  for (T type : {T::AVERAGE_POOL_2D, T::MAX_POOL_2D}) {
+    Built b;
+    uint32_t x = b.input({1, 7, 5, c});
+    b.output(b.op(type, {x, b.i32(2), b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(3)}));
+    check(b, std::string("op 0 ") + (type == T::MAX_POOL_2D ? "MAX_POOL_2D" : "AVERAGE_POOL_2D"), Runs::kXnnpack,
+          -8.f, 8.f);
+  }
+}
+
 TEST_P(Channels, MaxPoolExplicitPads) {
   const uint32_t c = GetParam();
   Built b;

@@ -72,6 +72,15 @@ bool is_global_average_pool(const Model& m, const Operation& op, const WindowPar
          out.dims[1] == 1 && out.dims[2] == 1;
 }
 
+// A 1x1 window at stride 1 without padding copies its input (torchvision's adaptive
+// average pool to the size it already has, as in VGG): XNNPACK's pooling refuses a 1x1
+// window, its clamp is the copy.
+bool is_identity_pool(const Model& m, const Operation& op, const WindowParams& p) {
+  return p.filter_h == 1 && p.filter_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 &&
+         p.pad_bottom == 0 && p.pad_left == 0 && p.pad_right == 0 &&
+         m.operands[op.inputs[0]].dims == m.operands[op.outputs[0]].dims;
+}
+
 }  // namespace
 
 bool is_global_mean(const Model& model, const Operation& op, const StaticLookup& statics) {
@@ -207,8 +216,8 @@ SupportResult xnn_can_lower(const Model& m, uint32_t op_index, const StaticLooku
       std::string why;
       auto p = parse_window_op(m, op, &why);
       if (!p) return no(why);
-      if (is_global_average_pool(m, op, *p)) return SupportResult::yes();
-      if (p->filter_h * p->filter_w <= 1) return no("1x1 pooling window");
+      if (is_global_average_pool(m, op, *p) || is_identity_pool(m, op, *p)) return SupportResult::yes();
+      if (p->filter_h * p->filter_w <= 1) return no("1x1 pooling window with a stride or padding");
       if (p->pad_top >= p->filter_h || p->pad_bottom >= p->filter_h || p->pad_left >= p->filter_w ||
           p->pad_right >= p->filter_w)
         return no("padding >= window");
@@ -370,6 +379,8 @@ Status xnn_lower(xnn_subgraph_t sg, const Model& m, uint32_t op_index, const Sta
       if (!p) return Status(StatusCode::kUnsupportedOp, why);
       if (is_global_average_pool(m, op, *p)) {
         NN_XNN_TRY(xnn_define_global_average_pooling_2d(sg, lo, hi, x, y, 0));
+      } else if (is_identity_pool(m, op, *p)) {
+        NN_XNN_TRY(xnn_define_clamp(sg, lo, hi, x, y, 0));
       } else if (op.type == OperationType::AVERAGE_POOL_2D) {
         NN_XNN_TRY(xnn_define_average_pooling_2d(sg, p->pad_top, p->pad_right, p->pad_bottom, p->pad_left,
                                                  p->filter_h, p->filter_w, p->stride_h, p->stride_w, lo, hi,
