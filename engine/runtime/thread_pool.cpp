@@ -35,8 +35,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How long an idle thread keeps checking (yielding between checks) before it sleeps: long
-// enough to bridge the gap between one op and the next in a run.
+// How long an idle thread keeps checking before it sleeps: long enough to bridge the gap
+// between one op and the next in a run. For the first kSpinWindow it only pauses (a small
+// model's ops take microseconds: a yield that hands the core away for a slice loses the
+// next op), after that it yields the core between checks.
+constexpr auto kSpinWindow = std::chrono::microseconds(50);
 constexpr auto kYieldWindow = std::chrono::microseconds(200);
 // A job whose last chunk finished this long after the caller ran out of chunks had a
 // straggler: the pool then runs alone for kSoloPeriod.
@@ -44,7 +47,7 @@ constexpr auto kStragglerWait = std::chrono::microseconds(500);
 constexpr auto kSoloPeriod = std::chrono::milliseconds(200);
 // Chunks per thread: small enough that a late worker leaves little for the others, large
 // enough that claiming is cheap next to the work.
-constexpr size_t kChunksPerThread = 8;
+constexpr size_t kChunksPerThread = 4;
 
 enum class Kind {
   k1d, k1dTile1d, k2d, k2dTile1d, k2dTile2d, k3d, k3dTile2d, k4d, k4dTile2d, k5d, k5dTile2d, k6dTile2d
@@ -191,7 +194,10 @@ struct pthreadpool {
     // A straggler is a chunk that ends well after a chunk's time.
     const auto straggling = std::max<nn::Clock::duration>(nn::kStragglerWait, 4 * (drained - published) / std::max<size_t>(1, ran));
     for (uint32_t d = done.load(); d != chunks; d = done.load()) {
-      if (nn::Clock::now() - drained < nn::kYieldWindow)
+      const auto waited = nn::Clock::now() - drained;
+      if (waited < nn::kSpinWindow)
+        _mm_pause();
+      else if (waited < nn::kYieldWindow)
         sched_yield();
       else
         done.wait(d);
@@ -229,7 +235,10 @@ struct pthreadpool {
     for (;;) {
       const auto idle = nn::Clock::now();
       while (epoch.load() == seen) {
-        if (nn::Clock::now() - idle < nn::kYieldWindow)
+        const auto waited = nn::Clock::now() - idle;
+        if (waited < nn::kSpinWindow)
+          _mm_pause();
+        else if (waited < nn::kYieldWindow)
           sched_yield();
         else
           epoch.wait(seen);
@@ -243,9 +252,12 @@ struct pthreadpool {
   const size_t threads_count;
   std::mutex mutex;  // one job at a time, as pthreadpool
   nn::Job job;
-  std::atomic<uint64_t> claim{0};
-  nn::WaitWord done;   // chunks of the current job finished
-  nn::WaitWord epoch;  // bumped per job (and at destruction): what idle workers sleep on
+  // Each on its own cache line: the claim word, the done count and the epoch are written by
+  // different threads at different moments of a job.
+  alignas(64) std::atomic<uint64_t> claim{0};
+  alignas(64) nn::WaitWord done;   // chunks of the current job finished
+  alignas(64) nn::WaitWord epoch;  // bumped per job (and at destruction): what idle workers sleep on
+  alignas(64) char end_of_shared_lines = 0;
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> jobs{0};
   std::atomic<uint64_t> solo_periods{0};

@@ -197,10 +197,10 @@ void print_profile(const std::vector<ProfileRow>& rows, double run_median_ms) {
   for (const auto& r : rows) total_ms += r.ms, total_flops += r.flops;
   std::printf("profile: %zu steps, median ms of each over the timed runs (whole run median %.3f ms, steps timed "
               "one by one)\n", rows.size(), run_median_ms);
-  std::printf("%9s %6s %8s  %-28s %s\n", "ms", "%", "GFLOP/s", "kernel", "ops");
+  std::printf("%9s %6s %8s  %-34s %s\n", "ms", "%", "GFLOP/s", "kernel", "ops");
   auto gflops = [](double flops, double ms) { return ms > 0 ? flops / (ms * 1e6) : 0.0; };
   for (const auto& r : rows)
-    std::printf("%9.4f %5.1f%% %8.1f  %-28s %s\n", r.ms, total_ms > 0 ? 100 * r.ms / total_ms : 0,
+    std::printf("%9.4f %5.1f%% %8.1f  %-34s %s\n", r.ms, total_ms > 0 ? 100 * r.ms / total_ms : 0,
                 gflops(r.flops, r.ms), r.kernel.c_str(), r.ops.c_str());
   std::printf("%9.4f %5.1f%% %8.1f  total (%.3f GFLOP)\n", total_ms, 100.0, gflops(total_flops, total_ms),
               total_flops / 1e9);
@@ -212,7 +212,7 @@ void print_profile(const std::vector<ProfileRow>& rows, double run_median_ms) {
   }
   std::stable_sort(by_kernel.begin(), by_kernel.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
   for (const auto& [kernel, t] : by_kernel)
-    std::printf("%9.4f %5.1f%% %8.1f  %-28s %zu steps\n", t.ms, total_ms > 0 ? 100 * t.ms / total_ms : 0,
+    std::printf("%9.4f %5.1f%% %8.1f  %-34s %zu steps\n", t.ms, total_ms > 0 ? 100 * t.ms / total_ms : 0,
                 gflops(t.flops, t.ms), kernel.c_str(), t.ops.size());
 }
 
