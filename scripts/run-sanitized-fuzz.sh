@@ -32,7 +32,7 @@ cd "$build"
 echo "[sanitized-fuzz] running (ASAN_OPTIONS=$ASAN_OPTIONS)"
 start=$(date +%s)
 status=0
-./tests/mutation_fuzz_test --gtest_color=no || status=$?
+./tests/fuzz/mutation_fuzz_test --gtest_color=no || status=$?
 # The CPU delegate's native kernels index raw buffers (tails, padding taps, arena slots):
 # every op at odd sizes and the four real models, under the same sanitizers.
 for t in cpu_delegate_ops_test whole_model_test; do
