@@ -16,7 +16,7 @@
 # Seeds: the real models (assets/models: the selfie .tflite files split into one-operation
 # models, by tests/fuzz/seeds/split_tflite.py), ONNX's own node-test models
 # (libonnx-testdata), .nnapi files converted from those, the shipped graphs (graphs/*.toml,
-# tests/graphs/data) and the regression inputs (tests/fuzz/regressions/<target>/). Model
+# tests/graphs/data) and any raw regression inputs (tests/fuzz/regressions/<target>/). Model
 # inputs are capped at 64 KB (-max_len): whole models ran at a few hundred executions a
 # second; ctest replays them whole through the same targets (fuzz_regressions_*). The corpus grows in
 # $NN_FUZZ_DIR/corpus/<target> (default /var/tmp/nnpipe-fuzz, outside git) and is reused by
