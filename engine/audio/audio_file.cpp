@@ -80,7 +80,10 @@ Result<AudioBuffer> process_audio(const std::shared_ptr<const StreamModel>& mode
         if (n >= skip && n - skip < frames) out.samples[(n - skip) * channels + c] = y[i];
       }
     }
-    if (stats) stats->nonfinite_resets += (*proc)->nonfinite_resets();
+    if (stats) {
+      stats->nonfinite_resets += (*proc)->nonfinite_resets();
+      stats->delegates = (*proc)->delegate_summary();
+    }
   }
   return out;
 }

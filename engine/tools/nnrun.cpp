@@ -76,8 +76,7 @@ int run_stream(const std::string& model_path, const std::vector<std::string>& in
     nn::Status s = nn::audio::write_wav(saved, *out);
     if (!s.is_ok()) return fail(s.to_string());
   }
-  auto proc = nn::audio::StreamProcessor::open(*model, options);
-  const std::string delegates = proc ? (*proc)->delegate_summary() : std::string("?");
+  const std::string& delegates = stats.delegates;
   const double audio_ms = 1000.0 * static_cast<double>(audio->frames()) / info.sample_rate;
   const double hop_audio_ms = 1000.0 * info.hop / info.sample_rate;
   const double p50 = percentile(stats.hop_ms, 50), p99 = percentile(stats.hop_ms, 99);

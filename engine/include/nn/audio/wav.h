@@ -28,6 +28,7 @@ struct StreamRunStats {
   uint64_t nonfinite_resets = 0;
   std::vector<double> hop_ms;  // per hop, every channel
   double total_ms = 0;
+  std::string delegates;  // the processors' delegate_summary()
 };
 
 // Runs every channel through its own processor (independent state). The audio's rate
