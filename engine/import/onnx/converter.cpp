@@ -45,6 +45,18 @@ bool wants_nhwc_input(const std::string& op) {
   return ops.count(op) != 0;
 }
 
+const std::unordered_map<std::string, Translator>& translator_table() {
+  static const auto table = [] {
+    std::unordered_map<std::string, Translator> t;
+    register_nn_translators(t);
+    register_elementwise_translators(t);
+    register_shape_translators(t);
+    register_quant_translators(t);
+    return t;
+  }();
+  return table;
+}
+
 namespace {
 
 
