@@ -131,7 +131,7 @@ struct QdqNet {
 
   explicit QdqNet(bool bad_axis_len = false) {
     std::mt19937 rng(7);
-    std::uniform_int_distribution<int> wi(-127, 127), bi(-300, 300);
+    std::uniform_int_distribution<int> wi(-127, 127), bi(-3000, 3000);
     std::uniform_real_distribution<double> u(-0.3, 0.3);
     for (int k = 0; k < M * C * 9; ++k) w1.push_back(wi(rng));
     w1s = {0.004, 0.007, 0.0025, 0.01};
