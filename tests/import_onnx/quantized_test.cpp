@@ -379,3 +379,65 @@ TEST(OnnxQuantized, BadParametersAreRefusedByName) {
 }
 
 }  // namespace
+
+namespace {
+
+// A Sigmoid whose QuantizeLinear is not NNAPI's fixed 1/256 output scale has no quantized
+// form: it stays DEQUANTIZE -> float LOGISTIC -> QUANTIZE, and is still exactly the QDQ math.
+TEST(OnnxQuantized, UnfoldableOpStaysFloatBetweenDequantizeAndQuantize) {
+  Builder b;
+  b.input("x", 1, {1, 8});
+  const std::string x = b.qdq("x", "in", 0.05f, 10);
+  b.node("Sigmoid", {x}, "sg");
+  const std::string y = b.qdq("sg", "o", 0.01f, -100);
+  b.node("Identity", {y}, "y");
+  b.output("y", 1, {1, 8});
+  auto model = import(b);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  const nn::Model& m = **model;
+  std::printf("Sigmoid at scale 0.01: %s\n", m.op_summary().c_str());
+  ASSERT_EQ(count(m, nn::OperationType::LOGISTIC), 1u);
+  for (const auto& op : m.operations)
+    if (op.type == nn::OperationType::LOGISTIC)
+      EXPECT_EQ(m.operands[op.outputs[0]].type, nn::OperandType::TENSOR_FLOAT32);
+  EXPECT_EQ(count(m, nn::OperationType::QUANTIZE), 2u);
+  EXPECT_EQ(count(m, nn::OperationType::DEQUANTIZE), 2u);
+  std::vector<float> in = {-3.f, -1.2f, -0.4f, 0.f, 0.33f, 0.9f, 2.f, 6.f}, got(8);
+  const void* ins[] = {in.data()};
+  void* outs[] = {got.data()};
+  NN_ASSERT_OK(nn::run_reference(m, ins, outs));
+  for (int k = 0; k < 8; ++k) {
+    const float want = fq(1.f / (1.f + std::exp(-fq(in[k], 0.05f, 10))), 0.01f, -100);
+    EXPECT_NEAR(got[k], want, 0.01f * 1.001f) << k;
+  }
+}
+
+// The same Sigmoid quantized at 1/256 (what NNAPI's LOGISTIC writes) folds.
+TEST(OnnxQuantized, SigmoidAtNnapiScaleFolds) {
+  Builder b;
+  b.input("x", 1, {1, 8});
+  const std::string x = b.qdq("x", "in", 0.05f, 10);
+  b.node("Sigmoid", {x}, "sg");
+  const std::string y = b.qdq("sg", "o", 1.f / 256, -128);
+  b.node("Identity", {y}, "y");
+  b.output("y", 1, {1, 8});
+  auto model = import(b);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  const nn::Model& m = **model;
+  std::printf("Sigmoid at scale 1/256: %s\n", m.op_summary().c_str());
+  EXPECT_EQ(count(m, nn::OperationType::QUANTIZE), 1u);
+  EXPECT_EQ(count(m, nn::OperationType::DEQUANTIZE), 1u);
+  for (const auto& op : m.operations)
+    if (op.type == nn::OperationType::LOGISTIC)
+      EXPECT_EQ(m.operands[op.outputs[0]].type, nn::OperandType::TENSOR_QUANT8_ASYMM_SIGNED);
+  std::vector<float> in = {-3.f, -1.2f, -0.4f, 0.f, 0.33f, 0.9f, 2.f, 6.f}, got(8);
+  const void* ins[] = {in.data()};
+  void* outs[] = {got.data()};
+  NN_ASSERT_OK(nn::run_reference(m, ins, outs));
+  for (int k = 0; k < 8; ++k) {
+    const float want = fq(1.f / (1.f + std::exp(-fq(in[k], 0.05f, 10))), 1.f / 256, -128);
+    EXPECT_NEAR(got[k], want, 1.001f / 256) << k;
+  }
+}
+
+}  // namespace
