@@ -397,9 +397,11 @@ TEST(OnnxQuantized, UnfoldableOpStaysFloatBetweenDequantizeAndQuantize) {
   const nn::Model& m = **model;
   std::printf("Sigmoid at scale 0.01: %s\n", m.op_summary().c_str());
   ASSERT_EQ(count(m, nn::OperationType::LOGISTIC), 1u);
-  for (const auto& op : m.operations)
-    if (op.type == nn::OperationType::LOGISTIC)
+  for (const auto& op : m.operations) {
+    if (op.type == nn::OperationType::LOGISTIC) {
       EXPECT_EQ(m.operands[op.outputs[0]].type, nn::OperandType::TENSOR_FLOAT32);
+    }
+  }
   EXPECT_EQ(count(m, nn::OperationType::QUANTIZE), 2u);
   EXPECT_EQ(count(m, nn::OperationType::DEQUANTIZE), 2u);
   std::vector<float> in = {-3.f, -1.2f, -0.4f, 0.f, 0.33f, 0.9f, 2.f, 6.f}, got(8);
@@ -427,9 +429,11 @@ TEST(OnnxQuantized, SigmoidAtNnapiScaleFolds) {
   std::printf("Sigmoid at scale 1/256: %s\n", m.op_summary().c_str());
   EXPECT_EQ(count(m, nn::OperationType::QUANTIZE), 1u);
   EXPECT_EQ(count(m, nn::OperationType::DEQUANTIZE), 1u);
-  for (const auto& op : m.operations)
-    if (op.type == nn::OperationType::LOGISTIC)
+  for (const auto& op : m.operations) {
+    if (op.type == nn::OperationType::LOGISTIC) {
       EXPECT_EQ(m.operands[op.outputs[0]].type, nn::OperandType::TENSOR_QUANT8_ASYMM_SIGNED);
+    }
+  }
   std::vector<float> in = {-3.f, -1.2f, -0.4f, 0.f, 0.33f, 0.9f, 2.f, 6.f}, got(8);
   const void* ins[] = {in.data()};
   void* outs[] = {got.data()};
