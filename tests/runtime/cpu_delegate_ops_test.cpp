@@ -448,6 +448,113 @@ TEST_P(Channels, ConvHardSwishResidualAddFuse) {
   EXPECT_LE(nn_test::compare_with_reference(b.model, two, -2.f, 2.f).max_rel_error, kTolerance);
 }
 
+// The data ops XNNPACK has no node for run on the delegate's own kernels (native_data.h):
+// "[native]" on 1 and 2 threads against the reference kernels, and with NN_NO_NATIVE_DATA=1
+// on the reference kernels ("[reference]"), so the switch is seen to change the kernel.
+void check_data(Built& b, const std::string& op, float lo = -1.f, float hi = 1.f) {
+  for (bool native : {true, false}) {
+    if (!native) setenv("NN_NO_NATIVE_DATA", "1", 1);
+    const std::string expected = op + (native ? " [native]" : " [reference]");
+    nn::Status v = b.model->validate_and_infer_shapes();
+    ASSERT_TRUE(v.is_ok()) << v.to_string();
+    nn::SessionOptions profiled;
+    profiled.delegates = {"cpu"};
+    profiled.profile = true;
+    auto c = nn_test::compare_with_reference(b.model, profiled, lo, hi);
+    EXPECT_LE(c.max_rel_error, kTolerance) << expected;
+    EXPECT_EQ(nn_test::count_steps(c, expected), 1) << nn_test::step_labels(c);
+    nn::SessionOptions threaded;
+    threaded.delegates = {"cpu"};
+    threaded.threads = 2;
+    EXPECT_LE(nn_test::compare_with_reference(b.model, threaded, lo, hi).max_rel_error, kTolerance)
+        << expected << " (2 threads)";
+    unsetenv("NN_NO_NATIVE_DATA");
+  }
+}
+
+TEST_P(Channels, ConcatenationAxes) {
+  const uint32_t c = GetParam();
+  {  // channels, one input a constant, large enough to be split over the pool
+    Built b;
+    uint32_t x = b.input({1, 40, 33, c}), y = b.input({1, 40, 33, 5});
+    b.output(b.op(T::CONCATENATION, {x, b.constant({1, 40, 33, 3}, 71), y, b.i32(-1)}));
+    check_data(b, "op 0 CONCATENATION");
+  }
+  {  // rows
+    Built b;
+    uint32_t x = b.input({2, 3, 7, c}), y = b.input({2, 5, 7, c});
+    b.output(b.op(T::CONCATENATION, {x, y, b.i32(1)}));
+    check_data(b, "op 0 CONCATENATION");
+  }
+}
+
+TEST_P(Channels, TransposeChannelShuffleAndLayouts) {
+  const uint32_t c = GetParam();
+  {  // ShuffleNet's channel shuffle: [.., 2, C] -> [.., C, 2]
+    Built b;
+    uint32_t x = b.input({1, 9, 11, 2, c});
+    b.output(b.op(T::TRANSPOSE, {x, b.ints({0, 1, 2, 4, 3})}));
+    check_data(b, "op 0 TRANSPOSE");
+  }
+  {  // NHWC -> NCHW, large enough for the pool
+    Built b;
+    uint32_t x = b.input({2, 37, 29, c});
+    b.output(b.op(T::TRANSPOSE, {x, b.ints({0, 3, 1, 2})}));
+    check_data(b, "op 0 TRANSPOSE");
+  }
+  {  // perm omitted: reversed dims
+    Built b;
+    uint32_t x = b.input({3, 5, c});
+    b.model->add_operation(T::TRANSPOSE, {x, b.model->add_tensor(nn::OperandType::TENSOR_INT32, {0})},
+                           {b.model->add_tensor(nn::OperandType::TENSOR_FLOAT32, {})});
+    b.model->operands[b.model->operations[0].inputs[1]].lifetime = nn::Lifetime::NO_VALUE;
+    b.output(b.model->operations[0].outputs[0]);
+    check_data(b, "op 0 TRANSPOSE");
+  }
+}
+
+TEST_P(Channels, SliceWithToTheEnd) {
+  const uint32_t c = GetParam();
+  Built b;
+  uint32_t x = b.input({2, 9, 13, c});
+  b.output(b.op(T::SLICE, {x, b.ints({1, 2, 3, 0}), b.ints({1, -1, 7, int32_t((c + 1) / 2)})}));
+  check_data(b, "op 0 SLICE");
+}
+
+TEST_P(Channels, MeanOverOneOrAdjacentAxes) {
+  const uint32_t c = GetParam();
+  for (int keep : {0, 1}) {
+    Built b;  // layer norm's mean over channels
+    uint32_t x = b.input({1, 7, 9, c});
+    b.output(b.op(T::MEAN, {x, b.ints({-1}), b.i32(keep)}));
+    check_data(b, "op 0 MEAN", -1.f, 3.f);
+  }
+  Built b;  // over H alone (a row of W*C values per step), then over the rest
+  uint32_t x = b.input({2, 5, 9, c});
+  uint32_t m = b.op(T::MEAN, {x, b.ints({1}), b.i32(0)});
+  b.output(b.op(T::MEAN, {m, b.ints({2, 1}), b.i32(1)}));
+  auto cmp = profiled_cpu(b);
+  EXPECT_LE(cmp.max_rel_error, kTolerance);
+  EXPECT_EQ(nn_test::count_steps(cmp, "op 0 MEAN [native]"), 1) << nn_test::step_labels(cmp);
+  EXPECT_EQ(nn_test::count_steps(cmp, "op 1 MEAN [native]"), 1) << nn_test::step_labels(cmp);
+}
+
+TEST_P(Channels, ErfAndPowForGeluAndLayerNorm) {
+  const uint32_t c = GetParam();
+  {
+    Built b;
+    uint32_t x = b.input({1, 19, 13, c});
+    b.output(b.op(T::NNPIPE_ERF, {x}));
+    check_data(b, "op 0 NNPIPE_ERF", -5.f, 5.f);
+  }
+  for (float e : {2.f, 0.5f}) {  // square and square root on XNNPACK
+    Built b;
+    uint32_t x = b.input({1, 3, 13, c});
+    b.output(b.op(T::POW, {x, b.model->add_constant_f32({1}, std::vector<float>{e})}));
+    check(b, "op 0 POW", Runs::kXnnpack, e == 2.f ? -3.f : 0.01f, 3.f);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(OddSizes, Channels, ::testing::Values(1u, 13u, 127u));
 
 // Native depthwise at channel counts around its vector widths (8 AVX2 / 16 AVX-512 lanes,

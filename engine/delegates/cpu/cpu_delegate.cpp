@@ -22,6 +22,7 @@
 #include <set>
 
 #include "delegates/cpu/cpu_internal.h"
+#include "delegates/cpu/native_data.h"
 #include "delegates/cpu/native_kernels.h"
 #include "delegates/cpu/op_params.h"
 #include "nn/ops/registry.h"
@@ -59,6 +60,7 @@ struct SubgraphDeleter {
 struct RefOp {
   uint32_t op = 0;
   const OpDef* def = nullptr;
+  const NativeDataOp* data = nullptr;  // native step: a data op (native_data.h), else a NativeOp
   std::vector<const void*> in;
   std::vector<void*> out;
 };
@@ -373,6 +375,7 @@ class CpuPartition final : public CompiledPartition {
   std::map<uint32_t, uint32_t> expanded_into_;            // conv -> the depthwise run with it
   std::map<uint32_t, std::unique_ptr<NativeOp>> native_;  // ops run by nnpipe's kernels
   std::map<uint32_t, NativeKind> native_kind_;            // their kinds
+  std::map<uint32_t, std::unique_ptr<NativeDataOp>> data_ops_;  // copies, MEAN, ERF XNNPACK lacks
   std::set<uint32_t> xnn_heads_;                          // ops lowered to XNNPACK
   std::vector<Step> steps_;
 };
@@ -522,6 +525,15 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
     if (xnn) {
       const NativeKind kind = native_candidate(model_, k, readers, statics);
       if (kind != NativeKind::kNone) native_ops[k] = kind;
+    }
+    if (!xnn && use_xnnpack && !force_reference.count(k) && !std::getenv("NN_NO_NATIVE_DATA")) {
+      std::string why;
+      if (auto d = make_native_data_op(model_, k, statics, &why)) {
+        data_ops_[k] = std::move(d);
+        live.push_back(k);
+        labels.push_back(kNativeStep);
+        continue;
+      }
     }
     if (!xnn) {
       const OpDef* def = registry.find(model_.operations[k].type);
@@ -953,6 +965,15 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
         auto out = output_of_.find(k);
         RefOp r;
         r.op = k;
+        if (auto d = data_ops_.find(k); d != data_ops_.end()) {
+          r.data = d->second.get();
+          for (uint32_t i : r.data->operands()) r.in.push_back(pointer(i));
+          r.out.push_back(pointer(model_.operations[k].outputs[0]));
+          for (const void* p : r.in) NN_CHECK_OR_RETURN(p, StatusCode::kInternal, step.label + ": no input buffer");
+          NN_CHECK_OR_RETURN(r.out[0], StatusCode::kInternal, step.label + ": no output buffer");
+          step.ref_ops.push_back(std::move(r));
+          continue;
+        }
         auto si = scaled_input_.find(k);
         auto ra = resized_after_.find(k);
         r.in.push_back(pointer(si != scaled_input_.end()    ? si->second.x
@@ -1019,7 +1040,9 @@ Status CpuPartition::run() {
     } else if (step.kind == kNativeStep) {
       for (const RefOp& r : step.ref_ops) {
         auto in = [&](size_t i) { return static_cast<const float*>(r.in[i]); };
-        if (r.in.size() > 2)
+        if (r.data)
+          r.data->run(r.in, r.out[0], options_.threadpool);
+        else if (r.in.size() > 2)
           static_cast<const NativeConv&>(*native_.at(r.op))
               .run_scaled(in(0), in(2), in(3), in(1), static_cast<float*>(r.out[0]), options_.threadpool);
         else
@@ -1048,6 +1071,7 @@ std::vector<StepTiming> CpuPartition::step_timings() const {
 }
 
 std::string CpuPartition::kernel_name(uint32_t k) const {
+  if (auto d = data_ops_.find(k); d != data_ops_.end()) return d->second->kernel();
   auto n = native_kind_.find(k);
   if (n == native_kind_.end()) return xnn_heads_.count(k) ? "xnnpack" : "reference";
   std::string name;
