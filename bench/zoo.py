@@ -7,8 +7,11 @@ Models (made or fetched into bench/zoo/, git-ignored, nothing committed):
   - TFLite models from npm (MediaPipe face detection, hands, pose) and the two selfie models
     in assets/models.
 For each: our CPU output against the reference (PyTorch for ONNX models, our reference
-kernels for TFLite files), as max |ours - ref| / max |ref|, judged against 1e-4 or the model's
-own float sensitivity (float32 vs float64 PyTorch, x10) where that is larger; the ops left
+kernels for TFLite files, on a fixed uniform [-1, 1] input), as max |ours - ref| / max |ref|,
+judged against 1e-4 or, where larger, 10x the model's own float sensitivity: float32 vs
+float64 PyTorch for ONNX models; for TFLite models how far the reference kernels' output
+moves when each input value moves by one ulp (pose_landmark_*'s 256x256 segmentation logits
+move by 1e-4 to 7e-4: every float32 kernel order lands that far apart); the ops left
 on reference kernels inside the CPU delegate (nnrun --explain); our latency and ONNX
 Runtime's on the same ONNX file at 1 and 2 threads, alternating for --rounds rounds (median
 of the rounds' medians).
@@ -98,6 +101,19 @@ open(out + "/sensitivity.txt", "w").write(repr(sens))
 '''
 
 
+def tflite_input_shapes(model):
+    """The input shapes of a .tflite file (flatc's JSON dump with the importer's schema)."""
+    import tempfile
+    schema = os.path.join(ROOT, "engine", "import", "tflite", "tflite_schema.fbs")
+    with tempfile.TemporaryDirectory() as tmp:
+        r = sh(["flatc", "-t", "--strict-json", "--raw-binary", "-o", tmp, schema, "--", model])
+        if r.returncode != 0:
+            raise RuntimeError("flatc: " + r.stderr.strip()[-200:])
+        dump = json.load(open(os.path.join(tmp, os.path.basename(model)[:-len(".tflite")] + ".json")))
+    graph = dump["subgraphs"][0]
+    return [graph["tensors"][i]["shape"] for i in graph["inputs"]]
+
+
 def sh(cmd, timeout=1800, env=None, cwd=None):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
 
@@ -136,7 +152,14 @@ def prepare(name, family, arg):
         src = os.path.join(ROOT, "assets", "models", arg)
     if not os.path.exists(src):
         raise RuntimeError(f"{src} missing")
-    return src, None, None, 0.0
+    inp = os.path.join(d, "input.npy")
+    if not os.path.exists(inp):
+        import numpy as np
+        shapes = tflite_input_shapes(src)
+        if len(shapes) != 1:
+            raise RuntimeError(f"{len(shapes)} inputs: the zoo feeds one")
+        np.save(inp, np.random.default_rng(0).uniform(-1, 1, shapes[0]).astype(np.float32))
+    return src, inp, None, None
 
 
 def nnrun(model, args, threads=1, env=None):
@@ -178,9 +201,21 @@ def reference_ops(plan):
 def check_and_time(name, family, arg, a):
     row = {"model": name, "family": family}
     model, inp, ref, sens = prepare(name, family, arg)
+    if sens is None:  # TFLite: the reference kernels on the input moved by one ulp, both ways at random
+        import numpy as np
+        x = np.load(inp)
+        moved = x * (1 + np.random.default_rng(1).choice([-1.0, 1.0], x.shape) * 2.0 ** -23)
+        np.save(os.path.join(ZOO, name, "input_ulp.npy"), moved.astype(np.float32))
+        base = os.path.join(ZOO, name, "out")
+        for tag, path in (("ref", inp), ("ref_ulp", os.path.join(ZOO, name, "input_ulp.npy"))):
+            shutil.rmtree(f"{base}/{tag}", ignore_errors=True)
+            nnrun(model, ["--input", path, "-d", "reference", "--runs", "1", "--warmup", "0",
+                          "--save-outputs", f"{base}/{tag}"])
+        sens = max(rel_error(a, b) for a, b in zip(load_outputs(f"{base}/ref_ulp"), load_outputs(f"{base}/ref")))
+    row["sensitivity"] = sens
     row["tolerance"] = max(1e-4, 10 * sens)
     out_dir = os.path.join(ZOO, name, "out")
-    shutil.rmtree(out_dir, ignore_errors=True)
+    shutil.rmtree(out_dir + "/cpu", ignore_errors=True)
     io = ["--input", inp] if inp else ["--random"]
     info = nnrun(model, io + ["-d", "cpu", "--runs", "1", "--warmup", "0", "--explain", "--save-outputs",
                               out_dir + "/cpu"])
@@ -192,8 +227,7 @@ def check_and_time(name, family, arg, a):
     if ref:
         import numpy as np
         refs = [np.load(ref)]
-    else:
-        nnrun(model, io + ["-d", "reference", "--runs", "1", "--warmup", "0", "--save-outputs", out_dir + "/ref"])
+    else:  # made above, with the sensitivity
         refs = load_outputs(out_dir + "/ref")
     row["rel_error"] = max(rel_error(o, r) for o, r in zip(ours, refs))
     row["ok"] = row["rel_error"] <= row["tolerance"]
