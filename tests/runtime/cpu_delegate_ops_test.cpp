@@ -26,7 +26,7 @@ using Built = nn_test::TestModel;
 // Validates, compares cpu (profiled, 1 thread) and cpu (2 threads) against the reference,
 // and expects the op under test (e.g. "op 0 CONV_2D") as its own step: "[native]" when
 // the delegate runs it with nnpipe's own kernel (native_kernels.h), else "[xnnpack]". Native
-// ops are checked again on the AVX2 kernels (NN_NO_AVX512; the same as the first pass on
+// ops are checked again on the AVX2 kernels (CpuOptions::avx512 off; the same as the first pass on
 // CPUs without AVX-512) and with the native kernels off (XNNPACK's).
 // kNativeAvx512: native on the AVX-512 kernels only (XNNPACK's where AVX2 would run).
 enum class Runs { kXnnpack, kNative, kNativeAvx512 };
@@ -34,28 +34,31 @@ bool has_avx512() {
   return __builtin_cpu_supports("avx512f");
 }
 
-void check(Built& b, const std::string& op, Runs runs = Runs::kXnnpack, float lo = -1.f, float hi = 1.f) {
+void check(Built& b, const std::string& op, Runs runs = Runs::kXnnpack, float lo = -1.f, float hi = 1.f,
+           const nn::CpuOptions& base = {}) {
   nn::Status v = b.model->validate_and_infer_shapes();
   ASSERT_TRUE(v.is_ok()) << v.to_string();
   const bool native = runs != Runs::kXnnpack;
   for (int pass = 0; pass < (native ? 3 : 1); ++pass) {
-    if (pass == 1) setenv("NN_NO_AVX512", "1", 1);
-    if (pass == 2) setenv("NN_NO_NATIVE_CONV", "1", 1);
+    nn::CpuOptions cpu = base;
+    if (pass >= 1) cpu.avx512 = false;
+    if (pass == 2) cpu.native_kernels = false;
     const bool native_pass =
         runs == Runs::kNative ? pass < 2 : runs == Runs::kNativeAvx512 && pass == 0 && has_avx512();
     const std::string expected = op + (native_pass ? " [native]" : " [xnnpack]");
     nn::SessionOptions profiled;
     profiled.delegates = {"cpu"};
     profiled.profile = true;
+    profiled.cpu = cpu;
     auto c = nn_test::compare_with_reference(b.model, profiled, lo, hi);
     EXPECT_LE(c.max_rel_error, kTolerance) << expected << ", max |expected| " << c.max_abs_expected;
     EXPECT_EQ(nn_test::count_steps(c, expected), 1) << nn_test::step_labels(c);
     nn::SessionOptions threaded;
     threaded.delegates = {"cpu"};
     threaded.threads = 2;
+    threaded.cpu = cpu;
     auto c2 = nn_test::compare_with_reference(b.model, threaded, lo, hi);
     EXPECT_LE(c2.max_rel_error, kTolerance) << expected << " (2 threads)";
-    if (pass == 2) unsetenv("NN_NO_NATIVE_CONV"), unsetenv("NN_NO_AVX512");
   }
 }
 
@@ -122,10 +125,12 @@ TEST_P(Channels, Conv2d3x3TilesAcrossRowsAndImages) {
 // kernels forced on and off, so both run on any host.
 TEST_P(Channels, PointwiseConvPanelAndRowTails) {
   const uint32_t c = GetParam();
-  for (const char* half_width : {"1", "0"})
+  for (auto half_width : {nn::CpuOptions::HalfWidth::kOn, nn::CpuOptions::HalfWidth::kOff})
     for (uint32_t n : {8u, 17u, 20u, 24u, 33u, 40u, 48u, 56u, 72u, 88u}) {
-      setenv("NN_AVX512_HALF_WIDTH", half_width, 1);
-      SCOPED_TRACE("out channels " + std::to_string(n) + ", half width " + half_width);
+      nn::CpuOptions cpu;
+      cpu.avx512_half_width = half_width;
+      SCOPED_TRACE("out channels " + std::to_string(n) + ", half width " +
+                   (half_width == nn::CpuOptions::HalfWidth::kOn ? "on" : "off"));
       Built b;
       uint32_t x = b.input({1, 5, 9, c});
       uint32_t w = b.constant({n, 1, 1, c}, 81), bias = b.constant({n}, 82);
@@ -137,8 +142,7 @@ TEST_P(Channels, PointwiseConvPanelAndRowTails) {
                              : b.op(T::CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
       if (n == 20 || n == 72) conv = b.op(T::HARD_SWISH, {conv});
       b.output(n == 24 || n == 88 || n == 40 ? b.op(T::ADD, {conv, b.input({1, 5, 9, n}), b.i32(1)}) : conv);
-      check(b, "op 0 CONV_2D", Runs::kNative);
-      unsetenv("NN_AVX512_HALF_WIDTH");
+      check(b, "op 0 CONV_2D", Runs::kNative, -1.f, 1.f, cpu);
     }
 }
 
@@ -449,26 +453,26 @@ TEST_P(Channels, ConvHardSwishResidualAddFuse) {
 }
 
 // The data ops XNNPACK has no node for run on the delegate's own kernels (native_data.h):
-// "[native]" on 1 and 2 threads against the reference kernels, and with NN_NO_NATIVE_DATA=1
-// on the reference kernels ("[reference]"), so the switch is seen to change the kernel.
+// "[native]" on 1 and 2 threads against the reference kernels, and with
+// CpuOptions::native_data_ops off on the reference kernels ("[reference]").
 void check_data(Built& b, const std::string& op, float lo = -1.f, float hi = 1.f) {
   for (bool native : {true, false}) {
-    if (!native) setenv("NN_NO_NATIVE_DATA", "1", 1);
     const std::string expected = op + (native ? " [native]" : " [reference]");
     nn::Status v = b.model->validate_and_infer_shapes();
     ASSERT_TRUE(v.is_ok()) << v.to_string();
     nn::SessionOptions profiled;
     profiled.delegates = {"cpu"};
     profiled.profile = true;
+    profiled.cpu.native_data_ops = native;
     auto c = nn_test::compare_with_reference(b.model, profiled, lo, hi);
     EXPECT_LE(c.max_rel_error, kTolerance) << expected;
     EXPECT_EQ(nn_test::count_steps(c, expected), 1) << nn_test::step_labels(c);
     nn::SessionOptions threaded;
     threaded.delegates = {"cpu"};
     threaded.threads = 2;
+    threaded.cpu.native_data_ops = native;
     EXPECT_LE(nn_test::compare_with_reference(b.model, threaded, lo, hi).max_rel_error, kTolerance)
         << expected << " (2 threads)";
-    unsetenv("NN_NO_NATIVE_DATA");
   }
 }
 
@@ -996,14 +1000,14 @@ TEST(CpuDelegateFusion, ResidualFromLaterBranchIsReadyFirst) {
   EXPECT_NE(r.steps[1].label.find("CONV_2D [native]"), std::string::npos) << nn_test::step_labels(r);
 }
 
-// An op XNNPACK lacks (TRANSPOSE) between XNNPACK ops: three steps inside the one CPU
+// An op XNNPACK lacks (TANH) between XNNPACK ops: three steps inside the one CPU
 // partition, tensors handed across, same numbers.
 TEST(CpuDelegateSteps, ReferenceOpBetweenXnnpackSteps) {
   Built b;
   uint32_t x = b.input({1, 6, 7, 13});
   uint32_t w = b.constant({5, 1, 1, 13}, 23), bias = b.constant({5}, 24);
   uint32_t conv = b.op(T::CONV_2D, {x, w, bias, b.i32(2), b.i32(1), b.i32(1), b.i32(1)});
-  uint32_t t = b.op(T::TRANSPOSE, {conv, b.ints({0, 2, 1, 3})});
+  uint32_t t = b.op(T::TANH, {conv});  // no XNNPACK node, no native kernel
   uint32_t s = b.op(T::LOGISTIC, {t});
   b.output(s);
   b.output(conv);
@@ -1016,7 +1020,7 @@ TEST(CpuDelegateSteps, ReferenceOpBetweenXnnpackSteps) {
   c = nn_test::compare_with_reference(b.model, o);
   EXPECT_EQ(nn_test::count_steps(c, "[xnnpack]") + nn_test::count_steps(c, "[native]"), 2)
       << nn_test::step_labels(c);
-  EXPECT_EQ(nn_test::count_steps(c, "TRANSPOSE [reference]"), 1) << nn_test::step_labels(c);
+  EXPECT_EQ(nn_test::count_steps(c, "TANH [reference]"), 1) << nn_test::step_labels(c);
   // The report names one CPU partition: steps are internal to the delegate.
   EXPECT_NE(c.report.find("partition 0: cpu, 3 ops"), std::string::npos) << c.report;
 }

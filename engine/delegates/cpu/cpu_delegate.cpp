@@ -131,8 +131,8 @@ bool dense_conv_candidate(const Model& m, const Operation& op) {
 
 NativeKind native_candidate(const Model& m, uint32_t k,
                             const std::map<uint32_t, std::vector<uint32_t>>& readers,
-                            const StaticLookup& statics) {
-  if (!native_conv_supported() || std::getenv("NN_NO_NATIVE_CONV")) return NativeKind::kNone;
+                            const StaticLookup& statics, const CpuOptions& options, const NativeIsa& isa) {
+  if (!native_conv_supported() || !options.native_kernels) return NativeKind::kNone;
   const Operation& op = m.operations[k];
   const Operand& in = m.operands[op.inputs[0]];
   const Operand& out = m.operands[op.outputs[0]];
@@ -154,7 +154,7 @@ NativeKind native_candidate(const Model& m, uint32_t k,
       // ones (selfie's 16-channel decoder) and where the epilogue saves a pass (selfie's
       // residual ADDs, LR-ASPP's 5x5 + HARD_SWISH: 17.6-18.8 vs 17.6-23.4 ms). Ours on
       // AVX-512 wins everywhere (bench/README.md).
-      if (!native_avx512_enabled() && p->filter_h == 3 && p->filter_w == 3 && out.dims[3] > 32 &&
+      if (!isa.avx512 && p->filter_h == 3 && p->filter_w == 3 && out.dims[3] > 32 &&
           !feeds_epilogue_op(m, k, readers, statics))
         return NativeKind::kNone;
       return NativeKind::kDepthwise;
@@ -208,11 +208,11 @@ std::optional<NativeConvShape> conv_shape(const Model& m, const Operation& op) {
 // enough to leave the caches between two separate ops (512 KB); each further thread's range
 // recomputes at most 4% of its rows; and one row fills the conv's micro-tiles (the conv
 // runs a row at a time: a 28-pixel row wastes 12% of 32).
-bool expand_depthwise_pays(const Model& m, uint32_t d, int threads) {
+bool expand_depthwise_pays(const Model& m, uint32_t d, int threads, const NativeIsa& isa) {
   auto s = conv_shape(m, m.operations[d]);
   if (!s) return false;
   const size_t halo = NativeExpandDepthwise::halo_rows(*s) * size_t(std::max(1, threads) - 1);
-  const size_t tile = NativeConv::tile_pixels();
+  const size_t tile = NativeConv::tile_pixels(isa);
   const size_t width = s->in_w, tiled = (width + tile - 1) / tile * tile;
   const size_t bytes = size_t(s->batch) * s->in_h * s->in_w * s->in_c * sizeof(float);
   return bytes >= (size_t(512) << 10) && halo * 25 <= s->in_h && tiled * 100 <= width * 103;
@@ -229,17 +229,17 @@ std::pair<const float*, const float*> conv_weights(const Model& m, const Operati
 // front of a resize, NativeConvThenResize).
 std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind kind,
                                          const StaticLookup& statics, const Epilogue& epilogue,
-                                         const Dims* at_size = nullptr) {
+                                         const NativeIsa& isa, const Dims* at_size = nullptr) {
   const Operation& op = m.operations[k];
   std::string why;
   if (kind == NativeKind::kAddMean) {  // an ADD; the mean's output shape follows from its input
     const Dims& in = m.operands[op.inputs[0]].dims;
     return std::make_unique<NativeAddMean>(NativeAddMeanShape{
-        uint32_t(in[0]), uint32_t(in[1]), uint32_t(in[2]), uint32_t(in[3]), epilogue.lo, epilogue.hi});
+        uint32_t(in[0]), uint32_t(in[1]), uint32_t(in[2]), uint32_t(in[3]), epilogue.lo, epilogue.hi}, isa);
   }
   if (kind == NativeKind::kResize) {
     auto s = resize_shape(m, op, uint32_t(m.operands[op.inputs[0]].dims[3]));
-    return s ? std::make_unique<NativeResize>(*s) : nullptr;
+    return s ? std::make_unique<NativeResize>(*s, isa) : nullptr;
   }
   auto shape = conv_shape(m, op);
   if (!shape) return nullptr;
@@ -248,11 +248,11 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
   auto [weights, bias] = conv_weights(m, op, statics);
   switch (kind) {
     case NativeKind::kConv:
-      return std::make_unique<NativeConv>(s, weights, bias, epilogue);
+      return std::make_unique<NativeConv>(s, weights, bias, epilogue, isa);
     case NativeKind::kDepthwise:
-      return std::make_unique<NativeDepthwise>(s, weights, bias, epilogue);
+      return std::make_unique<NativeDepthwise>(s, weights, bias, epilogue, isa);
     case NativeKind::kDeconv:
-      return std::make_unique<NativeDeconv>(s, weights, bias, epilogue);
+      return std::make_unique<NativeDeconv>(s, weights, bias, epilogue, isa);
     case NativeKind::kResize:
     case NativeKind::kAddMean:
     case NativeKind::kNone:
@@ -334,7 +334,14 @@ std::optional<ScaledInput> scaled_input_of(const Model& m, uint32_t conv, const 
 class CpuPartition final : public CompiledPartition {
  public:
   CpuPartition(const Model& model, const PartitionSpec& spec, const CompileOptions& options)
-      : model_(model), spec_(spec), options_(options) {}
+      : model_(model),
+        spec_(spec),
+        options_(options),
+        isa_(NativeIsa::with(options.cpu.avx512,
+                             options.cpu.avx512_half_width == CpuOptions::HalfWidth::kAuto  ? -1
+                             : options.cpu.avx512_half_width == CpuOptions::HalfWidth::kOn ? 1
+                                                                                           : 0,
+                             options.cpu.depthwise_two_rows)) {}
 
   // Builds the steps; ops in `force_reference` skip XNNPACK. kUnsupportedOp with
   // *retry_op set means: that op failed to lower, build again without it.
@@ -361,6 +368,7 @@ class CpuPartition final : public CompiledPartition {
   const Model& model_;
   PartitionSpec spec_;
   CompileOptions options_;
+  NativeIsa isa_;  // the native kernels' variants (options_.cpu and the CPU)
   std::map<uint32_t, AlignedBuffer> folded_;  // values computed at compile time
   std::map<uint32_t, void*> internal_;        // tensors between steps of this partition, in arena_
   AlignedBuffer arena_;
@@ -523,10 +531,10 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
     if (folded_ops_.count(k)) continue;
     bool xnn = use_xnnpack && !force_reference.count(k) && xnn_can_lower(model_, k, statics).supported;
     if (xnn) {
-      const NativeKind kind = native_candidate(model_, k, readers, statics);
+      const NativeKind kind = native_candidate(model_, k, readers, statics, options_.cpu, isa_);
       if (kind != NativeKind::kNone) native_ops[k] = kind;
     }
-    if (!xnn && use_xnnpack && !force_reference.count(k) && !std::getenv("NN_NO_NATIVE_DATA")) {
+    if (!xnn && use_xnnpack && !force_reference.count(k) && options_.cpu.native_data_ops) {
       std::string why;
       if (auto d = make_native_data_op(model_, k, statics, &why)) {
         data_ops_[k] = std::move(d);
@@ -560,7 +568,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
   // A native resize whose only reader is a native pointwise conv with no activation: the
   // conv runs first, on the small image (NativeConvThenResize). The resize folds into the
   // conv, which then reads the resize's input and takes no epilogue.
-  if (!std::getenv("NN_NO_CONV_BEFORE_RESIZE"))
+  if (options_.cpu.conv_before_resize)
     for (auto [k, kind] : native_ops) {
       if (kind != NativeKind::kResize) continue;
       const uint32_t o = model_.operations[k].outputs[0];
@@ -583,7 +591,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
     }
   // An ADD whose only reader is a global average: one native op computes the means of the
   // sum (NativeAddMean), the ADD's output is never written.
-  if (native_conv_supported() && !std::getenv("NN_NO_NATIVE_CONV") && !std::getenv("NN_NO_ADD_MEAN"))
+  if (native_conv_supported() && options_.cpu.native_kernels && options_.cpu.add_mean)
     for (size_t i = 0; i < live.size(); ++i) {
       const uint32_t k = live[i];
       const Operation& add = model_.operations[k];
@@ -629,7 +637,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
                  ? int64_t(w->second)
                  : -1;
     };
-    if (!std::getenv("NN_NO_SE_FUSION"))
+    if (options_.cpu.se_fusion)
       for (auto [k, kind] : native_ops) {
         if (kind != NativeKind::kConv || resized_after_.count(k)) continue;
         auto si = scaled_input_of(model_, k, statics, only_reader, producer);
@@ -693,7 +701,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
   // A native conv (an inverted residual's expansion, a stem conv) and the depthwise conv
   // that is its only reader run as one op (NativeExpandDepthwise), where the tensor between
   // them is worth keeping out of memory and splitting over the threads recomputes few rows.
-  if (!std::getenv("NN_NO_EXPAND_DEPTHWISE"))
+  if (options_.cpu.expand_depthwise)
     for (auto [k, kind] : native_ops) {
       const Operation& op = model_.operations[k];
       if (kind != NativeKind::kConv || fused_into_.count(k) || resized_after_.count(k) ||
@@ -708,7 +716,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       if (dk == native_ops.end() || dk->second != NativeKind::kDepthwise || fused_into_.count(d) ||
           model_.operations[d].inputs[0] != expanded)
         continue;
-      if (!expand_depthwise_pays(model_, d, options_.threads)) continue;
+      if (!expand_depthwise_pays(model_, d, options_.threads, isa_)) continue;
       expanded_into_[k] = d;
       fused_into_[d] = k;
       chain_[k].push_back(d);
@@ -730,11 +738,11 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
     if (ra != resized_after_.end()) {
       const Dims& small = model_.operands[model_.operations[ra->second].inputs[0]].dims;
       const Dims& out = model_.operands[model_.operations[k].outputs[0]].dims;
-      auto conv = make_native_op(model_, k, kind, statics, e, &small);
+      auto conv = make_native_op(model_, k, kind, statics, e, isa_, &small);
       // The resize, built for the conv's channels (its own input has the conv's input's).
       auto rs = resize_shape(model_, model_.operations[ra->second], uint32_t(out[3]));
       NN_CHECK_OR_RETURN(rs, StatusCode::kInternal, op_label(model_, ra->second) + ": resize parameters");
-      native = std::make_unique<NativeConvThenResize>(std::move(conv), std::make_unique<NativeResize>(*rs),
+      native = std::make_unique<NativeConvThenResize>(std::move(conv), std::make_unique<NativeResize>(*rs, isa_),
                                                       size_t(small[0]) * small[1] * small[2] * out[3]);
     } else if (auto ed = expanded_into_.find(k); ed != expanded_into_.end()) {
       const Operation& conv = model_.operations[k];
@@ -746,10 +754,10 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       auto [dw_filter, dw_bias] = conv_weights(model_, dw, statics);
       auto [filter, bias] = conv_weights(model_, conv, statics);
       native = std::make_unique<NativeExpandDepthwise>(
-          *first, filter, bias, e, std::make_unique<NativeDepthwise>(*second, dw_filter, dw_bias, de),
-          size_t(std::max(1, options_.threads)));
+          *first, filter, bias, e, std::make_unique<NativeDepthwise>(*second, dw_filter, dw_bias, de, isa_),
+          size_t(std::max(1, options_.threads)), isa_);
     } else {
-      native = make_native_op(model_, k, kind, statics, e);
+      native = make_native_op(model_, k, kind, statics, e, isa_);
     }
     NN_CHECK_OR_RETURN(native && native->ok(), StatusCode::kOutOfMemory,
                        op_label(model_, k) + ": packing weights");
@@ -1088,7 +1096,15 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
     case NativeKind::kAddMean: name = "native add+mean"; break;
     case NativeKind::kNone: break;
   }
-  return name + (native_avx512_enabled() ? " AVX-512" : " AVX2");
+  name += isa_.avx512 ? " AVX-512" : " AVX2";
+  // The variants a CpuOptions switch picks, so --explain and --profile show them.
+  const NativeOp* op = native_.count(k) ? native_.at(k).get() : nullptr;
+  if (n->second == NativeKind::kConv && !expanded_into_.count(k) && !resized_after_.count(k) && op &&
+      static_cast<const NativeConv*>(op)->ymm_last_panel())
+    name += ", ymm last panel";
+  if (n->second == NativeKind::kDepthwise && op && static_cast<const NativeDepthwise*>(op)->row_pairs())
+    name += ", row pairs";
+  return name;
 }
 
 std::vector<StepTiming> CpuPartition::kernels() const {

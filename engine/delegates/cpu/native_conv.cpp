@@ -375,7 +375,7 @@ bool native_conv_supported() {
 }
 
 NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const float* bias,
-                       const Epilogue& epilogue)
+                       const Epilogue& epilogue, const NativeIsa& isa)
     : shape_(shape), epilogue_(epilogue) {
   pointwise_ = shape.kernel_h == 1 && shape.kernel_w == 1 && shape.stride_h == 1 && shape.stride_w == 1 &&
                shape.pad_top == 0 && shape.pad_left == 0 && shape.out_h == shape.in_h &&
@@ -386,14 +386,14 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
   // Edge micro-tiles read zero-padded copies of their input rows (run_tile) where those fit
   // in the tile's im2col space: a tile's span of columns is at most its pixels' windows.
   strips_ = segments_ > 0 && shape.stride_w <= shape.kernel_w;
-  avx512_ = native_avx512_enabled();
+  avx512_ = isa.avx512;
   // 32-wide panels only where a conv has more than 16 output channels (else half empty).
   wide_ = avx512_ && shape.out_c > 16;
   // The ymm kernels for 17-24 and 1-8 columns only pay where a zmm FMA costs two ymm ones,
   // and only convs whose last panel has that many columns use them.
   const uint32_t last_panel = shape.out_c % 32;
   half_width_ = wide_ && ((last_panel > 16 && last_panel <= 24) || (last_panel > 0 && last_panel <= 8)) &&
-                avx512_half_width();
+                isa.half_width;
   // Weight panels as wide as the kernel's tile: per panel its bias, then k rows of width.
   const size_t width = wide_ ? kNr512 : kNr;
   n_blocks_ = (shape.out_c + width - 1) / width;
@@ -599,10 +599,26 @@ NN_TARGET_AVX512 double fma_chains_seconds(size_t steps) {
 bool native_avx512_enabled() {
 #if NN_NATIVE_X86
   static const bool cpu_has = __builtin_cpu_supports("avx512f");
-  return cpu_has && !std::getenv("NN_NO_AVX512");
+  return cpu_has;
 #else
   return false;
 #endif
+}
+
+NativeIsa NativeIsa::best() {
+  return with(true, -1, true);
+}
+
+NativeIsa NativeIsa::with(bool avx512, int half_width, bool two_rows) {
+  NativeIsa isa;
+  isa.avx512 = avx512 && native_avx512_enabled();
+#if NN_NATIVE_X86
+  // The ymm kernels use AVX-512VL's masked ymm loads and stores: without it, never.
+  const bool vl = isa.avx512 && __builtin_cpu_supports("avx512vl");
+  isa.half_width = vl && (half_width < 0 ? avx512_half_width() : half_width > 0);
+#endif
+  isa.two_rows = two_rows;
+  return isa;
 }
 
 bool avx512_half_width() {
@@ -610,7 +626,6 @@ bool avx512_half_width() {
   // The ymm kernels use AVX-512VL's masked ymm loads and stores: without it, never (not even
   // when asked).
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512vl")) return false;
-  if (const char* force = std::getenv("NN_AVX512_HALF_WIDTH")) return std::strcmp(force, "0") != 0;
   // Measured once: the same number of zmm and of ymm FMAs, best of 5 interleaved trials of
   // ~20 us. Full-width cores take about as long for both; half-width ones twice as long
   // for the zmm ones.
@@ -789,9 +804,9 @@ void NativeConv::run_scaled(const float* x, const float* scale, const float* sum
   dispatch(task, pool);
 }
 
-size_t NativeConv::tile_pixels() {
+size_t NativeConv::tile_pixels(const NativeIsa& isa) {
 #if NN_NATIVE_X86
-  if (native_avx512_enabled()) return Avx512Gemm<1>::kRows;
+  if (isa.avx512) return Avx512Gemm<1>::kRows;
 #endif
   return Avx2Gemm::kRows;
 }
