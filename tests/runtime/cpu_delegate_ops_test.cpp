@@ -559,6 +559,39 @@ TEST_P(Channels, ErfAndPowForGeluAndLayerNorm) {
   }
 }
 
+// SiLU after a native conv or depthwise conv (torch exports it as Sigmoid and Mul): the
+// LOGISTIC and the MUL run as the kernel's swish stage, with either MUL operand order; not
+// where the conv's output is also read elsewhere.
+TEST_P(Channels, SwishFusesIntoNativeConvAndDepthwise) {
+  const uint32_t c = GetParam();
+  for (bool depthwise : {false, true})
+    for (bool x_first : {true, false}) {
+      SCOPED_TRACE(std::string(depthwise ? "depthwise" : "conv") + (x_first ? ", x * s" : ", s * x"));
+      Built b;
+      uint32_t x = b.input({1, 7, 9, c});
+      uint32_t y = depthwise ? b.op(T::DEPTHWISE_CONV_2D, {x, b.constant({1, 5, 5, c}, 91), b.constant({c}, 92),
+                                                           b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(0)})
+                             : b.op(T::CONV_2D, {x, b.constant({19, 3, 3, c}, 93), b.constant({19}, 94), b.i32(1),
+                                                 b.i32(1), b.i32(1), b.i32(0)});
+      uint32_t s = b.op(T::LOGISTIC, {y});
+      b.output(b.op(T::MUL, {x_first ? y : s, x_first ? s : y, b.i32(0)}));
+      const std::string op = depthwise ? "op 0 DEPTHWISE_CONV_2D" : "op 0 CONV_2D";
+      check(b, op, Runs::kNative, -3.f, 3.f);
+      auto cmp = profiled_cpu(b, -3.f, 3.f);
+      EXPECT_EQ(nn_test::count_steps(cmp, "LOGISTIC") + nn_test::count_steps(cmp, "MUL"), 0)
+          << nn_test::step_labels(cmp);
+    }
+  Built b;  // the conv's output is a model output too: the sigmoid and product stay apart
+  uint32_t x = b.input({1, 7, 9, c});
+  uint32_t y = b.op(T::CONV_2D, {x, b.constant({19, 3, 3, c}, 95), b.constant({19}, 96), b.i32(1), b.i32(1),
+                                 b.i32(1), b.i32(0)});
+  b.output(b.op(T::MUL, {y, b.op(T::LOGISTIC, {y}), b.i32(0)}));
+  b.output(y);
+  auto cmp = profiled_cpu(b, -3.f, 3.f);
+  EXPECT_LE(cmp.max_rel_error, kTolerance);
+  EXPECT_EQ(nn_test::count_steps(cmp, "op 1 LOGISTIC [xnnpack]"), 1) << nn_test::step_labels(cmp);
+}
+
 INSTANTIATE_TEST_SUITE_P(OddSizes, Channels, ::testing::Values(1u, 13u, 127u));
 
 // Native depthwise at channel counts around its vector widths (8 AVX2 / 16 AVX-512 lanes,

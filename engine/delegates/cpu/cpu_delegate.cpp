@@ -385,6 +385,9 @@ class CpuPartition final : public CompiledPartition {
   void fuse_add_mean();
   void fuse_se_gates();
   void fuse_epilogues();
+  // The LOGISTIC and MUL computing out * sigmoid(out) (SiLU), when they are out's only
+  // readers and the sigmoid is read by the MUL alone: a swish epilogue.
+  std::optional<std::pair<uint32_t, uint32_t>> swish_after(uint32_t out) const;
   void fuse_expand_depthwise();
   Status make_native_kernels();
   void group_steps();
@@ -703,6 +706,16 @@ void CpuPartition::fuse_epilogues() {
     Epilogue& e = r.epilogue;
     uint32_t out = written(r);
     for (;;) {
+      if (auto sw = (r.native == NativeKind::kConv || r.native == NativeKind::kDepthwise) && !e.hard_swish &&
+                            !e.residual
+                        ? swish_after(out)
+                        : std::nullopt) {
+        e.swish = true;  // the last stage: nothing fuses after it
+        absorb(k, sw->first);
+        absorb(k, sw->second);
+        r.output = model_.operations[sw->second].outputs[0];
+        break;
+      }
       if (!internal_single_use(out)) break;
       const uint32_t c = readers_.at(out)[0];
       auto next_rec = ops_.find(c);
@@ -739,6 +752,29 @@ void CpuPartition::fuse_epilogues() {
       if (e.logistic) break;
     }
   }
+}
+
+std::optional<std::pair<uint32_t, uint32_t>> CpuPartition::swish_after(uint32_t out) const {
+  auto rd = readers_.find(out);
+  if (rd == readers_.end() || rd->second.size() != 2 || partition_outputs_.count(out) || model_outputs_.count(out))
+    return std::nullopt;
+  auto fusable = [&](uint32_t k) {
+    auto f = ops_.find(k);
+    return f != ops_.end() && f->second.lowers && !absorbed(k) && f->second.chain.empty();
+  };
+  for (int first = 0; first < 2; ++first) {
+    const uint32_t l = rd->second[first], m = rd->second[1 - first];
+    const Operation& sig = model_.operations[l];
+    const Operation& mul = model_.operations[m];
+    if (sig.type != OperationType::LOGISTIC || mul.type != OperationType::MUL || !fusable(l) || !fusable(m) ||
+        l > m || !fuses_nothing(mul, statics_))
+      continue;
+    const uint32_t s = sig.outputs[0];
+    const bool pairs = (mul.inputs[0] == out && mul.inputs[1] == s) || (mul.inputs[0] == s && mul.inputs[1] == out);
+    if (pairs && internal_single_use(s) && model_.operands[mul.outputs[0]].dims == model_.operands[out].dims)
+      return std::pair{l, m};
+  }
+  return std::nullopt;
 }
 
 // A native conv (an inverted residual's expansion, a stem conv) and the depthwise conv

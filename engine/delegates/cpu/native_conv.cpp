@@ -643,9 +643,66 @@ bool avx512_half_width() {
 #endif
 }
 
+#if NN_NATIVE_X86
+NN_TARGET_AVX512 void swish_avx512(float* p, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 v[1] = {_mm512_loadu_ps(p + i)};
+    const __m512 x = v[0];
+    logistic16<1>(v);
+    _mm512_storeu_ps(p + i, _mm512_mul_ps(x, v[0]));
+  }
+  if (i < n) {
+    const __mmask16 m = __mmask16((1u << (n - i)) - 1);
+    __m512 v[1] = {_mm512_maskz_loadu_ps(m, p + i)};
+    const __m512 x = v[0];
+    logistic16<1>(v);
+    _mm512_mask_storeu_ps(p + i, m, _mm512_mul_ps(x, v[0]));
+  }
+}
+
+NN_TARGET_AVX2 void swish_avx2(float* p, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(p + i);
+    _mm256_storeu_ps(p + i, _mm256_mul_ps(x, logistic8(x)));
+  }
+  for (; i < n; ++i) p[i] = p[i] / (1.f + std::exp(-p[i]));
+}
+#endif
+
+void swish_inplace(float* data, size_t rows, size_t n, size_t stride, bool avx512) {
+  for (size_t r = 0; r < rows; ++r) {
+    float* p = data + r * stride;
+#if NN_NATIVE_X86
+    if (avx512) {
+      swish_avx512(p, n);
+      continue;
+    }
+    swish_avx2(p, n);
+#else
+    (void)avx512;
+    for (size_t i = 0; i < n; ++i) p[i] = p[i] / (1.f + std::exp(-p[i]));
+#endif
+  }
+}
+
 // Rows [m0, m0 + m_count) x panels [j0, j0 + j_count) of the output.
 template <class Gemm>
 void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_t j_count) {
+  run_tile_gemm<Gemm>(ctx, m0, j0, m_count, j_count);
+  const Task& t = *static_cast<const Task*>(ctx);
+  const NativeConv& conv = *t.conv;
+  if (!conv.epilogue_.swish) return;
+  // The tile's outputs are still in cache: the swish stage as one more pass over them.
+  constexpr size_t kPanel = Gemm::kPanel;
+  const size_t ldc = conv.shape_.out_c, col = j0 * kPanel;
+  swish_inplace(t.output + m0 * ldc + col, m_count, std::min(ldc, (j0 + j_count) * kPanel) - col, ldc,
+                conv.avx512_);
+}
+
+template <class Gemm>
+void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, size_t j_count) {
   constexpr size_t kRows = Gemm::kRows;
   const Task& t = *static_cast<const Task*>(ctx);
   const NativeConv& conv = *t.conv;

@@ -559,6 +559,7 @@ void NativeDepthwise::run_row(const float* const* rows, size_t oy, const float* 
       depthwise_row16_dispatch<5>(a, epi);
     else
       depthwise_row16_dispatch<0>(a, epi);
+    if (epilogue_.swish) swish_inplace(output_row, 1, size_t(s.out_w) * s.out_c, 0, true);
     return;
   }
   const EpilogueAvx2 epi(epilogue_);
@@ -568,6 +569,7 @@ void NativeDepthwise::run_row(const float* const* rows, size_t oy, const float* 
     depthwise_row<5>(a, epi);
   else
     depthwise_row<0>(a, epi);
+  if (epilogue_.swish) swish_inplace(output_row, 1, size_t(s.out_w) * s.out_c, 0, false);
 #else
   (void)s, (void)rows, (void)oy, (void)residual_row, (void)output_row;
 #endif
@@ -591,6 +593,7 @@ void NativeDepthwise::run_two_rows(const float* const* rows, const float* residu
     depthwise_two_rows16_dispatch<3>(a, b, epi);
   else
     depthwise_two_rows16_dispatch<5>(a, b, epi);
+  if (epilogue_.swish) swish_inplace(output_rows, 1, 2 * row_out, 0, true);
 #else
   (void)rows, (void)residual_rows, (void)output_rows;
 #endif

@@ -58,6 +58,10 @@ struct NativeConvShape {
   uint32_t pad_top = 0, pad_left = 0;  // bottom/right padding follows from the output size
 };
 
+// x = x / (1 + exp(-x)) over `rows` runs of n floats, `stride` apart: the swish stage of
+// an epilogue (native_epilogue.h), on 16 lanes (avx512) or 8.
+void swish_inplace(float* data, size_t rows, size_t n, size_t stride, bool avx512);
+
 // body(ctx, row) for every row in [0, rows): on the calling thread without a pool, else
 // spread over the pool's threads.
 void for_each_row(pthreadpool_t pool, size_t rows, void (*body)(void*, size_t), void* ctx);
@@ -110,6 +114,8 @@ class NativeConv final : public NativeOp {
  private:
   template <class Gemm>
   static void run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_t j_count);
+  template <class Gemm>
+  static void run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, size_t j_count);
   void dispatch(Task& task, pthreadpool_t pool) const;
 
   NativeConvShape shape_;
