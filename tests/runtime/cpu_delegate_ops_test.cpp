@@ -592,6 +592,34 @@ TEST_P(Channels, SwishFusesIntoNativeConvAndDepthwise) {
   EXPECT_EQ(nn_test::count_steps(cmp, "op 1 LOGISTIC [xnnpack]"), 1) << nn_test::step_labels(cmp);
 }
 
+// A dilation wider than the image: kernel rows / columns that read only padding for every
+// output pixel are dropped (ASPP's dilated convs on a small map): 3x3 at dilation 4 with
+// padding 4 on a 4x7 image keeps its middle row (1x3), at dilation 9 on 5x5 only its
+// centre (1x1, a pointwise GEMM). Same numbers as the full kernel.
+TEST_P(Channels, ConvDeadTapsDropped) {
+  const uint32_t c = GetParam();
+  struct Case {
+    uint32_t h, w, dilation;
+    const char* taps;
+  };
+  for (Case k : {Case{4, 7, 4, "1x3 live taps"}, Case{5, 5, 9, "1x1 live taps"}}) {
+    SCOPED_TRACE(k.taps);
+    Built b;
+    uint32_t x = b.input({1, k.h, k.w, c});
+    const int32_t d = int32_t(k.dilation);
+    b.output(b.op(T::CONV_2D, {x, b.constant({21, 3, 3, c}, 97), b.constant({21}, 98), b.i32(d), b.i32(d),
+                               b.i32(d), b.i32(d), b.i32(1), b.i32(1), b.i32(0), b.boolean(false), b.i32(d),
+                               b.i32(d)}));
+    check(b, "op 0 CONV_2D", Runs::kNative);
+    nn::SessionOptions o;
+    o.delegates = {"cpu"};
+    auto session = nn::Session::open(b.model, o);
+    ASSERT_TRUE(session.is_ok()) << session.status().to_string();
+    ASSERT_EQ((*session)->kernels().size(), 1u);
+    EXPECT_NE((*session)->kernels()[0].kernel.find(k.taps), std::string::npos) << (*session)->kernels()[0].kernel;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(OddSizes, Channels, ::testing::Values(1u, 13u, 127u));
 
 // Native depthwise at channel counts around its vector widths (8 AVX2 / 16 AVX-512 lanes,

@@ -222,6 +222,43 @@ bool expand_depthwise_pays(const Model& m, uint32_t d, int threads, const Native
   return bytes >= (size_t(512) << 10) && halo * 25 <= s->in_h && tiled * 100 <= width * 103;
 }
 
+// Drops the kernel rows / columns at either end that read only padding for every output
+// pixel (a dilation wider than the image: DeepLabV3's ASPP convs at dilation 24 and 36 on
+// a 16x16 map read the image with their centre tap only, so they are 1x1 convs): *s gets
+// the smaller kernel and padding, *live the filter's remaining taps. False when every tap
+// reads the image somewhere.
+bool drop_dead_taps(NativeConvShape* s, const float* filter, std::vector<float>* live) {
+  // [first, last] taps along one axis that read input in [0, in) for some output in [0, out).
+  auto live_range = [](uint32_t kernel, uint32_t dilation, uint32_t pad, uint32_t stride, uint32_t in,
+                       uint32_t out, uint32_t* first, uint32_t* last) {
+    auto reads = [&](uint32_t k) {
+      const int64_t lo = int64_t(k) * dilation - pad, hi = lo + int64_t(out - 1) * stride;
+      return hi >= 0 && lo < int64_t(in);
+    };
+    *first = 0, *last = kernel - 1;
+    while (*first < *last && !reads(*first)) ++*first;
+    while (*last > *first && !reads(*last)) --*last;
+    return reads(*first) && int64_t(pad) >= int64_t(*first) * dilation;
+  };
+  uint32_t y0, y1, x0, x1;
+  if (!live_range(s->kernel_h, s->dilation_h, s->pad_top, s->stride_h, s->in_h, s->out_h, &y0, &y1) ||
+      !live_range(s->kernel_w, s->dilation_w, s->pad_left, s->stride_w, s->in_w, s->out_w, &x0, &x1))
+    return false;
+  const uint32_t kh = y1 - y0 + 1, kw = x1 - x0 + 1;
+  if (kh == s->kernel_h && kw == s->kernel_w) return false;
+  const size_t c = s->in_c;
+  live->resize(size_t(s->out_c) * kh * kw * c);
+  float* dst = live->data();
+  for (uint32_t o = 0; o < s->out_c; ++o)
+    for (uint32_t ky = y0; ky <= y1; ++ky, dst += kw * c)
+      std::copy_n(filter + ((size_t(o) * s->kernel_h + ky) * s->kernel_w + x0) * c, kw * c, dst);
+  s->pad_top -= y0 * s->dilation_h, s->pad_left -= x0 * s->dilation_w;
+  s->kernel_h = kh, s->kernel_w = kw;
+  if (kh == 1) s->dilation_h = 1;
+  if (kw == 1) s->dilation_w = 1;
+  return true;
+}
+
 // A conv op's static filter and bias (nullptr when it has none).
 std::pair<const float*, const float*> conv_weights(const Model& m, const Operation& op,
                                                    const StaticLookup& statics) {
@@ -251,8 +288,11 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
   if (at_size) s.batch = (*at_size)[0], s.in_h = s.out_h = (*at_size)[1], s.in_w = s.out_w = (*at_size)[2];
   auto [weights, bias] = conv_weights(m, op, statics);
   switch (kind) {
-    case NativeKind::kConv:
+    case NativeKind::kConv: {
+      std::vector<float> live;
+      if (drop_dead_taps(&s, weights, &live)) weights = live.data();
       return std::make_unique<NativeConv>(s, weights, bias, epilogue, isa);
+    }
     case NativeKind::kDepthwise:
       return std::make_unique<NativeDepthwise>(s, weights, bias, epilogue, isa);
     case NativeKind::kDeconv:
@@ -1164,6 +1204,12 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && f.kernel &&
       static_cast<const NativeConv*>(f.kernel.get())->ymm_last_panel())
     name += ", ymm last panel";
+  if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && f.kernel) {
+    const NativeConvShape& s = static_cast<const NativeConv*>(f.kernel.get())->shape();
+    const Dims& filter = model_.operands[model_.operations[k].inputs[1]].dims;
+    if (s.kernel_h != filter[1] || s.kernel_w != filter[2])
+      name += ", " + std::to_string(s.kernel_h) + "x" + std::to_string(s.kernel_w) + " live taps";
+  }
   if (f.native == NativeKind::kDepthwise && f.kernel &&
       static_cast<const NativeDepthwise*>(f.kernel.get())->row_pairs())
     name += ", row pairs";
