@@ -17,7 +17,10 @@ Runtime's on the same ONNX file at 1 and 2 threads, alternating for --rounds rou
 of the rounds' medians).
 
 Usage: /usr/bin/python3 bench/zoo.py [--models resnet18,hand_landmark_full,...] [--families tflite]
-           [--rounds 3] [--runs 20] [--no-ort] [--readme]
+           [--rounds 3] [--runs 20] [--no-ort] [--readme] [--env NN_NO_AVX512=1 --tag avx2]
+--env sets a variable for our runs only (ORT runs its best); --tag names the results file,
+the README section (<!-- zoo-TAG:begin -->) and the chart, so the AVX2 table sits beside
+the default one.
 """
 import argparse
 import hashlib
@@ -162,9 +165,12 @@ def prepare(name, family, arg):
     return src, inp, None, None
 
 
+OUR_ENV = {}  # --env: for our runs only
+
+
 def nnrun(model, args, threads=1, env=None):
     cmd = [NNRUN, model, "--json", "--threads", str(threads)] + args
-    r = sh(cmd, env=dict(os.environ, **(env or {})))
+    r = sh(cmd, env=dict(os.environ, **OUR_ENV, **(env or {})))
     if r.returncode != 0:
         raise RuntimeError((r.stderr.strip().splitlines() or ["nnrun failed"])[-1])
     out = r.stdout
@@ -276,6 +282,14 @@ def table(rows):
             f"{'' if r['ok'] else ' **over**'} | {r['ref_ops']}{' (' + summarize(r['ref_list']) + ')' if r['ref_ops'] else ''} | "
             f"{fmt(r['nn1_ms'], '.2f')} | {fmt(r['ort1_ms'], '.2f')} | {ratio(1)} | "
             f"{fmt(r['nn2_ms'], '.2f')} | {fmt(r['ort2_ms'], '.2f')} | {ratio(2)} |")
+    ratios = {t: [r[f"nn{t}_ms"] / r[f"ort{t}_ms"] for r in rows
+                  if "error" not in r and r.get(f"ort{t}_ms") and r.get(f"nn{t}_ms")] for t in (1, 2)}
+    if ratios[1]:
+        import math
+        gm = {t: math.exp(sum(map(math.log, v)) / len(v)) for t, v in ratios.items() if v}
+        lines.append("")
+        lines.append(f"Geometric mean of ours/ORT over the {len(ratios[1])} models ORT runs: "
+                     + ", ".join(f"{gm[t]:.2f} at {t} thread{'s' if t > 1 else ''}" for t in gm) + ".")
     return "\n".join(lines)
 
 
@@ -324,7 +338,14 @@ def main():
     ap.add_argument("--no-ort", action="store_true")
     ap.add_argument("--readme", action="store_true", help="write the table and chart into bench/README.md")
     ap.add_argument("--from-results", action="store_true", help="render bench/zoo/results.json, run nothing")
+    ap.add_argument("--env", action="append", default=[], help="VAR=value for our runs only (repeatable)")
+    ap.add_argument("--tag", default="", help="results_TAG.json, README section zoo-TAG, chart zoo-latency-TAG.png")
     a = ap.parse_args()
+    for item in a.env:
+        key, _, value = item.partition("=")
+        OUR_ENV[key] = value
+    suffix = "_" + a.tag if a.tag else ""
+    results = os.path.join(ZOO, f"results{suffix}.json")
     models = all_models()
     names = [n for n in (a.models.split(",") if a.models else models) if n]
     for n in names:
@@ -338,7 +359,7 @@ def main():
     os.makedirs(ZOO, exist_ok=True)
     if a.from_results:
         names = []
-        rows = json.load(open(os.path.join(ZOO, "results.json")))
+        rows = json.load(open(results))
     for n in names:
         family, arg = models[n]
         t0 = time.time()
@@ -349,7 +370,7 @@ def main():
         rows.append(row)
         print(f"{n}: {json.dumps(row)} ({time.time() - t0:.0f} s)", file=sys.stderr)
     if not a.from_results:
-        json.dump(rows, open(os.path.join(ZOO, "results.json"), "w"), indent=1)
+        json.dump(rows, open(results, "w"), indent=1)
     text = table(rows)
     print(text)
     failed = [r["model"] for r in rows if "error" in r or not r["ok"]]
@@ -357,17 +378,25 @@ def main():
     print(f"\n{len(rows)} models, {len(failed)} failing ({', '.join(failed)}), "
           f"{len(with_ref)} with ops on reference kernels ({', '.join(with_ref)})")
     if a.readme:
-        has_chart = chart(rows, os.path.join(ROOT, "bench", "zoo-latency.png"))
-        section = (f"Host: {host_isa()}. Command: `/usr/bin/python3 bench/zoo.py --rounds {a.rounds} "
-                   f"--runs {a.runs}{' --models ' + a.models if a.models else ''}`.\n\n{text}\n")
+        png = f"zoo-latency{suffix.replace('_', '-')}.png"
+        has_chart = chart(rows, os.path.join(ROOT, "bench", png))
+        env = "".join(f"{k}={v} " for k, v in OUR_ENV.items())
+        flags = "".join(f" --env {k}={v}" for k, v in OUR_ENV.items()) + (f" --tag {a.tag}" if a.tag else "")
+        section = (f"Host: {host_isa()}; load average {os.getloadavg()[0]:.0f} at the end. Command: "
+                   f"`/usr/bin/python3 bench/zoo.py --rounds {a.rounds} --runs {a.runs}"
+                   f"{' --models ' + a.models if a.models else ''}{flags}`"
+                   f"{' (ours with ' + env.strip() + ')' if env else ''}.\n\n{text}\n")
         if has_chart:
-            section += "\n![zoo latency against ONNX Runtime](zoo-latency.png)\n"
+            section += f"\n![zoo latency against ONNX Runtime]({png})\n"
         readme = open(README).read()
-        begin, end = "<!-- zoo:begin -->", "<!-- zoo:end -->"
+        marker = "zoo-" + a.tag if a.tag else "zoo"
+        begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
         if begin in readme:
             readme = readme[:readme.index(begin) + len(begin)] + "\n" + section + readme[readme.index(end):]
         else:
-            readme += f"\n## The model zoo\n\n{begin}\n{section}{end}\n"
+            at = readme.index("<!-- zoo:end -->") + len("<!-- zoo:end -->") if "<!-- zoo:end -->" in readme \
+                else len(readme)
+            readme = readme[:at] + f"\n\n{begin}\n{section}{end}" + readme[at:]
         open(README, "w").write(readme)
     return 1 if failed else 0
 
