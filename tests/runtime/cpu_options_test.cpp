@@ -170,4 +170,35 @@ TEST(CpuOptions, ExpandDepthwiseOffRunsThemApart) {
   expect_both_exact(b, off);
 }
 
+TEST(CpuOptions, SwishEpilogueOffRunsSigmoidAndProductApart) {
+  Built b;
+  uint32_t y = conv(b, b.input({1, 6, 7, 16}), 16, 24, 3, 17);
+  b.output(b.op(T::MUL, {y, b.op(T::LOGISTIC, {y}), b.i32(0)}));
+  validate(b);
+  CpuOptions off;
+  off.swish_epilogue = false;
+  nn::SessionOptions o;
+  o.delegates = {"cpu"};
+  auto fused = nn::Session::open(b.model, o);
+  ASSERT_TRUE(fused.is_ok()) << fused.status().to_string();
+  ASSERT_EQ((*fused)->kernels().size(), 1u);
+  EXPECT_EQ((*fused)->kernels()[0].ops.size(), 3u);  // CONV_2D, LOGISTIC, MUL in one native op
+  EXPECT_EQ(kernel_of(b, off, "op 1"), "xnnpack");
+  EXPECT_EQ(kernel_of(b, off, "op 2"), "xnnpack");
+  expect_both_exact(b, off);
+}
+
+TEST(CpuOptions, DropDeadTapsOffKeepsTheWholeKernel) {
+  Built b;  // 3x3 at dilation 9 on 5x5: only the centre tap reads the image
+  uint32_t x = b.input({1, 5, 5, 8});
+  b.output(b.op(T::CONV_2D, {x, b.constant({16, 3, 3, 8}, 19), b.constant({16}, 20), b.i32(9), b.i32(9), b.i32(9),
+                             b.i32(9), b.i32(1), b.i32(1), b.i32(0), b.boolean(false), b.i32(9), b.i32(9)}));
+  validate(b);
+  CpuOptions off;
+  off.drop_dead_taps = false;
+  EXPECT_NE(kernel_of(b, {}, "op 0").find("1x1 live taps"), std::string::npos) << kernel_of(b, {}, "op 0");
+  EXPECT_EQ(kernel_of(b, off, "op 0").find("live taps"), std::string::npos) << kernel_of(b, off, "op 0");
+  expect_both_exact(b, off);
+}
+
 }  // namespace

@@ -270,7 +270,7 @@ std::pair<const float*, const float*> conv_weights(const Model& m, const Operati
 // front of a resize, NativeConvThenResize).
 std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind kind,
                                          const StaticLookup& statics, const Epilogue& epilogue,
-                                         const NativeIsa& isa, const Dims* at_size = nullptr) {
+                                         const NativeIsa& isa, bool dead_taps, const Dims* at_size = nullptr) {
   const Operation& op = m.operations[k];
   std::string why;
   if (kind == NativeKind::kAddMean) {  // an ADD; the mean's output shape follows from its input
@@ -290,7 +290,7 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
   switch (kind) {
     case NativeKind::kConv: {
       std::vector<float> live;
-      if (drop_dead_taps(&s, weights, &live)) weights = live.data();
+      if (dead_taps && drop_dead_taps(&s, weights, &live)) weights = live.data();
       return std::make_unique<NativeConv>(s, weights, bias, epilogue, isa);
     }
     case NativeKind::kDepthwise:
@@ -746,10 +746,9 @@ void CpuPartition::fuse_epilogues() {
     Epilogue& e = r.epilogue;
     uint32_t out = written(r);
     for (;;) {
-      if (auto sw = (r.native == NativeKind::kConv || r.native == NativeKind::kDepthwise) && !e.hard_swish &&
-                            !e.residual
-                        ? swish_after(out)
-                        : std::nullopt) {
+      const bool swish_ok = options_.cpu.swish_epilogue && !e.hard_swish && !e.residual &&
+                            (r.native == NativeKind::kConv || r.native == NativeKind::kDepthwise);
+      if (auto sw = swish_ok ? swish_after(out) : std::nullopt) {
         e.swish = true;  // the last stage: nothing fuses after it
         absorb(k, sw->first);
         absorb(k, sw->second);
@@ -855,7 +854,7 @@ Status CpuPartition::make_native_kernels() {
     if (r.resize) {
       const Dims& small = model_.operands[model_.operations[*r.resize].inputs[0]].dims;
       const Dims& out = model_.operands[model_.operations[k].outputs[0]].dims;
-      auto conv = make_native_op(model_, k, r.native, statics_, r.epilogue, isa_, &small);
+      auto conv = make_native_op(model_, k, r.native, statics_, r.epilogue, isa_, false, &small);
       // The resize, built for the conv's channels (its own input has the conv's input's).
       auto rs = resize_shape(model_, model_.operations[*r.resize], uint32_t(out[3]));
       NN_CHECK_OR_RETURN(rs, StatusCode::kInternal, op_label(model_, *r.resize) + ": resize parameters");
@@ -873,7 +872,7 @@ Status CpuPartition::make_native_kernels() {
           std::make_unique<NativeDepthwise>(*second, dw_filter, dw_bias, r.depthwise_epilogue, isa_),
           size_t(std::max(1, options_.threads)), isa_);
     } else {
-      native = make_native_op(model_, k, r.native, statics_, r.epilogue, isa_);
+      native = make_native_op(model_, k, r.native, statics_, r.epilogue, isa_, options_.cpu.drop_dead_taps);
     }
     NN_CHECK_OR_RETURN(native && native->ok(), StatusCode::kOutOfMemory, op_label(model_, k) + ": packing weights");
     if (r.gated)

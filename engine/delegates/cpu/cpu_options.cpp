@@ -23,6 +23,8 @@ CpuOptions CpuOptions::from_environment() {
   o.add_mean = !set("NN_NO_ADD_MEAN");
   o.se_fusion = !set("NN_NO_SE_FUSION");
   o.expand_depthwise = !set("NN_NO_EXPAND_DEPTHWISE");
+  o.swish_epilogue = !set("NN_NO_SWISH_EPILOGUE");
+  o.drop_dead_taps = !set("NN_NO_DEAD_TAPS");
   return o;
 }
 

@@ -47,6 +47,12 @@ struct CpuOptions {
   // A conv and the depthwise conv reading it run row by row as one op (native
   // conv+depthwise) where that pays. NN_NO_EXPAND_DEPTHWISE=1.
   bool expand_depthwise = true;
+  // SiLU (LOGISTIC and the MUL by its input) after a native conv or depthwise conv runs in
+  // its epilogue. NN_NO_SWISH_EPILOGUE=1.
+  bool swish_epilogue = true;
+  // A native conv drops kernel rows / columns that read only padding for every output
+  // pixel (dilations wider than the image). NN_NO_DEAD_TAPS=1.
+  bool drop_dead_taps = true;
 
   // The defaults with each variable above that is set applied (NN_NO_*=1 turns its
   // switch off; NN_AVX512_HALF_WIDTH=1 / 0 forces the choice).
