@@ -620,6 +620,27 @@ TEST_P(Channels, ConvDeadTapsDropped) {
   }
 }
 
+// Dilated convs read their taps in place (one run of A per tap), with zero-padded strips
+// at the left and right edges where the windows' span fits a micro-tile's space, else
+// im2col rows: widths that put tiles across both edges, dilation 2..7, strides 1 and 2.
+TEST_P(Channels, Conv2dDilatedTapsInPlace) {
+  const uint32_t c = GetParam();
+  struct Case {
+    uint32_t w, stride, dil_w, dil_h;
+  };
+  for (Case k : {Case{23, 1, 2, 2}, Case{19, 1, 3, 1}, Case{21, 2, 2, 3}, Case{30, 1, 7, 2}}) {
+    SCOPED_TRACE("width " + std::to_string(k.w) + " stride " + std::to_string(k.stride) + " dilation " +
+                 std::to_string(k.dil_w) + "x" + std::to_string(k.dil_h));
+    Built b;
+    uint32_t x = b.input({2, 9, k.w, c});
+    const int32_t st = int32_t(k.stride);
+    b.output(b.op(T::CONV_2D, {x, b.constant({17, 3, 3, c}, 99), b.constant({17}, 100), b.i32(1), b.i32(st),
+                               b.i32(st), b.i32(1), b.boolean(false), b.i32(int32_t(k.dil_w)),
+                               b.i32(int32_t(k.dil_h))}));
+    check(b, "op 0 CONV_2D", Runs::kNative);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(OddSizes, Channels, ::testing::Values(1u, 13u, 127u));
 
 // Native depthwise at channel counts around its vector widths (8 AVX2 / 16 AVX-512 lanes,

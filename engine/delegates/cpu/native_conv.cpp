@@ -381,12 +381,16 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
                shape.pad_top == 0 && shape.pad_left == 0 && shape.out_h == shape.in_h &&
                shape.out_w == shape.in_w;
   k_ = size_t(shape.kernel_h) * shape.kernel_w * shape.in_c;
-  // Implicit GEMM needs each kernel row's taps contiguous in the input (dilation_w 1).
-  segments_ = shape.dilation_w == 1 && shape.kernel_h <= 16 ? shape.kernel_h : 0;
-  // Edge micro-tiles read zero-padded copies of their input rows (run_tile) where those fit
-  // in the tile's im2col space: a tile's span of columns is at most its pixels' windows.
-  strips_ = segments_ > 0 && shape.stride_w <= shape.kernel_w;
+  // Implicit GEMM: one run of A per kernel row when its taps are contiguous in the input
+  // (dilation_w 1), else one per tap (FCN's dilated 3x3 convs had gone through im2col).
+  taps_w_ = shape.dilation_w == 1 ? 1 : shape.kernel_w;
+  segments_ = size_t(shape.kernel_h) * taps_w_ <= 16 ? size_t(shape.kernel_h) * taps_w_ : 0;
   avx512_ = isa.avx512;
+  // Edge micro-tiles read zero-padded copies of their input rows (run_tile) where those fit
+  // in the tile's im2col space: the columns a tile's windows span, at most its pixels' taps.
+  const size_t tile_rows = avx512_ ? 8 : 6;
+  const size_t reach = size_t(shape.kernel_w - 1) * shape.dilation_w + 1;
+  strips_ = segments_ > 0 && (tile_rows - 1) * shape.stride_w + reach <= tile_rows * shape.kernel_w;
   // 32-wide panels only where a conv has more than 16 output channels (else half empty).
   wide_ = avx512_ && shape.out_c > 16;
   // The ymm kernels for 17-24 and 1-8 columns only pay where a zmm FMA costs two ymm ones,
@@ -738,10 +742,12 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
   // rows when they cross the left or right edge (strips_); the others get im2col rows.
   // Consecutive in-place tiles of one output row are one kernel call, which steps its rows
   // through them: per-tile calls and pointer tables had cost a sixth of the selfie stem.
-  const size_t S = conv.segments_;
+  const size_t S = conv.segments_, T = conv.taps_w_;
+  const int64_t reach = int64_t(s.kernel_w - 1) * s.dilation_w + 1;  // columns one pixel's window spans
   thread_local std::vector<float> scratch;
-  if (scratch.size() < m_count * k + 8) scratch.resize(m_count * k + 8);  // + copy_floats' slack
   const size_t tiles = (m_count + kRows - 1) / kRows;
+  // Each micro-tile's im2col rows or input strips in a slot of kRows * k (+ copy_floats' slack).
+  if (scratch.size() < tiles * kRows * k + 8) scratch.resize(tiles * kRows * k + 8);
   struct Call {
     size_t tile, count;  // micro-tiles [tile, tile + count)
     bool implicit;       // runs in seg[tile * S ...], else im2col rows in scratch
@@ -768,7 +774,7 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
     }
     const size_t first = m0 + tile * kRows, mr = std::min(kRows, m_count - tile * kRows);
     const int64_t x0 = int64_t(ox) * stride_w - pad_left;
-    const int64_t x_end = int64_t(ox + mr - 1) * stride_w - pad_left + s.kernel_w;  // one past
+    const int64_t x_end = int64_t(ox + mr - 1) * stride_w - pad_left + reach;  // one past
     const bool one_row = S > 0 && ox + mr <= out_w;
     const bool inside = x0 >= 0 && x_end <= in_w;
     if (one_row && inside && extends) {
@@ -790,7 +796,7 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
     const size_t copied = size_t(std::max<int64_t>(0, in_hi - in_lo)) * in_c;
     for (uint32_t ky = 0; ky < s.kernel_h; ++ky) {
       const int64_t iy = int64_t(oy) * s.stride_h - s.pad_top + int64_t(ky) * s.dilation_h;
-      const float*& run = seg[tile * S + ky];
+      const float* run = nullptr;  // the row's columns from x0 (its taps follow at dilation_w steps)
       if (iy < 0 || iy >= in_h) {
         run = nullptr;
       } else if (inside) {
@@ -804,11 +810,12 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
         run = strip;
         strip += span;
       }
+      for (size_t tx = 0; tx < T; ++tx) seg[tile * S + ky * T + tx] = run ? run + tx * s.dilation_w * in_c : nullptr;
     }
     calls.push_back({tile, 1, true});
     extends = inside;
   }
-  const size_t run_k = size_t(s.kernel_w) * in_c, run_lda = size_t(s.stride_w) * in_c;
+  const size_t run_k = T == 1 ? size_t(s.kernel_w) * in_c : in_c, run_lda = size_t(s.stride_w) * in_c;
   for (const Call& call : calls) {
     const size_t r = call.tile * kRows, mr = std::min((call.tile + call.count) * kRows, m_count) - r;
     const float* rows = scratch.data() + r * k;

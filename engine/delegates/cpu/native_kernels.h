@@ -125,7 +125,8 @@ class NativeConv final : public NativeOp {
   bool wide_ = false;        // AVX-512 with 32-wide panels (more than 16 output channels)
   bool half_width_ = false;  // and the last panel's 17-24 columns on the ymm kernel (avx512_half_width)
   size_t k_ = 0;             // GEMM depth: kernel_h * kernel_w * in_c
-  size_t segments_ = 0;      // runs of A per output pixel read in place: kernel_h, or 0 (im2col only)
+  size_t segments_ = 0;      // runs of A per output pixel read in place (kernel_h * taps_w_), or 0 (im2col only)
+  size_t taps_w_ = 1;        // runs per kernel row: 1 (its taps contiguous), kernel_w when dilated
   bool strips_ = false;      // edge micro-tiles read zero-padded copies of their input rows
   size_t n_blocks_ = 0;      // out_c in panels of 32 (AVX-512) or 16
   bool scaled_sum_ = false;  // run_scaled gates its input per tile (it has a sum), on packed_
