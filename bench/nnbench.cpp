@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
           continue;
         }
         nn::SessionOptions options;
+        options.cpu = nn::CpuOptions::from_environment();
         options.delegates = {delegate};
         options.threads = t;
         auto t1 = std::chrono::steady_clock::now();

@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
   nn::audio::StreamOptions options;
   options.session.delegates = {delegate};
   options.session.threads = threads;
+  options.session.cpu = nn::CpuOptions::from_environment();
   const auto open0 = Clock::now();
   auto proc = nn::audio::StreamProcessor::open(*model, options);
   const double open_ms = ms_since(open0);

@@ -7,14 +7,20 @@ Models (made or fetched into bench/zoo/, git-ignored, nothing committed):
   - TFLite models from npm (MediaPipe face detection, hands, pose) and the two selfie models
     in assets/models.
 For each: our CPU output against the reference (PyTorch for ONNX models, our reference
-kernels for TFLite files), as max |ours - ref| / max |ref|, judged against 1e-4 or the model's
-own float sensitivity (float32 vs float64 PyTorch, x10) where that is larger; the ops left
+kernels for TFLite files, on a fixed uniform [-1, 1] input), as max |ours - ref| / max |ref|,
+judged against 1e-4 or, where larger, 10x the model's own float sensitivity: float32 vs
+float64 PyTorch for ONNX models; for TFLite models how far the reference kernels' output
+moves when each input value moves by one ulp (pose_landmark_*'s 256x256 segmentation logits
+move by 1e-4 to 7e-4: every float32 kernel order lands that far apart); the ops left
 on reference kernels inside the CPU delegate (nnrun --explain); our latency and ONNX
 Runtime's on the same ONNX file at 1 and 2 threads, alternating for --rounds rounds (median
 of the rounds' medians).
 
 Usage: /usr/bin/python3 bench/zoo.py [--models resnet18,hand_landmark_full,...] [--families tflite]
-           [--rounds 3] [--runs 20] [--no-ort] [--readme]
+           [--rounds 3] [--runs 20] [--no-ort] [--readme] [--env NN_NO_AVX512=1 --tag avx2]
+--env sets a variable for our runs only (ORT runs its best); --tag names the results file,
+the README section (<!-- zoo-TAG:begin -->) and the chart, so the AVX2 table sits beside
+the default one.
 """
 import argparse
 import hashlib
@@ -98,6 +104,19 @@ open(out + "/sensitivity.txt", "w").write(repr(sens))
 '''
 
 
+def tflite_input_shapes(model):
+    """The input shapes of a .tflite file (flatc's JSON dump with the importer's schema)."""
+    import tempfile
+    schema = os.path.join(ROOT, "engine", "import", "tflite", "tflite_schema.fbs")
+    with tempfile.TemporaryDirectory() as tmp:
+        r = sh(["flatc", "-t", "--strict-json", "--raw-binary", "-o", tmp, schema, "--", model])
+        if r.returncode != 0:
+            raise RuntimeError("flatc: " + r.stderr.strip()[-200:])
+        dump = json.load(open(os.path.join(tmp, os.path.basename(model)[:-len(".tflite")] + ".json")))
+    graph = dump["subgraphs"][0]
+    return [graph["tensors"][i]["shape"] for i in graph["inputs"]]
+
+
 def sh(cmd, timeout=1800, env=None, cwd=None):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
 
@@ -136,12 +155,22 @@ def prepare(name, family, arg):
         src = os.path.join(ROOT, "assets", "models", arg)
     if not os.path.exists(src):
         raise RuntimeError(f"{src} missing")
-    return src, None, None, 0.0
+    inp = os.path.join(d, "input.npy")
+    if not os.path.exists(inp):
+        import numpy as np
+        shapes = tflite_input_shapes(src)
+        if len(shapes) != 1:
+            raise RuntimeError(f"{len(shapes)} inputs: the zoo feeds one")
+        np.save(inp, np.random.default_rng(0).uniform(-1, 1, shapes[0]).astype(np.float32))
+    return src, inp, None, None
+
+
+OUR_ENV = {}  # --env: for our runs only
 
 
 def nnrun(model, args, threads=1, env=None):
     cmd = [NNRUN, model, "--json", "--threads", str(threads)] + args
-    r = sh(cmd, env=dict(os.environ, **(env or {})))
+    r = sh(cmd, env=dict(os.environ, **OUR_ENV, **(env or {})))
     if r.returncode != 0:
         raise RuntimeError((r.stderr.strip().splitlines() or ["nnrun failed"])[-1])
     out = r.stdout
@@ -178,9 +207,21 @@ def reference_ops(plan):
 def check_and_time(name, family, arg, a):
     row = {"model": name, "family": family}
     model, inp, ref, sens = prepare(name, family, arg)
+    if sens is None:  # TFLite: the reference kernels on the input moved by one ulp, both ways at random
+        import numpy as np
+        x = np.load(inp)
+        moved = x * (1 + np.random.default_rng(1).choice([-1.0, 1.0], x.shape) * 2.0 ** -23)
+        np.save(os.path.join(ZOO, name, "input_ulp.npy"), moved.astype(np.float32))
+        base = os.path.join(ZOO, name, "out")
+        for tag, path in (("ref", inp), ("ref_ulp", os.path.join(ZOO, name, "input_ulp.npy"))):
+            shutil.rmtree(f"{base}/{tag}", ignore_errors=True)
+            nnrun(model, ["--input", path, "-d", "reference", "--runs", "1", "--warmup", "0",
+                          "--save-outputs", f"{base}/{tag}"])
+        sens = max(rel_error(a, b) for a, b in zip(load_outputs(f"{base}/ref_ulp"), load_outputs(f"{base}/ref")))
+    row["sensitivity"] = sens
     row["tolerance"] = max(1e-4, 10 * sens)
     out_dir = os.path.join(ZOO, name, "out")
-    shutil.rmtree(out_dir, ignore_errors=True)
+    shutil.rmtree(out_dir + "/cpu", ignore_errors=True)
     io = ["--input", inp] if inp else ["--random"]
     info = nnrun(model, io + ["-d", "cpu", "--runs", "1", "--warmup", "0", "--explain", "--save-outputs",
                               out_dir + "/cpu"])
@@ -192,8 +233,7 @@ def check_and_time(name, family, arg, a):
     if ref:
         import numpy as np
         refs = [np.load(ref)]
-    else:
-        nnrun(model, io + ["-d", "reference", "--runs", "1", "--warmup", "0", "--save-outputs", out_dir + "/ref"])
+    else:  # made above, with the sensitivity
         refs = load_outputs(out_dir + "/ref")
     row["rel_error"] = max(rel_error(o, r) for o, r in zip(ours, refs))
     row["ok"] = row["rel_error"] <= row["tolerance"]
@@ -242,6 +282,14 @@ def table(rows):
             f"{'' if r['ok'] else ' **over**'} | {r['ref_ops']}{' (' + summarize(r['ref_list']) + ')' if r['ref_ops'] else ''} | "
             f"{fmt(r['nn1_ms'], '.2f')} | {fmt(r['ort1_ms'], '.2f')} | {ratio(1)} | "
             f"{fmt(r['nn2_ms'], '.2f')} | {fmt(r['ort2_ms'], '.2f')} | {ratio(2)} |")
+    ratios = {t: [r[f"nn{t}_ms"] / r[f"ort{t}_ms"] for r in rows
+                  if "error" not in r and r.get(f"ort{t}_ms") and r.get(f"nn{t}_ms")] for t in (1, 2)}
+    if ratios[1]:
+        import math
+        gm = {t: math.exp(sum(map(math.log, v)) / len(v)) for t, v in ratios.items() if v}
+        lines.append("")
+        lines.append(f"Geometric mean of ours/ORT over the {len(ratios[1])} models ORT runs: "
+                     + ", ".join(f"{gm[t]:.2f} at {t} thread{'s' if t > 1 else ''}" for t in gm) + ".")
     return "\n".join(lines)
 
 
@@ -290,7 +338,14 @@ def main():
     ap.add_argument("--no-ort", action="store_true")
     ap.add_argument("--readme", action="store_true", help="write the table and chart into bench/README.md")
     ap.add_argument("--from-results", action="store_true", help="render bench/zoo/results.json, run nothing")
+    ap.add_argument("--env", action="append", default=[], help="VAR=value for our runs only (repeatable)")
+    ap.add_argument("--tag", default="", help="results_TAG.json, README section zoo-TAG, chart zoo-latency-TAG.png")
     a = ap.parse_args()
+    for item in a.env:
+        key, _, value = item.partition("=")
+        OUR_ENV[key] = value
+    suffix = "_" + a.tag if a.tag else ""
+    results = os.path.join(ZOO, f"results{suffix}.json")
     models = all_models()
     names = [n for n in (a.models.split(",") if a.models else models) if n]
     for n in names:
@@ -304,7 +359,7 @@ def main():
     os.makedirs(ZOO, exist_ok=True)
     if a.from_results:
         names = []
-        rows = json.load(open(os.path.join(ZOO, "results.json")))
+        rows = json.load(open(results))
     for n in names:
         family, arg = models[n]
         t0 = time.time()
@@ -315,7 +370,7 @@ def main():
         rows.append(row)
         print(f"{n}: {json.dumps(row)} ({time.time() - t0:.0f} s)", file=sys.stderr)
     if not a.from_results:
-        json.dump(rows, open(os.path.join(ZOO, "results.json"), "w"), indent=1)
+        json.dump(rows, open(results, "w"), indent=1)
     text = table(rows)
     print(text)
     failed = [r["model"] for r in rows if "error" in r or not r["ok"]]
@@ -323,17 +378,25 @@ def main():
     print(f"\n{len(rows)} models, {len(failed)} failing ({', '.join(failed)}), "
           f"{len(with_ref)} with ops on reference kernels ({', '.join(with_ref)})")
     if a.readme:
-        has_chart = chart(rows, os.path.join(ROOT, "bench", "zoo-latency.png"))
-        section = (f"Host: {host_isa()}. Command: `/usr/bin/python3 bench/zoo.py --rounds {a.rounds} "
-                   f"--runs {a.runs}{' --models ' + a.models if a.models else ''}`.\n\n{text}\n")
+        png = f"zoo-latency{suffix.replace('_', '-')}.png"
+        has_chart = chart(rows, os.path.join(ROOT, "bench", png))
+        env = "".join(f"{k}={v} " for k, v in OUR_ENV.items())
+        flags = "".join(f" --env {k}={v}" for k, v in OUR_ENV.items()) + (f" --tag {a.tag}" if a.tag else "")
+        section = (f"Host: {host_isa()}; load average {os.getloadavg()[0]:.0f} at the end. Command: "
+                   f"`/usr/bin/python3 bench/zoo.py --rounds {a.rounds} --runs {a.runs}"
+                   f"{' --models ' + a.models if a.models else ''}{flags}`"
+                   f"{' (ours with ' + env.strip() + ')' if env else ''}.\n\n{text}\n")
         if has_chart:
-            section += "\n![zoo latency against ONNX Runtime](zoo-latency.png)\n"
+            section += f"\n![zoo latency against ONNX Runtime]({png})\n"
         readme = open(README).read()
-        begin, end = "<!-- zoo:begin -->", "<!-- zoo:end -->"
+        marker = "zoo-" + a.tag if a.tag else "zoo"
+        begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
         if begin in readme:
             readme = readme[:readme.index(begin) + len(begin)] + "\n" + section + readme[readme.index(end):]
         else:
-            readme += f"\n## The model zoo\n\n{begin}\n{section}{end}\n"
+            at = readme.index("<!-- zoo:end -->") + len("<!-- zoo:end -->") if "<!-- zoo:end -->" in readme \
+                else len(readme)
+            readme = readme[:at] + f"\n\n{begin}\n{section}{end}" + readme[at:]
         open(README, "w").write(readme)
     return 1 if failed else 0
 

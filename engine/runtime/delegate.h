@@ -42,6 +42,7 @@ struct CompileOptions {
   pthreadpool_t threadpool = nullptr;  // shared by the session; nullptr = run on the caller
   bool profile = false;                // time each step (one XNNPACK runtime per node)
   double budget_ms = 0;                // SessionOptions::budget_ms
+  CpuOptions cpu;                      // SessionOptions::cpu
 };
 
 class CompiledPartition {

@@ -116,6 +116,7 @@ Result<std::unique_ptr<Session>> PartitionedSession::open(std::shared_ptr<const 
   compile_options.threadpool = session->pool_.get();
   compile_options.profile = options.profile;
   compile_options.budget_ms = options.budget_ms;
+  compile_options.cpu = options.cpu;
 
   PartitionRequest request;
   request.delegates = options.delegates;

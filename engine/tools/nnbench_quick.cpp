@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
   std::shared_ptr<const nn::Model> model = std::move(loaded).value();
 
   nn::SessionOptions options;
+  options.cpu = nn::CpuOptions::from_environment();  // NN_NO_* A/B switches (bench/ab.py)
   options.delegates.clear();
   for (size_t pos = 0; pos <= delegates.size();) {
     size_t comma = delegates.find(',', pos);

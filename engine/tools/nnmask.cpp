@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   nn::SessionOptions options;
+  options.cpu = nn::CpuOptions::from_environment();
   options.delegates = {delegate};
   options.threads = threads;
   auto session = nn::Session::open(*model, options);

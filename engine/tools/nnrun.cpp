@@ -260,6 +260,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   nn::SessionOptions stream_session;
+  stream_session.cpu = nn::CpuOptions::from_environment();
   stream_session.threads = threads;
   stream_session.delegates.clear();
   for (size_t p = 0, q; p <= delegate.size(); p = q + 1) {
@@ -279,6 +280,7 @@ int main(int argc, char** argv) {
                 std::to_string(inputs.size()) + " --input files");
 
   nn::SessionOptions options;
+  options.cpu = nn::CpuOptions::from_environment();  // the NN_NO_* switches of the CPU delegate
   options.threads = threads;
   options.profile = profile;
   options.delegates.clear();

@@ -18,7 +18,8 @@ class TinyModel {
   // A tensor; with data it is a constant (its own buffer).
   int tensor(std::vector<int32_t> shape, tflite::TensorType type, const std::string& name,
              const void* data = nullptr, size_t length = 0, const std::vector<float>& scales = {},
-             int32_t quantized_dimension = 0, const std::vector<int64_t>& zero_points_in = {}) {
+             int32_t quantized_dimension = 0, const std::vector<int64_t>& zero_points_in = {},
+             flatbuffers::Offset<tflite::SparsityParameters> sparsity = 0) {
     uint32_t buffer = 0;
     if (data) {
       fbb_.ForceVectorAlignment(length, 1, 16);
@@ -34,7 +35,7 @@ class TinyModel {
                                                          tflite::QuantizationDetails_NONE, 0,
                                                          quantized_dimension);
     }
-    tensors_.push_back(tflite::CreateTensorDirect(fbb_, &shape, type, buffer, name.c_str(), quant));
+    tensors_.push_back(tflite::CreateTensorDirect(fbb_, &shape, type, buffer, name.c_str(), quant, false, sparsity));
     return static_cast<int>(tensors_.size() - 1);
   }
   template <typename T>

@@ -26,7 +26,7 @@ using Built = nn_test::TestModel;
 // Validates, compares cpu (profiled, 1 thread) and cpu (2 threads) against the reference,
 // and expects the op under test (e.g. "op 0 CONV_2D") as its own step: "[native]" when
 // the delegate runs it with nnpipe's own kernel (native_kernels.h), else "[xnnpack]". Native
-// ops are checked again on the AVX2 kernels (NN_NO_AVX512; the same as the first pass on
+// ops are checked again on the AVX2 kernels (CpuOptions::avx512 off; the same as the first pass on
 // CPUs without AVX-512) and with the native kernels off (XNNPACK's).
 // kNativeAvx512: native on the AVX-512 kernels only (XNNPACK's where AVX2 would run).
 enum class Runs { kXnnpack, kNative, kNativeAvx512 };
@@ -34,28 +34,31 @@ bool has_avx512() {
   return __builtin_cpu_supports("avx512f");
 }
 
-void check(Built& b, const std::string& op, Runs runs = Runs::kXnnpack, float lo = -1.f, float hi = 1.f) {
+void check(Built& b, const std::string& op, Runs runs = Runs::kXnnpack, float lo = -1.f, float hi = 1.f,
+           const nn::CpuOptions& base = {}) {
   nn::Status v = b.model->validate_and_infer_shapes();
   ASSERT_TRUE(v.is_ok()) << v.to_string();
   const bool native = runs != Runs::kXnnpack;
   for (int pass = 0; pass < (native ? 3 : 1); ++pass) {
-    if (pass == 1) setenv("NN_NO_AVX512", "1", 1);
-    if (pass == 2) setenv("NN_NO_NATIVE_CONV", "1", 1);
+    nn::CpuOptions cpu = base;
+    if (pass >= 1) cpu.avx512 = false;
+    if (pass == 2) cpu.native_kernels = false;
     const bool native_pass =
         runs == Runs::kNative ? pass < 2 : runs == Runs::kNativeAvx512 && pass == 0 && has_avx512();
     const std::string expected = op + (native_pass ? " [native]" : " [xnnpack]");
     nn::SessionOptions profiled;
     profiled.delegates = {"cpu"};
     profiled.profile = true;
+    profiled.cpu = cpu;
     auto c = nn_test::compare_with_reference(b.model, profiled, lo, hi);
     EXPECT_LE(c.max_rel_error, kTolerance) << expected << ", max |expected| " << c.max_abs_expected;
     EXPECT_EQ(nn_test::count_steps(c, expected), 1) << nn_test::step_labels(c);
     nn::SessionOptions threaded;
     threaded.delegates = {"cpu"};
     threaded.threads = 2;
+    threaded.cpu = cpu;
     auto c2 = nn_test::compare_with_reference(b.model, threaded, lo, hi);
     EXPECT_LE(c2.max_rel_error, kTolerance) << expected << " (2 threads)";
-    if (pass == 2) unsetenv("NN_NO_NATIVE_CONV"), unsetenv("NN_NO_AVX512");
   }
 }
 
@@ -122,10 +125,12 @@ TEST_P(Channels, Conv2d3x3TilesAcrossRowsAndImages) {
 // kernels forced on and off, so both run on any host.
 TEST_P(Channels, PointwiseConvPanelAndRowTails) {
   const uint32_t c = GetParam();
-  for (const char* half_width : {"1", "0"})
+  for (auto half_width : {nn::CpuOptions::HalfWidth::kOn, nn::CpuOptions::HalfWidth::kOff})
     for (uint32_t n : {8u, 17u, 20u, 24u, 33u, 40u, 48u, 56u, 72u, 88u}) {
-      setenv("NN_AVX512_HALF_WIDTH", half_width, 1);
-      SCOPED_TRACE("out channels " + std::to_string(n) + ", half width " + half_width);
+      nn::CpuOptions cpu;
+      cpu.avx512_half_width = half_width;
+      SCOPED_TRACE("out channels " + std::to_string(n) + ", half width " +
+                   (half_width == nn::CpuOptions::HalfWidth::kOn ? "on" : "off"));
       Built b;
       uint32_t x = b.input({1, 5, 9, c});
       uint32_t w = b.constant({n, 1, 1, c}, 81), bias = b.constant({n}, 82);
@@ -137,8 +142,7 @@ TEST_P(Channels, PointwiseConvPanelAndRowTails) {
                              : b.op(T::CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
       if (n == 20 || n == 72) conv = b.op(T::HARD_SWISH, {conv});
       b.output(n == 24 || n == 88 || n == 40 ? b.op(T::ADD, {conv, b.input({1, 5, 9, n}), b.i32(1)}) : conv);
-      check(b, "op 0 CONV_2D", Runs::kNative);
-      unsetenv("NN_AVX512_HALF_WIDTH");
+      check(b, "op 0 CONV_2D", Runs::kNative, -1.f, 1.f, cpu);
     }
 }
 
@@ -446,6 +450,195 @@ TEST_P(Channels, ConvHardSwishResidualAddFuse) {
   two.delegates = {"cpu"};
   two.threads = 2;
   EXPECT_LE(nn_test::compare_with_reference(b.model, two, -2.f, 2.f).max_rel_error, kTolerance);
+}
+
+// The data ops XNNPACK has no node for run on the delegate's own kernels (native_data.h):
+// "[native]" on 1 and 2 threads against the reference kernels, and with
+// CpuOptions::native_data_ops off on the reference kernels ("[reference]").
+void check_data(Built& b, const std::string& op, float lo = -1.f, float hi = 1.f) {
+  for (bool native : {true, false}) {
+    const std::string expected = op + (native ? " [native]" : " [reference]");
+    nn::Status v = b.model->validate_and_infer_shapes();
+    ASSERT_TRUE(v.is_ok()) << v.to_string();
+    nn::SessionOptions profiled;
+    profiled.delegates = {"cpu"};
+    profiled.profile = true;
+    profiled.cpu.native_data_ops = native;
+    auto c = nn_test::compare_with_reference(b.model, profiled, lo, hi);
+    EXPECT_LE(c.max_rel_error, kTolerance) << expected;
+    EXPECT_EQ(nn_test::count_steps(c, expected), 1) << nn_test::step_labels(c);
+    nn::SessionOptions threaded;
+    threaded.delegates = {"cpu"};
+    threaded.threads = 2;
+    threaded.cpu.native_data_ops = native;
+    EXPECT_LE(nn_test::compare_with_reference(b.model, threaded, lo, hi).max_rel_error, kTolerance)
+        << expected << " (2 threads)";
+  }
+}
+
+TEST_P(Channels, ConcatenationAxes) {
+  const uint32_t c = GetParam();
+  {  // channels, one input a constant, large enough to be split over the pool
+    Built b;
+    uint32_t x = b.input({1, 40, 33, c}), y = b.input({1, 40, 33, 5});
+    b.output(b.op(T::CONCATENATION, {x, b.constant({1, 40, 33, 3}, 71), y, b.i32(-1)}));
+    check_data(b, "op 0 CONCATENATION");
+  }
+  {  // rows
+    Built b;
+    uint32_t x = b.input({2, 3, 7, c}), y = b.input({2, 5, 7, c});
+    b.output(b.op(T::CONCATENATION, {x, y, b.i32(1)}));
+    check_data(b, "op 0 CONCATENATION");
+  }
+}
+
+TEST_P(Channels, TransposeChannelShuffleAndLayouts) {
+  const uint32_t c = GetParam();
+  {  // ShuffleNet's channel shuffle: [.., 2, C] -> [.., C, 2]
+    Built b;
+    uint32_t x = b.input({1, 9, 11, 2, c});
+    b.output(b.op(T::TRANSPOSE, {x, b.ints({0, 1, 2, 4, 3})}));
+    check_data(b, "op 0 TRANSPOSE");
+  }
+  {  // NHWC -> NCHW, large enough for the pool
+    Built b;
+    uint32_t x = b.input({2, 37, 29, c});
+    b.output(b.op(T::TRANSPOSE, {x, b.ints({0, 3, 1, 2})}));
+    check_data(b, "op 0 TRANSPOSE");
+  }
+  {  // perm omitted: reversed dims
+    Built b;
+    uint32_t x = b.input({3, 5, c});
+    b.model->add_operation(T::TRANSPOSE, {x, b.model->add_tensor(nn::OperandType::TENSOR_INT32, {0})},
+                           {b.model->add_tensor(nn::OperandType::TENSOR_FLOAT32, {})});
+    b.model->operands[b.model->operations[0].inputs[1]].lifetime = nn::Lifetime::NO_VALUE;
+    b.output(b.model->operations[0].outputs[0]);
+    check_data(b, "op 0 TRANSPOSE");
+  }
+}
+
+TEST_P(Channels, SliceWithToTheEnd) {
+  const uint32_t c = GetParam();
+  Built b;
+  uint32_t x = b.input({2, 9, 13, c});
+  b.output(b.op(T::SLICE, {x, b.ints({1, 2, 3, 0}), b.ints({1, -1, 7, int32_t((c + 1) / 2)})}));
+  check_data(b, "op 0 SLICE");
+}
+
+TEST_P(Channels, MeanOverOneOrAdjacentAxes) {
+  const uint32_t c = GetParam();
+  for (int keep : {0, 1}) {
+    Built b;  // layer norm's mean over channels
+    uint32_t x = b.input({1, 7, 9, c});
+    b.output(b.op(T::MEAN, {x, b.ints({-1}), b.i32(keep)}));
+    check_data(b, "op 0 MEAN", -1.f, 3.f);
+  }
+  Built b;  // over H alone (a row of W*C values per step), then over the rest
+  uint32_t x = b.input({2, 5, 9, c});
+  uint32_t m = b.op(T::MEAN, {x, b.ints({1}), b.i32(0)});
+  b.output(b.op(T::MEAN, {m, b.ints({2, 1}), b.i32(1)}));
+  auto cmp = profiled_cpu(b);
+  EXPECT_LE(cmp.max_rel_error, kTolerance);
+  EXPECT_EQ(nn_test::count_steps(cmp, "op 0 MEAN [native]"), 1) << nn_test::step_labels(cmp);
+  EXPECT_EQ(nn_test::count_steps(cmp, "op 1 MEAN [native]"), 1) << nn_test::step_labels(cmp);
+}
+
+TEST_P(Channels, ErfAndPowForGeluAndLayerNorm) {
+  const uint32_t c = GetParam();
+  {
+    Built b;
+    uint32_t x = b.input({1, 19, 13, c});
+    b.output(b.op(T::NNPIPE_ERF, {x}));
+    check_data(b, "op 0 NNPIPE_ERF", -5.f, 5.f);
+  }
+  for (float e : {2.f, 0.5f}) {  // square and square root on XNNPACK
+    Built b;
+    uint32_t x = b.input({1, 3, 13, c});
+    b.output(b.op(T::POW, {x, b.model->add_constant_f32({1}, std::vector<float>{e})}));
+    check(b, "op 0 POW", Runs::kXnnpack, e == 2.f ? -3.f : 0.01f, 3.f);
+  }
+}
+
+// SiLU after a native conv or depthwise conv (torch exports it as Sigmoid and Mul): the
+// LOGISTIC and the MUL run as the kernel's swish stage, with either MUL operand order; not
+// where the conv's output is also read elsewhere.
+TEST_P(Channels, SwishFusesIntoNativeConvAndDepthwise) {
+  const uint32_t c = GetParam();
+  for (bool depthwise : {false, true})
+    for (bool x_first : {true, false}) {
+      SCOPED_TRACE(std::string(depthwise ? "depthwise" : "conv") + (x_first ? ", x * s" : ", s * x"));
+      Built b;
+      uint32_t x = b.input({1, 7, 9, c});
+      uint32_t y = depthwise ? b.op(T::DEPTHWISE_CONV_2D, {x, b.constant({1, 5, 5, c}, 91), b.constant({c}, 92),
+                                                           b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(0)})
+                             : b.op(T::CONV_2D, {x, b.constant({19, 3, 3, c}, 93), b.constant({19}, 94), b.i32(1),
+                                                 b.i32(1), b.i32(1), b.i32(0)});
+      uint32_t s = b.op(T::LOGISTIC, {y});
+      b.output(b.op(T::MUL, {x_first ? y : s, x_first ? s : y, b.i32(0)}));
+      const std::string op = depthwise ? "op 0 DEPTHWISE_CONV_2D" : "op 0 CONV_2D";
+      check(b, op, Runs::kNative, -3.f, 3.f);
+      auto cmp = profiled_cpu(b, -3.f, 3.f);
+      EXPECT_EQ(nn_test::count_steps(cmp, "LOGISTIC") + nn_test::count_steps(cmp, "MUL"), 0)
+          << nn_test::step_labels(cmp);
+    }
+  Built b;  // the conv's output is a model output too: the sigmoid and product stay apart
+  uint32_t x = b.input({1, 7, 9, c});
+  uint32_t y = b.op(T::CONV_2D, {x, b.constant({19, 3, 3, c}, 95), b.constant({19}, 96), b.i32(1), b.i32(1),
+                                 b.i32(1), b.i32(0)});
+  b.output(b.op(T::MUL, {y, b.op(T::LOGISTIC, {y}), b.i32(0)}));
+  b.output(y);
+  auto cmp = profiled_cpu(b, -3.f, 3.f);
+  EXPECT_LE(cmp.max_rel_error, kTolerance);
+  EXPECT_EQ(nn_test::count_steps(cmp, "op 1 LOGISTIC [xnnpack]"), 1) << nn_test::step_labels(cmp);
+}
+
+// A dilation wider than the image: kernel rows / columns that read only padding for every
+// output pixel are dropped (ASPP's dilated convs on a small map): 3x3 at dilation 4 with
+// padding 4 on a 4x7 image keeps its middle row (1x3), at dilation 9 on 5x5 only its
+// centre (1x1, a pointwise GEMM). Same numbers as the full kernel.
+TEST_P(Channels, ConvDeadTapsDropped) {
+  const uint32_t c = GetParam();
+  struct Case {
+    uint32_t h, w, dilation;
+    const char* taps;
+  };
+  for (Case k : {Case{4, 7, 4, "1x3 live taps"}, Case{5, 5, 9, "1x1 live taps"}}) {
+    SCOPED_TRACE(k.taps);
+    Built b;
+    uint32_t x = b.input({1, k.h, k.w, c});
+    const int32_t d = int32_t(k.dilation);
+    b.output(b.op(T::CONV_2D, {x, b.constant({21, 3, 3, c}, 97), b.constant({21}, 98), b.i32(d), b.i32(d),
+                               b.i32(d), b.i32(d), b.i32(1), b.i32(1), b.i32(0), b.boolean(false), b.i32(d),
+                               b.i32(d)}));
+    check(b, "op 0 CONV_2D", Runs::kNative);
+    nn::SessionOptions o;
+    o.delegates = {"cpu"};
+    auto session = nn::Session::open(b.model, o);
+    ASSERT_TRUE(session.is_ok()) << session.status().to_string();
+    ASSERT_EQ((*session)->kernels().size(), 1u);
+    EXPECT_NE((*session)->kernels()[0].kernel.find(k.taps), std::string::npos) << (*session)->kernels()[0].kernel;
+  }
+}
+
+// Dilated convs read their taps in place (one run of A per tap), with zero-padded strips
+// at the left and right edges where the windows' span fits a micro-tile's space, else
+// im2col rows: widths that put tiles across both edges, dilation 2..7, strides 1 and 2.
+TEST_P(Channels, Conv2dDilatedTapsInPlace) {
+  const uint32_t c = GetParam();
+  struct Case {
+    uint32_t w, stride, dil_w, dil_h;
+  };
+  for (Case k : {Case{23, 1, 2, 2}, Case{19, 1, 3, 1}, Case{21, 2, 2, 3}, Case{30, 1, 7, 2}}) {
+    SCOPED_TRACE("width " + std::to_string(k.w) + " stride " + std::to_string(k.stride) + " dilation " +
+                 std::to_string(k.dil_w) + "x" + std::to_string(k.dil_h));
+    Built b;
+    uint32_t x = b.input({2, 9, k.w, c});
+    const int32_t st = int32_t(k.stride);
+    b.output(b.op(T::CONV_2D, {x, b.constant({17, 3, 3, c}, 99), b.constant({17}, 100), b.i32(1), b.i32(st),
+                               b.i32(st), b.i32(1), b.boolean(false), b.i32(int32_t(k.dil_w)),
+                               b.i32(int32_t(k.dil_h))}));
+    check(b, "op 0 CONV_2D", Runs::kNative);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(OddSizes, Channels, ::testing::Values(1u, 13u, 127u));
@@ -889,14 +1082,14 @@ TEST(CpuDelegateFusion, ResidualFromLaterBranchIsReadyFirst) {
   EXPECT_NE(r.steps[1].label.find("CONV_2D [native]"), std::string::npos) << nn_test::step_labels(r);
 }
 
-// An op XNNPACK lacks (TRANSPOSE) between XNNPACK ops: three steps inside the one CPU
+// An op XNNPACK lacks (TANH) between XNNPACK ops: three steps inside the one CPU
 // partition, tensors handed across, same numbers.
 TEST(CpuDelegateSteps, ReferenceOpBetweenXnnpackSteps) {
   Built b;
   uint32_t x = b.input({1, 6, 7, 13});
   uint32_t w = b.constant({5, 1, 1, 13}, 23), bias = b.constant({5}, 24);
   uint32_t conv = b.op(T::CONV_2D, {x, w, bias, b.i32(2), b.i32(1), b.i32(1), b.i32(1)});
-  uint32_t t = b.op(T::TRANSPOSE, {conv, b.ints({0, 2, 1, 3})});
+  uint32_t t = b.op(T::TANH, {conv});  // no XNNPACK node, no native kernel
   uint32_t s = b.op(T::LOGISTIC, {t});
   b.output(s);
   b.output(conv);
@@ -909,7 +1102,7 @@ TEST(CpuDelegateSteps, ReferenceOpBetweenXnnpackSteps) {
   c = nn_test::compare_with_reference(b.model, o);
   EXPECT_EQ(nn_test::count_steps(c, "[xnnpack]") + nn_test::count_steps(c, "[native]"), 2)
       << nn_test::step_labels(c);
-  EXPECT_EQ(nn_test::count_steps(c, "TRANSPOSE [reference]"), 1) << nn_test::step_labels(c);
+  EXPECT_EQ(nn_test::count_steps(c, "TANH [reference]"), 1) << nn_test::step_labels(c);
   // The report names one CPU partition: steps are internal to the delegate.
   EXPECT_NE(c.report.find("partition 0: cpu, 3 ops"), std::string::npos) << c.report;
 }

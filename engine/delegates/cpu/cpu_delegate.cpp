@@ -1,12 +1,15 @@
 // The CPU delegate: a partition becomes a few steps, each either ONE XNNPACK runtime
 // (every op XNNPACK does exactly, lowered into one subgraph with its own memory plan),
-// a run of nnpipe's native kernels (dense/depthwise/transpose convs, native_kernels.h) or
-// a run of reference kernels (ops XNNPACK lacks). Before that, ops whose inputs are all
-// constant are folded at compile time (e.g. DEQUANTIZE of FP16 weights), and a
-// RELU/RELU1/RELU6 whose input has no other reader folds into its producer's clamp; a
-// native kernel also takes a following HARD_SWISH and residual ADD into its epilogue.
+// a run of nnpipe's native kernels (dense/depthwise/transpose convs, native_kernels.h;
+// the copies, MEAN and ERF XNNPACK lacks, native_data.h) or a run of reference kernels.
+// Before that, ops whose inputs are all constant are folded at compile time (e.g.
+// DEQUANTIZE of FP16 weights). Each live op gets a FusedOp record; named fusion passes
+// make some records heads of the ops after them (a RELU* into its producer's clamp, a
+// HARD_SWISH / residual ADD into a native kernel's epilogue, ...); CpuOptions turns each
+// native kernel and fusion off.
 //
-//   ops --fold constants--> live ops --label xnn|native|ref--> fuse --> group_by_label --> steps
+//   ops --fold constants--> live ops --label_ops: xnn|native|ref--> fuse_* passes
+//       --> make_native_kernels --> group_steps (group_by_label) --> plan_memory
 //   step boundary tensors: partition boundary -> session buffer, else a buffer here;
 //   everything inside an XNNPACK step stays in XNNPACK's workspace.
 #include <xnnpack.h>
@@ -22,6 +25,7 @@
 #include <set>
 
 #include "delegates/cpu/cpu_internal.h"
+#include "delegates/cpu/native_data.h"
 #include "delegates/cpu/native_kernels.h"
 #include "delegates/cpu/op_params.h"
 #include "nn/ops/registry.h"
@@ -59,6 +63,8 @@ struct SubgraphDeleter {
 struct RefOp {
   uint32_t op = 0;
   const OpDef* def = nullptr;
+  const NativeDataOp* data = nullptr;  // native step: a data op (native_data.h), or
+  const NativeOp* native = nullptr;    // a native kernel
   std::vector<const void*> in;
   std::vector<void*> out;
 };
@@ -129,8 +135,8 @@ bool dense_conv_candidate(const Model& m, const Operation& op) {
 
 NativeKind native_candidate(const Model& m, uint32_t k,
                             const std::map<uint32_t, std::vector<uint32_t>>& readers,
-                            const StaticLookup& statics) {
-  if (!native_conv_supported() || std::getenv("NN_NO_NATIVE_CONV")) return NativeKind::kNone;
+                            const StaticLookup& statics, const CpuOptions& options, const NativeIsa& isa) {
+  if (!native_conv_supported() || !options.native_kernels) return NativeKind::kNone;
   const Operation& op = m.operations[k];
   const Operand& in = m.operands[op.inputs[0]];
   const Operand& out = m.operands[op.outputs[0]];
@@ -152,7 +158,7 @@ NativeKind native_candidate(const Model& m, uint32_t k,
       // ones (selfie's 16-channel decoder) and where the epilogue saves a pass (selfie's
       // residual ADDs, LR-ASPP's 5x5 + HARD_SWISH: 17.6-18.8 vs 17.6-23.4 ms). Ours on
       // AVX-512 wins everywhere (bench/README.md).
-      if (!native_avx512_enabled() && p->filter_h == 3 && p->filter_w == 3 && out.dims[3] > 32 &&
+      if (!isa.avx512 && p->filter_h == 3 && p->filter_w == 3 && out.dims[3] > 32 &&
           !feeds_epilogue_op(m, k, readers, statics))
         return NativeKind::kNone;
       return NativeKind::kDepthwise;
@@ -206,14 +212,51 @@ std::optional<NativeConvShape> conv_shape(const Model& m, const Operation& op) {
 // enough to leave the caches between two separate ops (512 KB); each further thread's range
 // recomputes at most 4% of its rows; and one row fills the conv's micro-tiles (the conv
 // runs a row at a time: a 28-pixel row wastes 12% of 32).
-bool expand_depthwise_pays(const Model& m, uint32_t d, int threads) {
+bool expand_depthwise_pays(const Model& m, uint32_t d, int threads, const NativeIsa& isa) {
   auto s = conv_shape(m, m.operations[d]);
   if (!s) return false;
   const size_t halo = NativeExpandDepthwise::halo_rows(*s) * size_t(std::max(1, threads) - 1);
-  const size_t tile = NativeConv::tile_pixels();
+  const size_t tile = NativeConv::tile_pixels(isa);
   const size_t width = s->in_w, tiled = (width + tile - 1) / tile * tile;
   const size_t bytes = size_t(s->batch) * s->in_h * s->in_w * s->in_c * sizeof(float);
   return bytes >= (size_t(512) << 10) && halo * 25 <= s->in_h && tiled * 100 <= width * 103;
+}
+
+// Drops the kernel rows / columns at either end that read only padding for every output
+// pixel (a dilation wider than the image: DeepLabV3's ASPP convs at dilation 24 and 36 on
+// a 16x16 map read the image with their centre tap only, so they are 1x1 convs): *s gets
+// the smaller kernel and padding, *live the filter's remaining taps. False when every tap
+// reads the image somewhere.
+bool drop_dead_taps(NativeConvShape* s, const float* filter, std::vector<float>* live) {
+  // [first, last] taps along one axis that read input in [0, in) for some output in [0, out).
+  auto live_range = [](uint32_t kernel, uint32_t dilation, uint32_t pad, uint32_t stride, uint32_t in,
+                       uint32_t out, uint32_t* first, uint32_t* last) {
+    auto reads = [&](uint32_t k) {
+      const int64_t lo = int64_t(k) * dilation - pad, hi = lo + int64_t(out - 1) * stride;
+      return hi >= 0 && lo < int64_t(in);
+    };
+    *first = 0, *last = kernel - 1;
+    while (*first < *last && !reads(*first)) ++*first;
+    while (*last > *first && !reads(*last)) --*last;
+    return reads(*first) && int64_t(pad) >= int64_t(*first) * dilation;
+  };
+  uint32_t y0, y1, x0, x1;
+  if (!live_range(s->kernel_h, s->dilation_h, s->pad_top, s->stride_h, s->in_h, s->out_h, &y0, &y1) ||
+      !live_range(s->kernel_w, s->dilation_w, s->pad_left, s->stride_w, s->in_w, s->out_w, &x0, &x1))
+    return false;
+  const uint32_t kh = y1 - y0 + 1, kw = x1 - x0 + 1;
+  if (kh == s->kernel_h && kw == s->kernel_w) return false;
+  const size_t c = s->in_c;
+  live->resize(size_t(s->out_c) * kh * kw * c);
+  float* dst = live->data();
+  for (uint32_t o = 0; o < s->out_c; ++o)
+    for (uint32_t ky = y0; ky <= y1; ++ky, dst += kw * c)
+      std::copy_n(filter + ((size_t(o) * s->kernel_h + ky) * s->kernel_w + x0) * c, kw * c, dst);
+  s->pad_top -= y0 * s->dilation_h, s->pad_left -= x0 * s->dilation_w;
+  s->kernel_h = kh, s->kernel_w = kw;
+  if (kh == 1) s->dilation_h = 1;
+  if (kw == 1) s->dilation_w = 1;
+  return true;
 }
 
 // A conv op's static filter and bias (nullptr when it has none).
@@ -227,17 +270,17 @@ std::pair<const float*, const float*> conv_weights(const Model& m, const Operati
 // front of a resize, NativeConvThenResize).
 std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind kind,
                                          const StaticLookup& statics, const Epilogue& epilogue,
-                                         const Dims* at_size = nullptr) {
+                                         const NativeIsa& isa, bool dead_taps, const Dims* at_size = nullptr) {
   const Operation& op = m.operations[k];
   std::string why;
   if (kind == NativeKind::kAddMean) {  // an ADD; the mean's output shape follows from its input
     const Dims& in = m.operands[op.inputs[0]].dims;
     return std::make_unique<NativeAddMean>(NativeAddMeanShape{
-        uint32_t(in[0]), uint32_t(in[1]), uint32_t(in[2]), uint32_t(in[3]), epilogue.lo, epilogue.hi});
+        uint32_t(in[0]), uint32_t(in[1]), uint32_t(in[2]), uint32_t(in[3]), epilogue.lo, epilogue.hi}, isa);
   }
   if (kind == NativeKind::kResize) {
     auto s = resize_shape(m, op, uint32_t(m.operands[op.inputs[0]].dims[3]));
-    return s ? std::make_unique<NativeResize>(*s) : nullptr;
+    return s ? std::make_unique<NativeResize>(*s, isa) : nullptr;
   }
   auto shape = conv_shape(m, op);
   if (!shape) return nullptr;
@@ -245,12 +288,15 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
   if (at_size) s.batch = (*at_size)[0], s.in_h = s.out_h = (*at_size)[1], s.in_w = s.out_w = (*at_size)[2];
   auto [weights, bias] = conv_weights(m, op, statics);
   switch (kind) {
-    case NativeKind::kConv:
-      return std::make_unique<NativeConv>(s, weights, bias, epilogue);
+    case NativeKind::kConv: {
+      std::vector<float> live;
+      if (dead_taps && drop_dead_taps(&s, weights, &live)) weights = live.data();
+      return std::make_unique<NativeConv>(s, weights, bias, epilogue, isa);
+    }
     case NativeKind::kDepthwise:
-      return std::make_unique<NativeDepthwise>(s, weights, bias, epilogue);
+      return std::make_unique<NativeDepthwise>(s, weights, bias, epilogue, isa);
     case NativeKind::kDeconv:
-      return std::make_unique<NativeDeconv>(s, weights, bias, epilogue);
+      return std::make_unique<NativeDeconv>(s, weights, bias, epilogue, isa);
     case NativeKind::kResize:
     case NativeKind::kAddMean:
     case NativeKind::kNone:
@@ -329,10 +375,38 @@ std::optional<ScaledInput> scaled_input_of(const Model& m, uint32_t conv, const 
   return std::nullopt;
 }
 
+// One live op of the partition as the passes see it: how it runs, and once it heads a
+// fusion, what it absorbed. Ops fused into another keep their record (a later pass may
+// read it) but run as part of their head (CpuPartition::fused_into_).
+struct FusedOp {
+  uint32_t op = 0;
+  StepKind step = kReferenceStep;   // the kind of step it runs in
+  bool lowers = false;              // XNNPACK could run it: it clamps its own output
+  NativeKind native = NativeKind::kNone;
+  Epilogue epilogue;                // lo/hi: its clamp (own fuse code, folded RELU*); native: the rest
+  std::vector<uint32_t> chain;      // ops fused into it, in execution order
+  std::optional<uint32_t> output;   // the operand it writes after fusion (else its own output)
+  std::optional<uint32_t> residual; // the operand its epilogue adds
+  std::optional<uint32_t> resize;   // a pointwise conv run before this resize (NativeConvThenResize)
+  std::optional<ScaledInput> gated; // a 1x1 conv reading x * gate (+ sum) in place
+  std::optional<uint32_t> depthwise;  // a conv running the depthwise conv it feeds (NativeExpandDepthwise)
+  Epilogue depthwise_epilogue;        // that depthwise's clamp and epilogue
+  std::unique_ptr<NativeOp> kernel;      // native ops
+  std::unique_ptr<NativeDataOp> data;    // native data ops (native_data.h)
+};
+
 class CpuPartition final : public CompiledPartition {
  public:
   CpuPartition(const Model& model, const PartitionSpec& spec, const CompileOptions& options)
-      : model_(model), spec_(spec), options_(options) {}
+      : model_(model),
+        spec_(spec),
+        options_(options),
+        isa_(NativeIsa::with(options.cpu.avx512,
+                             options.cpu.avx512_half_width == CpuOptions::HalfWidth::kAuto  ? -1
+                             : options.cpu.avx512_half_width == CpuOptions::HalfWidth::kOn ? 1
+                                                                                           : 0,
+                             options.cpu.depthwise_two_rows)),
+        statics_([this](uint32_t o) { return static_data(o); }) {}
 
   // Builds the steps; ops in `force_reference` skip XNNPACK. kUnsupportedOp with
   // *retry_op set means: that op failed to lower, build again without it.
@@ -344,6 +418,20 @@ class CpuPartition final : public CompiledPartition {
   std::vector<StepTiming> kernels() const override;
 
  private:
+  // The passes of build(), in order. Each fusion pass makes some records heads of what
+  // they absorb; a record already absorbed (fused_into_) takes part in no later pass.
+  Status label_ops(bool use_xnnpack, const std::map<uint32_t, std::string>& force_reference);
+  void fuse_conv_before_resize();
+  void fuse_add_mean();
+  void fuse_se_gates();
+  void fuse_epilogues();
+  // The LOGISTIC and MUL computing out * sigmoid(out) (SiLU), when they are out's only
+  // readers and the sigmoid is read by the MUL alone: a swish epilogue.
+  std::optional<std::pair<uint32_t, uint32_t>> swish_after(uint32_t out) const;
+  void fuse_expand_depthwise();
+  Status make_native_kernels();
+  void group_steps();
+
   // What runs head op k (an op not fused into another): "native conv AVX-512", "xnnpack", ...
   std::string kernel_name(uint32_t k) const;
   const void* static_data(uint32_t operand) const {
@@ -353,27 +441,41 @@ class CpuPartition final : public CompiledPartition {
     return it == folded_.end() ? nullptr : it->second.data();
   }
   Status fold_constants();
-  Status plan_memory(const std::set<uint32_t>& partition_outputs);
+  Status plan_memory();
   Status build_xnn_step(Step& step, int64_t* retry_op);
+
+  FusedOp& rec(uint32_t k) { return ops_.at(k); }
+  bool absorbed(uint32_t k) const { return fused_into_.count(k) > 0; }
+  // Whether operand o is read only by one op and not visible outside the partition.
+  bool internal_single_use(uint32_t o) const {
+    auto r = readers_.find(o);
+    return r != readers_.end() && r->second.size() == 1 && !partition_outputs_.count(o) &&
+           !model_outputs_.count(o);
+  }
+  void absorb(uint32_t head, uint32_t k) {
+    fused_into_[k] = head;
+    rec(head).chain.push_back(k);
+  }
+  // Effective reads and writes after fusion: a head reads what its fused ops read (the
+  // residual, a gated input's parts) and writes the last fused op's output.
+  std::vector<uint32_t> writes(uint32_t k) const;
+  std::vector<uint32_t> reads(uint32_t k) const;
+  uint32_t written(const FusedOp& r) const { return r.output ? *r.output : model_.operations[r.op].outputs[0]; }
 
   const Model& model_;
   PartitionSpec spec_;
   CompileOptions options_;
+  NativeIsa isa_;  // the native kernels' variants (options_.cpu and the CPU)
+  StaticLookup statics_;
   std::map<uint32_t, AlignedBuffer> folded_;  // values computed at compile time
+  std::set<uint32_t> folded_ops_;
+  std::map<uint32_t, std::vector<uint32_t>> readers_;  // operand -> ops (whole model)
+  std::set<uint32_t> partition_outputs_, model_outputs_;
+  std::vector<uint32_t> live_;              // ops left after folding, in execution order
+  std::map<uint32_t, FusedOp> ops_;         // live op -> its record
+  std::map<uint32_t, uint32_t> fused_into_;  // absorbed op -> the head running it
   std::map<uint32_t, void*> internal_;        // tensors between steps of this partition, in arena_
   AlignedBuffer arena_;
-  std::set<uint32_t> folded_ops_;
-  std::map<uint32_t, uint32_t> fused_into_;               // activation op -> producer op
-  std::map<uint32_t, uint32_t> output_of_;                // producer op -> operand it writes after fusion
-  std::map<uint32_t, std::pair<float, float>> clamp_;     // producer op -> [lo, hi]
-  std::map<uint32_t, std::vector<uint32_t>> chain_;       // producer op -> ops fused into it, in order
-  std::map<uint32_t, uint32_t> residual_of_;              // native op -> operand its epilogue adds
-  std::map<uint32_t, uint32_t> resized_after_;            // pointwise conv -> the resize it now precedes
-  std::map<uint32_t, ScaledInput> scaled_input_;          // native 1x1 conv -> the gated input it reads
-  std::map<uint32_t, uint32_t> expanded_into_;            // conv -> the depthwise run with it
-  std::map<uint32_t, std::unique_ptr<NativeOp>> native_;  // ops run by nnpipe's kernels
-  std::map<uint32_t, NativeKind> native_kind_;            // their kinds
-  std::set<uint32_t> xnn_heads_;                          // ops lowered to XNNPACK
   std::vector<Step> steps_;
 };
 
@@ -463,6 +565,7 @@ class StepValues final : public XnnValues {
   std::map<uint32_t, uint32_t> ids_;
 };
 
+
 Status CpuPartition::build_xnn_step(Step& step, int64_t* retry_op) {
   // External ids: the step's inputs first, then its outputs (ids must be < the count
   // given to xnn_create_subgraph; they are assigned in first-use order below).
@@ -474,18 +577,15 @@ Status CpuPartition::build_xnn_step(Step& step, int64_t* retry_op) {
   NN_CHECK_OR_RETURN(s == xnn_status_success, StatusCode::kOutOfMemory,
                      std::string("xnn_create_subgraph: ") + xnn_status_name(s));
   std::unique_ptr<xnn_subgraph, SubgraphDeleter> sg(raw);
-  StaticLookup statics = [this](uint32_t o) { return static_data(o); };
-  StepValues values(sg.get(), model_, statics, ext_in, ext_out, step.external_operands);
+  StepValues values(sg.get(), model_, statics_, ext_in, ext_out, step.external_operands);
   // Inputs and outputs get their external ids up front, so each is defined as external
   // even if a node reads it only through another path.
   for (uint32_t o : step.inputs) NN_RETURN_IF_ERROR(values.value(o).status());
   for (uint32_t o : step.outputs) NN_RETURN_IF_ERROR(values.value(o).status());
   for (uint32_t k : step.ops) {
-    if (fused_into_.count(k)) continue;
-    auto out = output_of_.find(k);
-    const uint32_t out_operand = out != output_of_.end() ? out->second : model_.operations[k].outputs[0];
-    auto [lo, hi] = clamp_.at(k);
-    Status st = xnn_lower(sg.get(), model_, k, statics, values, out_operand, lo, hi);
+    if (absorbed(k)) continue;
+    const FusedOp& r = rec(k);
+    Status st = xnn_lower(sg.get(), model_, k, statics_, values, written(r), r.epilogue.lo, r.epilogue.hi);
     if (!st.is_ok()) {
       *retry_op = k;
       return st.with_context(op_label(model_, k));
@@ -503,156 +603,171 @@ Status CpuPartition::build_xnn_step(Step& step, int64_t* retry_op) {
   return Status::ok();
 }
 
+//   fold constants -> label ops (xnnpack | native | reference) -> fusions, each a pass:
+//   conv before resize, add+mean, SE gates, epilogues, expand+depthwise -> native kernels
+//   -> steps (group_by_label) -> memory plan -> one XNNPACK runtime per XNNPACK step.
 Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::string>& force_reference,
                            int64_t* retry_op) {
   *retry_op = -1;
   NN_RETURN_IF_ERROR(fold_constants());
-  const OpRegistry& registry = OpRegistry::instance();
-  StaticLookup statics = [this](uint32_t o) { return static_data(o); };
-  std::vector<uint32_t> live;
-  std::vector<int> labels;
-  std::set<uint32_t> xnn_ops;                         // ops that clamp their output in XNNPACK or native_conv
-  std::map<uint32_t, std::vector<uint32_t>> readers;  // operand -> ops (whole model)
   for (uint32_t k = 0; k < model_.operations.size(); ++k)
-    for (uint32_t i : model_.operations[k].inputs) readers[i].push_back(k);
-  std::map<uint32_t, NativeKind> native_ops;
+    for (uint32_t i : model_.operations[k].inputs) readers_[i].push_back(k);
+  partition_outputs_ = std::set<uint32_t>(spec_.outputs.begin(), spec_.outputs.end());
+  model_outputs_ = std::set<uint32_t>(model_.outputs.begin(), model_.outputs.end());
+  NN_RETURN_IF_ERROR(label_ops(use_xnnpack, force_reference));
+  if (options_.cpu.conv_before_resize) fuse_conv_before_resize();
+  if (native_conv_supported() && options_.cpu.native_kernels && options_.cpu.add_mean) fuse_add_mean();
+  if (options_.cpu.se_fusion) fuse_se_gates();  // before the epilogues: what it absorbs fuses nowhere else
+  fuse_epilogues();
+  if (options_.cpu.expand_depthwise) fuse_expand_depthwise();
+  NN_RETURN_IF_ERROR(make_native_kernels());
+  group_steps();
+  NN_RETURN_IF_ERROR(plan_memory());
+  for (Step& step : steps_)
+    if (step.xnn) NN_RETURN_IF_ERROR(build_xnn_step(step, retry_op));
+  return Status::ok();
+}
+
+// Each live op: XNNPACK when it lowers exactly, nnpipe's own kernel among those where one
+// pays (native_candidate), a native data op for the copies XNNPACK lacks, else the
+// reference kernel.
+Status CpuPartition::label_ops(bool use_xnnpack, const std::map<uint32_t, std::string>& force_reference) {
+  const OpRegistry& registry = OpRegistry::instance();
   for (uint32_t k : spec_.ops) {
     if (folded_ops_.count(k)) continue;
-    bool xnn = use_xnnpack && !force_reference.count(k) && xnn_can_lower(model_, k, statics).supported;
-    if (xnn) {
-      const NativeKind kind = native_candidate(model_, k, readers, statics);
-      if (kind != NativeKind::kNone) native_ops[k] = kind;
-    }
-    if (!xnn) {
+    FusedOp r;
+    r.op = k;
+    const bool allowed = use_xnnpack && !force_reference.count(k);
+    r.lowers = allowed && xnn_can_lower(model_, k, statics_).supported;
+    if (r.lowers) {
+      r.native = native_candidate(model_, k, readers_, statics_, options_.cpu, isa_);
+      r.step = r.native != NativeKind::kNone ? kNativeStep : kXnnStep;
+      xnn_own_clamp(model_, model_.operations[k], &r.epilogue.lo, &r.epilogue.hi);
+    } else if (std::string why; allowed && options_.cpu.native_data_ops &&
+                                (r.data = make_native_data_op(model_, k, statics_, &why))) {
+      r.step = kNativeStep;
+    } else {
       const OpDef* def = registry.find(model_.operations[k].type);
       NN_CHECK_OR_RETURN(def && def->reference, StatusCode::kUnsupportedOp,
                          op_label(model_, k) + ": no reference kernel" +
                              (force_reference.count(k) ? " (XNNPACK: " + force_reference.at(k) + ")" : ""));
-    } else {
-      xnn_ops.insert(k);
     }
-    live.push_back(k);
-    labels.push_back(native_ops.count(k) ? kNativeStep : xnn ? kXnnStep : kReferenceStep);
+    live_.push_back(k);
+    ops_.emplace(k, std::move(r));
   }
+  return Status::ok();
+}
 
-  // Fold a RELU/RELU1/RELU6 into its producer's clamp when the producer's output has no
-  // other reader and is not visible outside the partition.
-  std::set<uint32_t> partition_outputs(spec_.outputs.begin(), spec_.outputs.end());
-  std::set<uint32_t> model_outputs(model_.outputs.begin(), model_.outputs.end());
-  for (uint32_t k : live) {
-    if (!xnn_ops.count(k)) continue;
-    float lo, hi;
-    xnn_own_clamp(model_, model_.operations[k], &lo, &hi);
-    clamp_[k] = {lo, hi};
+// A native resize whose only reader is a native pointwise conv with no activation: the
+// conv runs first, on the small image (NativeConvThenResize). The resize folds into the
+// conv, which then reads the resize's input and takes no epilogue.
+void CpuPartition::fuse_conv_before_resize() {
+  for (uint32_t k : live_) {
+    if (rec(k).native != NativeKind::kResize) continue;
+    const uint32_t o = model_.operations[k].outputs[0];
+    if (!internal_single_use(o)) continue;
+    const uint32_t c = readers_.at(o)[0];
+    auto conv = ops_.find(c);
+    if (conv == ops_.end() || conv->second.native != NativeKind::kConv || model_.operations[c].inputs[0] != o)
+      continue;
+    const Dims& small = model_.operands[model_.operations[k].inputs[0]].dims;
+    const bool one_tile = size_t(small[0]) * small[1] * small[2] >= 6;  // as dense_conv_candidate
+    const Epilogue& e = conv->second.epilogue;
+    if (!pointwise_conv(model_, model_.operations[c]) || !one_tile ||
+        e.lo != -std::numeric_limits<float>::infinity() || e.hi != std::numeric_limits<float>::infinity())
+      continue;
+    conv->second.resize = k;
+    absorb(c, k);
   }
-  // A native resize whose only reader is a native pointwise conv with no activation: the
-  // conv runs first, on the small image (NativeConvThenResize). The resize folds into the
-  // conv, which then reads the resize's input and takes no epilogue.
-  if (!std::getenv("NN_NO_CONV_BEFORE_RESIZE"))
-    for (auto [k, kind] : native_ops) {
-      if (kind != NativeKind::kResize) continue;
-      const uint32_t o = model_.operations[k].outputs[0];
-      const auto& r = readers[o];
-      if (r.size() != 1 || partition_outputs.count(o) || model_outputs.count(o)) continue;
-      const uint32_t c = r[0];
-      auto ck = native_ops.find(c);
-      if (ck == native_ops.end() || ck->second != NativeKind::kConv || model_.operations[c].inputs[0] != o)
-        continue;
-      const bool pointwise = pointwise_conv(model_, model_.operations[c]);
-      auto [lo, hi] = clamp_.at(c);
-      const Dims& small = model_.operands[model_.operations[k].inputs[0]].dims;
-      const bool one_tile = size_t(small[0]) * small[1] * small[2] >= 6;  // as dense_conv_candidate
-      if (!pointwise || !one_tile || lo != -std::numeric_limits<float>::infinity() ||
-          hi != std::numeric_limits<float>::infinity())
-        continue;
-      resized_after_[c] = k;
-      fused_into_[k] = c;
-      chain_[c].push_back(k);
-    }
-  // An ADD whose only reader is a global average: one native op computes the means of the
-  // sum (NativeAddMean), the ADD's output is never written.
-  if (native_conv_supported() && !std::getenv("NN_NO_NATIVE_CONV") && !std::getenv("NN_NO_ADD_MEAN"))
-    for (size_t i = 0; i < live.size(); ++i) {
-      const uint32_t k = live[i];
-      const Operation& add = model_.operations[k];
-      if (add.type != OperationType::ADD || !xnn_ops.count(k) || fused_into_.count(k) ||
-          add.inputs.size() < 2)
-        continue;
-      const Operand& a = model_.operands[add.inputs[0]];
-      const Operand& b = model_.operands[add.inputs[1]];
-      const uint32_t o = add.outputs[0];
-      if (a.type != OperandType::TENSOR_FLOAT32 || a.dims.size() != 4 || b.dims != a.dims ||
-          model_.operands[o].dims != a.dims || readers[o].size() != 1 || partition_outputs.count(o) ||
-          model_outputs.count(o))
-        continue;
-      const uint32_t mean = readers[o][0];
-      float lo, hi;
-      xnn_own_clamp(model_, model_.operations[mean], &lo, &hi);
-      if (!xnn_ops.count(mean) || fused_into_.count(mean) ||
-          !is_global_mean(model_, model_.operations[mean], statics) ||
-          lo != -std::numeric_limits<float>::infinity() || hi != std::numeric_limits<float>::infinity())
-        continue;
-      native_ops[k] = NativeKind::kAddMean;
-      labels[i] = kNativeStep;
-      fused_into_[mean] = k;
-      chain_[k].push_back(mean);
-      output_of_[k] = model_.operations[mean].outputs[0];
-      residual_of_[k] = add.inputs[1];
-    }
-  // Squeeze-and-excitation tails into the native 1x1 conv that reads them (before the
-  // epilogues, so the MUL / ADD they absorb take part in no other fusion).
-  {
-    std::map<uint32_t, uint32_t> writer;
-    for (uint32_t k : live)
-      for (uint32_t o : model_.operations[k].outputs) writer[o] = k;
-    auto only_reader = [&](uint32_t operand, uint32_t op) {
-      const auto& r = readers[operand];
-      return r.size() == 1 && r[0] == op && !partition_outputs.count(operand) &&
-             !model_outputs.count(operand);
-    };
-    auto producer = [&](uint32_t operand) -> int64_t {
-      auto w = writer.find(operand);
-      return w != writer.end() && xnn_ops.count(w->second) && !native_ops.count(w->second) &&
-                     !fused_into_.count(w->second)
-                 ? int64_t(w->second)
-                 : -1;
-    };
-    if (!std::getenv("NN_NO_SE_FUSION"))
-      for (auto [k, kind] : native_ops) {
-        if (kind != NativeKind::kConv || resized_after_.count(k)) continue;
-        auto si = scaled_input_of(model_, k, statics, only_reader, producer);
-        if (!si) continue;
-        for (uint32_t f : si->ops) {
-          fused_into_[f] = k;
-          chain_[k].push_back(f);
-        }
-        scaled_input_[k] = std::move(*si);
-      }
+}
+
+// An ADD whose only reader is a global average: one native op computes the means of the
+// sum (NativeAddMean), the ADD's output is never written.
+void CpuPartition::fuse_add_mean() {
+  for (uint32_t k : live_) {
+    FusedOp& r = rec(k);
+    const Operation& add = model_.operations[k];
+    if (add.type != OperationType::ADD || !r.lowers || absorbed(k) || add.inputs.size() < 2) continue;
+    const Operand& a = model_.operands[add.inputs[0]];
+    const Operand& b = model_.operands[add.inputs[1]];
+    const uint32_t o = add.outputs[0];
+    if (a.type != OperandType::TENSOR_FLOAT32 || a.dims.size() != 4 || b.dims != a.dims ||
+        model_.operands[o].dims != a.dims || !internal_single_use(o))
+      continue;
+    const uint32_t mean = readers_.at(o)[0];
+    auto m = ops_.find(mean);
+    if (m == ops_.end() || !m->second.lowers || absorbed(mean) ||
+        !is_global_mean(model_, model_.operations[mean], statics_) ||
+        m->second.epilogue.lo != -std::numeric_limits<float>::infinity() ||
+        m->second.epilogue.hi != std::numeric_limits<float>::infinity())
+      continue;
+    r.native = NativeKind::kAddMean;
+    r.step = kNativeStep;
+    absorb(k, mean);
+    r.output = model_.operations[mean].outputs[0];
+    r.residual = add.inputs[1];
   }
-  std::map<uint32_t, Epilogue> epilogues;  // native op -> what it applies before storing
-  for (uint32_t k : live) {
-    if (!xnn_ops.count(k) || fused_into_.count(k) || resized_after_.count(k)) continue;
-    if (auto nk = native_ops.find(k); nk != native_ops.end() && nk->second == NativeKind::kAddMean) continue;
+}
+
+// Squeeze-and-excitation tails into the native 1x1 conv that reads them.
+void CpuPartition::fuse_se_gates() {
+  std::map<uint32_t, uint32_t> writer;
+  for (uint32_t k : live_)
+    for (uint32_t o : model_.operations[k].outputs) writer[o] = k;
+  auto only_reader = [&](uint32_t operand, uint32_t op) {
+    return internal_single_use(operand) && readers_.at(operand)[0] == op;
+  };
+  auto producer = [&](uint32_t operand) -> int64_t {
+    auto w = writer.find(operand);
+    if (w == writer.end()) return -1;
+    const FusedOp& r = rec(w->second);
+    return r.lowers && r.native == NativeKind::kNone && !absorbed(w->second) ? int64_t(w->second) : -1;
+  };
+  for (uint32_t k : live_) {
+    FusedOp& r = rec(k);
+    if (r.native != NativeKind::kConv || r.resize) continue;
+    auto si = scaled_input_of(model_, k, statics_, only_reader, producer);
+    if (!si) continue;
+    for (uint32_t f : si->ops) absorb(k, f);
+    r.gated = std::move(*si);
+  }
+}
+
+// The ops after a producer that its clamp or a native kernel's epilogue absorbs: RELU*
+// into any op that clamps its output; on native kernels also a HARD_SWISH, a residual ADD
+// (and the RELU* after it), and a LOGISTIC after a native deconv.
+void CpuPartition::fuse_epilogues() {
+  for (uint32_t k : live_) {
+    FusedOp& r = rec(k);
+    if (!r.lowers || absorbed(k) || r.resize || r.native == NativeKind::kAddMean) continue;
     const Operation& op = model_.operations[k];
     if (!xnn_takes_output_clamp(op.type) || op.outputs.size() != 1) continue;
-    const bool native = native_ops.count(k) > 0;
-    Epilogue& e = epilogues[k];
-    uint32_t out = op.outputs[0];
+    const bool native = r.native != NativeKind::kNone;
+    Epilogue& e = r.epilogue;
+    uint32_t out = written(r);
     for (;;) {
-      if (partition_outputs.count(out) || model_outputs.count(out)) break;
-      const auto& r = readers[out];
-      if (r.size() != 1) break;
-      const uint32_t c = r[0];
+      const bool swish_ok = options_.cpu.swish_epilogue && !e.hard_swish && !e.residual &&
+                            (r.native == NativeKind::kConv || r.native == NativeKind::kDepthwise);
+      if (auto sw = swish_ok ? swish_after(out) : std::nullopt) {
+        e.swish = true;  // the last stage: nothing fuses after it
+        absorb(k, sw->first);
+        absorb(k, sw->second);
+        r.output = model_.operations[sw->second].outputs[0];
+        break;
+      }
+      if (!internal_single_use(out)) break;
+      const uint32_t c = readers_.at(out)[0];
+      auto next_rec = ops_.find(c);
       // An op an earlier pass made a head (an ADD computing a mean, NativeAddMean) keeps
       // what it absorbed: fusing it here too would leave its absorbed ops' outputs unwritten.
-      if (!xnn_ops.count(c) || fused_into_.count(c) || chain_.count(c)) break;
+      if (next_rec == ops_.end() || !next_rec->second.lowers || absorbed(c) || !next_rec->second.chain.empty())
+        break;
       const Operation& next = model_.operations[c];
       float lo, hi;
       if (is_activation(next.type) && !e.hard_swish && !e.residual) {
         xnn_own_clamp(model_, next, &lo, &hi);
-        auto& range = clamp_[k];
-        range.first = std::max(range.first, lo);
-        range.second = std::min(range.second, hi);
+        e.lo = std::max(e.lo, lo);
+        e.hi = std::min(e.hi, hi);
       } else if (is_activation(next.type) && native && e.residual) {
         xnn_own_clamp(model_, next, &lo, &hi);
         e.res_lo = std::max(e.res_lo, lo);
@@ -660,141 +775,153 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
       } else if (native && next.type == OperationType::HARD_SWISH && !e.hard_swish && !e.residual) {
         e.hard_swish = true;
       } else if (auto other =
-                     native && !e.residual ? residual_operand(model_, next, out, statics) : std::nullopt) {
+                     native && !e.residual ? residual_operand(model_, next, out, statics_) : std::nullopt) {
         xnn_own_clamp(model_, next, &lo, &hi);
         e.residual = true;
         e.res_lo = lo, e.res_hi = hi;
-        residual_of_[k] = *other;
-      } else if (native && native_ops.at(k) == NativeKind::kDeconv && next.type == OperationType::LOGISTIC) {
+        r.residual = *other;
+      } else if (native && r.native == NativeKind::kDeconv && next.type == OperationType::LOGISTIC) {
         e.logistic = true;  // the last stage: nothing fuses after it (the loop ends below)
       } else {
         break;
       }
-      fused_into_[c] = k;
-      chain_[k].push_back(c);
+      absorb(k, c);
       out = next.outputs[0];
-      output_of_[k] = out;
+      r.output = out;
       if (e.logistic) break;
     }
   }
+}
 
-  // A native conv (an inverted residual's expansion, a stem conv) and the depthwise conv
-  // that is its only reader run as one op (NativeExpandDepthwise), where the tensor between
-  // them is worth keeping out of memory and splitting over the threads recomputes few rows.
-  if (!std::getenv("NN_NO_EXPAND_DEPTHWISE"))
-    for (auto [k, kind] : native_ops) {
-      const Operation& op = model_.operations[k];
-      if (kind != NativeKind::kConv || fused_into_.count(k) || resized_after_.count(k) ||
-          scaled_input_.count(k) || epilogues[k].residual)
-        continue;
-      if (auto shape = conv_shape(model_, op); !shape || !NativeExpandDepthwise::supports(*shape)) continue;
-      const uint32_t expanded = output_of_.count(k) ? output_of_.at(k) : op.outputs[0];
-      const auto& r = readers[expanded];
-      if (r.size() != 1 || partition_outputs.count(expanded) || model_outputs.count(expanded)) continue;
-      const uint32_t d = r[0];
-      auto dk = native_ops.find(d);
-      if (dk == native_ops.end() || dk->second != NativeKind::kDepthwise || fused_into_.count(d) ||
-          model_.operations[d].inputs[0] != expanded)
-        continue;
-      if (!expand_depthwise_pays(model_, d, options_.threads)) continue;
-      expanded_into_[k] = d;
-      fused_into_[d] = k;
-      chain_[k].push_back(d);
-      for (uint32_t c : chain_[d]) fused_into_[c] = k, chain_[k].push_back(c);
-      chain_.erase(d);
-      output_of_[k] = output_of_.count(d) ? output_of_.at(d) : model_.operations[d].outputs[0];
-      if (auto res = residual_of_.find(d); res != residual_of_.end()) {
-        residual_of_[k] = res->second;
-        residual_of_.erase(res);
-      }
-    }
+std::optional<std::pair<uint32_t, uint32_t>> CpuPartition::swish_after(uint32_t out) const {
+  auto rd = readers_.find(out);
+  if (rd == readers_.end() || rd->second.size() != 2 || partition_outputs_.count(out) || model_outputs_.count(out))
+    return std::nullopt;
+  auto fusable = [&](uint32_t k) {
+    auto f = ops_.find(k);
+    return f != ops_.end() && f->second.lowers && !absorbed(k) && f->second.chain.empty();
+  };
+  for (int first = 0; first < 2; ++first) {
+    const uint32_t l = rd->second[first], m = rd->second[1 - first];
+    const Operation& sig = model_.operations[l];
+    const Operation& mul = model_.operations[m];
+    if (sig.type != OperationType::LOGISTIC || mul.type != OperationType::MUL || !fusable(l) || !fusable(m) ||
+        l > m || !fuses_nothing(mul, statics_))
+      continue;
+    const uint32_t s = sig.outputs[0];
+    const bool pairs = (mul.inputs[0] == out && mul.inputs[1] == s) || (mul.inputs[0] == s && mul.inputs[1] == out);
+    if (pairs && internal_single_use(s) && model_.operands[mul.outputs[0]].dims == model_.operands[out].dims)
+      return std::pair{l, m};
+  }
+  return std::nullopt;
+}
 
-  for (auto [k, kind] : native_ops) {
-    if (fused_into_.count(k)) continue;  // a resize run by the conv it fed, a depthwise by its expansion
-    Epilogue e = epilogues[k];
-    std::tie(e.lo, e.hi) = clamp_.at(k);
+// A native conv (an inverted residual's expansion, a stem conv) and the depthwise conv
+// that is its only reader run as one op (NativeExpandDepthwise), where the tensor between
+// them is worth keeping out of memory and splitting over the threads recomputes few rows.
+void CpuPartition::fuse_expand_depthwise() {
+  for (uint32_t k : live_) {
+    FusedOp& r = rec(k);
+    if (r.native != NativeKind::kConv || absorbed(k) || r.resize || r.gated || r.epilogue.residual) continue;
+    if (auto shape = conv_shape(model_, model_.operations[k]); !shape || !NativeExpandDepthwise::supports(*shape))
+      continue;
+    const uint32_t expanded = written(r);
+    if (!internal_single_use(expanded)) continue;
+    const uint32_t d = readers_.at(expanded)[0];
+    auto dw = ops_.find(d);
+    if (dw == ops_.end() || dw->second.native != NativeKind::kDepthwise || absorbed(d) ||
+        model_.operations[d].inputs[0] != expanded)
+      continue;
+    if (!expand_depthwise_pays(model_, d, options_.threads, isa_)) continue;
+    FusedOp& second = dw->second;
+    r.depthwise = d;
+    r.depthwise_epilogue = second.epilogue;
+    absorb(k, d);
+    for (uint32_t c : second.chain) absorb(k, c);
+    second.chain.clear();
+    r.output = written(second);
+    r.residual = second.residual;
+    second.residual.reset();
+  }
+}
+
+Status CpuPartition::make_native_kernels() {
+  for (uint32_t k : live_) {
+    FusedOp& r = rec(k);
+    // a resize run by the conv it fed, a depthwise by its expansion
+    if (r.native == NativeKind::kNone || absorbed(k)) continue;
     std::unique_ptr<NativeOp> native;
-    auto ra = resized_after_.find(k);
-    if (ra != resized_after_.end()) {
-      const Dims& small = model_.operands[model_.operations[ra->second].inputs[0]].dims;
+    if (r.resize) {
+      const Dims& small = model_.operands[model_.operations[*r.resize].inputs[0]].dims;
       const Dims& out = model_.operands[model_.operations[k].outputs[0]].dims;
-      auto conv = make_native_op(model_, k, kind, statics, e, &small);
+      auto conv = make_native_op(model_, k, r.native, statics_, r.epilogue, isa_, false, &small);
       // The resize, built for the conv's channels (its own input has the conv's input's).
-      auto rs = resize_shape(model_, model_.operations[ra->second], uint32_t(out[3]));
-      NN_CHECK_OR_RETURN(rs, StatusCode::kInternal, op_label(model_, ra->second) + ": resize parameters");
-      native = std::make_unique<NativeConvThenResize>(std::move(conv), std::make_unique<NativeResize>(*rs),
+      auto rs = resize_shape(model_, model_.operations[*r.resize], uint32_t(out[3]));
+      NN_CHECK_OR_RETURN(rs, StatusCode::kInternal, op_label(model_, *r.resize) + ": resize parameters");
+      native = std::make_unique<NativeConvThenResize>(std::move(conv), std::make_unique<NativeResize>(*rs, isa_),
                                                       size_t(small[0]) * small[1] * small[2] * out[3]);
-    } else if (auto ed = expanded_into_.find(k); ed != expanded_into_.end()) {
+    } else if (r.depthwise) {
       const Operation& conv = model_.operations[k];
-      const Operation& dw = model_.operations[ed->second];
+      const Operation& dw = model_.operations[*r.depthwise];
       auto first = conv_shape(model_, conv), second = conv_shape(model_, dw);
       NN_CHECK_OR_RETURN(first && second, StatusCode::kInternal, op_label(model_, k) + ": conv parameters");
-      Epilogue de = epilogues[ed->second];
-      std::tie(de.lo, de.hi) = clamp_.at(ed->second);
-      auto [dw_filter, dw_bias] = conv_weights(model_, dw, statics);
-      auto [filter, bias] = conv_weights(model_, conv, statics);
+      auto [dw_filter, dw_bias] = conv_weights(model_, dw, statics_);
+      auto [filter, bias] = conv_weights(model_, conv, statics_);
       native = std::make_unique<NativeExpandDepthwise>(
-          *first, filter, bias, e, std::make_unique<NativeDepthwise>(*second, dw_filter, dw_bias, de),
-          size_t(std::max(1, options_.threads)));
+          *first, filter, bias, r.epilogue,
+          std::make_unique<NativeDepthwise>(*second, dw_filter, dw_bias, r.depthwise_epilogue, isa_),
+          size_t(std::max(1, options_.threads)), isa_);
     } else {
-      native = make_native_op(model_, k, kind, statics, e);
+      native = make_native_op(model_, k, r.native, statics_, r.epilogue, isa_, options_.cpu.drop_dead_taps);
     }
-    NN_CHECK_OR_RETURN(native && native->ok(), StatusCode::kOutOfMemory,
-                       op_label(model_, k) + ": packing weights");
-    auto si = scaled_input_.find(k);
-    if (si != scaled_input_.end())
-      NN_CHECK_OR_RETURN(static_cast<NativeConv&>(*native).enable_scaled_input(si->second.sum.has_value()),
+    NN_CHECK_OR_RETURN(native && native->ok(), StatusCode::kOutOfMemory, op_label(model_, k) + ": packing weights");
+    if (r.gated)
+      NN_CHECK_OR_RETURN(static_cast<NativeConv&>(*native).enable_scaled_input(r.gated->sum.has_value()),
                          StatusCode::kOutOfMemory, op_label(model_, k) + ": gated weights");
-    native_[k] = std::move(native);
-    native_kind_[k] = kind;
+    r.kernel = std::move(native);
   }
-  for (uint32_t k : xnn_ops)
-    if (!native_ops.count(k)) xnn_heads_.insert(k);
+  return Status::ok();
+}
 
-  // Effective reads and writes after fusion: a producer reads what its fused ops read
-  // (the residual) and writes the last fused op's output; fused ops do nothing themselves.
-  auto writes = [&](uint32_t k) -> std::vector<uint32_t> {
-    if (fused_into_.count(k)) return {};
-    auto it = output_of_.find(k);
-    if (it != output_of_.end()) return {it->second};
-    return model_.operations[k].outputs;
-  };
-  auto reads = [&](uint32_t k) -> std::vector<uint32_t> {
-    if (fused_into_.count(k)) return {};
-    std::vector<uint32_t> r;
-    auto si = scaled_input_.find(k);
-    if (si != scaled_input_.end()) {  // reads x, the gate and the sum in place of its input
-      r.push_back(si->second.x);
-      r.push_back(si->second.gate);
-      if (si->second.sum) r.push_back(*si->second.sum);
-    }
-    auto ra = resized_after_.find(k);
-    if (ra != resized_after_.end()) r.push_back(model_.operations[ra->second].inputs[0]);
-    for (uint32_t i : model_.operations[k].inputs)
-      if (model_.has_value(i) && !static_data(i) &&
-          !((si != scaled_input_.end() || ra != resized_after_.end()) && i == model_.operations[k].inputs[0]))
-        r.push_back(i);
-    auto res = residual_of_.find(k);
-    if (res != residual_of_.end() && std::find(r.begin(), r.end(), res->second) == r.end())
-      r.push_back(res->second);
-    return r;
-  };
+std::vector<uint32_t> CpuPartition::writes(uint32_t k) const {
+  if (absorbed(k)) return {};
+  const FusedOp& r = ops_.at(k);
+  if (r.output) return {*r.output};
+  return model_.operations[k].outputs;
+}
 
-  // Steps: runs of XNNPACK ops, native kernels and reference ops, as few as dependencies
-  // allow. Grouped by producer (its fused ops follow it), so a fused chain never splits.
+std::vector<uint32_t> CpuPartition::reads(uint32_t k) const {
+  if (absorbed(k)) return {};
+  const FusedOp& f = ops_.at(k);
+  std::vector<uint32_t> r;
+  if (f.gated) {  // reads x, the gate and the sum in place of its input
+    r.push_back(f.gated->x);
+    r.push_back(f.gated->gate);
+    if (f.gated->sum) r.push_back(*f.gated->sum);
+  }
+  if (f.resize) r.push_back(model_.operations[*f.resize].inputs[0]);
+  for (uint32_t i : model_.operations[k].inputs)
+    if (model_.has_value(i) && !static_data(i) && !((f.gated || f.resize) && i == model_.operations[k].inputs[0]))
+      r.push_back(i);
+  if (f.residual && std::find(r.begin(), r.end(), *f.residual) == r.end()) r.push_back(*f.residual);
+  return r;
+}
+
+// Steps: runs of XNNPACK ops, native kernels and reference ops, as few as dependencies
+// allow. Grouped by head (its fused ops follow it), so a fused chain never splits.
+void CpuPartition::group_steps() {
   std::vector<uint32_t> heads;
   std::vector<int> head_labels;
   std::vector<std::vector<uint32_t>> head_reads, head_writes;
-  for (size_t i = 0; i < live.size(); ++i) {
-    const uint32_t k = live[i];
-    if (fused_into_.count(k)) continue;
+  for (uint32_t k : live_) {
+    if (absorbed(k)) continue;
     heads.push_back(k);
-    head_labels.push_back(labels[i]);
+    head_labels.push_back(rec(k).step);
     head_reads.push_back(reads(k));
     head_writes.push_back(writes(k));
   }
   std::vector<LabeledGroup> groups = group_by_label(heads, head_labels, head_reads, head_writes);
-  if (options_.profile) {  // one step per producer, to time each
+  if (options_.profile) {  // one step per head, to time each
     std::vector<LabeledGroup> split;
     for (LabeledGroup& g : groups)
       for (uint32_t k : g.ops) split.push_back({g.label, {k}});
@@ -804,8 +931,8 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
     std::vector<uint32_t> with_fused;
     for (uint32_t k : g.ops) {
       with_fused.push_back(k);
-      auto c = chain_.find(k);
-      if (c != chain_.end()) with_fused.insert(with_fused.end(), c->second.begin(), c->second.end());
+      const auto& chain = rec(k).chain;
+      with_fused.insert(with_fused.end(), chain.begin(), chain.end());
     }
     g.ops = std::move(with_fused);
   }
@@ -821,27 +948,28 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
     step.kind = static_cast<StepKind>(groups[g].label);
     step.xnn = step.kind == kXnnStep;
     step.ops = groups[g].ops;
-    std::set<uint32_t> written;
+    std::set<uint32_t> written_here;
     for (uint32_t k : step.ops)
-      for (uint32_t o : writes(k)) written.insert(o);
+      for (uint32_t o : writes(k)) written_here.insert(o);
     for (uint32_t k : step.ops) {
       for (uint32_t i : reads(k))
-        if (!written.count(i) && std::find(step.inputs.begin(), step.inputs.end(), i) == step.inputs.end())
+        if (!written_here.count(i) && std::find(step.inputs.begin(), step.inputs.end(), i) == step.inputs.end())
           step.inputs.push_back(i);
       for (uint32_t o : writes(k)) {
-        bool needed = partition_outputs.count(o) || model_outputs.count(o) || !step.xnn;
-        for (uint32_t r : readers[o]) {
-          auto it = step_of_op.find(r);
-          if (it != step_of_op.end() && it->second != g)
-            needed = true;  // fused readers sit in their producer's step
-        }
+        bool needed = partition_outputs_.count(o) || model_outputs_.count(o) || !step.xnn;
+        auto rd = readers_.find(o);
+        if (rd != readers_.end())
+          for (uint32_t r : rd->second) {
+            auto it = step_of_op.find(r);
+            if (it != step_of_op.end() && it->second != g) needed = true;  // fused readers sit in their head's step
+          }
         if (needed) step.outputs.push_back(o);
       }
     }
     const char* kind_name = step.kind == kXnnStep      ? "xnnpack"
                             : step.kind == kNativeStep ? "native"
                                                        : "reference";
-    const size_t fused_count = chain_.count(step.ops[0]) ? chain_.at(step.ops[0]).size() : 0;
+    const size_t fused_count = rec(step.ops[0]).chain.size();
     if (step.ops.size() == 1 + fused_count) {
       step.label = op_label(model_, step.ops[0]) + " [" + kind_name + "]";
     } else {
@@ -849,17 +977,13 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
                    op_label(model_, step.ops.front()) + " .. " + op_label(model_, step.ops.back()) + ")";
     }
   }
-  NN_RETURN_IF_ERROR(plan_memory(partition_outputs));
-  for (Step& step : steps_)
-    if (step.xnn) NN_RETURN_IF_ERROR(build_xnn_step(step, retry_op));
-  return Status::ok();
 }
 
 // Tensors between steps share one arena: each lives from the op that writes it to the
 // last op that reads it, and tensors whose lives overlap get disjoint bytes (greedy by
 // size, first fit, as TFLite's arena planner). Besides memory, reuse keeps the working set
 // in cache: the selfie decoder's 1 MB tensors cycle through a few slots.
-Status CpuPartition::plan_memory(const std::set<uint32_t>& partition_outputs) {
+Status CpuPartition::plan_memory() {
   struct Life {
     uint32_t operand;
     size_t first, last, bytes, offset = 0;
@@ -872,12 +996,11 @@ Status CpuPartition::plan_memory(const std::set<uint32_t>& partition_outputs) {
   size_t pos = 0;
   for (const Step& step : steps_) {
     for (uint32_t k : step.ops) {
-      if (!step.xnn && !fused_into_.count(k) && k != step.ops.front()) ++pos;
+      if (!step.xnn && !absorbed(k) && k != step.ops.front()) ++pos;
       const Operation& op = model_.operations[k];
       for (uint32_t o : op.outputs) written_at.emplace(o, pos);
       for (uint32_t i : op.inputs) last_read[i] = std::max(last_read[i], pos);
-      auto res = residual_of_.find(k);
-      if (res != residual_of_.end()) last_read[res->second] = std::max(last_read[res->second], pos);
+      if (const auto& res = rec(k).residual) last_read[*res] = std::max(last_read[*res], pos);
     }
     ++pos;
   }
@@ -885,7 +1008,7 @@ Status CpuPartition::plan_memory(const std::set<uint32_t>& partition_outputs) {
   std::vector<Life> lives;
   for (size_t s = 0; s < steps_.size(); ++s)
     for (uint32_t o : steps_[s].outputs)
-      if (!partition_outputs.count(o) && !index.count(o)) {
+      if (!partition_outputs_.count(o) && !index.count(o)) {
         index[o] = lives.size();
         // XNNPACK's read slack past each tensor, 64-byte aligned starts.
         const size_t bytes = (model_.operands[o].byte_size() + kTensorSlackBytes + 63) / 64 * 64;
@@ -922,6 +1045,7 @@ Status CpuPartition::plan_memory(const std::set<uint32_t>& partition_outputs) {
   return Status::ok();
 }
 
+
 Status CpuPartition::prepare(std::span<void* const> buffers) {
   auto pointer = [&](uint32_t operand) -> void* {
     if (const void* s = static_data(operand)) return const_cast<void*>(s);
@@ -949,26 +1073,33 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
     step.ref_ops.clear();
     if (step.kind == kNativeStep) {
       for (uint32_t k : step.ops) {
-        if (fused_into_.count(k)) continue;
-        auto out = output_of_.find(k);
+        if (absorbed(k)) continue;
+        const FusedOp& f = rec(k);
         RefOp r;
         r.op = k;
-        auto si = scaled_input_.find(k);
-        auto ra = resized_after_.find(k);
-        r.in.push_back(pointer(si != scaled_input_.end()    ? si->second.x
-                               : ra != resized_after_.end() ? model_.operations[ra->second].inputs[0]
-                                                            : model_.operations[k].inputs[0]));
-        auto res = residual_of_.find(k);
-        r.in.push_back(res != residual_of_.end() ? pointer(res->second) : nullptr);
-        if (si != scaled_input_.end()) {  // in[2] the gate, in[3] the sum (or null)
-          r.in.push_back(pointer(si->second.gate));
-          r.in.push_back(si->second.sum ? pointer(*si->second.sum) : nullptr);
-          NN_CHECK_OR_RETURN(r.in[2] && (!si->second.sum || r.in[3]), StatusCode::kInternal,
+        if (f.data) {
+          r.data = f.data.get();
+          for (uint32_t i : r.data->operands()) r.in.push_back(pointer(i));
+          r.out.push_back(pointer(model_.operations[k].outputs[0]));
+          for (const void* p : r.in) NN_CHECK_OR_RETURN(p, StatusCode::kInternal, step.label + ": no input buffer");
+          NN_CHECK_OR_RETURN(r.out[0], StatusCode::kInternal, step.label + ": no output buffer");
+          step.ref_ops.push_back(std::move(r));
+          continue;
+        }
+        r.native = f.kernel.get();
+        r.in.push_back(pointer(f.gated    ? f.gated->x
+                               : f.resize ? model_.operations[*f.resize].inputs[0]
+                                          : model_.operations[k].inputs[0]));
+        r.in.push_back(f.residual ? pointer(*f.residual) : nullptr);
+        if (f.gated) {  // in[2] the gate, in[3] the sum (or null)
+          r.in.push_back(pointer(f.gated->gate));
+          r.in.push_back(f.gated->sum ? pointer(*f.gated->sum) : nullptr);
+          NN_CHECK_OR_RETURN(r.in[2] && (!f.gated->sum || r.in[3]), StatusCode::kInternal,
                              step.label + ": no buffer for the gated input");
         }
-        r.out.push_back(pointer(out != output_of_.end() ? out->second : model_.operations[k].outputs[0]));
-        NN_CHECK_OR_RETURN(r.in[0] && r.out[0] && (res == residual_of_.end() || r.in[1]),
-                           StatusCode::kInternal, step.label + ": no buffer");
+        r.out.push_back(pointer(written(f)));
+        NN_CHECK_OR_RETURN(r.native && r.in[0] && r.out[0] && (!f.residual || r.in[1]), StatusCode::kInternal,
+                           step.label + ": no buffer");
         step.ref_ops.push_back(std::move(r));
       }
       continue;
@@ -1019,11 +1150,13 @@ Status CpuPartition::run() {
     } else if (step.kind == kNativeStep) {
       for (const RefOp& r : step.ref_ops) {
         auto in = [&](size_t i) { return static_cast<const float*>(r.in[i]); };
-        if (r.in.size() > 2)
-          static_cast<const NativeConv&>(*native_.at(r.op))
+        if (r.data)
+          r.data->run(r.in, r.out[0], options_.threadpool);
+        else if (r.in.size() > 2)
+          static_cast<const NativeConv&>(*r.native)
               .run_scaled(in(0), in(2), in(3), in(1), static_cast<float*>(r.out[0]), options_.threadpool);
         else
-          native_.at(r.op)->run(in(0), in(1), static_cast<float*>(r.out[0]), options_.threadpool);
+          r.native->run(in(0), in(1), static_cast<float*>(r.out[0]), options_.threadpool);
       }
     } else {
       for (const RefOp& r : step.ref_ops) {
@@ -1048,15 +1181,16 @@ std::vector<StepTiming> CpuPartition::step_timings() const {
 }
 
 std::string CpuPartition::kernel_name(uint32_t k) const {
-  auto n = native_kind_.find(k);
-  if (n == native_kind_.end()) return xnn_heads_.count(k) ? "xnnpack" : "reference";
+  const FusedOp& f = ops_.at(k);
+  if (f.data) return f.data->kernel();
+  if (f.native == NativeKind::kNone) return f.lowers ? "xnnpack" : "reference";
   std::string name;
-  switch (n->second) {
+  switch (f.native) {
     case NativeKind::kConv:
-      name = expanded_into_.count(k)   ? "native conv+depthwise"
-             : resized_after_.count(k) ? "native conv+resize"
-             : scaled_input_.count(k)  ? "native conv (gated input)"
-                                       : "native conv";
+      name = f.depthwise ? "native conv+depthwise"
+             : f.resize  ? "native conv+resize"
+             : f.gated   ? "native conv (gated input)"
+                         : "native conv";
       break;
     case NativeKind::kDepthwise: name = "native depthwise"; break;
     case NativeKind::kDeconv: name = "native deconv"; break;
@@ -1064,7 +1198,21 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
     case NativeKind::kAddMean: name = "native add+mean"; break;
     case NativeKind::kNone: break;
   }
-  return name + (native_avx512_enabled() ? " AVX-512" : " AVX2");
+  name += isa_.avx512 ? " AVX-512" : " AVX2";
+  // The variants a CpuOptions switch picks, so --explain and --profile show them.
+  if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && f.kernel &&
+      static_cast<const NativeConv*>(f.kernel.get())->ymm_last_panel())
+    name += ", ymm last panel";
+  if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && f.kernel) {
+    const NativeConvShape& s = static_cast<const NativeConv*>(f.kernel.get())->shape();
+    const Dims& filter = model_.operands[model_.operations[k].inputs[1]].dims;
+    if (s.kernel_h != filter[1] || s.kernel_w != filter[2])
+      name += ", " + std::to_string(s.kernel_h) + "x" + std::to_string(s.kernel_w) + " live taps";
+  }
+  if (f.native == NativeKind::kDepthwise && f.kernel &&
+      static_cast<const NativeDepthwise*>(f.kernel.get())->row_pairs())
+    name += ", row pairs";
+  return name;
 }
 
 std::vector<StepTiming> CpuPartition::kernels() const {
@@ -1072,9 +1220,9 @@ std::vector<StepTiming> CpuPartition::kernels() const {
   for (const Step& s : steps_)
     for (size_t i = 0; i < s.ops.size(); ++i) {
       const uint32_t k = s.ops[i];
-      if (fused_into_.count(k)) continue;
+      if (absorbed(k)) continue;
       StepTiming e{op_label(model_, k), 0, {k}, kernel_name(k)};
-      for (size_t j = i + 1; j < s.ops.size() && fused_into_.count(s.ops[j]); ++j) e.ops.push_back(s.ops[j]);
+      for (size_t j = i + 1; j < s.ops.size() && absorbed(s.ops[j]); ++j) e.ops.push_back(s.ops[j]);
       t.push_back(std::move(e));
     }
   return t;

@@ -7,8 +7,8 @@
 
 namespace nn::cpu {
 
-NativeAddMean::NativeAddMean(const NativeAddMeanShape& shape) : shape_(shape) {
-  avx512_ = native_avx512_enabled();
+NativeAddMean::NativeAddMean(const NativeAddMeanShape& shape, const NativeIsa& isa) : shape_(shape) {
+  avx512_ = isa.avx512;
   row_sums_ = allocate_floats(size_t(shape.batch) * shape.rows * shape.channels);
   if (row_sums_) packed_ = allocate_floats(1);  // no weights: marks the op as built
 }

@@ -375,25 +375,29 @@ bool native_conv_supported() {
 }
 
 NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const float* bias,
-                       const Epilogue& epilogue)
+                       const Epilogue& epilogue, const NativeIsa& isa)
     : shape_(shape), epilogue_(epilogue) {
   pointwise_ = shape.kernel_h == 1 && shape.kernel_w == 1 && shape.stride_h == 1 && shape.stride_w == 1 &&
                shape.pad_top == 0 && shape.pad_left == 0 && shape.out_h == shape.in_h &&
                shape.out_w == shape.in_w;
   k_ = size_t(shape.kernel_h) * shape.kernel_w * shape.in_c;
-  // Implicit GEMM needs each kernel row's taps contiguous in the input (dilation_w 1).
-  segments_ = shape.dilation_w == 1 && shape.kernel_h <= 16 ? shape.kernel_h : 0;
+  // Implicit GEMM: one run of A per kernel row when its taps are contiguous in the input
+  // (dilation_w 1), else one per tap (FCN's dilated 3x3 convs had gone through im2col).
+  taps_w_ = shape.dilation_w == 1 ? 1 : shape.kernel_w;
+  segments_ = size_t(shape.kernel_h) * taps_w_ <= 16 ? size_t(shape.kernel_h) * taps_w_ : 0;
+  avx512_ = isa.avx512;
   // Edge micro-tiles read zero-padded copies of their input rows (run_tile) where those fit
-  // in the tile's im2col space: a tile's span of columns is at most its pixels' windows.
-  strips_ = segments_ > 0 && shape.stride_w <= shape.kernel_w;
-  avx512_ = native_avx512_enabled();
+  // in the tile's im2col space: the columns a tile's windows span, at most its pixels' taps.
+  const size_t tile_rows = avx512_ ? 8 : 6;
+  const size_t reach = size_t(shape.kernel_w - 1) * shape.dilation_w + 1;
+  strips_ = segments_ > 0 && (tile_rows - 1) * shape.stride_w + reach <= tile_rows * shape.kernel_w;
   // 32-wide panels only where a conv has more than 16 output channels (else half empty).
   wide_ = avx512_ && shape.out_c > 16;
   // The ymm kernels for 17-24 and 1-8 columns only pay where a zmm FMA costs two ymm ones,
   // and only convs whose last panel has that many columns use them.
   const uint32_t last_panel = shape.out_c % 32;
   half_width_ = wide_ && ((last_panel > 16 && last_panel <= 24) || (last_panel > 0 && last_panel <= 8)) &&
-                avx512_half_width();
+                isa.half_width;
   // Weight panels as wide as the kernel's tile: per panel its bias, then k rows of width.
   const size_t width = wide_ ? kNr512 : kNr;
   n_blocks_ = (shape.out_c + width - 1) / width;
@@ -599,10 +603,26 @@ NN_TARGET_AVX512 double fma_chains_seconds(size_t steps) {
 bool native_avx512_enabled() {
 #if NN_NATIVE_X86
   static const bool cpu_has = __builtin_cpu_supports("avx512f");
-  return cpu_has && !std::getenv("NN_NO_AVX512");
+  return cpu_has;
 #else
   return false;
 #endif
+}
+
+NativeIsa NativeIsa::best() {
+  return with(true, -1, true);
+}
+
+NativeIsa NativeIsa::with(bool avx512, int half_width, bool two_rows) {
+  NativeIsa isa;
+  isa.avx512 = avx512 && native_avx512_enabled();
+#if NN_NATIVE_X86
+  // The ymm kernels use AVX-512VL's masked ymm loads and stores: without it, never.
+  const bool vl = isa.avx512 && __builtin_cpu_supports("avx512vl");
+  isa.half_width = vl && (half_width < 0 ? avx512_half_width() : half_width > 0);
+#endif
+  isa.two_rows = two_rows;
+  return isa;
 }
 
 bool avx512_half_width() {
@@ -610,7 +630,6 @@ bool avx512_half_width() {
   // The ymm kernels use AVX-512VL's masked ymm loads and stores: without it, never (not even
   // when asked).
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512vl")) return false;
-  if (const char* force = std::getenv("NN_AVX512_HALF_WIDTH")) return std::strcmp(force, "0") != 0;
   // Measured once: the same number of zmm and of ymm FMAs, best of 5 interleaved trials of
   // ~20 us. Full-width cores take about as long for both; half-width ones twice as long
   // for the zmm ones.
@@ -628,9 +647,70 @@ bool avx512_half_width() {
 #endif
 }
 
+#if NN_NATIVE_X86
+// GCC 12 calls the AVX-512 shift intrinsic's unused pass-through operand uninitialized.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+NN_TARGET_AVX512 void swish_avx512(float* p, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 v[1] = {_mm512_loadu_ps(p + i)};
+    const __m512 x = v[0];
+    logistic16<1>(v);
+    _mm512_storeu_ps(p + i, _mm512_mul_ps(x, v[0]));
+  }
+  if (i < n) {
+    const __mmask16 m = __mmask16((1u << (n - i)) - 1);
+    __m512 v[1] = {_mm512_maskz_loadu_ps(m, p + i)};
+    const __m512 x = v[0];
+    logistic16<1>(v);
+    _mm512_mask_storeu_ps(p + i, m, _mm512_mul_ps(x, v[0]));
+  }
+}
+#pragma GCC diagnostic pop
+
+NN_TARGET_AVX2 void swish_avx2(float* p, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(p + i);
+    _mm256_storeu_ps(p + i, _mm256_mul_ps(x, logistic8(x)));
+  }
+  for (; i < n; ++i) p[i] = p[i] / (1.f + std::exp(-p[i]));
+}
+#endif
+
+void swish_inplace(float* data, size_t rows, size_t n, size_t stride, bool avx512) {
+  for (size_t r = 0; r < rows; ++r) {
+    float* p = data + r * stride;
+#if NN_NATIVE_X86
+    if (avx512) {
+      swish_avx512(p, n);
+      continue;
+    }
+    swish_avx2(p, n);
+#else
+    (void)avx512;
+    for (size_t i = 0; i < n; ++i) p[i] = p[i] / (1.f + std::exp(-p[i]));
+#endif
+  }
+}
+
 // Rows [m0, m0 + m_count) x panels [j0, j0 + j_count) of the output.
 template <class Gemm>
 void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_t j_count) {
+  run_tile_gemm<Gemm>(ctx, m0, j0, m_count, j_count);
+  const Task& t = *static_cast<const Task*>(ctx);
+  const NativeConv& conv = *t.conv;
+  if (!conv.epilogue_.swish) return;
+  // The tile's outputs are still in cache: the swish stage as one more pass over them.
+  constexpr size_t kPanel = Gemm::kPanel;
+  const size_t ldc = conv.shape_.out_c, col = j0 * kPanel;
+  swish_inplace(t.output + m0 * ldc + col, m_count, std::min(ldc, (j0 + j_count) * kPanel) - col, ldc,
+                conv.avx512_);
+}
+
+template <class Gemm>
+void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, size_t j_count) {
   constexpr size_t kRows = Gemm::kRows;
   const Task& t = *static_cast<const Task*>(ctx);
   const NativeConv& conv = *t.conv;
@@ -662,10 +742,12 @@ void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_
   // rows when they cross the left or right edge (strips_); the others get im2col rows.
   // Consecutive in-place tiles of one output row are one kernel call, which steps its rows
   // through them: per-tile calls and pointer tables had cost a sixth of the selfie stem.
-  const size_t S = conv.segments_;
+  const size_t S = conv.segments_, T = conv.taps_w_;
+  const int64_t reach = int64_t(s.kernel_w - 1) * s.dilation_w + 1;  // columns one pixel's window spans
   thread_local std::vector<float> scratch;
-  if (scratch.size() < m_count * k + 8) scratch.resize(m_count * k + 8);  // + copy_floats' slack
   const size_t tiles = (m_count + kRows - 1) / kRows;
+  // Each micro-tile's im2col rows or input strips in a slot of kRows * k (+ copy_floats' slack).
+  if (scratch.size() < tiles * kRows * k + 8) scratch.resize(tiles * kRows * k + 8);
   struct Call {
     size_t tile, count;  // micro-tiles [tile, tile + count)
     bool implicit;       // runs in seg[tile * S ...], else im2col rows in scratch
@@ -692,7 +774,7 @@ void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_
     }
     const size_t first = m0 + tile * kRows, mr = std::min(kRows, m_count - tile * kRows);
     const int64_t x0 = int64_t(ox) * stride_w - pad_left;
-    const int64_t x_end = int64_t(ox + mr - 1) * stride_w - pad_left + s.kernel_w;  // one past
+    const int64_t x_end = int64_t(ox + mr - 1) * stride_w - pad_left + reach;  // one past
     const bool one_row = S > 0 && ox + mr <= out_w;
     const bool inside = x0 >= 0 && x_end <= in_w;
     if (one_row && inside && extends) {
@@ -714,7 +796,7 @@ void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_
     const size_t copied = size_t(std::max<int64_t>(0, in_hi - in_lo)) * in_c;
     for (uint32_t ky = 0; ky < s.kernel_h; ++ky) {
       const int64_t iy = int64_t(oy) * s.stride_h - s.pad_top + int64_t(ky) * s.dilation_h;
-      const float*& run = seg[tile * S + ky];
+      const float* run = nullptr;  // the row's columns from x0 (its taps follow at dilation_w steps)
       if (iy < 0 || iy >= in_h) {
         run = nullptr;
       } else if (inside) {
@@ -728,11 +810,12 @@ void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_
         run = strip;
         strip += span;
       }
+      for (size_t tx = 0; tx < T; ++tx) seg[tile * S + ky * T + tx] = run ? run + tx * s.dilation_w * in_c : nullptr;
     }
     calls.push_back({tile, 1, true});
     extends = inside;
   }
-  const size_t run_k = size_t(s.kernel_w) * in_c, run_lda = size_t(s.stride_w) * in_c;
+  const size_t run_k = T == 1 ? size_t(s.kernel_w) * in_c : in_c, run_lda = size_t(s.stride_w) * in_c;
   for (const Call& call : calls) {
     const size_t r = call.tile * kRows, mr = std::min((call.tile + call.count) * kRows, m_count) - r;
     const float* rows = scratch.data() + r * k;
@@ -789,9 +872,9 @@ void NativeConv::run_scaled(const float* x, const float* scale, const float* sum
   dispatch(task, pool);
 }
 
-size_t NativeConv::tile_pixels() {
+size_t NativeConv::tile_pixels(const NativeIsa& isa) {
 #if NN_NATIVE_X86
-  if (native_avx512_enabled()) return Avx512Gemm<1>::kRows;
+  if (isa.avx512) return Avx512Gemm<1>::kRows;
 #endif
   return Avx2Gemm::kRows;
 }

@@ -11,11 +11,11 @@
 namespace nn::cpu {
 
 NativeDeconv::NativeDeconv(const NativeConvShape& shape, const float* filter, const float* bias,
-                           const Epilogue& epilogue)
+                           const Epilogue& epilogue, const NativeIsa& isa)
     : shape_(shape), epilogue_(epilogue) {
   const size_t taps = size_t(shape.kernel_h) * shape.kernel_w;
   n_ = taps * shape.out_c;
-  avx512_ = native_avx512_enabled();
+  avx512_ = isa.avx512;
   single_2x2_ = avx512_ && shape.kernel_h == 2 && shape.kernel_w == 2 && shape.out_c == 1 && !epilogue.residual;
   const size_t lanes = avx512_ ? 16 : 8;
   c_pad_ = (size_t(shape.in_c) + lanes - 1) / lanes * lanes;

@@ -14,9 +14,9 @@
 namespace nn::cpu {
 
 NativeDepthwise::NativeDepthwise(const NativeConvShape& shape, const float* filter, const float* bias,
-                                 const Epilogue& epilogue)
+                                 const Epilogue& epilogue, const NativeIsa& isa)
     : shape_(shape), epilogue_(epilogue) {
-  avx512_ = native_avx512_enabled();
+  avx512_ = isa.avx512;
   lanes_ = avx512_ ? 16 : 8;
   // Packed per block of `lanes_` channels: [bias, tap (0,0), tap (0,1), ...] x lanes, zero past C.
   c_pad_ = (size_t(shape.out_c) + lanes_ - 1) / lanes_ * lanes_;
@@ -40,10 +40,10 @@ NativeDepthwise::NativeDepthwise(const NativeConvShape& shape, const float* filt
   ox_hi_ = last < 0 ? ox_lo_ : std::min<size_t>(shape.out_w, size_t(last) / shape.stride_w + 1);
   ox_hi_ = std::max(ox_hi_, ox_lo_);
   // Row pairs (run_two_rows): AVX-512, stride and dilation 1, the widths with unrolled taps.
-  // NN_NO_TWO_ROWS=1 turns them off (for A/B runs).
+  // CpuOptions::depthwise_two_rows turns them off (for A/B runs).
   two_rows_ = avx512_ && shape.stride_h == 1 && shape.dilation_h == 1 && shape.stride_w == 1 &&
               shape.dilation_w == 1 && (shape.kernel_w == 3 || shape.kernel_w == 5) &&
-              shape.kernel_h < kMaxKernelH && !std::getenv("NN_NO_TWO_ROWS");
+              shape.kernel_h < kMaxKernelH && isa.two_rows;
 }
 
 struct NativeDepthwise::Task {
@@ -559,6 +559,7 @@ void NativeDepthwise::run_row(const float* const* rows, size_t oy, const float* 
       depthwise_row16_dispatch<5>(a, epi);
     else
       depthwise_row16_dispatch<0>(a, epi);
+    if (epilogue_.swish) swish_inplace(output_row, 1, size_t(s.out_w) * s.out_c, 0, true);
     return;
   }
   const EpilogueAvx2 epi(epilogue_);
@@ -568,6 +569,7 @@ void NativeDepthwise::run_row(const float* const* rows, size_t oy, const float* 
     depthwise_row<5>(a, epi);
   else
     depthwise_row<0>(a, epi);
+  if (epilogue_.swish) swish_inplace(output_row, 1, size_t(s.out_w) * s.out_c, 0, false);
 #else
   (void)s, (void)rows, (void)oy, (void)residual_row, (void)output_row;
 #endif
@@ -591,6 +593,7 @@ void NativeDepthwise::run_two_rows(const float* const* rows, const float* residu
     depthwise_two_rows16_dispatch<3>(a, b, epi);
   else
     depthwise_two_rows16_dispatch<5>(a, b, epi);
+  if (epilogue_.swish) swish_inplace(output_rows, 1, 2 * row_out, 0, true);
 #else
   (void)rows, (void)residual_rows, (void)output_rows;
 #endif

@@ -7,6 +7,10 @@
 //   y = clamp(y + residual, res_lo, res_hi)   when an ADD of a same-shaped tensor follows
 //   y = 1 / (1 + exp(-y))                when a LOGISTIC follows (NativeDeconv only: the
 //                                        selfie models' last op; no other kernel reads it)
+//   y = y / (1 + exp(-y))                swish (SiLU: a LOGISTIC and the MUL of it by its
+//                                        input), last; NativeConv and NativeDepthwise apply
+//                                        it in a pass over each tile / row while in cache
+//                                        (swish_inplace), not in the micro-kernels
 //
 // The order is the IR's: each stage is the op the delegate folded, applied in sequence.
 #pragma once
@@ -48,6 +52,7 @@ struct Epilogue {
   float res_lo = -std::numeric_limits<float>::infinity();
   float res_hi = std::numeric_limits<float>::infinity();
   bool logistic = false;  // honoured by NativeDeconv only (the fusion rule offers it no other)
+  bool swish = false;     // NativeConv and NativeDepthwise only, after the stages above
 };
 
 inline float apply_epilogue(const Epilogue& e, float v, float residual) {
@@ -168,6 +173,24 @@ NN_INLINE_AVX512 void logistic16(__m512 (&v)[kN]) {
     const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_castps_si512(t[i]), bias), 23);
     v[i] = _mm512_div_ps(one, _mm512_fmadd_ps(p[i], _mm512_castsi512_ps(bits), one));
   }
+}
+
+// 1 / (1 + exp(-v)) on 8 lanes, as logistic16.
+NN_INLINE_AVX2 __m256 logistic8(__m256 v) {
+  const __m256 y = _mm256_min_ps(_mm256_max_ps(_mm256_sub_ps(_mm256_setzero_ps(), v), _mm256_set1_ps(-87.f)),
+                                 _mm256_set1_ps(87.f));
+  const __m256 magic = _mm256_set1_ps(12582912.f), one = _mm256_set1_ps(1.f);
+  const __m256 t = _mm256_fmadd_ps(y, _mm256_set1_ps(1.44269504088896341f), magic);
+  const __m256 n = _mm256_sub_ps(t, magic);
+  const __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f),
+                                    _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), y));
+  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(1.f / 120), r, _mm256_set1_ps(1.f / 24));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, one);
+  p = _mm256_fmadd_ps(p, r, one);
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127)), 23);
+  return _mm256_div_ps(one, _mm256_fmadd_ps(p, _mm256_castsi256_ps(bits), one));
 }
 
 // First n (0..8) lanes set.

@@ -47,7 +47,8 @@ bool NativeExpandDepthwise::supports(const NativeConvShape& first) {
 
 NativeExpandDepthwise::NativeExpandDepthwise(const NativeConvShape& first, const float* filter,
                                              const float* bias, const Epilogue& epilogue,
-                                             std::unique_ptr<NativeDepthwise> depthwise, size_t chunks)
+                                             std::unique_ptr<NativeDepthwise> depthwise, size_t chunks,
+                                             const NativeIsa& isa)
     : first_(first), depthwise_(std::move(depthwise)), chunks_(std::max<size_t>(1, chunks)) {
   if (!depthwise_ || !depthwise_->ok() || !supports(first)) return;
   // Output row y reads input rows y * stride - pad_top + [0, kernel_h): those in the image,
@@ -60,7 +61,7 @@ NativeExpandDepthwise::NativeExpandDepthwise(const NativeConvShape& first, const
       NativeConvShape row = first;
       row.batch = 1, row.in_h = first.kernel_h - top - bottom, row.out_h = 1;
       row.stride_h = 1, row.pad_top = top;
-      row_convs_.push_back(std::make_unique<NativeConv>(row, filter, bias, epilogue));
+      row_convs_.push_back(std::make_unique<NativeConv>(row, filter, bias, epilogue, isa));
       if (!row_convs_.back()->ok()) return;
       it = keys.insert(keys.end(), std::pair{top, bottom});
     }

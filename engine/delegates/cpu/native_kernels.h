@@ -32,12 +32,23 @@ namespace nn::cpu {
 
 // True when this CPU has AVX2 and FMA (the kernels' instruction set).
 bool native_conv_supported();
-// True when NativeConv and NativeDepthwise use their AVX-512F kernels: the CPU has
-// AVX-512F and NN_NO_AVX512 is unset (read when an op is built, so tests can cover both).
+// True when this CPU has AVX-512F (the native kernels' wider variants).
 bool native_avx512_enabled();
 // True when this CPU's AVX-512 runs on 256-bit halves (Zen 4: a zmm FMA costs two ymm ones),
-// measured once; NN_AVX512_HALF_WIDTH=1 / 0 says so instead (tests cover both kernels).
+// measured once.
 bool avx512_half_width();
+
+// Which variants the native kernels use: what the CPU has, less what CpuOptions turns off
+// (each op is given it when built, so one process can run and test both).
+struct NativeIsa {
+  bool avx512 = false;      // the AVX-512F kernels, else the AVX2 ones
+  bool half_width = false;  // NativeConv on AVX-512: ymm kernels for last panels of 1-8 / 17-24 columns
+  bool two_rows = true;     // NativeDepthwise on AVX-512: output rows in pairs
+  // All this CPU has (every switch on).
+  static NativeIsa best();
+  // avx512: allowed; half_width: 1 forced on, 0 forced off, -1 measured (avx512_half_width).
+  static NativeIsa with(bool avx512, int half_width, bool two_rows);
+};
 
 struct NativeConvShape {
   uint32_t batch = 1, in_h = 0, in_w = 0, in_c = 0;
@@ -46,6 +57,10 @@ struct NativeConvShape {
   uint32_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   uint32_t pad_top = 0, pad_left = 0;  // bottom/right padding follows from the output size
 };
+
+// x = x / (1 + exp(-x)) over `rows` runs of n floats, `stride` apart: the swish stage of
+// an epilogue (native_epilogue.h), on 16 lanes (avx512) or 8.
+void swish_inplace(float* data, size_t rows, size_t n, size_t stride, bool avx512);
 
 // body(ctx, row) for every row in [0, rows): on the calling thread without a pool, else
 // spread over the pool's threads.
@@ -70,7 +85,8 @@ class NativeOp {
 class NativeConv final : public NativeOp {
  public:
   // filter: OHWI [out_c, kernel_h, kernel_w, in_c]; bias: [out_c] or nullptr.
-  NativeConv(const NativeConvShape& shape, const float* filter, const float* bias, const Epilogue& epilogue);
+  NativeConv(const NativeConvShape& shape, const float* filter, const float* bias, const Epilogue& epilogue,
+             const NativeIsa& isa = NativeIsa::best());
   void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
 
   // A 1x1, stride 1, unpadded conv reads the input as the GEMM's A matrix (no im2col).
@@ -87,15 +103,19 @@ class NativeConv final : public NativeOp {
                   pthreadpool_t pool) const;
   const Epilogue& epilogue() const { return epilogue_; }
   const NativeConvShape& shape() const { return shape_; }
+  // Its last panel runs on the ymm kernel (NativeIsa::half_width and a 1-8 / 17-24 column tail).
+  bool ymm_last_panel() const { return half_width_; }
   // Output pixels per micro-tile of the kernels this CPU gets: a tile of fewer pixels costs
   // as much as a full one.
-  static size_t tile_pixels();
+  static size_t tile_pixels(const NativeIsa& isa);
 
   struct Task;
 
  private:
   template <class Gemm>
   static void run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_t j_count);
+  template <class Gemm>
+  static void run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, size_t j_count);
   void dispatch(Task& task, pthreadpool_t pool) const;
 
   NativeConvShape shape_;
@@ -105,7 +125,8 @@ class NativeConv final : public NativeOp {
   bool wide_ = false;        // AVX-512 with 32-wide panels (more than 16 output channels)
   bool half_width_ = false;  // and the last panel's 17-24 columns on the ymm kernel (avx512_half_width)
   size_t k_ = 0;             // GEMM depth: kernel_h * kernel_w * in_c
-  size_t segments_ = 0;      // runs of A per output pixel read in place: kernel_h, or 0 (im2col only)
+  size_t segments_ = 0;      // runs of A per output pixel read in place (kernel_h * taps_w_), or 0 (im2col only)
+  size_t taps_w_ = 1;        // runs per kernel row: 1 (its taps contiguous), kernel_w when dilated
   bool strips_ = false;      // edge micro-tiles read zero-padded copies of their input rows
   size_t n_blocks_ = 0;      // out_c in panels of 32 (AVX-512) or 16
   bool scaled_sum_ = false;  // run_scaled gates its input per tile (it has a sum), on packed_
@@ -116,7 +137,7 @@ class NativeDepthwise final : public NativeOp {
  public:
   // filter: [1, kernel_h, kernel_w, C]; bias [C] or nullptr; in_c == out_c (multiplier 1).
   NativeDepthwise(const NativeConvShape& shape, const float* filter, const float* bias,
-                  const Epilogue& epilogue);
+                  const Epilogue& epilogue, const NativeIsa& isa = NativeIsa::best());
   void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
 
   // Kernel heights above this run on XNNPACK (the row-pointer table is fixed-size).
@@ -125,6 +146,8 @@ class NativeDepthwise final : public NativeOp {
   // falls in the padding); residual_row / output_row are that output row.
   void run_row(const float* const* rows, size_t oy, const float* residual_row, float* output_row) const;
   const NativeConvShape& shape() const { return shape_; }
+  // Output rows computed in pairs (NativeIsa::two_rows, stride 1, 3 or 5 wide, AVX-512).
+  bool row_pairs() const { return two_rows_; }
 
   struct Task;
 
@@ -149,7 +172,7 @@ class NativeDeconv final : public NativeOp {
   // Transpose conv with kernel == stride and no padding: out[y*sh+ky][x*sw+kx][o] =
   // bias[o] + sum_c in[y][x][c] * filter[o][ky][kx][c]. filter OHWI, bias [out_c] or nullptr.
   NativeDeconv(const NativeConvShape& shape, const float* filter, const float* bias,
-               const Epilogue& epilogue);
+               const Epilogue& epilogue, const NativeIsa& isa = NativeIsa::best());
   void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
 
   struct Task;
@@ -174,7 +197,7 @@ struct NativeResizeShape {
 // epilogue and no residual.
 class NativeResize final : public NativeOp {
  public:
-  explicit NativeResize(const NativeResizeShape& shape);
+  explicit NativeResize(const NativeResizeShape& shape, const NativeIsa& isa = NativeIsa::best());
   void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
 
   struct Task;
@@ -215,7 +238,8 @@ class NativeExpandDepthwise final : public NativeOp {
   // depthwise: built for the first conv's whole output. chunks: the most ranges run()
   // splits rows into.
   NativeExpandDepthwise(const NativeConvShape& first, const float* filter, const float* bias,
-                        const Epilogue& epilogue, std::unique_ptr<NativeDepthwise> depthwise, size_t chunks);
+                        const Epilogue& epilogue, std::unique_ptr<NativeDepthwise> depthwise, size_t chunks,
+                        const NativeIsa& isa = NativeIsa::best());
   void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
 
   // Rows of its input a range of depthwise output rows recomputes at its start (the
@@ -252,7 +276,7 @@ struct NativeAddMeanShape {
 // squeeze-and-excitation inputs; its 128x128 one was 4.5% of the model). run(a, b, means).
 class NativeAddMean final : public NativeOp {
  public:
-  explicit NativeAddMean(const NativeAddMeanShape& shape);
+  explicit NativeAddMean(const NativeAddMeanShape& shape, const NativeIsa& isa = NativeIsa::best());
   void run(const float* a, const float* b, float* output, pthreadpool_t pool) const override;
 
   struct Task;

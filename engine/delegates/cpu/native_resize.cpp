@@ -10,10 +10,10 @@
 
 namespace nn::cpu {
 
-NativeResize::NativeResize(const NativeResizeShape& shape) : shape_(shape) {
+NativeResize::NativeResize(const NativeResizeShape& shape, const NativeIsa& isa) : shape_(shape) {
   rows_ = bilinear_taps(shape.in_h, shape.out_h, shape.align_corners, shape.half_pixel_centers);
   cols_ = bilinear_taps(shape.in_w, shape.out_w, shape.align_corners, shape.half_pixel_centers);
-  avx512_ = native_avx512_enabled();
+  avx512_ = isa.avx512;
   // The width doubled with half-pixel centres: output column 2x - 1 blends input columns
   // x - 1 and x by 0.25, column 2x the same two by 0.75, the two edge columns repeat the edge
   // pixels (what bilinear_taps gives; checked here, not assumed).

@@ -81,6 +81,17 @@ bool is_identity_pool(const Model& m, const Operation& op, const WindowParams& p
          m.operands[op.inputs[0]].dims == m.operands[op.outputs[0]].dims;
 }
 
+// POW's exponent when it is one constant value XNNPACK has a node for (2: square, 0.5:
+// square root, as layer norm's variance and std), else 0.
+float pow_exponent(const Model& m, const Operation& op, const StaticLookup& statics) {
+  if (op.inputs.size() < 2 || !m.has_value(op.inputs[1])) return 0.f;
+  const Operand& e = m.operands[op.inputs[1]];
+  const void* data = statics(op.inputs[1]);
+  if (!data || e.type != OperandType::TENSOR_FLOAT32 || num_elements(e.dims) != 1) return 0.f;
+  const float v = *static_cast<const float*>(data);
+  return v == 2.f || v == 0.5f ? v : 0.f;
+}
+
 }  // namespace
 
 bool is_global_mean(const Model& model, const Operation& op, const StaticLookup& statics) {
@@ -267,6 +278,12 @@ SupportResult xnn_can_lower(const Model& m, uint32_t op_index, const StaticLooku
     case OperationType::ELU:
       if (auto e = check_f32(m, op, {0}); !e.empty()) return no(e);
       return SupportResult::yes();
+    case OperationType::POW: {
+      if (auto e = check_f32(m, op, {0, 1}); !e.empty()) return no(e);
+      if (pow_exponent(m, op, statics) == 0.f) return no("exponent is not a constant 2 or 0.5");
+      if (m.operands[op.inputs[0]].dims != m.operands[op.outputs[0]].dims) return no("base is broadcast");
+      return SupportResult::yes();
+    }
     case OperationType::SOFTMAX: {
       if (auto e = check_f32(m, op, {0}); !e.empty()) return no(e);
       if (m.scalar_f32(op.inputs[1]) != 1.f) return no("beta != 1");
@@ -458,6 +475,12 @@ Status xnn_lower(xnn_subgraph_t sg, const Model& m, uint32_t op_index, const Sta
       return Status::ok();
     case OperationType::NNPIPE_CEIL:
       NN_XNN_TRY(xnn_define_ceiling(sg, x, y, 0));
+      return Status::ok();
+    case OperationType::POW:
+      if (pow_exponent(m, op, statics) == 2.f)
+        NN_XNN_TRY(xnn_define_square(sg, x, y, 0));
+      else
+        NN_XNN_TRY(xnn_define_square_root(sg, x, y, 0));
       return Status::ok();
     case OperationType::ELU:
       NN_XNN_TRY(xnn_define_elu(sg, m.scalar_f32(op.inputs[1]), x, y, 0));

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <span>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +14,10 @@
 #include "nn/status.h"
 
 namespace nn::tflite_import {
+
+// The dense bytes of a sparse constant of `dims` (elements of element_bytes each), or why not.
+Result<std::vector<uint8_t>> densify_tensor(const tflite::SparsityParameters& sparsity, const Dims& dims,
+                                            size_t element_bytes, std::span<const uint8_t> values);
 
 class Converter {
  public:
@@ -43,6 +49,9 @@ class Converter {
   Result<float> const_float_scalar(int32_t t, const char* what) const;
   // Folds DEQUANTIZE of a constant into a float32 constant; false if the input is not constant.
   Result<bool> try_fold_dequantize(int32_t in, int32_t out);
+  // Folds DENSIFY of a sparse constant into dense bytes (tflite_densify.cpp) that
+  // constant_bytes() then serves for `out`; false if the input is not a sparse constant.
+  Result<bool> try_fold_densify(int32_t in, int32_t out);
   Result<OperandType> ir_type(int32_t t) const;
 
   // ---- ops (tflite_ops.cpp) ----
@@ -96,7 +105,8 @@ class Converter {
   // Operands whose dims the IR infers, with the tensor that declares them.
   std::vector<std::pair<uint32_t, int32_t>> declared_;
   const tflite::Operator* cur_ = nullptr;
-  bool refused_by_name_ = false;  // the op's error already says "builtin X (code N) ..."
+  bool refused_by_name_ = false;
+  std::map<int32_t, std::vector<uint8_t>> densified_;  // DENSIFY outputs: tensor -> dense bytes  // the op's error already says "builtin X (code N) ..."
 };
 
 }  // namespace nn::tflite_import

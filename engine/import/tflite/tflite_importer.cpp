@@ -148,6 +148,8 @@ Result<Dims> Converter::tensor_dims(int32_t t) const {
 }
 
 Result<std::optional<std::span<const uint8_t>>> Converter::constant_bytes(int32_t t) const {
+  if (auto d = densified_.find(t); d != densified_.end())
+    return std::optional<std::span<const uint8_t>>(std::span<const uint8_t>(d->second));
   const uint32_t b = tensor(t).buffer();
   const auto* buffers = fb_.buffers();
   if (b == 0) return std::optional<std::span<const uint8_t>>{};

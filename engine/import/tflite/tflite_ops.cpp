@@ -619,6 +619,12 @@ Status Converter::convert_builtin(int32_t code, const tflite::Operator& op) {
       return unary(T::CAST);
     case tflite::BuiltinOperator_QUANTIZE:
       return unary(T::QUANTIZE);
+    case tflite::BuiltinOperator_DENSIFY: {  // of sparse constant weights: folded
+      NN_RETURN_IF_ERROR(expect_io(1, 1, 1));
+      NN_ASSIGN_OR_RETURN(bool folded, try_fold_densify(in(0), out(0)));
+      if (!folded) return Status(StatusCode::kUnsupportedOp, "DENSIFY of a tensor that is not a sparse constant");
+      return Status::ok();
+    }
     case tflite::BuiltinOperator_DEQUANTIZE: {
       NN_RETURN_IF_ERROR(expect_io(1, 1, 1));
       NN_ASSIGN_OR_RETURN(bool folded, try_fold_dequantize(in(0), out(0)));

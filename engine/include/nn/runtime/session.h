@@ -16,6 +16,49 @@
 
 namespace nn {
 
+// The CPU delegate's tuning switches: each of its own kernels and fusions can be turned
+// off, to compare against what it replaced (XNNPACK's node or the reference kernel) and
+// to test both paths on one host. All on by default; the library never reads the
+// environment for them: tools and benchmarks call from_environment().
+struct CpuOptions {
+  // nnpipe's dense / depthwise / transpose conv, bilinear resize and ADD+mean kernels
+  // (native_kernels.h) where they beat XNNPACK; off: XNNPACK runs them. NN_NO_NATIVE_CONV=1.
+  bool native_kernels = true;
+  // CONCATENATION, TRANSPOSE, SLICE, MEAN over an axis, ERF on nnpipe's kernels
+  // (native_data.h); off: the reference kernels. NN_NO_NATIVE_DATA=1.
+  bool native_data_ops = true;
+  // The AVX-512F kernels on CPUs that have it; off: the AVX2 ones. NN_NO_AVX512=1.
+  bool avx512 = true;
+  // Native convs on AVX-512 give their last panel of 1-8 or 17-24 output channels to the
+  // ymm kernel where a zmm FMA costs two ymm ones (Zen 4). kAuto measures the CPU once.
+  // NN_AVX512_HALF_WIDTH=1 / 0.
+  enum class HalfWidth { kAuto, kOn, kOff };
+  HalfWidth avx512_half_width = HalfWidth::kAuto;
+  // Native depthwise convs compute output rows in pairs (sharing input rows). NN_NO_TWO_ROWS=1.
+  bool depthwise_two_rows = true;
+  // A pointwise conv reading a bilinear upsampling runs before it, on the small image.
+  // NN_NO_CONV_BEFORE_RESIZE=1.
+  bool conv_before_resize = true;
+  // An ADD read only by a global average becomes one pass (native add+mean). NN_NO_ADD_MEAN=1.
+  bool add_mean = true;
+  // A squeeze-and-excitation gate (MUL, maybe + ADD) is read in place by the 1x1 conv after
+  // it (native conv, gated input). NN_NO_SE_FUSION=1.
+  bool se_fusion = true;
+  // A conv and the depthwise conv reading it run row by row as one op (native
+  // conv+depthwise) where that pays. NN_NO_EXPAND_DEPTHWISE=1.
+  bool expand_depthwise = true;
+  // SiLU (LOGISTIC and the MUL by its input) after a native conv or depthwise conv runs in
+  // its epilogue. NN_NO_SWISH_EPILOGUE=1.
+  bool swish_epilogue = true;
+  // A native conv drops kernel rows / columns that read only padding for every output
+  // pixel (dilations wider than the image). NN_NO_DEAD_TAPS=1.
+  bool drop_dead_taps = true;
+
+  // The defaults with each variable above that is set applied (NN_NO_*=1 turns its
+  // switch off; NN_AVX512_HALF_WIDTH=1 / 0 forces the choice).
+  static CpuOptions from_environment();
+};
+
 struct SessionOptions {
   // Preference order, e.g. {"nnapi", "vulkan", "cpu"}. "auto" = every available delegate,
   // best first. The CPU delegate always takes what the others leave. "reference" runs the
@@ -36,6 +79,8 @@ struct SessionOptions {
   // The caller's latency budget per run (0 = none). The NNAPI delegate maps it to
   // execution priority and timeout; a run that misses it is redone on the CPU.
   double budget_ms = 0;
+  // The CPU delegate's kernel and fusion switches.
+  CpuOptions cpu;
 };
 
 // One step's time in the last run (profiling): "op 12 CONV_2D [xnnpack]", 0.21 ms.

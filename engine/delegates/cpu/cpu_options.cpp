@@ -1,0 +1,31 @@
+// CpuOptions::from_environment: the one place the CPU delegate's switches are read from
+// the environment (for nnrun, nnbench and the bench scripts' A/B runs).
+#include <cstdlib>
+#include <cstring>
+
+#include "nn/runtime/session.h"
+
+namespace nn {
+
+CpuOptions CpuOptions::from_environment() {
+  CpuOptions o;
+  auto set = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v && std::strcmp(v, "0") != 0;
+  };
+  o.native_kernels = !set("NN_NO_NATIVE_CONV");
+  o.native_data_ops = !set("NN_NO_NATIVE_DATA");
+  o.avx512 = !set("NN_NO_AVX512");
+  if (const char* v = std::getenv("NN_AVX512_HALF_WIDTH"); v && *v)
+    o.avx512_half_width = std::strcmp(v, "0") != 0 ? HalfWidth::kOn : HalfWidth::kOff;
+  o.depthwise_two_rows = !set("NN_NO_TWO_ROWS");
+  o.conv_before_resize = !set("NN_NO_CONV_BEFORE_RESIZE");
+  o.add_mean = !set("NN_NO_ADD_MEAN");
+  o.se_fusion = !set("NN_NO_SE_FUSION");
+  o.expand_depthwise = !set("NN_NO_EXPAND_DEPTHWISE");
+  o.swish_epilogue = !set("NN_NO_SWISH_EPILOGUE");
+  o.drop_dead_taps = !set("NN_NO_DEAD_TAPS");
+  return o;
+}
+
+}  // namespace nn

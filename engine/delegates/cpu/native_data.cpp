@@ -1,0 +1,378 @@
+// Data-movement, MEAN-over-an-axis and ERF kernels of the CPU delegate (native_data.h).
+// Copies run a row at a time (memcpy when the input row is contiguous, a strided gather
+// otherwise) with the multi-index carried from row to row; rows are split over the pool
+// only for tensors large enough to pay for waking it.
+#include "delegates/cpu/native_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <set>
+
+#include "delegates/cpu/native_kernels.h"
+
+namespace nn::cpu {
+
+namespace {
+
+// Work below this many bytes stays on the calling thread: waking the pool costs more.
+constexpr size_t kParallelBytes = size_t(128) << 10;
+constexpr size_t kMaxChunks = 64;
+
+// Chunks of `rows` rows of `row_bytes` each for the pool: 1 when small.
+size_t chunk_count(size_t rows, size_t row_bytes, pthreadpool_t pool) {
+  if (!pool || rows < 2 || rows * row_bytes < kParallelBytes) return 1;
+  return std::min({rows, kMaxChunks, std::max<size_t>(1, rows * row_bytes / (kParallelBytes / 4))});
+}
+
+// Runs body(ctx, first_row, end_row) over `chunks` contiguous ranges of rows.
+template <class F>
+void for_each_range(pthreadpool_t pool, size_t rows, size_t chunks, const F& body) {
+  if (chunks <= 1) {
+    body(size_t(0), rows);
+    return;
+  }
+  struct Ctx {
+    const F* body;
+    size_t rows, chunks;
+  } ctx{&body, rows, chunks};
+  for_each_row(
+      pool, chunks,
+      [](void* p, size_t c) {
+        const Ctx& x = *static_cast<const Ctx*>(p);
+        (*x.body)(c * x.rows / x.chunks, (c + 1) * x.rows / x.chunks);
+      },
+      &ctx);
+}
+
+bool four_byte(const Operand& o) {
+  return o.type == OperandType::TENSOR_FLOAT32 || o.type == OperandType::TENSOR_INT32;
+}
+
+bool static_ints(const Model& m, uint32_t operand, const std::function<const void*(uint32_t)>& statics,
+                 std::vector<int32_t>* out) {
+  if (!m.has_value(operand)) return false;
+  const Operand& o = m.operands[operand];
+  const void* data = statics(operand);
+  if (o.type != OperandType::TENSOR_INT32 || !data) return false;
+  out->resize(num_elements(o.dims));
+  if (!out->empty()) std::memcpy(out->data(), data, out->size() * sizeof(int32_t));
+  return true;
+}
+
+std::vector<int64_t> row_major(const Dims& d) {
+  std::vector<int64_t> s(d.size(), 1);
+  for (size_t k = d.size(); k-- > 1;) s[k - 1] = s[k] * d[k];
+  return s;
+}
+
+// TRANSPOSE, SLICE: one strided copy.
+class CopyOp final : public NativeDataOp {
+ public:
+  CopyOp(uint32_t input, const StridedCopy& copy, const char* kernel) : c_(coalesce(copy)), kernel_(kernel) {
+    operands_ = {input};
+    last_ = size_t(c_.dims.back());
+    rows_ = 1;
+    for (size_t k = 0; k + 1 < c_.dims.size(); ++k) rows_ *= size_t(c_.dims[k]);
+  }
+  const char* kernel() const override { return kernel_; }
+
+  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+    const float* in = static_cast<const float*>(inputs[0]) + c_.offset;
+    float* out = static_cast<float*>(output);
+    const size_t outer_rank = c_.dims.size() - 1;
+    const int64_t step = c_.strides.back();
+    for_each_range(pool, rows_, chunk_count(rows_, last_ * 4, pool), [&](size_t r0, size_t r1) {
+      // The multi-index of row r0 over dims[0 .. outer_rank), then carried row to row.
+      int64_t idx[8] = {0}, at = 0;
+      for (size_t k = outer_rank, r = r0; k-- > 0;) {
+        idx[k] = int64_t(r % size_t(c_.dims[k]));
+        r /= size_t(c_.dims[k]);
+        at += idx[k] * c_.strides[k];
+      }
+      for (size_t r = r0; r < r1; ++r) {
+        float* dst = out + r * last_;
+        const float* src = in + at;
+        if (step == 1) {
+          std::memcpy(dst, src, last_ * sizeof(float));
+        } else {
+          for (size_t j = 0; j < last_; ++j) dst[j] = src[int64_t(j) * step];
+        }
+        for (size_t k = outer_rank; k-- > 0;) {  // next row: carry
+          at += c_.strides[k];
+          if (++idx[k] < c_.dims[k]) break;
+          at -= c_.strides[k] * c_.dims[k];
+          idx[k] = 0;
+        }
+      }
+    });
+  }
+
+ private:
+  StridedCopy c_;
+  const char* kernel_;
+  size_t rows_ = 1, last_ = 1;
+};
+
+// CONCATENATION: per outer row, each input's inner run in turn.
+class ConcatOp final : public NativeDataOp {
+ public:
+  ConcatOp(std::vector<uint32_t> inputs, size_t outer, std::vector<size_t> inner)
+      : outer_(outer), inner_(std::move(inner)) {
+    operands_ = std::move(inputs);
+    total_ = std::accumulate(inner_.begin(), inner_.end(), size_t(0));
+  }
+  const char* kernel() const override { return "native concat"; }
+
+  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+    float* out = static_cast<float*>(output);
+    for_each_range(pool, outer_, chunk_count(outer_, total_ * 4, pool), [&](size_t r0, size_t r1) {
+      for (size_t r = r0; r < r1; ++r) {
+        float* dst = out + r * total_;
+        for (size_t i = 0; i < inner_.size(); ++i) {
+          std::memcpy(dst, static_cast<const float*>(inputs[i]) + r * inner_[i], inner_[i] * sizeof(float));
+          dst += inner_[i];
+        }
+      }
+    });
+  }
+
+ private:
+  size_t outer_ = 1, total_ = 0;
+  std::vector<size_t> inner_;
+};
+
+#if NN_NATIVE_X86
+NN_TARGET_AVX2 float sum_avx2(const float* x, size_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
+    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(x + i + 8));
+  }
+  for (; i + 8 <= n; i += 8) a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
+  __m256 a = _mm256_add_ps(a0, a1);
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+  float s = _mm_cvtss_f32(h);
+  for (; i < n; ++i) s += x[i];
+  return s;
+}
+#endif
+
+float sum_row(const float* x, size_t n) {
+#if NN_NATIVE_X86
+  if (native_conv_supported()) return sum_avx2(x, n);
+#endif
+  float s = 0.f;
+  for (size_t i = 0; i < n; ++i) s += x[i];
+  return s;
+}
+
+// MEAN over a run of adjacent axes: [outer, n, inner] -> [outer, inner].
+class MeanOp final : public NativeDataOp {
+ public:
+  MeanOp(uint32_t input, size_t outer, size_t n, size_t inner) : outer_(outer), n_(n), inner_(inner) {
+    operands_ = {input};
+  }
+  const char* kernel() const override { return "native mean"; }
+
+  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+    const float* in = static_cast<const float*>(inputs[0]);
+    float* out = static_cast<float*>(output);
+    const float scale = 1.f / float(n_);
+    for_each_range(pool, outer_, chunk_count(outer_, n_ * inner_ * 4, pool), [&](size_t r0, size_t r1) {
+      for (size_t r = r0; r < r1; ++r) {
+        const float* x = in + r * n_ * inner_;
+        float* y = out + r * inner_;
+        if (inner_ == 1) {
+          y[0] = sum_row(x, n_) * scale;
+          continue;
+        }
+        std::memcpy(y, x, inner_ * sizeof(float));
+        for (size_t k = 1; k < n_; ++k)
+          for (size_t j = 0; j < inner_; ++j) y[j] += x[k * inner_ + j];
+        for (size_t j = 0; j < inner_; ++j) y[j] *= scale;
+      }
+    });
+  }
+
+ private:
+  size_t outer_, n_, inner_;
+};
+
+// erf(x) as a rational function of x on [-4, 4] (erf is +-1 to float precision beyond):
+// x * P(x^2) / Q(x^2), the coefficients of Eigen's fast erf; within 4.2e-7 of erf.
+constexpr float kErfAlpha[] = {-2.72614225801306e-10f, 2.77068142495902e-08f,  -2.10102402082508e-06f,
+                               -5.69250639462346e-05f, -7.34990630326855e-04f, -2.95459980854025e-03f,
+                               -1.60960333262415e-02f};
+constexpr float kErfBeta[] = {-1.45660718464996e-05f, -2.13374055278905e-04f, -1.68282697438203e-03f,
+                              -7.37332916720468e-03f, -1.42647390514189e-02f};
+
+float erf_scalar(float v) {
+  const float x = std::min(std::max(v, -4.f), 4.f), x2 = x * x;
+  float p = kErfAlpha[0], q = kErfBeta[0];
+  for (size_t i = 1; i < 7; ++i) p = std::fma(p, x2, kErfAlpha[i]);
+  for (size_t i = 1; i < 5; ++i) q = std::fma(q, x2, kErfBeta[i]);
+  return x * p / q;
+}
+
+#if NN_NATIVE_X86
+NN_TARGET_AVX2 void erf_avx2(const float* in, float* out, size_t n) {
+  const __m256 lo = _mm256_set1_ps(-4.f), hi = _mm256_set1_ps(4.f);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(in + i), lo), hi);
+    const __m256 x2 = _mm256_mul_ps(x, x);
+    __m256 p = _mm256_set1_ps(kErfAlpha[0]), q = _mm256_set1_ps(kErfBeta[0]);
+    for (size_t k = 1; k < 7; ++k) p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(kErfAlpha[k]));
+    for (size_t k = 1; k < 5; ++k) q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(kErfBeta[k]));
+    _mm256_storeu_ps(out + i, _mm256_div_ps(_mm256_mul_ps(x, p), q));
+  }
+  for (; i < n; ++i) out[i] = erf_scalar(in[i]);
+}
+#endif
+
+class ErfOp final : public NativeDataOp {
+ public:
+  ErfOp(uint32_t input, size_t count) : count_(count) { operands_ = {input}; }
+  const char* kernel() const override { return "native erf"; }
+
+  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+    const float* in = static_cast<const float*>(inputs[0]);
+    float* out = static_cast<float*>(output);
+    constexpr size_t kBlock = 1024;  // elements per row of work
+    const size_t rows = (count_ + kBlock - 1) / kBlock;
+    for_each_range(pool, rows, chunk_count(rows, kBlock * 16, pool), [&](size_t r0, size_t r1) {
+      const size_t begin = r0 * kBlock, end = std::min(count_, r1 * kBlock);
+#if NN_NATIVE_X86
+      if (native_conv_supported()) {
+        erf_avx2(in + begin, out + begin, end - begin);
+        return;
+      }
+#endif
+      for (size_t i = begin; i < end; ++i) out[i] = erf_scalar(in[i]);
+    });
+  }
+
+ private:
+  size_t count_;
+};
+
+}  // namespace
+
+StridedCopy coalesce(const StridedCopy& copy) {
+  StridedCopy c;
+  c.offset = copy.offset;
+  for (size_t k = 0; k < copy.dims.size(); ++k) {
+    if (copy.dims[k] == 1) continue;
+    if (!c.dims.empty() && c.strides.back() == copy.strides[k] * copy.dims[k]) {
+      c.dims.back() *= copy.dims[k];  // contiguous with the dim before: one longer dim
+      c.strides.back() = copy.strides[k];
+      continue;
+    }
+    c.dims.push_back(copy.dims[k]);
+    c.strides.push_back(copy.strides[k]);
+  }
+  if (c.dims.empty()) c.dims = {1}, c.strides = {1};
+  return c;
+}
+
+std::unique_ptr<NativeDataOp> make_native_data_op(const Model& m, uint32_t op_index,
+                                                  const std::function<const void*(uint32_t)>& statics,
+                                                  std::string* why) {
+  const Operation& op = m.operations[op_index];
+  auto no = [&](const char* reason) -> std::unique_ptr<NativeDataOp> {
+    *why = reason;
+    return nullptr;
+  };
+  if (op.outputs.size() != 1 || op.inputs.empty()) return no("not one output");
+  const Operand& in = m.operands[op.inputs[0]];
+  const Operand& out = m.operands[op.outputs[0]];
+  if (out.dims.size() > 8 || in.dims.size() > 8) return no("rank above 8");
+  switch (op.type) {
+    case OperationType::TRANSPOSE: {
+      if (!four_byte(in) || out.type != in.type) return no("not a 4-byte element type");
+      std::vector<int32_t> perm;
+      const bool given = op.inputs.size() > 1 && m.has_value(op.inputs[1]);
+      if (given && !static_ints(m, op.inputs[1], statics, &perm)) return no("perm is not constant");
+      const size_t rank = in.dims.size();
+      if (perm.empty())
+        for (size_t i = 0; i < rank; ++i) perm.push_back(int32_t(rank - 1 - i));
+      if (perm.size() != rank) return no("perm size");
+      const std::vector<int64_t> s = row_major(in.dims);
+      StridedCopy c;
+      for (int32_t a : perm) {
+        if (a < 0 || size_t(a) >= rank) return no("perm out of range");
+        c.dims.push_back(in.dims[a]);
+        c.strides.push_back(s[a]);
+      }
+      return std::make_unique<CopyOp>(op.inputs[0], c, "native transpose");
+    }
+    case OperationType::SLICE: {
+      if (!four_byte(in) || out.type != in.type) return no("not a 4-byte element type");
+      std::vector<int32_t> begin, size;
+      if (op.inputs.size() != 3 || !static_ints(m, op.inputs[1], statics, &begin) ||
+          !static_ints(m, op.inputs[2], statics, &size))
+        return no("begin/size are not constant");
+      const size_t rank = in.dims.size();
+      if (begin.size() != rank || size.size() != rank) return no("begin/size rank");
+      const std::vector<int64_t> s = row_major(in.dims);
+      StridedCopy c;
+      for (size_t i = 0; i < rank; ++i) {
+        const int64_t b = begin[i], n = size[i] == -1 ? int64_t(in.dims[i]) - b : size[i];
+        if (b < 0 || n < 1 || b + n > int64_t(in.dims[i])) return no("slice outside the input");
+        c.dims.push_back(n);
+        c.strides.push_back(s[i]);
+        c.offset += b * s[i];
+      }
+      return std::make_unique<CopyOp>(op.inputs[0], c, "native slice");
+    }
+    case OperationType::CONCATENATION: {
+      const size_t count = op.inputs.size() - 1;
+      if (count < 1 || !statics(op.inputs.back())) return no("axis is not constant");
+      const size_t rank = out.dims.size();
+      int32_t axis = m.scalar_i32(op.inputs.back());
+      if (axis < 0) axis += int32_t(rank);
+      if (axis < 0 || size_t(axis) >= rank) return no("axis out of range");
+      size_t outer = 1, after = 1;
+      for (size_t k = 0; k < size_t(axis); ++k) outer *= out.dims[k];
+      for (size_t k = size_t(axis) + 1; k < rank; ++k) after *= out.dims[k];
+      std::vector<uint32_t> inputs(op.inputs.begin(), op.inputs.end() - 1);
+      std::vector<size_t> inner;
+      for (uint32_t i : inputs) {
+        const Operand& o = m.operands[i];
+        if (!m.has_value(i) || !four_byte(o) || o.type != out.type || o.dims.size() != rank)
+          return no("inputs are not 4-byte tensors of the output's rank");
+        inner.push_back(size_t(o.dims[axis]) * after);
+      }
+      return std::make_unique<ConcatOp>(std::move(inputs), outer, std::move(inner));
+    }
+    case OperationType::MEAN: {
+      if (in.type != OperandType::TENSOR_FLOAT32 || out.type != in.type) return no("not float32");
+      std::vector<int32_t> axes;
+      if (op.inputs.size() < 2 || !static_ints(m, op.inputs[1], statics, &axes) || axes.empty())
+        return no("axes are not constant");
+      const int32_t rank = int32_t(in.dims.size());
+      std::set<int32_t> norm;
+      for (int32_t a : axes) {
+        if (a < -rank || a >= rank) return no("axis out of range");
+        norm.insert(a < 0 ? a + rank : a);
+      }
+      if (*norm.rbegin() - *norm.begin() + 1 != int32_t(norm.size())) return no("axes are not adjacent");
+      size_t outer = 1, n = 1, inner = 1;
+      for (int32_t k = 0; k < rank; ++k)
+        (k < *norm.begin() ? outer : k > *norm.rbegin() ? inner : n) *= in.dims[k];
+      return std::make_unique<MeanOp>(op.inputs[0], outer, n, inner);
+    }
+    case OperationType::NNPIPE_ERF:
+      if (in.type != OperandType::TENSOR_FLOAT32 || out.type != in.type) return no("not float32");
+      return std::make_unique<ErfOp>(op.inputs[0], num_elements(in.dims));
+    default:
+      return no("not a data op");
+  }
+}
+
+}  // namespace nn::cpu

@@ -1,0 +1,54 @@
+// nnpipe's own kernels for the ops around the convolutions that Debian's Feb-2022 XNNPACK
+// has no subgraph node for, so they ran on the reference kernels inside the CPU delegate
+// (and split its XNNPACK steps): CONCATENATION, TRANSPOSE and SLICE (ShuffleNet's channel
+// shuffle, DenseNet/Inception/SqueezeNet joins), MEAN over one axis (ConvNeXt's layer
+// norm) and NNPIPE_ERF (GELU). Each takes any number of inputs and writes one output; none
+// has weights or an epilogue. Copies move 4-byte elements (float32 or int32).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "nn/ir/model.h"
+
+typedef struct pthreadpool* pthreadpool_t;
+
+namespace nn::cpu {
+
+
+class NativeDataOp {
+ public:
+  virtual ~NativeDataOp() = default;
+  // inputs: the op's tensor inputs in operand order (operands(): which ones).
+  virtual void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const = 0;
+  // The kernel's name for --explain / --profile.
+  virtual const char* kernel() const = 0;
+  // The op's inputs that carry data, in the order run() takes them.
+  const std::vector<uint32_t>& operands() const { return operands_; }
+
+ protected:
+  std::vector<uint32_t> operands_;
+};
+
+// The data-movement op for IR op `op_index`, or nullptr (with *why) when the op is none of
+// the above or has a form these kernels leave to the reference (non-constant parameters,
+// other element types). `statics` gives compile-time data (perm, begin/size, axes).
+std::unique_ptr<NativeDataOp> make_native_data_op(const Model& model, uint32_t op_index,
+                                                  const std::function<const void*(uint32_t)>& statics,
+                                                  std::string* why);
+
+// Exposed for tests: out = the elements of `in` (4 bytes each) at offset + sum_k i_k *
+// strides[k] over the index space `dims`, row-major.
+struct StridedCopy {
+  std::vector<int64_t> dims, strides;
+  int64_t offset = 0;
+};
+// Merges dims that are contiguous in the input, drops size-1 dims (at least one dim stays).
+StridedCopy coalesce(const StridedCopy& copy);
+
+}  // namespace nn::cpu
