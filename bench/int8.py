@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""int8 models beside float: accuracy and latency (bench/README.md, "int8").
+
+  /usr/bin/python3 bench/int8_data.py            # calibration/test data under assets/calib
+  /usr/bin/python3 bench/int8.py accuracy        # selfie IoU, MobileNetV2 top-1 agreement
+  /usr/bin/python3 bench/int8.py latency         # int8 vs float (1 thread) and vs ONNX Runtime
+  /usr/bin/python3 bench/int8.py all
+
+Models are quantized by `nnconvert --quantize int8` into assets/out/int8/ (calibration:
+assets/calib/selfie, Megamind frames 0-87; assets/calib/photos). The accuracy tests use
+frames 90-267 and assets/calib/photos-test only.
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("NN_BUILD", os.path.join(ROOT, "build"))
+NNCONVERT = os.path.join(BUILD, "engine", "nnconvert")
+NNRUN = os.path.join(BUILD, "engine", "nnrun")
+NNEXPORT = os.path.join(BUILD, "engine", "nnexport")
+CALIB = os.path.join(ROOT, "assets", "calib")
+OUT = os.path.join(ROOT, "assets", "out", "int8")
+MODELS = os.path.join(ROOT, "assets", "models")
+
+SELFIE = dict(name="selfie", source=os.path.join(MODELS, "selfie_segmentation.tflite"), calib="selfie", extra=[])
+MNV2 = dict(name="mobilenet_v2", source=os.path.join(MODELS, "mobilenet_v2.onnx"), calib="photos",
+            extra=["--mean", "123.675", "116.28", "103.53", "--std", "58.395", "57.12", "57.375",
+                   "--input-color", "RGB", "--task", "classification"])
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        sys.exit(f"int8: {' '.join(cmd)} failed:\n{r.stdout}\n{r.stderr}")
+    return r.stdout
+
+
+def convert(spec, method=None, quantize=True, tag=""):
+    """The float (.nnapi) or int8 model of spec; returns its path and nnconvert's report."""
+    os.makedirs(OUT, exist_ok=True)
+    kind = "int8" if quantize else "float"
+    path = os.path.join(OUT, f"{spec['name']}_{kind}{tag}.nnapi")
+    cmd = [NNCONVERT, spec["source"], "-o", path] + spec["extra"]
+    if quantize:
+        cmd += ["--quantize", "int8", "--calibration", os.path.join(CALIB, spec["calib"])]
+        if method:
+            cmd += ["--calibration-method", method]
+    return path, run(cmd)
+
+
+def outputs(model, images, delegate="cpu"):
+    """Output 0 of `model` on each image (nnrun, the tools' pre-processing)."""
+    res = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for img in images:
+            run([NNRUN, model, "--input", img, "-d", delegate, "--runs", "1", "--warmup", "0",
+                 "--save-outputs", tmp])
+            res.append(np.load(os.path.join(tmp, "output_0.npy")))
+    return res
+
+
+def selfie_iou(float_model, int8_model, images):
+    f = outputs(float_model, images)
+    q = outputs(int8_model, images)
+    ious = []
+    for a, b in zip(f, q):
+        ma, mb = a > 0.5, b > 0.5
+        union = np.logical_or(ma, mb).sum()
+        ious.append(1.0 if union == 0 else np.logical_and(ma, mb).sum() / union)
+    return ious
+
+
+def top1_agreement(float_model, int8_model, images):
+    f = outputs(float_model, images)
+    q = outputs(int8_model, images)
+    agree = [int(np.argmax(a) == np.argmax(b)) for a, b in zip(f, q)]
+    return sum(agree), len(agree)
+
+
+def accuracy(args):
+    frames = sorted(glob.glob(os.path.join(CALIB, "selfie-test", "*.png")))
+    photos = sorted(glob.glob(os.path.join(CALIB, "photos-test", "*")))
+    if not frames or not photos:
+        sys.exit("int8: run bench/int8_data.py first")
+    results = {}
+    sf, _ = convert(SELFIE, quantize=False)
+    for method in args.methods:
+        sq, report = convert(SELFIE, method, tag="_" + method)
+        ious = selfie_iou(sf, sq, frames)
+        results[f"selfie {method}"] = dict(iou_median=statistics.median(ious), iou_min=min(ious), frames=len(ious))
+        print(f"selfie int8 ({method}): mask IoU vs float over {len(ious)} frames: median "
+              f"{statistics.median(ious):.4f}, min {min(ious):.4f}; {report.splitlines()[-5]}", flush=True)
+    if args.mobilenet:
+        mf, _ = convert(MNV2, quantize=False)
+        for method in args.methods:
+            mq, report = convert(MNV2, method, tag="_" + method)
+            agree, n = top1_agreement(mf, mq, photos)
+            results[f"mobilenet_v2 {method}"] = dict(top1_agreement=agree / n, photos=n)
+            print(f"mobilenet_v2 int8 ({method}): top-1 agrees with float on {agree}/{n} photos "
+                  f"({100.0 * agree / n:.1f}%)", flush=True)
+    return results
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=["accuracy", "latency", "all"])
+    ap.add_argument("--methods", nargs="+", default=["percentile"], help="calibration methods to compare")
+    ap.add_argument("--no-mobilenet", dest="mobilenet", action="store_false")
+    args = ap.parse_args()
+    results = {}
+    if args.what in ("accuracy", "all"):
+        results["accuracy"] = accuracy(args)
+    print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
