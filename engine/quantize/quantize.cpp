@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 #include "nn/ops/registry.h"
@@ -103,8 +104,10 @@ struct ErrorSum {
 
 // Op k quantized alone (QUANTIZE in, DEQUANTIZE out), run by the reference kernels on the
 // kept samples' float inputs: its output error, or why it cannot be quantized.
-Result<double> op_error(const Model& model, uint32_t k, const Ranges& ranges, const Calibration& cal,
-                        bool per_channel) {
+// `readers_clip`: per operand, the range outside which its readers cannot tell values apart
+// (a HARD_SWISH reader's -3): the reference is clamped to it before comparing.
+Result<double> op_error(const Model& model, uint32_t k, const Ranges& ranges, const Ranges& readers_clip,
+                        const Calibration& cal, bool per_channel) {
   Ranges sub_ranges;
   std::vector<uint32_t> input_operands;
   Model sub = extract_op(model, k, ranges, &sub_ranges, &input_operands);
@@ -121,8 +124,16 @@ Result<double> op_error(const Model& model, uint32_t k, const Ranges& ranges, co
       out.push_back(outs[j].data());
     }
     NN_RETURN_IF_ERROR(run_reference(qsub, in, out));
-    for (size_t j = 0; j < op.outputs.size(); ++j)
-      sum.add(outs[j].data(), sample[op.outputs[j]]);
+    for (size_t j = 0; j < op.outputs.size(); ++j) {
+      const uint32_t t = op.outputs[j];
+      if (!readers_clip[t]) {
+        sum.add(outs[j].data(), sample[t]);
+        continue;
+      }
+      std::vector<float> ref = sample[t];
+      for (float& v : ref) v = std::clamp(v, readers_clip[t]->lo, readers_clip[t]->hi);
+      sum.add(outs[j].data(), ref);
+    }
   }
   return sum.relative();
 }
@@ -182,13 +193,14 @@ std::string QuantizeReport::to_string() const {
   return s;
 }
 
-Result<Model> quantize_model(const Model& model, size_t num_samples, const InputProvider& provider,
+Result<Model> quantize_model(const Model& source, size_t num_samples, const InputProvider& provider,
                              const QuantizeOptions& options, QuantizeReport* report) {
   NN_CHECK_OR_RETURN(num_samples > 0, StatusCode::kInvalidArgument, "quantization needs calibration samples");
-  for (size_t i = 0; i < model.inputs.size(); ++i)
-    NN_CHECK_OR_RETURN(model.operands[model.inputs[i]].type == kF32 || !is_tensor_type(model.operands[model.inputs[i]].type),
+  for (size_t i = 0; i < source.inputs.size(); ++i)
+    NN_CHECK_OR_RETURN(source.operands[source.inputs[i]].type == kF32 || !is_tensor_type(source.operands[source.inputs[i]].type),
                        StatusCode::kInvalidArgument,
                        "input " + std::to_string(i) + " is not float: the model is quantized already");
+  NN_ASSIGN_OR_RETURN(const Model model, fold_activations(source));
   QuantizeOptions opt = options;
   opt.error_samples = std::max<size_t>(1, std::min(opt.error_samples, num_samples));
   NN_ASSIGN_OR_RETURN(Calibration cal, calibrate(model, num_samples, provider, opt));
@@ -196,6 +208,31 @@ Result<Model> quantize_model(const Model& model, size_t num_samples, const Input
   Ranges ranges(model.operands.size());
   for (size_t i = 0; i < model.operands.size(); ++i)
     if (cal.observers[i] && !cal.observers[i]->empty()) ranges[i] = cal.observers[i]->range(opt.method, opt.percentile);
+
+  // A tensor only HARD_SWISH reads needs no int8 values below -3 (all give 0), one only
+  // LOGISTIC reads none outside [-8, 8] (within 1/256 of 0 and 1, the int8 output's step).
+  Ranges readers_clip(model.operands.size());
+  {
+    std::vector<int> readers(model.operands.size(), 0), swish(model.operands.size(), 0),
+        logistic(model.operands.size(), 0);
+    for (const Operation& op : model.operations)
+      for (uint32_t i : op.inputs) {
+        readers[i]++;
+        swish[i] += op.type == OperationType::HARD_SWISH;
+        logistic[i] += op.type == OperationType::LOGISTIC;
+      }
+    for (uint32_t o : model.outputs) readers[o]++;
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      if (!ranges[i] || readers[i] == 0) continue;
+      const float inf = std::numeric_limits<float>::infinity();
+      if (swish[i] == readers[i]) readers_clip[i] = FloatRange{-3.f, inf};
+      if (logistic[i] == readers[i]) readers_clip[i] = FloatRange{-8.f, 8.f};
+      if (readers_clip[i]) {
+        ranges[i]->lo = std::max(ranges[i]->lo, readers_clip[i]->lo);
+        ranges[i]->hi = std::min(ranges[i]->hi, readers_clip[i]->hi);
+      }
+    }
+  }
 
   // CONCATENATION's inputs and output share one range (the reference op takes no
   // requantization between them).
@@ -231,7 +268,7 @@ Result<Model> quantize_model(const Model& model, size_t num_samples, const Input
     if (std::find(opt.keep_float.begin(), opt.keep_float.end(), k) != opt.keep_float.end()) {
       r.reason = "kept float (asked)";
     } else if (is_candidate(model, k, &r.reason)) {
-      auto err = op_error(model, k, ranges, cal, opt.per_channel);
+      auto err = op_error(model, k, ranges, readers_clip, cal, opt.per_channel);
       if (!err.is_ok()) {
         r.reason = "no valid int8 form: " + err.status().message();
       } else {

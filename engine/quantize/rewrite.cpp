@@ -5,6 +5,8 @@
 #include <limits>
 #include <map>
 
+#include "ops/conv_util.h"
+
 namespace nn::quantize {
 namespace {
 
@@ -315,6 +317,64 @@ Result<Model> rewrite_quantized(const Model& f, const std::vector<bool>& quantiz
   Model result = compact(std::move(q));
   NN_RETURN_IF_ERROR(result.validate_and_infer_shapes());
   return result;
+}
+
+namespace {
+// The input slot of op's fuse code, if it has one.
+std::optional<size_t> fuse_slot(const Model& m, const Operation& op) {
+  using conv_util::ConvKind;
+  std::optional<ConvKind> kind;
+  switch (op.type) {
+    case T::CONV_2D: kind = ConvKind::kConv; break;
+    case T::DEPTHWISE_CONV_2D: kind = ConvKind::kDepthwise; break;
+    case T::TRANSPOSE_CONV_2D: kind = ConvKind::kTranspose; break;
+    case T::FULLY_CONNECTED: return op.inputs.size() == 4 ? std::optional<size_t>(3) : std::nullopt;
+    case T::ADD:
+    case T::SUB:
+    case T::MUL: return op.inputs.size() == 3 ? std::optional<size_t>(2) : std::nullopt;
+    default: return std::nullopt;
+  }
+  auto slots = conv_util::pick_conv_slots(m, op, *kind);
+  if (!slots.is_ok()) return std::nullopt;
+  return slots->fuse;
+}
+}  // namespace
+
+Result<Model> fold_activations(const Model& f) {
+  Model m = f;
+  std::vector<int> readers(m.operands.size(), 0);
+  for (const Operation& op : m.operations)
+    for (uint32_t i : op.inputs) readers[i]++;
+  for (uint32_t o : m.outputs) readers[o] += 2;  // a model output is read outside
+  std::vector<int64_t> producer(m.operands.size(), -1);
+  for (size_t k = 0; k < m.operations.size(); ++k)
+    for (uint32_t o : m.operations[k].outputs) producer[o] = static_cast<int64_t>(k);
+  std::vector<bool> removed(m.operations.size(), false);
+  for (size_t k = 0; k < m.operations.size(); ++k) {
+    const Operation act = m.operations[k];
+    int32_t code = 0;
+    if (act.type == T::RELU) code = 1;
+    else if (act.type == T::RELU1) code = 2;
+    else if (act.type == T::RELU6) code = 3;
+    else continue;
+    const uint32_t t = act.inputs[0];
+    if (readers[t] != 1 || producer[t] < 0) continue;
+    Operation& p = m.operations[static_cast<size_t>(producer[t])];
+    if (p.outputs.size() != 1) continue;
+    auto slot = fuse_slot(m, p);
+    if (!slot || !m.operands[p.inputs[*slot]].is_constant() || m.scalar_i32(p.inputs[*slot]) != 0) continue;
+    p.inputs[*slot] = m.add_scalar_i32(code);
+    p.outputs[0] = act.outputs[0];
+    producer[act.outputs[0]] = producer[t];
+    removed[k] = true;
+  }
+  std::vector<Operation> kept;
+  for (size_t k = 0; k < m.operations.size(); ++k)
+    if (!removed[k]) kept.push_back(std::move(m.operations[k]));
+  m.operations = std::move(kept);
+  Model out = compact(std::move(m));
+  NN_RETURN_IF_ERROR(out.validate_and_infer_shapes());
+  return out;
 }
 
 Model extract_op(const Model& f, uint32_t k, const Ranges& ranges, Ranges* sub_ranges,

@@ -37,6 +37,12 @@ bool output_takes_input_params(OperationType type);
 Result<Model> rewrite_quantized(const Model& model, const std::vector<bool>& quantize_op, const Ranges& ranges,
                                 bool per_channel);
 
+// The float model with each RELU / RELU1 / RELU6 folded into the fuse code of the conv,
+// depthwise, transpose conv, FULLY_CONNECTED, ADD, SUB or MUL that is its input's only
+// writer and reader, as NNAPI's quantized ops take it: the producer's int8 output then
+// covers the clamped range only. Validated.
+Result<Model> fold_activations(const Model& model);
+
 // Op k alone as a model: its non-constant inputs become model inputs (in first-use order,
 // `input_operands` says which operand of `model` each is), its outputs model outputs.
 Model extract_op(const Model& model, uint32_t k, const Ranges& ranges, Ranges* sub_ranges,

@@ -59,7 +59,7 @@ struct QuantizeOptions {
 using InputProvider = std::function<Status(size_t sample, std::vector<Tensor>& inputs)>;
 
 struct OpQuantReport {
-  uint32_t op_index = 0;  // in the float model
+  uint32_t op_index = 0;  // in the float model after RELU* folding (fold_activations)
   OperationType type{};
   std::string output_name;
   bool quantized = false;
