@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <cstdlib>
 #include <ctime>
 #include <limits>
@@ -24,6 +25,7 @@
 #include "delegates/cpu/cpu_internal.h"
 #include "delegates/cpu/native_kernels.h"
 #include "delegates/cpu/op_params.h"
+#include "delegates/cpu/xnn_int8.h"
 #include "nn/ops/registry.h"
 #include "runtime/buffer.h"
 #include "runtime/partitioner.h"
@@ -431,8 +433,10 @@ class StepValues final : public XnnValues {
       }
     }
     uint32_t id = 0;
-    xnn_status s = xnn_define_tensor_value(sg_, xnn_datatype_fp32, dims.size(), dims.data(), data,
-                                           external_id, flags, &id);
+    xnn_status s = o.type == OperandType::TENSOR_FLOAT32
+                       ? xnn_define_tensor_value(sg_, xnn_datatype_fp32, dims.size(), dims.data(), data,
+                                                 external_id, flags, &id)
+                       : xnn_int8_define_value(sg_, o, dims.size(), dims.data(), data, external_id, flags, &id);
     if (s != xnn_status_success)
       return Status(StatusCode::kUnsupportedOp, "xnn_define_tensor_value(operand " + std::to_string(operand) +
                                                     " " + dims_to_string(o.dims) +
@@ -442,6 +446,7 @@ class StepValues final : public XnnValues {
   }
   Result<uint32_t> internal_value(const Dims& d) override { return define(d, nullptr); }
   Result<uint32_t> static_value(const Dims& d, const void* data) override { return define(d, data); }
+  const float* keep(std::vector<float> values) override { return kept_.emplace_back(std::move(values)).data(); }
 
  private:
   Result<uint32_t> define(const Dims& d, const void* data) {
@@ -461,6 +466,7 @@ class StepValues final : public XnnValues {
   const std::set<uint32_t>& out_;
   std::vector<uint32_t>& ext_;
   std::map<uint32_t, uint32_t> ids_;
+  std::deque<std::vector<float>> kept_;
 };
 
 Status CpuPartition::build_xnn_step(Step& step, int64_t* retry_op) {
@@ -519,7 +525,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
   for (uint32_t k : spec_.ops) {
     if (folded_ops_.count(k)) continue;
     bool xnn = use_xnnpack && !force_reference.count(k) && xnn_can_lower(model_, k, statics).supported;
-    if (xnn) {
+    if (xnn && !is_int8_op(model_, model_.operations[k])) {
       const NativeKind kind = native_candidate(model_, k, readers, statics);
       if (kind != NativeKind::kNone) native_ops[k] = kind;
     }
