@@ -43,6 +43,9 @@ def run(cmd, **kw):
     return r.stdout
 
 
+QUANTIZE_ARGS = []  # extra nnconvert --quantize options (--max-output-error, ...)
+
+
 def convert(spec, method=None, quantize=True, tag=""):
     """The float (.nnapi) or int8 model of spec; returns its path and nnconvert's report."""
     os.makedirs(OUT, exist_ok=True)
@@ -53,6 +56,7 @@ def convert(spec, method=None, quantize=True, tag=""):
         cmd += ["--quantize", "int8", "--calibration", os.path.join(CALIB, spec["calib"])]
         if method:
             cmd += ["--calibration-method", method]
+        cmd += QUANTIZE_ARGS
     return path, run(cmd)
 
 
@@ -114,7 +118,9 @@ def main():
     ap.add_argument("what", choices=["accuracy", "latency", "all"])
     ap.add_argument("--methods", nargs="+", default=["percentile"], help="calibration methods to compare")
     ap.add_argument("--no-mobilenet", dest="mobilenet", action="store_false")
+    ap.add_argument("--quantize-args", default="", help="extra nnconvert options, e.g. '--max-output-error 0.01'")
     args = ap.parse_args()
+    QUANTIZE_ARGS.extend(args.quantize_args.split())
     results = {}
     if args.what in ("accuracy", "all"):
         results["accuracy"] = accuracy(args)

@@ -70,7 +70,9 @@ Result<Calibration> calibrate(const Model& model, size_t samples, const InputPro
     for (size_t i = 0; i < inputs.size(); ++i)
       NN_RETURN_IF_ERROR(session->set_input(i, inputs[i].data(), inputs[i].bytes.size()));
     NN_RETURN_IF_ERROR(session->run().with_context("calibration sample " + std::to_string(s)));
-    const bool keep = s < options.error_samples;
+    // The error samples spread over the calibration set (a video's first frames look alike).
+    const size_t stride = std::max<size_t>(1, samples / std::max<size_t>(1, options.error_samples));
+    const bool keep = s % stride == 0 && cal.kept.size() < options.error_samples;
     if (keep) cal.kept.emplace_back(model.operands.size());
     auto take = [&](uint32_t operand, const void* data) {
       const size_t n = num_elements(model.operands[operand].dims);
@@ -138,6 +140,27 @@ Result<double> op_error(const Model& model, uint32_t k, const Ranges& ranges, co
   return sum.relative();
 }
 
+// The model's outputs from `q` against the float model's over the kept samples, per output.
+Result<std::vector<double>> output_errors(const Model& model, const Model& q, const Calibration& cal,
+                                          const QuantizeOptions& opt) {
+  auto qm = std::make_shared<Model>(q);
+  SessionOptions so;
+  so.delegates = opt.delegates;
+  so.threads = opt.threads;
+  NN_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::open(qm, so));
+  std::vector<ErrorSum> sums(model.outputs.size());
+  for (const auto& sample : cal.kept) {
+    for (size_t i = 0; i < model.inputs.size(); ++i)
+      NN_RETURN_IF_ERROR(session->set_input(i, sample[model.inputs[i]].data(),
+                                            sample[model.inputs[i]].size() * sizeof(float)));
+    NN_RETURN_IF_ERROR(session->run());
+    for (size_t j = 0; j < model.outputs.size(); ++j) sums[j].add(session->output_f32(j), sample[model.outputs[j]]);
+  }
+  std::vector<double> errors;
+  for (const ErrorSum& e : sums) errors.push_back(e.relative());
+  return errors;
+}
+
 }  // namespace
 
 std::optional<CalibrationMethod> calibration_method_from_name(std::string_view name) {
@@ -166,18 +189,19 @@ std::string QuantizeReport::to_string() const {
   std::string s;
   char line[512];
   std::snprintf(line, sizeof line,
-                "per-op error (relative RMS of the op's output when only it is quantized, over the error "
-                "samples):\n");
+                "per op, only it quantized (relative RMS over the error samples): err = of its own output, "
+                "out = of the model's output 0\n");
   s += line;
   for (const OpQuantReport& op : ops) {
     const std::string type(operation_type_name(op.type));
     if (op.error >= 0)
-      std::snprintf(line, sizeof line, "  op %3u %-20s %-5s err %.4f  [%9.3g, %9.3g]  %s%s%s\n", op.op_index,
-                    type.c_str(), op.quantized ? "int8" : "float", op.error, op.range_lo, op.range_hi,
-                    op.output_name.c_str(),
+      std::snprintf(line, sizeof line, "  op %3u %-20s %-5s err %.4f  out %s  [%9.3g, %9.3g]  %s%s%s\n",
+                    op.op_index, type.c_str(), op.quantized ? "int8" : "float", op.error,
+                    op.output_error >= 0 ? (std::to_string(op.output_error).substr(0, 6)).c_str() : "  -   ",
+                    op.range_lo, op.range_hi, op.output_name.c_str(),
                     op.reason.empty() ? "" : "  -- ", op.reason.c_str());
     else
-      std::snprintf(line, sizeof line, "  op %3u %-20s %-5s err   -     [%9.3g, %9.3g]  %s  -- %s\n", op.op_index,
+      std::snprintf(line, sizeof line, "  op %3u %-20s %-5s err   -     out   -     [%9.3g, %9.3g]  %s  -- %s\n", op.op_index,
                     type.c_str(), op.quantized ? "int8" : "float", op.range_lo, op.range_hi, op.output_name.c_str(),
                     op.reason.c_str());
     s += line;
@@ -285,6 +309,22 @@ Result<Model> quantize_model(const Model& source, size_t num_samples, const Inpu
     quantize_op[k] = r.quantized;
     rep.ops.push_back(std::move(r));
   }
+  // Each op that passed: the error it alone brings to the model's output.
+  for (OpQuantReport& r : rep.ops) {
+    if (!r.quantized || model.outputs.empty()) continue;
+    std::vector<bool> only(model.operations.size(), false);
+    only[r.op_index] = true;
+    NN_ASSIGN_OR_RETURN(Model single, rewrite_quantized(model, only, ranges, opt.per_channel));
+    NN_ASSIGN_OR_RETURN(std::vector<double> e, output_errors(model, single, cal, opt));
+    r.output_error = e[0];
+    if (r.output_error > opt.max_output_error) {
+      char why[96];
+      std::snprintf(why, sizeof why, "output error over the limit %.3g", opt.max_output_error);
+      r.reason = why;
+      r.quantized = false;
+      quantize_op[r.op_index] = false;
+    }
+  }
   NN_ASSIGN_OR_RETURN(Model q, rewrite_quantized(model, quantize_op, ranges, opt.per_channel));
   q.metadata.extra["quantization"] = "int8 post-training, calibration " +
                                      std::string(calibration_method_name(opt.method)) + " on " +
@@ -292,22 +332,7 @@ Result<Model> quantize_model(const Model& source, size_t num_samples, const Inpu
                                      (opt.per_channel ? ", per-channel filters" : ", per-tensor filters");
 
   // The whole int8 model against the float one on the kept samples.
-  {
-    auto qm = std::make_shared<Model>(q);
-    SessionOptions so;
-    so.delegates = opt.delegates;
-    so.threads = opt.threads;
-    NN_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::open(qm, so));
-    std::vector<ErrorSum> sums(model.outputs.size());
-    for (const auto& sample : cal.kept) {
-      for (size_t i = 0; i < model.inputs.size(); ++i)
-        NN_RETURN_IF_ERROR(session->set_input(i, sample[model.inputs[i]].data(),
-                                              sample[model.inputs[i]].size() * sizeof(float)));
-      NN_RETURN_IF_ERROR(session->run());
-      for (size_t j = 0; j < model.outputs.size(); ++j) sums[j].add(session->output_f32(j), sample[model.outputs[j]]);
-    }
-    for (const ErrorSum& e : sums) rep.output_errors.push_back(e.relative());
-  }
+  NN_ASSIGN_OR_RETURN(rep.output_errors, output_errors(model, q, cal, opt));
   if (report) *report = std::move(rep);
   return q;
 }

@@ -73,7 +73,7 @@ std::vector<std::string> calibration_images(const std::string& dir) {
 struct QuantizeArgs {
   std::string type, calibration, method = "percentile";
   bool per_tensor = false;
-  double percentile = 99.99, max_op_error = 0.25;
+  double percentile = 99.99, max_op_error = 0.25, max_output_error = 0.01;
   size_t limit = 0;
   int threads = 1;
   std::string delegate = "cpu";
@@ -117,6 +117,7 @@ int quantize(std::shared_ptr<nn::Model>& model, const QuantizeArgs& args, bool q
   opt.percentile = args.percentile;
   opt.per_channel = !args.per_tensor;
   opt.max_op_error = args.max_op_error;
+  opt.max_output_error = args.max_output_error;
   opt.threads = args.threads;
   opt.delegates = {args.delegate};
   opt.keep_float = args.keep_float;
@@ -170,6 +171,8 @@ int main(int argc, char** argv) {
       ->excludes(per_channel_flag);
   app.add_option("--max-op-error", qa.max_op_error,
                  "ops whose output error quantized alone (relative RMS) exceeds this stay float (default 0.25)");
+  app.add_option("--max-output-error", qa.max_output_error,
+                 "ops that alone move the model's output 0 by more than this (relative RMS) stay float (default 0.01)");
   app.add_option("--calibration-limit", qa.limit, "use at most this many calibration images (sorted by name)");
   app.add_option("--keep-float", qa.keep_float, "op indices to keep float");
   app.add_option("--threads", qa.threads, "threads for the calibration runs (default 1)");

@@ -78,6 +78,7 @@ TEST(Quantize, IntModelFollowsNnapiRulesAndRoundTripsThroughTheFile) {
   auto f = small_float_model();
   quantize::QuantizeOptions opt;
   opt.delegates = {"reference"};
+  opt.max_output_error = 1;  // every op int8 (random weights: the output error is not the point here)
   quantize::QuantizeReport report;
   auto q = quantize::quantize_model(*f, 16, random_inputs(), opt, &report);
   ASSERT_TRUE(q.is_ok()) << q.status().to_string();
@@ -203,6 +204,7 @@ TEST(QuantizeCpu, Int8OpsOnXnnpackMatchTheReferenceWithinOneStep) {
   auto f = small_float_model();
   quantize::QuantizeOptions opt;
   opt.delegates = {"reference"};
+  opt.max_output_error = 1;
   auto q = quantize::quantize_model(*f, 16, random_inputs(), opt);
   ASSERT_TRUE(q.is_ok()) << q.status().to_string();
   for (uint32_t k = 1; k <= 3; ++k) {  // CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED
@@ -239,6 +241,82 @@ TEST(QuantizeCpu, Int8OpsOnXnnpackMatchTheReferenceWithinOneStep) {
     EXPECT_LE(worst, 1) << name;
     RecordProperty(name + "_elements_one_step_apart", static_cast<int>(differ));
     std::printf("%s int8: cpu (XNNPACK) vs reference: %zu of %zu elements differ, by at most %d\n", name.c_str(),
+                differ, y[0].size(), worst);
+  }
+}
+
+}  // namespace
+}  // namespace nn
+
+namespace nn {
+namespace {
+
+// One int8 op [1,7,9,5] -> out on the CPU delegate and the reference kernels.
+struct Int8Case {
+  std::shared_ptr<Model> model;
+  std::string name;
+};
+
+Int8Case int8_op(OperationType type, Dims out_dims, float out_scale, int32_t out_zp) {
+  auto m = std::make_shared<Model>();
+  Operand in;
+  in.type = OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
+  in.dims = {1, 7, 9, 5};
+  in.scale = 0.05f;
+  in.zero_point = -7;
+  in.lifetime = Lifetime::MODEL_INPUT;
+  const uint32_t x = m->add_operand(in);
+  Operand out = in;
+  out.dims = out_dims;
+  out.scale = out_scale;
+  out.zero_point = out_zp;
+  out.lifetime = Lifetime::MODEL_OUTPUT;
+  const uint32_t y = m->add_operand(out);
+  if (type == OperationType::RESIZE_BILINEAR)  // half-pixel centers, as the selfie model's
+    m->add_operation(type,
+                     {x, m->add_scalar_i32(static_cast<int32_t>(out_dims[2])),
+                      m->add_scalar_i32(static_cast<int32_t>(out_dims[1])), m->add_scalar_bool(false),
+                      m->add_scalar_bool(false), m->add_scalar_bool(true)},
+                     {y});
+  else  // a window over the whole image
+    m->add_operation(type,
+                     {x, m->add_scalar_i32(2), m->add_scalar_i32(1), m->add_scalar_i32(1), m->add_scalar_i32(9),
+                      m->add_scalar_i32(7), m->add_scalar_i32(0)},
+                     {y});
+  m->inputs = {x};
+  m->outputs = {y};
+  EXPECT_TRUE(m->validate_and_infer_shapes().is_ok());
+  return {m, std::string(operation_type_name(type))};
+}
+
+TEST(QuantizeCpu, Int8ResizeAndGlobalPoolOnXnnpackWithinOneStepOfTheReference) {
+  for (const Int8Case& c : {int8_op(OperationType::RESIZE_BILINEAR, {1, 14, 18, 5}, 0.05f, -7),
+                            int8_op(OperationType::AVERAGE_POOL_2D, {1, 1, 1, 5}, 0.05f, -7)}) {
+    std::vector<int8_t> x(7 * 9 * 5);
+    std::mt19937 rng(7);
+    for (int8_t& v : x) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
+    std::vector<std::vector<int8_t>> y;
+    for (const char* d : {"reference", "cpu"}) {
+      SessionOptions so;
+      so.delegates = {d};
+      auto s = Session::open(c.model, so);
+      ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+      ASSERT_TRUE((*s)->set_input(0, x.data(), x.size()).is_ok());
+      ASSERT_TRUE((*s)->run().is_ok());
+      const auto* out = static_cast<const int8_t*>((*s)->output_data(0));
+      y.emplace_back(out, out + num_elements((*s)->output_desc(0).dims));
+      if (std::string(d) == "cpu") {
+        EXPECT_EQ((*s)->kernels().at(0).kernel, "xnnpack") << c.name;
+      }
+    }
+    int worst = 0;
+    size_t differ = 0;
+    for (size_t i = 0; i < y[0].size(); ++i) {
+      worst = std::max(worst, std::abs(y[0][i] - y[1][i]));
+      differ += y[0][i] != y[1][i];
+    }
+    EXPECT_LE(worst, 1) << c.name;
+    std::printf("%s int8: cpu (XNNPACK) vs reference: %zu of %zu elements differ, by at most %d\n", c.name.c_str(),
                 differ, y[0].size(), worst);
   }
 }

@@ -113,6 +113,35 @@ SupportResult xnn_int8_can_lower(const Model& m, uint32_t k, const StaticLookup&
       if (m.has_value(op.inputs[2]) && !statics(op.inputs[2])) return no("bias is not constant");
       return SupportResult::yes();
     }
+    case T::RESIZE_BILINEAR: {
+      if (in.type != kQ8 || out.type != kQ8) return no("int8 resize on other than TENSOR_QUANT8_ASYMM_SIGNED");
+      if (in.scale != out.scale || in.zero_point != out.zero_point)
+        return no("output quantization differs from the input's");
+      std::string why;
+      auto r = parse_resize(m, op, &why);
+      if (!r) return no(why);
+      if (r->align_corners && r->half_pixel_centers) return no("align_corners with half_pixel_centers");
+      return SupportResult::yes();
+    }
+    case T::AVERAGE_POOL_2D:
+      if (in.type != kQ8 || out.type != kQ8) return no("int8 pool on other than TENSOR_QUANT8_ASYMM_SIGNED");
+      if (!is_global_mean(m, op, statics)) return no("XNNPACK's int8 average pool is global only");
+      return SupportResult::yes();
+    case T::MAX_POOL_2D: {
+      if (in.type != kQ8 || out.type != kQ8) return no("int8 pool on other than TENSOR_QUANT8_ASYMM_SIGNED");
+      if (in.scale != out.scale || in.zero_point != out.zero_point)
+        return no("output quantization differs from the input's");
+      std::string why;
+      auto p = parse_window_op(m, op, &why);
+      if (!p) return no(why);
+      if (p->filter_h * p->filter_w <= 1) return no("1x1 pooling window");
+      return SupportResult::yes();
+    }
+    case T::RESHAPE:
+      if (in.type != kQ8 || out.type != kQ8 || in.scale != out.scale || in.zero_point != out.zero_point)
+        return no("int8 reshape that requantizes");
+      if (out.dims.empty() || out.dims.size() > XNN_MAX_TENSOR_DIMS) return no("output rank");
+      return SupportResult::yes();
     default:
       return no("no int8 XNNPACK lowering for " + std::string(operation_type_name(op.type)));
   }
@@ -156,6 +185,36 @@ Status xnn_int8_lower(xnn_subgraph_t sg, const Model& m, uint32_t k, const Stati
       NN_RETURN_IF_ERROR(define_weights(sg, m, op, statics, values, &w, &b));
       s = xnn_define_fully_connected(sg, lo, hi, x, w, b, y, 0);
       if (s != xnn_status_success) return xnn_failed("int8 fully connected", s);
+      return Status::ok();
+    }
+    case T::RESIZE_BILINEAR: {
+      std::string why;
+      auto r = parse_resize(m, op, &why);
+      if (!r) return Status(StatusCode::kUnsupportedOp, why);
+      const uint32_t flags =
+          r->align_corners ? XNN_FLAG_ALIGN_CORNERS : (r->half_pixel_centers ? 0 : XNN_FLAG_TENSORFLOW_LEGACY_MODE);
+      s = xnn_define_static_resize_bilinear_2d(sg, r->out_h, r->out_w, x, y, flags);
+      if (s != xnn_status_success) return xnn_failed("int8 resize", s);
+      return Status::ok();
+    }
+    case T::AVERAGE_POOL_2D:
+      s = xnn_define_global_average_pooling_2d(sg, lo, hi, x, y, 0);
+      if (s != xnn_status_success) return xnn_failed("int8 global average pool", s);
+      return Status::ok();
+    case T::MAX_POOL_2D: {
+      std::string why;
+      auto p = parse_window_op(m, op, &why);
+      if (!p) return Status(StatusCode::kUnsupportedOp, why);
+      s = xnn_define_max_pooling_2d(sg, p->pad_top, p->pad_right, p->pad_bottom, p->pad_left, p->filter_h,
+                                    p->filter_w, p->stride_h, p->stride_w, 1, 1, lo, hi, x, y, 0);
+      if (s != xnn_status_success) return xnn_failed("int8 max pool", s);
+      return Status::ok();
+    }
+    case T::RESHAPE: {
+      const Operand& out = m.operands[out_operand];
+      std::vector<size_t> shape(out.dims.begin(), out.dims.end());
+      s = xnn_define_static_reshape(sg, shape.size(), shape.data(), x, y, 0);
+      if (s != xnn_status_success) return xnn_failed("int8 reshape", s);
       return Status::ok();
     }
     default:

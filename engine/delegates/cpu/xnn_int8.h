@@ -1,13 +1,19 @@
-// int8 ops on XNNPACK's quantized subgraph nodes: TENSOR_QUANT8_ASYMM_SIGNED activations are
+// int8 ops on XNNPACK's quantized subgraph nodes (Debian's Feb-2022 XNNPACK: no qs8
+// hard-swish, non-global average pool or per-channel deconvolution; those stay on the
+// reference kernels): TENSOR_QUANT8_ASYMM_SIGNED activations are
 // xnn_datatype_qint8 values, so a stretch of quantized ops runs int8 end to end inside one
 // XNNPACK runtime; QUANTIZE / DEQUANTIZE are XNNPACK converts at its edges.
 //
-// Rounding (what the tests/quantize CPU-vs-reference test pins): XNNPACK's qs8/qc8
-// kernels requantize in fp32 (accumulator x (input scale x filter scale / output scale),
-// rounded to nearest-even) where NNAPI's reference uses a fixed-point multiplier and shift and
-// nnpipe's reference kernels dequantize, compute in float and round half away from zero: the
-// two agree within one quantization step. QUANTIZE rounds to nearest-even in XNNPACK, half
-// away from zero in the reference: they differ by one step on exact halves only.
+// Rounding, per op (tests/quantize pins each against the reference kernels, which
+// dequantize, compute in float and round half away from zero):
+//  - CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED: XNNPACK's qs8/qc8 kernels requantize in
+//    fp32 (accumulator x input scale x filter scale / output scale, nearest-even): equal on
+//    the test cases, within one step by construction (ties round differently).
+//  - RESIZE_BILINEAR: XNNPACK interpolates with 11-bit fixed-point weights: within one step
+//    (about 6% of elements one step apart at 7x9 -> 14x18).
+//  - AVERAGE_POOL_2D (global only), MAX_POOL_2D, RESHAPE: equal.
+//  - QUANTIZE: nearest-even in XNNPACK, half away from zero in the reference: one step apart
+//    on exact halves only.
 #pragma once
 
 #include <xnnpack.h>

@@ -46,8 +46,14 @@ struct QuantizeOptions {
   // An op whose output error, quantized alone, exceeds this (relative RMS: ||q - f|| / ||f||
   // over the error samples) stays float.
   double max_op_error = 0.25;
-  // Calibration samples whose every intermediate is kept to measure each op's error.
-  size_t error_samples = 4;
+  // An op whose quantization alone moves the model's output by more than this (relative
+  // RMS of output 0 against the float model) stays float: the error that reaches the
+  // result, which a local error does not tell (an op early in the model, or before a
+  // sensitive one, weighs more).
+  double max_output_error = 0.01;
+  // Calibration samples (spread evenly over the set) whose every intermediate is kept to
+  // measure each op's error.
+  size_t error_samples = 8;
   // Where calibration runs the float model (every intermediate readable).
   std::vector<std::string> delegates = {"cpu"};
   int threads = 1;
@@ -64,6 +70,7 @@ struct OpQuantReport {
   std::string output_name;
   bool quantized = false;
   double error = -1;      // relative RMS error of its output quantized alone; -1 = not measured
+  double output_error = -1;  // relative RMS error of the model's output 0 with only this op quantized
   float range_lo = 0, range_hi = 0;  // the calibrated range of output 0 (float outputs)
   std::string reason;     // why it stays float ("" when quantized)
 };
