@@ -113,17 +113,64 @@ def accuracy(args):
     return results
 
 
+def nnrun_median(model, threads=1, runs=50, env=None):
+    out = run([NNRUN, model, "--random", "-d", "cpu", "--threads", str(threads), "--runs", str(runs),
+               "--warmup", "10", "--json"], env=env)
+    return json.loads(out)["median_ms"]
+
+
+def ort_median(onnx_model, threads=1, runs=50):
+    peers = os.path.join(ROOT, "bench", "peers")
+    out = run(["node", os.path.join(peers, "ort_bench.js"), onnx_model, str(threads), str(runs), "10"], cwd=peers)
+    return json.loads(out.strip().splitlines()[-1])["median_ms"]
+
+
+def latency(args):
+    """Medians of alternating rounds at 1 thread: our float, our int8, ORT on the int8 model's
+    QDQ export (when nnexport can write it and bench/peers has onnxruntime-node)."""
+    results = {}
+    env_variants = [("", None)]
+    if args.no_avx512:
+        env_variants.append((" NN_NO_AVX512=1", dict(os.environ, NN_NO_AVX512="1")))
+    for spec in (SELFIE, MNV2):
+        f, _ = convert(spec, quantize=False)
+        q, _ = convert(spec)
+        qdq = os.path.join(OUT, f"{spec['name']}_int8_qdq.onnx")
+        have_ort = os.path.isdir(os.path.join(ROOT, "bench", "peers", "node_modules", "onnxruntime-node"))
+        exported = subprocess.run([NNEXPORT, q, "-o", qdq], capture_output=True, text=True).returncode == 0
+        for label, env in env_variants:
+            times = {"float": [], "int8": [], "ort_qdq": []}
+            for _ in range(args.rounds):
+                times["float"].append(nnrun_median(f, env=env))
+                times["int8"].append(nnrun_median(q, env=env))
+                if have_ort and exported and not env:
+                    times["ort_qdq"].append(ort_median(qdq))
+            med = {k: statistics.median(v) for k, v in times.items() if v}
+            results[spec["name"] + label] = med
+            line = f"{spec['name']}{label}: float {med['float']:.3f} ms, int8 {med['int8']:.3f} ms " \
+                   f"(int8/float {med['int8'] / med['float']:.2f})"
+            if "ort_qdq" in med:
+                line += f", ORT on the QDQ export {med['ort_qdq']:.3f} ms (int8/ORT {med['int8'] / med['ort_qdq']:.2f})"
+            print(line, flush=True)
+    print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    return results
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["accuracy", "latency", "all"])
     ap.add_argument("--methods", nargs="+", default=["percentile"], help="calibration methods to compare")
     ap.add_argument("--no-mobilenet", dest="mobilenet", action="store_false")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating latency rounds")
+    ap.add_argument("--no-avx512", action="store_true", help="also time with NN_NO_AVX512=1")
     ap.add_argument("--quantize-args", default="", help="extra nnconvert options, e.g. '--max-output-error 0.01'")
     args = ap.parse_args()
     QUANTIZE_ARGS.extend(args.quantize_args.split())
     results = {}
     if args.what in ("accuracy", "all"):
         results["accuracy"] = accuracy(args)
+    if args.what in ("latency", "all"):
+        results["latency"] = latency(args)
     print(json.dumps(results, indent=1))
 
 
