@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
+#include <map>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -319,6 +321,127 @@ TEST(QuantizeCpu, Int8ResizeAndGlobalPoolOnXnnpackWithinOneStepOfTheReference) {
     std::printf("%s int8: cpu (XNNPACK) vs reference: %zu of %zu elements differ, by at most %d\n", c.name.c_str(),
                 differ, y[0].size(), worst);
   }
+}
+
+}  // namespace
+}  // namespace nn
+
+#include <onnx/onnx_pb.h>
+
+#include "nn/export/onnx_export.h"
+
+namespace nn {
+namespace {
+
+// nnexport of a quantized model: QDQ, with the IR's int8 weights and scales exactly.
+TEST(QuantizeExport, Int8ModelExportsAsQdqWithTheIrWeightsAndScales) {
+  auto f = small_float_model();
+  quantize::QuantizeOptions opt;
+  opt.delegates = {"reference"};
+  opt.max_output_error = 1;
+  auto q = quantize::quantize_model(*f, 16, random_inputs(), opt);
+  ASSERT_TRUE(q.is_ok()) << q.status().to_string();
+  auto bytes = export_onnx_buffer(*q);
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+  onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromArray(bytes->data(), static_cast<int>(bytes->size())));
+  std::map<std::string, const onnx::TensorProto*> inits;
+  for (const auto& t : proto.graph().initializer()) inits[t.name()] = &t;
+  std::map<std::string, const onnx::NodeProto*> producer;
+  std::map<std::string, int> count;
+  for (const auto& n : proto.graph().node()) {
+    for (const auto& o : n.output()) producer[o] = &n;
+    count[n.op_type()]++;
+  }
+  EXPECT_EQ(count["Conv"], 2);
+  EXPECT_EQ(count["Gemm"], 1);
+  // The input's QUANTIZE and a Q/DQ pair after each int8 op: 4 QuantizeLinear.
+  EXPECT_EQ(count["QuantizeLinear"], 4);
+
+  const Operation& conv = q->operations[1];
+  const Operand& filter = q->operands[conv.inputs[1]];
+  const onnx::NodeProto* conv_node = nullptr;
+  for (const auto& n : proto.graph().node())
+    if (n.op_type() == "Conv" && !conv_node) conv_node = &n;
+  ASSERT_TRUE(conv_node);
+  const onnx::NodeProto* dq = producer[conv_node->input(1)];
+  ASSERT_TRUE(dq && dq->op_type() == "DequantizeLinear");
+  ASSERT_EQ(dq->attribute_size(), 1);
+  EXPECT_EQ(dq->attribute(0).i(), 0);  // per output channel
+  const onnx::TensorProto* w = inits[dq->input(0)];
+  const onnx::TensorProto* scales = inits[dq->input(1)];
+  ASSERT_TRUE(w && scales);
+  EXPECT_EQ(w->data_type(), onnx::TensorProto::INT8);
+  std::vector<float> s(12);
+  ASSERT_EQ(scales->raw_data().size(), 12 * sizeof(float));
+  std::memcpy(s.data(), scales->raw_data().data(), 48);
+  EXPECT_EQ(s, filter.channel_quant.scales);
+  // OIHW in ONNX, OHWI in the IR: the same int8 values.
+  const auto* ir = filter.as<int8_t>();
+  const auto* ox = reinterpret_cast<const int8_t*>(w->raw_data().data());
+  size_t same = 0;
+  for (size_t o = 0; o < 12; ++o)
+    for (size_t i = 0; i < 8; ++i)
+      for (size_t h = 0; h < 3; ++h)
+        for (size_t x = 0; x < 3; ++x) same += ox[((o * 8 + i) * 3 + h) * 3 + x] == ir[((o * 3 + h) * 3 + x) * 8 + i];
+  EXPECT_EQ(same, 12u * 8 * 3 * 3);
+}
+
+}  // namespace
+}  // namespace nn
+
+namespace nn {
+namespace {
+
+// QUANTIZE / DEQUANTIZE as XNNPACK converts: DEQUANTIZE equal; QUANTIZE rounds exact halves
+// to even where the reference (NNAPI) rounds them away from zero: one step apart there only.
+TEST(QuantizeCpu, QuantizeAndDequantizeConvertsAgainstTheReference) {
+  auto m = std::make_shared<Model>();
+  const uint32_t x = m->add_tensor(OperandType::TENSOR_FLOAT32, {1, 7, 9, 5}, "x");
+  m->operands[x].lifetime = Lifetime::MODEL_INPUT;
+  Operand q;
+  q.type = OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
+  q.dims = {1, 7, 9, 5};
+  q.scale = 0.5f;
+  q.zero_point = 3;
+  const uint32_t xq = m->add_operand(q);
+  const uint32_t y = m->add_tensor(OperandType::TENSOR_FLOAT32, {1, 7, 9, 5}, "y");
+  m->operands[y].lifetime = Lifetime::MODEL_OUTPUT;
+  m->add_operation(OperationType::QUANTIZE, {x}, {xq});
+  m->add_operation(OperationType::DEQUANTIZE, {xq}, {y});
+  m->inputs = {x};
+  m->outputs = {y};
+  ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+  // Every value a multiple of 0.25: half of them exact halves of the 0.5 step.
+  std::vector<float> in(7 * 9 * 5);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = 0.25f * (static_cast<int>(i % 97) - 48);
+  std::vector<std::vector<float>> y2;
+  for (const char* d : {"reference", "cpu"}) {
+    SessionOptions so;
+    so.delegates = {d};
+    auto s = Session::open(m, so);
+    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+    ASSERT_TRUE((*s)->set_input(0, in.data(), in.size() * 4).is_ok());
+    ASSERT_TRUE((*s)->run().is_ok());
+    y2.emplace_back((*s)->output_f32(0), (*s)->output_f32(0) + in.size());
+    if (std::string(d) == "cpu") {
+      for (const StepTiming& k : (*s)->kernels()) EXPECT_EQ(k.kernel, "xnnpack");
+    }
+  }
+  size_t halves = 0, differ = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const bool half = std::fmod(std::fabs(in[i]), 0.5f) == 0.25f;
+    halves += half;
+    if (y2[0][i] != y2[1][i]) {
+      ++differ;
+      EXPECT_TRUE(half) << in[i];                          // only exact halves differ
+      EXPECT_EQ(std::fabs(y2[0][i] - y2[1][i]), 0.5f);     // by one step
+    }
+  }
+  EXPECT_GT(differ, 0u);  // nearest-even and half-away do differ on this data
+  std::printf("QUANTIZE int8: cpu (XNNPACK) vs reference: %zu of %zu elements (all exact halves; %zu halves) one step "
+              "apart\n",
+              differ, in.size(), halves);
 }
 
 }  // namespace
