@@ -86,8 +86,9 @@ size_t entropy_threshold_bins(const std::vector<uint64_t>& hist, size_t levels) 
     double outliers = 0;
     for (size_t j = i; j < last; ++j) outliers += static_cast<double>(hist[j]);
     p[i - 1] += outliers;
-    // Q: the first i bins merged into `levels` levels, each level's mass spread over its
-    // nonzero bins (what dequantizing the int8 values gives back).
+    // Q: the first i bins (without the clipped mass) merged into `levels` levels, each
+    // level's mass spread over its nonzero bins, as TensorRT's calibration does: P holds the
+    // clipped mass in its last bin and Q does not, which is what makes clipping cost.
     q.assign(i, 0.0);
     for (size_t l = 0; l < levels; ++l) {
       const size_t b0 = l * i / levels, b1 = (l + 1) * i / levels;
@@ -101,7 +102,6 @@ size_t entropy_threshold_bins(const std::vector<uint64_t>& hist, size_t levels) 
       for (size_t j = b0; j < b1; ++j)
         if (hist[j] != 0) q[j] = mass / static_cast<double>(nonzero);
     }
-    q[i - 1] += outliers;  // the clipped mass dequantizes to the top level, as P holds it
     double psum = 0, qsum = 0;
     for (size_t j = 0; j < i; ++j) {
       psum += p[j];
