@@ -446,3 +446,34 @@ TEST(QuantizeCpu, QuantizeAndDequantizeConvertsAgainstTheReference) {
 
 }  // namespace
 }  // namespace nn
+
+#include "quantize/range_observer.h"
+
+namespace nn {
+namespace {
+
+// Uniform [0, 10) with a few outliers at 12: min/max keeps them, the percentile and the
+// entropy ranges clip them but keep the uniform body (clipping it would cost every value).
+TEST(QuantizeRanges, CalibrationMethodsOnAUniformBodyWithOutliers) {
+  quantize::RangeObserver obs;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> body(0.f, 10.f);
+  for (int batch = 0; batch < 10; ++batch) {
+    std::vector<float> v(20000);
+    for (float& x : v) x = body(rng);
+    if (batch == 4) v[7] = v[8] = 12.f;
+    obs.observe(v.data(), v.size());
+  }
+  using M = quantize::CalibrationMethod;
+  EXPECT_FLOAT_EQ(obs.range(M::kMinMax, 99.99).hi, 12.f);
+  const float p = obs.range(M::kPercentile, 99.99).hi;
+  EXPECT_GT(p, 9.9f);
+  EXPECT_LT(p, 10.1f);
+  const float e = obs.range(M::kEntropy, 99.99).hi;
+  EXPECT_GT(e, 9.f);
+  EXPECT_LT(e, 12.f);
+  EXPECT_GE(obs.range(M::kEntropy, 99.99).lo, 0.f);
+}
+
+}  // namespace
+}  // namespace nn
