@@ -220,10 +220,12 @@ std::string QuantizeReport::to_string() const {
 Result<Model> quantize_model(const Model& source, size_t num_samples, const InputProvider& provider,
                              const QuantizeOptions& options, QuantizeReport* report) {
   NN_CHECK_OR_RETURN(num_samples > 0, StatusCode::kInvalidArgument, "quantization needs calibration samples");
-  for (size_t i = 0; i < source.inputs.size(); ++i)
-    NN_CHECK_OR_RETURN(source.operands[source.inputs[i]].type == kF32 || !is_tensor_type(source.operands[source.inputs[i]].type),
+  for (const Operand& o : source.operands)
+    NN_CHECK_OR_RETURN(o.type != OperandType::TENSOR_QUANT8_ASYMM && o.type != OperandType::TENSOR_QUANT8_ASYMM_SIGNED &&
+                           o.type != OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL,
                        StatusCode::kInvalidArgument,
-                       "input " + std::to_string(i) + " is not float: the model is quantized already");
+                       "operand '" + o.name + "' is " + std::string(operand_type_name(o.type)) +
+                           ": the model is quantized already");
   NN_ASSIGN_OR_RETURN(const Model model, fold_activations(source));
   QuantizeOptions opt = options;
   opt.error_samples = std::max<size_t>(1, std::min(opt.error_samples, num_samples));

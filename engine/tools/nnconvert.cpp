@@ -122,7 +122,7 @@ int quantize(std::shared_ptr<nn::Model>& model, const QuantizeArgs& args, bool q
   opt.delegates = {args.delegate};
   opt.keep_float = args.keep_float;
   auto provider = [&](size_t i, std::vector<nn::Tensor>& inputs) {
-    return nn::tools::image_to_input(images[i], m, 0, inputs[0].data()).with_context(images[i]);
+    return nn::tools::image_to_input(images[i], m, 0, inputs[0].data());
   };
   nn::quantize::QuantizeReport report;
   auto q = nn::quantize::quantize_model(m, images.size(), provider, opt, &report);
