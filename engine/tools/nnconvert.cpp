@@ -56,14 +56,15 @@ int convert_stream(const std::vector<std::string>& inputs, const std::string& st
   return 0;
 }
 
-// The images of a calibration folder, sorted by name.
+// The calibration samples of a folder, sorted by name: images (for an image model) or .npy
+// tensors in the source model's layout (any single-input model).
 std::vector<std::string> calibration_images(const std::string& dir) {
   std::vector<std::string> files;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     std::string ext = e.path().extension().string();
     std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (e.is_regular_file() && (ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp"))
+    if (e.is_regular_file() && (ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp" || ext == ".npy"))
       files.push_back(e.path().string());
   }
   std::sort(files.begin(), files.end());
@@ -102,14 +103,15 @@ int quantize(std::shared_ptr<nn::Model>& model, const QuantizeArgs& args, bool q
   }
   const nn::Model& m = *model;
   if (m.inputs.size() != 1) {
-    std::fprintf(stderr, "nnconvert: --quantize calibrates models with one image input; this one has %zu inputs\n",
+    std::fprintf(stderr, "nnconvert: --quantize calibrates models with one input; this one has %zu inputs\n",
                  m.inputs.size());
     return 2;
   }
   std::vector<std::string> images = calibration_images(args.calibration);
   if (args.limit > 0 && images.size() > args.limit) images.resize(args.limit);
   if (images.empty()) {
-    std::fprintf(stderr, "nnconvert: --calibration %s: no .jpg/.jpeg/.png/.bmp images\n", args.calibration.c_str());
+    std::fprintf(stderr, "nnconvert: --calibration %s: no .jpg/.jpeg/.png/.bmp images or .npy tensors\n",
+                 args.calibration.c_str());
     return 2;
   }
   nn::quantize::QuantizeOptions opt;
@@ -121,8 +123,13 @@ int quantize(std::shared_ptr<nn::Model>& model, const QuantizeArgs& args, bool q
   opt.threads = args.threads;
   opt.delegates = {args.delegate};
   opt.keep_float = args.keep_float;
-  auto provider = [&](size_t i, std::vector<nn::Tensor>& inputs) {
-    return nn::tools::image_to_input(images[i], m, 0, inputs[0].data());
+  auto provider = [&](size_t i, std::vector<nn::Tensor>& inputs) -> nn::Status {
+    if (std::filesystem::path(images[i]).extension() != ".npy")
+      return nn::tools::image_to_input(images[i], m, 0, inputs[0].data());
+    auto array = nn::tools::read_npy(images[i]);
+    if (!array) return array.status().with_context(images[i]);
+    const std::string layout = m.metadata.input_source_layouts.empty() ? "" : m.metadata.input_source_layouts[0];
+    return nn::tools::npy_to_input(*array, m.operands[m.inputs[0]], layout, inputs[0].data()).with_context(images[i]);
   };
   nn::quantize::QuantizeReport report;
   auto q = nn::quantize::quantize_model(m, images.size(), provider, opt, &report);
@@ -161,7 +168,8 @@ int main(int argc, char** argv) {
   QuantizeArgs qa;
   app.add_option("--quantize", qa.type, "post-training quantization: int8 (needs --calibration)");
   app.add_option("--calibration", qa.calibration,
-                 "folder of calibration images, pre-processed as the tools do per the model's metadata");
+                 "folder of calibration images (pre-processed as the tools do per the model's metadata) or .npy "
+                 "input tensors (the source model's layout)");
   app.add_option("--calibration-method", qa.method, "minmax, percentile or entropy (default percentile)");
   app.add_option("--percentile", qa.percentile, "the percentile method's coverage (default 99.99)");
   bool per_channel = false;
