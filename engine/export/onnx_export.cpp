@@ -354,13 +354,19 @@ Status Exporter::run() {
   for (size_t i = 0; i < m_.operations.size(); ++i) {
     const Operation& op = m_.operations[i];
     const std::string context = "op " + std::to_string(i) + " " + std::string(operation_type_name(op.type));
-    // Runtime tensors must be float32: quantized and integer graphs are not expressed (yet).
+    if (q_ && (op.type == OperationType::QUANTIZE || op.type == OperationType::DEQUANTIZE) &&
+        !is_constant(op.inputs[0])) {
+      NN_RETURN_IF_ERROR(quantize_op(op).with_context(context));
+      continue;
+    }
+    // Runtime tensors must be float32 (a quantized model arrives as its float view).
     for (uint32_t out : op.outputs)
       if (m_.operands[out].type != OperandType::TENSOR_FLOAT32)
         return unsupported(context + ": writes " + operand_label(m_, out) + " of type " +
                            std::string(operand_type_name(m_.operands[out].type)) +
                            "; the ONNX exporter handles float32 graphs only");
     NN_RETURN_IF_ERROR(translate(*this, op).with_context(context));
+    if (q_) requantize_outputs(op);
   }
   return connect_outputs();
 }
@@ -397,7 +403,12 @@ Result<std::vector<uint8_t>> export_onnx_buffer(const Model& source) {
 
   onnx::GraphProto* graph = proto.mutable_graph();
   graph->set_name(model.metadata.source_file.empty() ? "nnpipe" : model.metadata.source_file);
-  onnx_export::Exporter exporter(model, *graph);
+  // A quantized model goes out as QDQ: its float view, with what was int8 said by
+  // QuantizeLinear / DequantizeLinear (onnx_export_qdq.cpp).
+  onnx_export::QuantInfo quant;
+  NN_ASSIGN_OR_RETURN(Model view, onnx_export::dequantized_view(model, &quant));
+  if (!quant.empty()) model = std::move(view);
+  onnx_export::Exporter exporter(model, *graph, quant.empty() ? nullptr : &quant);
   NN_RETURN_IF_ERROR(exporter.run());
 
   std::string bytes;

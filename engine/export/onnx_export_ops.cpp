@@ -150,10 +150,12 @@ Status conv(Exporter& e, const Operation& op, ConvKind kind) {
   }
 
   NN_ASSIGN_OR_RETURN(std::string x, e.value(op.inputs[0], Layout::kNchw));
-  const std::string wname = e.init_f32(filter.name + "/oihw", wdims, wt);
+  // Output channels are ONNX axis 0 of the weights (1 for ConvTranspose's IOHW).
+  const std::string wname =
+      e.weight(op.inputs[1], filter.name + "/oihw", wdims, wt, kind == ConvKind::kTranspose ? 1 : 0);
   const std::string bname =
-      e.init_f32(e.operand(op.inputs[2]).name.empty() ? filter.name + "/bias" : e.operand(op.inputs[2]).name,
-                 {static_cast<int64_t>(bias.size())}, bias);
+      e.weight(op.inputs[2], e.operand(op.inputs[2]).name.empty() ? filter.name + "/bias" : e.operand(op.inputs[2]).name,
+               {static_cast<int64_t>(bias.size())}, bias, 0);
   const std::string y = result_name(e, op.outputs[0], Layout::kNchw, fuse);
   const std::string raw = crop ? e.temp(out.name + "/uncropped") : y;
   auto& n = e.node(kind == ConvKind::kTranspose ? "ConvTranspose" : "Conv", {x, wname, bname}, {raw});
@@ -486,12 +488,13 @@ Status fully_connected(Exporter& e, const Operation& op) {
     e.node("Reshape", {x, e.init_i64(flat + "/shape", {-1, input_size})}, {flat});
     x = flat;
   }
-  NN_ASSIGN_OR_RETURN(std::string w, e.value(op.inputs[1], Layout::kIr));
+  NN_ASSIGN_OR_RETURN(std::vector<float> wv, e.const_f32(op.inputs[1]));
+  const std::string w = e.weight(op.inputs[1], weights.name, {weights.dims[0], weights.dims[1]}, wv, 0);
   std::vector<std::string> ins = {x, w};
   if (e.model().has_value(op.inputs[2])) {
     if (!e.is_constant(op.inputs[2])) return unsupported("input 2 (bias) must be a constant to export");
-    NN_ASSIGN_OR_RETURN(std::string b, e.value(op.inputs[2], Layout::kIr));
-    ins.push_back(b);
+    NN_ASSIGN_OR_RETURN(std::vector<float> bv, e.const_f32(op.inputs[2]));
+    ins.push_back(e.weight(op.inputs[2], weights.name + "/bias", {static_cast<int64_t>(bv.size())}, bv, 0));
   }
   const int32_t fuse = e.model().scalar_i32(op.inputs[3]);
   const std::string y = result_name(e, op.outputs[0], Layout::kIr, fuse);

@@ -24,9 +24,34 @@ namespace nn::onnx_export {
 
 enum class Layout { kIr = 0, kNchw = 1 };
 
+// A quantized IR model as ONNX QDQ (onnx_export_qdq.cpp): the exporter translates a float
+// view of it (every quantized tensor float, constants dequantized) and this says what was
+// quantized, so each int8 activation becomes QuantizeLinear -> DequantizeLinear after the
+// op that writes it, and int8 weights / int32 biases initializers behind a DequantizeLinear.
+struct QuantInfo {
+  struct Activation {
+    float scale = 1.f;
+    int32_t zero_point = 0;
+    bool is_signed = true;
+  };
+  struct Constant {
+    std::vector<float> scales;  // one, or one per channel along channel_dim (IR layout)
+    uint32_t channel_dim = 0;
+    bool is_bias = false;       // int32 (else int8)
+  };
+  std::map<uint32_t, Activation> activations;
+  std::map<uint32_t, Constant> constants;
+  bool empty() const { return activations.empty() && constants.empty(); }
+};
+
+// The float view of `model` (validated) and what was quantized in it; an error for
+// quantized forms ONNX QDQ cannot say (asymmetric weights with a zero point, ...).
+Result<Model> dequantized_view(const Model& model, QuantInfo* info);
+
 class Exporter {
  public:
-  Exporter(const Model& model, onnx::GraphProto& graph) : m_(model), g_(graph) {}
+  Exporter(const Model& model, onnx::GraphProto& graph, const QuantInfo* quant = nullptr)
+      : m_(model), g_(graph), q_(quant) {}
   // Declares inputs/outputs, translates every op, connects the outputs.
   Status run();
 
@@ -58,6 +83,12 @@ class Exporter {
   // out = activation(in) for an NNAPI FuseCode (1 RELU, 2 RELU1, 3 RELU6).
   Status activation(int32_t fuse, const std::string& in, const std::string& out);
 
+  // A conv/FC weight or bias `operand` rearranged by the caller into ONNX `dims` (`data`,
+  // float): a float initializer, or for a quantized one the int8/int32 initializer behind a
+  // DequantizeLinear with its scales along ONNX axis `channel_axis`.
+  std::string weight(uint32_t operand, std::string_view base, const std::vector<int64_t>& dims,
+                     const std::vector<float>& data, int channel_axis);
+
   // A constant operand's data as float (TENSOR_FLOAT32, or a folded DEQUANTIZE result).
   Result<std::vector<float>> const_f32(uint32_t operand) const;
   Result<std::vector<int32_t>> const_i32(uint32_t operand) const;
@@ -70,12 +101,18 @@ class Exporter {
 
  private:
   Status declare_inputs();
+  // QDQ: QUANTIZE / DEQUANTIZE ops, and the QuantizeLinear -> DequantizeLinear after an op
+  // that writes an int8 activation.
+  Status quantize_op(const Operation& op);
+  void requantize_outputs(const Operation& op);
+  std::string qdq(const std::string& name, const QuantInfo::Activation& a);
   Status declare_outputs();
   Status connect_outputs();
   Result<std::string> constant(uint32_t operand, Layout layout);
 
   const Model& m_;
   onnx::GraphProto& g_;
+  const QuantInfo* q_ = nullptr;
   std::vector<std::array<std::string, 2>> names_;  // per operand, per Layout
   std::set<std::string> used_names_;
   std::map<uint32_t, std::vector<float>> folded_;

@@ -1,5 +1,8 @@
 // nnconvert: a TFLite or ONNX model -> a .nnapi file; several models plus a stream
-// description (--stream) -> one streaming .nnapi file (engine/format/SPEC.md).
+// description (--stream) -> one streaming .nnapi file (engine/format/SPEC.md); with
+// --quantize int8, post-training quantization calibrated on a folder of images
+// (nn/quantize/quantize.h).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -9,6 +12,8 @@
 #include "nn/format/nnapi_file.h"
 #include "nn/format/stream_file.h"
 #include "nn/import/import.h"
+#include "nn/quantize/quantize.h"
+#include "tensor_io.h"
 
 namespace {
 
@@ -51,6 +56,92 @@ int convert_stream(const std::vector<std::string>& inputs, const std::string& st
   return 0;
 }
 
+// The calibration samples of a folder, sorted by name: images (for an image model) or .npy
+// tensors in the source model's layout (any single-input model).
+std::vector<std::string> calibration_images(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::string ext = e.path().extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (e.is_regular_file() && (ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp" || ext == ".npy"))
+      files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+struct QuantizeArgs {
+  std::string type, calibration, method = "percentile";
+  bool per_tensor = false;
+  double percentile = 99.99, max_op_error = 0.25, max_output_error = 0.01;
+  size_t limit = 0;
+  int threads = 1;
+  std::string delegate = "cpu";
+  std::vector<uint32_t> keep_float;
+};
+
+// Quantizes `model` in place per `args`, printing the per-op report unless quiet.
+int quantize(std::shared_ptr<nn::Model>& model, const QuantizeArgs& args, bool quiet) {
+  if (args.type != "int8") {
+    std::fprintf(stderr, "nnconvert: --quantize %s: only int8 is supported\n", args.type.c_str());
+    return 2;
+  }
+  if (args.calibration.empty()) {
+    std::fprintf(stderr, "nnconvert: --quantize needs --calibration DIR (images the model will see)\n");
+    return 2;
+  }
+  if (!std::filesystem::is_directory(args.calibration)) {
+    std::fprintf(stderr, "nnconvert: --calibration %s: not a directory\n", args.calibration.c_str());
+    return 2;
+  }
+  auto method = nn::quantize::calibration_method_from_name(args.method);
+  if (!method) {
+    std::fprintf(stderr, "nnconvert: --calibration-method %s: expected minmax, percentile or entropy\n",
+                 args.method.c_str());
+    return 2;
+  }
+  const nn::Model& m = *model;
+  if (m.inputs.size() != 1) {
+    std::fprintf(stderr, "nnconvert: --quantize calibrates models with one input; this one has %zu inputs\n",
+                 m.inputs.size());
+    return 2;
+  }
+  std::vector<std::string> images = calibration_images(args.calibration);
+  if (args.limit > 0 && images.size() > args.limit) images.resize(args.limit);
+  if (images.empty()) {
+    std::fprintf(stderr, "nnconvert: --calibration %s: no .jpg/.jpeg/.png/.bmp images or .npy tensors\n",
+                 args.calibration.c_str());
+    return 2;
+  }
+  nn::quantize::QuantizeOptions opt;
+  opt.method = *method;
+  opt.percentile = args.percentile;
+  opt.per_channel = !args.per_tensor;
+  opt.max_op_error = args.max_op_error;
+  opt.max_output_error = args.max_output_error;
+  opt.threads = args.threads;
+  opt.delegates = {args.delegate};
+  opt.keep_float = args.keep_float;
+  auto provider = [&](size_t i, std::vector<nn::Tensor>& inputs) -> nn::Status {
+    if (std::filesystem::path(images[i]).extension() != ".npy")
+      return nn::tools::image_to_input(images[i], m, 0, inputs[0].data());
+    auto array = nn::tools::read_npy(images[i]);
+    if (!array) return array.status().with_context(images[i]);
+    const std::string layout = m.metadata.input_source_layouts.empty() ? "" : m.metadata.input_source_layouts[0];
+    return nn::tools::npy_to_input(*array, m.operands[m.inputs[0]], layout, inputs[0].data()).with_context(images[i]);
+  };
+  nn::quantize::QuantizeReport report;
+  auto q = nn::quantize::quantize_model(m, images.size(), provider, opt, &report);
+  if (!q) {
+    std::fprintf(stderr, "nnconvert: quantizing: %s\n", q.status().to_string().c_str());
+    return 1;
+  }
+  if (!quiet) std::printf("%s", report.to_string().c_str());
+  model = std::make_shared<nn::Model>(std::move(*q));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -74,6 +165,26 @@ int main(int argc, char** argv) {
   app.add_option("--std", stdv, "metadata: per-channel divisor after the mean")->expected(3);
   app.add_option("--output-meaning", meaning, "metadata: what the first output means");
   app.add_flag("-q,--quiet", quiet, "print only errors");
+  QuantizeArgs qa;
+  app.add_option("--quantize", qa.type, "post-training quantization: int8 (needs --calibration)");
+  app.add_option("--calibration", qa.calibration,
+                 "folder of calibration images (pre-processed as the tools do per the model's metadata) or .npy "
+                 "input tensors (the source model's layout)");
+  app.add_option("--calibration-method", qa.method, "minmax, percentile or entropy (default percentile)");
+  app.add_option("--percentile", qa.percentile, "the percentile method's coverage (default 99.99)");
+  bool per_channel = false;
+  auto* per_channel_flag =
+      app.add_flag("--per-channel", per_channel, "one scale per output channel for conv filters (the default)");
+  app.add_flag("--per-tensor", qa.per_tensor, "one scale per conv filter instead of per output channel")
+      ->excludes(per_channel_flag);
+  app.add_option("--max-op-error", qa.max_op_error,
+                 "ops whose output error quantized alone (relative RMS) exceeds this stay float (default 0.25)");
+  app.add_option("--max-output-error", qa.max_output_error,
+                 "ops that alone move the model's output 0 by more than this (relative RMS) stay float (default 0.01)");
+  app.add_option("--calibration-limit", qa.limit, "use at most this many calibration images (sorted by name)");
+  app.add_option("--keep-float", qa.keep_float, "op indices to keep float");
+  app.add_option("--threads", qa.threads, "threads for the calibration runs (default 1)");
+  app.add_option("--calibration-delegate", qa.delegate, "where calibration runs the model: cpu (default) or reference");
   CLI11_PARSE(app, argc, argv);
   if (!stream.empty()) return convert_stream(inputs, stream, output, quiet);
   if (inputs.size() != 1) {
@@ -84,9 +195,9 @@ int main(int argc, char** argv) {
   input = inputs[0];
 
   std::string ext = std::filesystem::path(input).extension().string();
-  if (ext != ".tflite" && ext != ".onnx" && ext != ".pt") {
-    std::fprintf(stderr, "nnconvert: %s: expected a .tflite, .onnx or .pt file, got '%s'\n", input.c_str(),
-                 ext.c_str());
+  if (ext != ".tflite" && ext != ".onnx" && ext != ".pt" && !(ext == ".nnapi" && !qa.type.empty())) {
+    std::fprintf(stderr, "nnconvert: %s: expected a .tflite, .onnx or .pt file (or .nnapi with --quantize), got '%s'\n",
+                 input.c_str(), ext.c_str());
     return 2;
   }
   auto model = nn::load_model(input);
@@ -100,22 +211,26 @@ int main(int argc, char** argv) {
   if (!mean.empty()) m.metadata.input_mean = mean;
   if (!stdv.empty()) m.metadata.input_std = stdv;
   if (!meaning.empty()) m.metadata.output_meaning = meaning;
+  if (!qa.type.empty()) {
+    if (int rc = quantize(*model, qa, quiet)) return rc;
+  }
+  nn::Model& out_model = **model;
   if (output.empty()) output = std::filesystem::path(input).replace_extension(".nnapi").string();
-  nn::Status s = nn::save_nnapi_file(m, output);
+  nn::Status s = nn::save_nnapi_file(out_model, output);
   if (!s.is_ok()) {
     std::fprintf(stderr, "nnconvert: %s: %s\n", output.c_str(), s.to_string().c_str());
     return 1;
   }
   if (!quiet) {
     std::printf("%s -> %s\n", input.c_str(), output.c_str());
-    std::printf("  %zu operations: %s\n", m.operations.size(), m.op_summary().c_str());
-    for (size_t i = 0; i < m.inputs.size(); ++i) {
-      const nn::Operand& o = m.operands[m.inputs[i]];
+    std::printf("  %zu operations: %s\n", out_model.operations.size(), out_model.op_summary().c_str());
+    for (size_t i = 0; i < out_model.inputs.size(); ++i) {
+      const nn::Operand& o = out_model.operands[out_model.inputs[i]];
       std::printf("  input %zu '%s' %s %s\n", i, o.name.c_str(), std::string(nn::operand_type_name(o.type)).c_str(),
                   nn::dims_to_string(o.dims).c_str());
     }
-    for (size_t i = 0; i < m.outputs.size(); ++i) {
-      const nn::Operand& o = m.operands[m.outputs[i]];
+    for (size_t i = 0; i < out_model.outputs.size(); ++i) {
+      const nn::Operand& o = out_model.operands[out_model.outputs[i]];
       std::printf("  output %zu '%s' %s %s\n", i, o.name.c_str(), std::string(nn::operand_type_name(o.type)).c_str(),
                   nn::dims_to_string(o.dims).c_str());
     }

@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
       "nnexport: write a model (.nnapi, .tflite or .onnx) as an ONNX file (opset " +
       std::to_string(nn::kOnnxExportOpset) +
       ", NCHW inside, inputs and outputs in the source model's layout) for ONNX Runtime, OpenCV DNN "
-      "and other peers.\n"
+      "and other peers. A quantized model is written as a QDQ graph (QuantizeLinear / DequantizeLinear).\n"
       "Example: nnexport assets/models/selfie_segmentation.tflite -o assets/models/selfie_segmentation.onnx"};
   std::string input, output;
   bool quiet = false;

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <cstdlib>
 #include <ctime>
 #include <limits>
@@ -28,6 +29,7 @@
 #include "delegates/cpu/native_data.h"
 #include "delegates/cpu/native_kernels.h"
 #include "delegates/cpu/op_params.h"
+#include "delegates/cpu/xnn_int8.h"
 #include "nn/ops/registry.h"
 #include "runtime/buffer.h"
 #include "runtime/partitioner.h"
@@ -533,8 +535,10 @@ class StepValues final : public XnnValues {
       }
     }
     uint32_t id = 0;
-    xnn_status s = xnn_define_tensor_value(sg_, xnn_datatype_fp32, dims.size(), dims.data(), data,
-                                           external_id, flags, &id);
+    xnn_status s = o.type == OperandType::TENSOR_FLOAT32
+                       ? xnn_define_tensor_value(sg_, xnn_datatype_fp32, dims.size(), dims.data(), data,
+                                                 external_id, flags, &id)
+                       : xnn_int8_define_value(sg_, o, dims.size(), dims.data(), data, external_id, flags, &id);
     if (s != xnn_status_success)
       return Status(StatusCode::kUnsupportedOp, "xnn_define_tensor_value(operand " + std::to_string(operand) +
                                                     " " + dims_to_string(o.dims) +
@@ -544,6 +548,7 @@ class StepValues final : public XnnValues {
   }
   Result<uint32_t> internal_value(const Dims& d) override { return define(d, nullptr); }
   Result<uint32_t> static_value(const Dims& d, const void* data) override { return define(d, data); }
+  const float* keep(std::vector<float> values) override { return kept_.emplace_back(std::move(values)).data(); }
 
  private:
   Result<uint32_t> define(const Dims& d, const void* data) {
@@ -563,6 +568,7 @@ class StepValues final : public XnnValues {
   const std::set<uint32_t>& out_;
   std::vector<uint32_t>& ext_;
   std::map<uint32_t, uint32_t> ids_;
+  std::deque<std::vector<float>> kept_;
 };
 
 
@@ -640,7 +646,9 @@ Status CpuPartition::label_ops(bool use_xnnpack, const std::map<uint32_t, std::s
     const bool allowed = use_xnnpack && !force_reference.count(k);
     r.lowers = allowed && xnn_can_lower(model_, k, statics_).supported;
     if (r.lowers) {
-      r.native = native_candidate(model_, k, readers_, statics_, options_.cpu, isa_);
+      r.native = is_int8_op(model_, model_.operations[k])
+                     ? NativeKind::kNone
+                     : native_candidate(model_, k, readers_, statics_, options_.cpu, isa_);
       r.step = r.native != NativeKind::kNone ? kNativeStep : kXnnStep;
       xnn_own_clamp(model_, model_.operations[k], &r.epilogue.lo, &r.epilogue.hi);
     } else if (std::string why; allowed && options_.cpu.native_data_ops &&

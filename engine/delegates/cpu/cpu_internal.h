@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "nn/ir/model.h"
 #include "runtime/delegate.h"
@@ -39,6 +40,9 @@ class XnnValues {
   // A fresh internal fp32 value / a static fp32 value over `data` (kept alive by the caller).
   virtual Result<uint32_t> internal_value(const Dims& dims) = 0;
   virtual Result<uint32_t> static_value(const Dims& dims, const void* data) = 0;
+  // Keeps `values` alive until the runtime is created (XNNPACK keeps a pointer to a
+  // channelwise value's scales) and returns where they are.
+  virtual const float* keep(std::vector<float> values) = 0;
 };
 
 // Defines the nodes of one op. The op's (only) output is `out_operand` clamped to

@@ -9,6 +9,7 @@
 
 #include "delegates/cpu/cpu_internal.h"
 #include "delegates/cpu/op_params.h"
+#include "delegates/cpu/xnn_int8.h"
 
 namespace nn::cpu {
 
@@ -185,6 +186,7 @@ void xnn_own_clamp(const Model& m, const Operation& op, float* lo, float* hi) {
 
 SupportResult xnn_can_lower(const Model& m, uint32_t op_index, const StaticLookup& statics) {
   const Operation& op = m.operations[op_index];
+  if (is_int8_op(m, op)) return xnn_int8_can_lower(m, op_index, statics);
   auto no = [](std::string why) { return SupportResult::no(std::move(why)); };
   if (op.outputs.size() != 1) return no("multi-output op");
   for (uint32_t i : op.inputs)
@@ -349,6 +351,7 @@ SupportResult xnn_can_lower(const Model& m, uint32_t op_index, const StaticLooku
 Status xnn_lower(xnn_subgraph_t sg, const Model& m, uint32_t op_index, const StaticLookup& statics,
                  XnnValues& values, uint32_t out_operand, float lo, float hi) {
   const Operation& op = m.operations[op_index];
+  if (is_int8_op(m, op)) return xnn_int8_lower(sg, m, op_index, statics, values, out_operand, lo, hi);
   auto in = [&](size_t i) { return values.value(op.inputs[i]); };
   NN_ASSIGN_OR_RETURN(const uint32_t x, in(0));
   NN_ASSIGN_OR_RETURN(const uint32_t y, values.value(out_operand));

@@ -1,0 +1,230 @@
+#!/usr/bin/python3
+"""int8 models beside float: accuracy and latency (bench/README.md, "int8").
+
+  /usr/bin/python3 bench/int8_data.py            # calibration/test data under assets/calib
+  /usr/bin/python3 bench/int8.py accuracy        # selfie IoU, MobileNetV2 top-1 agreement
+  /usr/bin/python3 bench/int8.py latency         # int8 vs float (1 thread) and vs ONNX Runtime
+  /usr/bin/python3 bench/int8.py all
+
+Models are quantized by `nnconvert --quantize int8` into assets/out/int8/ (calibration:
+assets/calib/selfie, Megamind frames 0-87; assets/calib/photos). The accuracy tests use
+frames 90-267 and assets/calib/photos-test only.
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("NN_BUILD", os.path.join(ROOT, "build"))
+NNCONVERT = os.path.join(BUILD, "engine", "nnconvert")
+NNRUN = os.path.join(BUILD, "engine", "nnrun")
+NNEXPORT = os.path.join(BUILD, "engine", "nnexport")
+CALIB = os.path.join(ROOT, "assets", "calib")
+OUT = os.path.join(ROOT, "assets", "out", "int8")
+MODELS = os.path.join(ROOT, "assets", "models")
+
+SELFIE = dict(name="selfie", source=os.path.join(MODELS, "selfie_segmentation.tflite"), calib="selfie", extra=[])
+MNV2 = dict(name="mobilenet_v2", source=os.path.join(MODELS, "mobilenet_v2.onnx"), calib="photos",
+            extra=["--mean", "123.675", "116.28", "103.53", "--std", "58.395", "57.12", "57.375",
+                   "--input-color", "RGB", "--task", "classification"])
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        sys.exit(f"int8: {' '.join(cmd)} failed:\n{r.stdout}\n{r.stderr}")
+    return r.stdout
+
+
+QUANTIZE_ARGS = []  # extra nnconvert --quantize options (--max-output-error, ...)
+
+
+def convert(spec, method=None, quantize=True, tag=""):
+    """The float (.nnapi) or int8 model of spec; returns its path and nnconvert's report."""
+    os.makedirs(OUT, exist_ok=True)
+    kind = "int8" if quantize else "float"
+    path = os.path.join(OUT, f"{spec['name']}_{kind}{tag}.nnapi")
+    cmd = [NNCONVERT, spec["source"], "-o", path] + spec["extra"]
+    if quantize:
+        cmd += ["--quantize", "int8", "--calibration", os.path.join(CALIB, spec["calib"])]
+        if method:
+            cmd += ["--calibration-method", method]
+        cmd += QUANTIZE_ARGS
+    return path, run(cmd)
+
+
+def outputs(model, images, delegate="cpu"):
+    """Output 0 of `model` on each image (nnrun, the tools' pre-processing)."""
+    res = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for img in images:
+            run([NNRUN, model, "--input", img, "-d", delegate, "--runs", "1", "--warmup", "0",
+                 "--save-outputs", tmp])
+            res.append(np.load(os.path.join(tmp, "output_0.npy")))
+    return res
+
+
+def selfie_iou(float_model, int8_model, images):
+    f = outputs(float_model, images)
+    q = outputs(int8_model, images)
+    ious = []
+    for a, b in zip(f, q):
+        ma, mb = a > 0.5, b > 0.5
+        union = np.logical_or(ma, mb).sum()
+        ious.append(1.0 if union == 0 else np.logical_and(ma, mb).sum() / union)
+    return ious
+
+
+def top1_agreement(float_model, int8_model, images):
+    f = outputs(float_model, images)
+    q = outputs(int8_model, images)
+    agree = [int(np.argmax(a) == np.argmax(b)) for a, b in zip(f, q)]
+    # The reference MobileNetV2 has random weights (scripts/make_reference_models.py): many
+    # photos have near-tied top classes. Also count those where the float top-1 is clear.
+    clear = []
+    for a, b in zip(f, q):
+        a = a.ravel()
+        top2 = np.sort(a)[-2:]
+        if top2[1] - top2[0] >= 0.1 * (a.max() - a.min()):
+            clear.append(int(np.argmax(a) == np.argmax(b)))
+    return sum(agree), len(agree), sum(clear), len(clear)
+
+
+def selfie_input(path):
+    """The selfie model's input as the tools make it (resize INTER_AREA, RGB, /255), [1,H,W,3]."""
+    import cv2
+    img = cv2.imread(path, cv2.IMREAD_COLOR)
+    x = cv2.resize(img, (256, 256), interpolation=cv2.INTER_AREA)[:, :, ::-1].astype(np.float32) / 255.0
+    return np.ascontiguousarray(x[None])
+
+
+def ort_agreement(int8_model, frames):
+    """Mask IoU of ONNX Runtime on our QDQ export against our int8 model (CPU delegate)."""
+    peers = os.path.join(ROOT, "bench", "peers")
+    if not os.path.isdir(os.path.join(peers, "node_modules", "onnxruntime-node")):
+        return None
+    qdq = int8_model.replace(".nnapi", "_qdq.onnx")
+    run([NNEXPORT, int8_model, "-o", qdq])
+    ious = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for f in frames:
+            x = selfie_input(f)
+            np.save(os.path.join(tmp, "x.npy"), x)
+            x.tofile(os.path.join(tmp, "x.f32"))
+            run([NNRUN, int8_model, "--input", os.path.join(tmp, "x.npy"), "-d", "cpu", "--runs", "1",
+                 "--warmup", "0", "--save-outputs", tmp])
+            ours = np.load(os.path.join(tmp, "output_0.npy")).ravel() > 0.5
+            run(["node", os.path.join(peers, "ort_run.js"), qdq, os.path.join(tmp, "x.f32"),
+                 os.path.join(tmp, "y.f32")], cwd=peers)
+            theirs = np.fromfile(os.path.join(tmp, "y.f32"), dtype=np.float32) > 0.5
+            union = np.logical_or(ours, theirs).sum()
+            ious.append(1.0 if union == 0 else np.logical_and(ours, theirs).sum() / union)
+    return ious
+
+
+def accuracy(args):
+    frames = sorted(glob.glob(os.path.join(CALIB, "selfie-test", "*.png")))
+    photos = sorted(glob.glob(os.path.join(CALIB, "photos-test", "*")))
+    if not frames or not photos:
+        sys.exit("int8: run bench/int8_data.py first")
+    results = {}
+    sf, _ = convert(SELFIE, quantize=False)
+    for method in args.methods:
+        sq, report = convert(SELFIE, method, tag="_" + method)
+        ious = selfie_iou(sf, sq, frames)
+        results[f"selfie {method}"] = dict(iou_median=statistics.median(ious), iou_min=min(ious), frames=len(ious))
+        summary = [l for l in report.splitlines() if "ops int8" in l or "output 0: relative" in l]
+        print(f"selfie int8 ({method}): mask IoU vs float over {len(ious)} frames: median "
+              f"{statistics.median(ious):.4f}, min {min(ious):.4f}; {'; '.join(summary)}", flush=True)
+        if method == args.methods[0]:
+            ort = ort_agreement(sq, frames[::6])
+            if ort:
+                results["selfie ORT on the QDQ export vs our int8"] = dict(iou_median=statistics.median(ort),
+                                                                           iou_min=min(ort), frames=len(ort))
+                print(f"selfie int8: ONNX Runtime on the QDQ export vs our int8 model, mask IoU over {len(ort)} "
+                      f"frames: median {statistics.median(ort):.4f}, min {min(ort):.4f}", flush=True)
+    if args.mobilenet:
+        mf, _ = convert(MNV2, quantize=False)
+        for method in args.methods:
+            mq, report = convert(MNV2, method, tag="_" + method)
+            agree, n, margin_agree, margin_n = top1_agreement(mf, mq, photos)
+            results[f"mobilenet_v2 {method}"] = dict(top1_agreement=agree / n, photos=n,
+                                                     top1_agreement_clear=margin_agree / max(margin_n, 1),
+                                                     photos_clear=margin_n)
+            summary = [l for l in report.splitlines() if "ops int8" in l or "output 0: relative" in l]
+            print(f"mobilenet_v2 int8 ({method}): top-1 agrees with float on {agree}/{n} photos "
+                  f"({100.0 * agree / n:.1f}%); on the {margin_n} whose float top-1 leads by >= 10% of the "
+                  f"logit spread: {margin_agree}/{margin_n}; {'; '.join(summary)}", flush=True)
+    return results
+
+
+def nnrun_median(model, threads=1, runs=50, env=None):
+    out = run([NNRUN, model, "--random", "-d", "cpu", "--threads", str(threads), "--runs", str(runs),
+               "--warmup", "10", "--json"], env=env)
+    return json.loads(out)["median_ms"]
+
+
+def ort_median(onnx_model, threads=1, runs=50):
+    peers = os.path.join(ROOT, "bench", "peers")
+    out = run(["node", os.path.join(peers, "ort_bench.js"), onnx_model, str(threads), str(runs), "10"], cwd=peers)
+    return json.loads(out.strip().splitlines()[-1])["median_ms"]
+
+
+def latency(args):
+    """Medians of alternating rounds at 1 thread: our float, our int8, ORT on the int8 model's
+    QDQ export (when nnexport can write it and bench/peers has onnxruntime-node)."""
+    results = {}
+    env_variants = [("", None)]
+    if args.no_avx512:
+        env_variants.append((" NN_NO_AVX512=1", dict(os.environ, NN_NO_AVX512="1")))
+    for spec in (SELFIE, MNV2):
+        f, _ = convert(spec, quantize=False)
+        q, _ = convert(spec)
+        qdq = os.path.join(OUT, f"{spec['name']}_int8_qdq.onnx")
+        have_ort = os.path.isdir(os.path.join(ROOT, "bench", "peers", "node_modules", "onnxruntime-node"))
+        exported = subprocess.run([NNEXPORT, q, "-o", qdq], capture_output=True, text=True).returncode == 0
+        for label, env in env_variants:
+            times = {"float": [], "int8": [], "ort_qdq": []}
+            for _ in range(args.rounds):
+                times["float"].append(nnrun_median(f, env=env))
+                times["int8"].append(nnrun_median(q, env=env))
+                if have_ort and exported and not env:
+                    times["ort_qdq"].append(ort_median(qdq))
+            med = {k: statistics.median(v) for k, v in times.items() if v}
+            results[spec["name"] + label] = med
+            line = f"{spec['name']}{label}: float {med['float']:.3f} ms, int8 {med['int8']:.3f} ms " \
+                   f"(int8/float {med['int8'] / med['float']:.2f})"
+            if "ort_qdq" in med:
+                line += f", ORT on the QDQ export {med['ort_qdq']:.3f} ms (int8/ORT {med['int8'] / med['ort_qdq']:.2f})"
+            print(line, flush=True)
+    print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    return results
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=["accuracy", "latency", "all"])
+    ap.add_argument("--methods", nargs="+", default=["percentile"], help="calibration methods to compare")
+    ap.add_argument("--no-mobilenet", dest="mobilenet", action="store_false")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating latency rounds")
+    ap.add_argument("--no-avx512", action="store_true", help="also time with NN_NO_AVX512=1")
+    ap.add_argument("--quantize-args", default="", help="extra nnconvert options, e.g. '--max-output-error 0.01'")
+    args = ap.parse_args()
+    QUANTIZE_ARGS.extend(args.quantize_args.split())
+    results = {}
+    if args.what in ("accuracy", "all"):
+        results["accuracy"] = accuracy(args)
+    if args.what in ("latency", "all"):
+        results["latency"] = latency(args)
+    print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

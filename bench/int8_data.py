@@ -1,0 +1,103 @@
+#!/usr/bin/python3
+"""Calibration and test data for bench/int8.py and `nnconvert --quantize` (nothing is committed).
+
+  /usr/bin/python3 bench/int8_data.py      # as root it apt-installs the photo packages first
+
+Writes, under assets/calib/ (git-ignored):
+  selfie/         Megamind.avi frames 0, 3, ..., 87: the selfie model's calibration set
+  selfie-test/    frames 90, 93, ..., 267: the selfie accuracy test (bench/int8.py)
+  photos/         every 4th photo (sorted by path): MobileNetV2's calibration set
+  photos-test/    the other photos: MobileNetV2's agreement test
+  photos.txt      where every photo came from
+
+Photos are the JPEG/WebP files of at least 200 px and 30 KB in these Debian packages' folders.
+"""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+import cv2
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "assets", "calib")
+PACKAGES = ["opencv-doc", "mate-backgrounds", "ukui-wallpapers", "gnome-backgrounds", "lomiri-wallpapers"]
+PHOTO_DIRS = ["/usr/share/doc/opencv-doc", "/usr/share/backgrounds"]
+MEGAMIND = os.path.join(ROOT, "assets", "media", "Megamind.avi")
+CALIB_FRAMES = range(0, 90, 3)
+TEST_FRAMES = range(90, 270, 3)
+
+
+def install_packages():
+    missing = [p for p in PACKAGES if subprocess.run(["dpkg", "-s", p], capture_output=True).returncode != 0]
+    if not missing:
+        return
+    if os.geteuid() != 0:
+        sys.exit("int8_data: install these Debian packages first (as root): " + " ".join(missing))
+    subprocess.run(["apt-get", "install", "-y", "--no-install-recommends"] + missing, check=True,
+                   env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+
+
+def megamind_frames(indices):
+    """The frames of Megamind.avi at `indices`, as BGR images."""
+    cap = cv2.VideoCapture(MEGAMIND)
+    if not cap.isOpened():
+        sys.exit(f"int8_data: cannot open {MEGAMIND}")
+    wanted, frames, i = set(indices), {}, 0
+    while True:
+        ok, frame = cap.read()
+        if not ok:
+            break
+        if i in wanted:
+            frames[i] = frame
+        i += 1
+    return [frames[i] for i in indices if i in frames]
+
+
+def photos():
+    found = []
+    for d in PHOTO_DIRS:
+        for f in glob.glob(d + "/**/*", recursive=True):
+            if not f.lower().endswith((".jpg", ".jpeg", ".webp")) or os.path.getsize(f) < 30000:
+                continue
+            im = cv2.imread(f, cv2.IMREAD_COLOR)
+            if im is not None and min(im.shape[:2]) >= 200:
+                found.append(f)
+    # The same picture shipped twice (opencv-doc has copies) counts once.
+    seen, unique = set(), []
+    for f in sorted(found):
+        key = (os.path.basename(f).lower(), os.path.getsize(f))
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique
+
+
+def main():
+    install_packages()
+    if os.path.isdir(OUT):
+        shutil.rmtree(OUT)
+    for sub in ("selfie", "selfie-test", "photos", "photos-test"):
+        os.makedirs(os.path.join(OUT, sub))
+    for i, frame in zip(CALIB_FRAMES, megamind_frames(list(CALIB_FRAMES))):
+        cv2.imwrite(os.path.join(OUT, "selfie", f"megamind_{i:03d}.png"), frame)
+    for i, frame in zip(TEST_FRAMES, megamind_frames(list(TEST_FRAMES))):
+        cv2.imwrite(os.path.join(OUT, "selfie-test", f"megamind_{i:03d}.png"), frame)
+    listing = []
+    for n, f in enumerate(photos()):
+        sub = "photos" if n % 4 == 0 else "photos-test"
+        name = f"{n:04d}_{os.path.basename(f)}"
+        if name.lower().endswith(".webp"):  # nnconvert reads jpg/png/bmp
+            cv2.imwrite(os.path.join(OUT, sub, name[:-5] + ".png"), cv2.imread(f, cv2.IMREAD_COLOR))
+        else:
+            shutil.copy(f, os.path.join(OUT, sub, name))
+        listing.append(f"{sub}\t{f}")
+    with open(os.path.join(OUT, "photos.txt"), "w") as fh:
+        fh.write("\n".join(listing) + "\n")
+    counts = {s: len(os.listdir(os.path.join(OUT, s))) for s in ("selfie", "selfie-test", "photos", "photos-test")}
+    print(f"int8_data: {OUT}: {counts}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+// Post-training quantization: a float model plus calibration inputs -> the same model with
+// NNAPI's quantized types (what `nnconvert --quantize int8` writes).
+//
+//   float model --calibrate (every activation's range)--> ranges
+//     --per op: quantize it alone, run it on the calibration samples' float inputs--> op error
+//     --ops that validate quantized and stay under the error limit--> rewrite --> int8 model
+//
+// The int8 model follows NNAPI's rules: activations TENSOR_QUANT8_ASYMM_SIGNED (per tensor,
+// asymmetric), conv/depthwise/transpose-conv filters TENSOR_QUANT8_SYMM_PER_CHANNEL
+// (channelDim 0 for OHWI filters, 3 for depthwise [1,H,W,Cout]) or per-tensor symmetric,
+// FULLY_CONNECTED weights per tensor (NNAPI has no per-channel FC), biases TENSOR_INT32 with
+// scale = input scale x filter scale and zero point 0, LOGISTIC output scale 1/256 (zero
+// point -128), TANH 1/128. Model inputs and outputs stay float: QUANTIZE where a float
+// tensor enters quantized ops, DEQUANTIZE where a quantized tensor leaves them, and nothing
+// between two quantized ops.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nn/ir/model.h"
+#include "nn/runtime/tensor.h"
+#include "nn/status.h"
+
+namespace nn::quantize {
+
+// How an activation's range is chosen from what calibration saw.
+//  kMinMax:     the extremes seen.
+//  kPercentile: the `percentile`-th and (100 - percentile)-th percentiles of all values seen
+//               (outliers clipped).
+//  kEntropy:    the clipping range whose 256-level quantization keeps the histogram closest
+//               in KL divergence (TensorRT's calibration), searched per side of zero.
+enum class CalibrationMethod { kMinMax, kPercentile, kEntropy };
+std::optional<CalibrationMethod> calibration_method_from_name(std::string_view name);
+std::string_view calibration_method_name(CalibrationMethod method);
+
+struct QuantizeOptions {
+  CalibrationMethod method = CalibrationMethod::kPercentile;
+  double percentile = 99.99;
+  // Filters per output channel (NNAPI's TENSOR_QUANT8_SYMM_PER_CHANNEL), else one scale.
+  bool per_channel = true;
+  // An op whose output error, quantized alone, exceeds this (relative RMS: ||q - f|| / ||f||
+  // over the error samples) stays float.
+  double max_op_error = 0.25;
+  // An op whose quantization alone moves the model's output by more than this (relative
+  // RMS of output 0 against the float model) stays float: the error that reaches the
+  // result, which a local error does not tell (an op early in the model, or before a
+  // sensitive one, weighs more).
+  double max_output_error = 0.01;
+  // Calibration samples (spread evenly over the set) whose every intermediate is kept to
+  // measure each op's error.
+  size_t error_samples = 8;
+  // Where calibration runs the float model (every intermediate readable).
+  std::vector<std::string> delegates = {"cpu"};
+  int threads = 1;
+  // Ops (indices in the float model) kept float whatever their error.
+  std::vector<uint32_t> keep_float;
+};
+
+// Fills the model's float inputs (model.inputs order, IR layout) for calibration sample `i`.
+using InputProvider = std::function<Status(size_t sample, std::vector<Tensor>& inputs)>;
+
+struct OpQuantReport {
+  uint32_t op_index = 0;  // in the float model after RELU* folding (fold_activations)
+  OperationType type{};
+  std::string output_name;
+  bool quantized = false;
+  double error = -1;      // relative RMS error of its output quantized alone; -1 = not measured
+  double output_error = -1;  // relative RMS error of the model's output 0 with only this op quantized
+  float range_lo = 0, range_hi = 0;  // the calibrated range of output 0 (float outputs)
+  std::string reason;     // why it stays float ("" when quantized)
+};
+
+struct QuantizeReport {
+  CalibrationMethod method{};
+  size_t samples = 0;
+  std::vector<OpQuantReport> ops;
+  // Per model output: relative RMS error of the whole quantized model (reference kernels)
+  // against the float model over the error samples.
+  std::vector<double> output_errors;
+  size_t quantized_ops() const;
+  // One line per op, then the summary: what nnconvert prints.
+  std::string to_string() const;
+};
+
+// Quantizes `model` (validated, float) after running it on `num_samples` calibration inputs.
+Result<Model> quantize_model(const Model& model, size_t num_samples, const InputProvider& inputs,
+                             const QuantizeOptions& options, QuantizeReport* report = nullptr);
+
+}  // namespace nn::quantize

@@ -1,0 +1,342 @@
+// Post-training quantization's driver: calibration, each op's error quantized alone, the
+// choice of ops, the rewrite and the report (nn/quantize/quantize.h).
+#include "nn/quantize/quantize.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+
+#include "nn/ops/registry.h"
+#include "nn/runtime/session.h"
+#include "quantize/range_observer.h"
+#include "quantize/rewrite.h"
+
+namespace nn::quantize {
+namespace {
+
+constexpr OperandType kF32 = OperandType::TENSOR_FLOAT32;
+
+// What calibration keeps: each float activation's observer, and every float activation of
+// the first few samples (to measure each op's error on real inputs).
+struct Calibration {
+  std::vector<std::unique_ptr<RangeObserver>> observers;  // per operand of the float model
+  std::vector<std::vector<std::vector<float>>> kept;     // [sample][operand]
+};
+
+bool is_float_activation(const Operand& o) {
+  return o.type == kF32 && !o.is_constant() && o.lifetime != Lifetime::NO_VALUE;
+}
+
+// The float model with every float activation also a model output, so a session (any
+// delegate) hands all of them back. Fusions that would hide one cannot apply to it.
+std::shared_ptr<Model> observer_model(const Model& model, std::vector<uint32_t>* observed) {
+  auto m = std::make_shared<Model>(model);
+  observed->assign(model.outputs.begin(), model.outputs.end());
+  std::vector<bool> is_output(model.operands.size(), false);
+  for (uint32_t o : model.outputs) is_output[o] = true;
+  for (const Operation& op : model.operations)
+    for (uint32_t o : op.outputs)
+      if (!is_output[o] && is_float_activation(model.operands[o])) {
+        m->operands[o].lifetime = Lifetime::MODEL_OUTPUT;
+        m->outputs.push_back(o);
+        observed->push_back(o);
+        is_output[o] = true;
+      }
+  return m;
+}
+
+Result<Calibration> calibrate(const Model& model, size_t samples, const InputProvider& provider,
+                              const QuantizeOptions& options) {
+  std::vector<uint32_t> observed;
+  std::shared_ptr<Model> om = observer_model(model, &observed);
+  NN_RETURN_IF_ERROR(om->validate_and_infer_shapes());
+  SessionOptions so;
+  so.delegates = options.delegates;
+  so.threads = options.threads;
+  NN_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::open(om, so));
+
+  Calibration cal;
+  cal.observers.resize(model.operands.size());
+  for (uint32_t i : model.inputs)
+    if (is_float_activation(model.operands[i])) cal.observers[i] = std::make_unique<RangeObserver>();
+  for (uint32_t o : observed) cal.observers[o] = std::make_unique<RangeObserver>();
+
+  std::vector<Tensor> inputs;
+  for (uint32_t i : model.inputs) inputs.push_back(Tensor::like(model.operands[i]));
+  for (size_t s = 0; s < samples; ++s) {
+    NN_RETURN_IF_ERROR(provider(s, inputs).with_context("calibration sample " + std::to_string(s)));
+    for (size_t i = 0; i < inputs.size(); ++i)
+      NN_RETURN_IF_ERROR(session->set_input(i, inputs[i].data(), inputs[i].bytes.size()));
+    NN_RETURN_IF_ERROR(session->run().with_context("calibration sample " + std::to_string(s)));
+    // The error samples spread over the calibration set (a video's first frames look alike).
+    const size_t stride = std::max<size_t>(1, samples / std::max<size_t>(1, options.error_samples));
+    const bool keep = s % stride == 0 && cal.kept.size() < options.error_samples;
+    if (keep) cal.kept.emplace_back(model.operands.size());
+    auto take = [&](uint32_t operand, const void* data) {
+      const size_t n = num_elements(model.operands[operand].dims);
+      const float* f = static_cast<const float*>(data);
+      cal.observers[operand]->observe(f, n);
+      if (keep) cal.kept.back()[operand].assign(f, f + n);
+    };
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (cal.observers[model.inputs[i]]) take(model.inputs[i], inputs[i].data());
+    for (size_t j = 0; j < observed.size(); ++j) take(observed[j], session->output_data(j));
+  }
+  return cal;
+}
+
+// Relative RMS error accumulated over samples: sqrt(sum (q - f)^2 / sum f^2), so a sample
+// whose reference is near zero (a black frame) weighs in by its energy, not as a ratio.
+struct ErrorSum {
+  double err = 0, ref = 0;
+  void add(const float* q, const std::vector<float>& f) {
+    for (size_t i = 0; i < f.size(); ++i) {
+      const double d = static_cast<double>(q[i]) - f[i];
+      err += d * d;
+      ref += static_cast<double>(f[i]) * f[i];
+    }
+  }
+  double relative() const {
+    if (ref <= 0) return err <= 0 ? 0.0 : 1.0;
+    return std::sqrt(err / ref);
+  }
+};
+
+// Op k quantized alone (QUANTIZE in, DEQUANTIZE out), run by the reference kernels on the
+// kept samples' float inputs: its output error, or why it cannot be quantized.
+// `readers_clip`: per operand, the range outside which its readers cannot tell values apart
+// (a HARD_SWISH reader's -3): the reference is clamped to it before comparing.
+Result<double> op_error(const Model& model, uint32_t k, const Ranges& ranges, const Ranges& readers_clip,
+                        const Calibration& cal, bool per_channel) {
+  Ranges sub_ranges;
+  std::vector<uint32_t> input_operands;
+  Model sub = extract_op(model, k, ranges, &sub_ranges, &input_operands);
+  NN_ASSIGN_OR_RETURN(Model qsub, rewrite_quantized(sub, {true}, sub_ranges, per_channel));
+  const Operation& op = model.operations[k];
+  ErrorSum sum;
+  std::vector<std::vector<float>> outs(op.outputs.size());
+  for (const auto& sample : cal.kept) {
+    std::vector<const void*> in;
+    for (uint32_t t : input_operands) in.push_back(sample[t].data());
+    std::vector<void*> out;
+    for (size_t j = 0; j < op.outputs.size(); ++j) {
+      outs[j].resize(num_elements(model.operands[op.outputs[j]].dims) + 4);
+      out.push_back(outs[j].data());
+    }
+    NN_RETURN_IF_ERROR(run_reference(qsub, in, out));
+    for (size_t j = 0; j < op.outputs.size(); ++j) {
+      const uint32_t t = op.outputs[j];
+      if (!readers_clip[t]) {
+        sum.add(outs[j].data(), sample[t]);
+        continue;
+      }
+      std::vector<float> ref = sample[t];
+      for (float& v : ref) v = std::clamp(v, readers_clip[t]->lo, readers_clip[t]->hi);
+      sum.add(outs[j].data(), ref);
+    }
+  }
+  return sum.relative();
+}
+
+// The model's outputs from `q` against the float model's over the kept samples, per output.
+Result<std::vector<double>> output_errors(const Model& model, const Model& q, const Calibration& cal,
+                                          const QuantizeOptions& opt) {
+  auto qm = std::make_shared<Model>(q);
+  SessionOptions so;
+  so.delegates = opt.delegates;
+  so.threads = opt.threads;
+  NN_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::open(qm, so));
+  std::vector<ErrorSum> sums(model.outputs.size());
+  for (const auto& sample : cal.kept) {
+    for (size_t i = 0; i < model.inputs.size(); ++i)
+      NN_RETURN_IF_ERROR(session->set_input(i, sample[model.inputs[i]].data(),
+                                            sample[model.inputs[i]].size() * sizeof(float)));
+    NN_RETURN_IF_ERROR(session->run());
+    for (size_t j = 0; j < model.outputs.size(); ++j) sums[j].add(session->output_f32(j), sample[model.outputs[j]]);
+  }
+  std::vector<double> errors;
+  for (const ErrorSum& e : sums) errors.push_back(e.relative());
+  return errors;
+}
+
+}  // namespace
+
+std::optional<CalibrationMethod> calibration_method_from_name(std::string_view name) {
+  if (name == "minmax") return CalibrationMethod::kMinMax;
+  if (name == "percentile") return CalibrationMethod::kPercentile;
+  if (name == "entropy") return CalibrationMethod::kEntropy;
+  return std::nullopt;
+}
+
+std::string_view calibration_method_name(CalibrationMethod m) {
+  switch (m) {
+    case CalibrationMethod::kMinMax: return "minmax";
+    case CalibrationMethod::kPercentile: return "percentile";
+    case CalibrationMethod::kEntropy: return "entropy";
+  }
+  return "?";
+}
+
+size_t QuantizeReport::quantized_ops() const {
+  size_t n = 0;
+  for (const OpQuantReport& op : ops) n += op.quantized;
+  return n;
+}
+
+std::string QuantizeReport::to_string() const {
+  std::string s;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "per op, only it quantized (relative RMS over the error samples): err = of its own output, "
+                "out = of the model's output 0\n");
+  s += line;
+  for (const OpQuantReport& op : ops) {
+    const std::string type(operation_type_name(op.type));
+    if (op.error >= 0)
+      std::snprintf(line, sizeof line, "  op %3u %-20s %-5s err %.4f  out %s  [%9.3g, %9.3g]  %s%s%s\n",
+                    op.op_index, type.c_str(), op.quantized ? "int8" : "float", op.error,
+                    op.output_error >= 0 ? (std::to_string(op.output_error).substr(0, 6)).c_str() : "  -   ",
+                    op.range_lo, op.range_hi, op.output_name.c_str(),
+                    op.reason.empty() ? "" : "  -- ", op.reason.c_str());
+    else
+      std::snprintf(line, sizeof line, "  op %3u %-20s %-5s err   -     out   -     [%9.3g, %9.3g]  %s  -- %s\n", op.op_index,
+                    type.c_str(), op.quantized ? "int8" : "float", op.range_lo, op.range_hi, op.output_name.c_str(),
+                    op.reason.c_str());
+    s += line;
+  }
+  std::snprintf(line, sizeof line, "%zu of %zu ops int8 (calibration: %s, %zu samples)\n", quantized_ops(),
+                ops.size(), std::string(calibration_method_name(method)).c_str(), samples);
+  s += line;
+  for (size_t i = 0; i < output_errors.size(); ++i) {
+    std::snprintf(line, sizeof line, "output %zu: relative RMS error of the int8 model vs float %.4f\n", i,
+                  output_errors[i]);
+    s += line;
+  }
+  return s;
+}
+
+Result<Model> quantize_model(const Model& source, size_t num_samples, const InputProvider& provider,
+                             const QuantizeOptions& options, QuantizeReport* report) {
+  NN_CHECK_OR_RETURN(num_samples > 0, StatusCode::kInvalidArgument, "quantization needs calibration samples");
+  for (const Operand& o : source.operands)
+    NN_CHECK_OR_RETURN(o.type != OperandType::TENSOR_QUANT8_ASYMM && o.type != OperandType::TENSOR_QUANT8_ASYMM_SIGNED &&
+                           o.type != OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL,
+                       StatusCode::kInvalidArgument,
+                       "operand '" + o.name + "' is " + std::string(operand_type_name(o.type)) +
+                           ": the model is quantized already");
+  NN_ASSIGN_OR_RETURN(const Model model, fold_activations(source));
+  QuantizeOptions opt = options;
+  opt.error_samples = std::max<size_t>(1, std::min(opt.error_samples, num_samples));
+  NN_ASSIGN_OR_RETURN(Calibration cal, calibrate(model, num_samples, provider, opt));
+
+  Ranges ranges(model.operands.size());
+  for (size_t i = 0; i < model.operands.size(); ++i)
+    if (cal.observers[i] && !cal.observers[i]->empty()) ranges[i] = cal.observers[i]->range(opt.method, opt.percentile);
+
+  // A tensor only HARD_SWISH reads needs no int8 values below -3 (all give 0), one only
+  // LOGISTIC reads none outside [-8, 8] (within 1/256 of 0 and 1, the int8 output's step).
+  Ranges readers_clip(model.operands.size());
+  {
+    std::vector<int> readers(model.operands.size(), 0), swish(model.operands.size(), 0),
+        logistic(model.operands.size(), 0);
+    for (const Operation& op : model.operations)
+      for (uint32_t i : op.inputs) {
+        readers[i]++;
+        swish[i] += op.type == OperationType::HARD_SWISH;
+        logistic[i] += op.type == OperationType::LOGISTIC;
+      }
+    for (uint32_t o : model.outputs) readers[o]++;
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      if (!ranges[i] || readers[i] == 0) continue;
+      const float inf = std::numeric_limits<float>::infinity();
+      if (swish[i] == readers[i]) readers_clip[i] = FloatRange{-3.f, inf};
+      if (logistic[i] == readers[i]) readers_clip[i] = FloatRange{-8.f, 8.f};
+      if (readers_clip[i]) {
+        ranges[i]->lo = std::max(ranges[i]->lo, readers_clip[i]->lo);
+        ranges[i]->hi = std::min(ranges[i]->hi, readers_clip[i]->hi);
+      }
+    }
+  }
+
+  // CONCATENATION's inputs and output share one range (the reference op takes no
+  // requantization between them).
+  for (const Operation& op : model.operations) {
+    if (op.type != OperationType::CONCATENATION) continue;
+    FloatRange u{0.f, 0.f};
+    bool all = true;
+    for (size_t s = 0; s + 1 < op.inputs.size(); ++s) {
+      const auto& r = ranges[op.inputs[s]];
+      if (!r) { all = false; break; }
+      u.lo = std::min(u.lo, r->lo);
+      u.hi = std::max(u.hi, r->hi);
+    }
+    if (!all) continue;
+    for (size_t s = 0; s + 1 < op.inputs.size(); ++s) ranges[op.inputs[s]] = u;
+    ranges[op.outputs[0]] = u;
+  }
+
+  QuantizeReport rep;
+  rep.method = opt.method;
+  rep.samples = num_samples;
+  std::vector<bool> quantize_op(model.operations.size(), false);
+  for (uint32_t k = 0; k < model.operations.size(); ++k) {
+    const Operation& op = model.operations[k];
+    OpQuantReport r;
+    r.op_index = k;
+    r.type = op.type;
+    r.output_name = op.outputs.empty() ? "" : model.operands[op.outputs[0]].name;
+    if (!op.outputs.empty() && ranges[op.outputs[0]]) {
+      r.range_lo = ranges[op.outputs[0]]->lo;
+      r.range_hi = ranges[op.outputs[0]]->hi;
+    }
+    if (std::find(opt.keep_float.begin(), opt.keep_float.end(), k) != opt.keep_float.end()) {
+      r.reason = "kept float (asked)";
+    } else if (is_candidate(model, k, &r.reason)) {
+      auto err = op_error(model, k, ranges, readers_clip, cal, opt.per_channel);
+      if (!err.is_ok()) {
+        r.reason = "no valid int8 form: " + err.status().message();
+      } else {
+        r.error = *err;
+        if (r.error > opt.max_op_error) {
+          char why[96];
+          std::snprintf(why, sizeof why, "error over the limit %.3g", opt.max_op_error);
+          r.reason = why;
+        } else {
+          r.quantized = true;
+        }
+      }
+    }
+    quantize_op[k] = r.quantized;
+    rep.ops.push_back(std::move(r));
+  }
+  // Each op that passed: the error it alone brings to the model's output.
+  for (OpQuantReport& r : rep.ops) {
+    if (!r.quantized || model.outputs.empty()) continue;
+    std::vector<bool> only(model.operations.size(), false);
+    only[r.op_index] = true;
+    NN_ASSIGN_OR_RETURN(Model single, rewrite_quantized(model, only, ranges, opt.per_channel));
+    NN_ASSIGN_OR_RETURN(std::vector<double> e, output_errors(model, single, cal, opt));
+    r.output_error = e[0];
+    if (r.output_error > opt.max_output_error) {
+      char why[96];
+      std::snprintf(why, sizeof why, "output error over the limit %.3g", opt.max_output_error);
+      r.reason = why;
+      r.quantized = false;
+      quantize_op[r.op_index] = false;
+    }
+  }
+  NN_ASSIGN_OR_RETURN(Model q, rewrite_quantized(model, quantize_op, ranges, opt.per_channel));
+  q.metadata.extra["quantization"] = "int8 post-training, calibration " +
+                                     std::string(calibration_method_name(opt.method)) + " on " +
+                                     std::to_string(num_samples) + " samples" +
+                                     (opt.per_channel ? ", per-channel filters" : ", per-tensor filters");
+
+  // The whole int8 model against the float one on the kept samples.
+  NN_ASSIGN_OR_RETURN(rep.output_errors, output_errors(model, q, cal, opt));
+  if (report) *report = std::move(rep);
+  return q;
+}
+
+}  // namespace nn::quantize

@@ -1,0 +1,51 @@
+// The graph side of post-training quantization: which ops may be quantized, their int8
+// operands by NNAPI's rules, and the QUANTIZE / DEQUANTIZE at the float/int8 boundaries.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nn/ir/model.h"
+#include "nn/status.h"
+#include "quantize/range_observer.h"
+
+namespace nn::quantize {
+
+using Ranges = std::vector<std::optional<FloatRange>>;  // per operand; set for float activations
+
+// TENSOR_QUANT8_ASYMM_SIGNED parameters covering `range` widened to hold 0 (so zero, ReLU's
+// floor and zero padding are exact).
+struct QuantParams {
+  float scale = 1.f;
+  int32_t zero_point = 0;
+};
+QuantParams asymmetric_int8(FloatRange range);
+
+// Whether op k is one quantization may try (float activations in and out, static weights);
+// the reason when not. Whether its quantized form is valid is for validation to say.
+bool is_candidate(const Model& model, uint32_t k, std::string* reason);
+
+// Ops whose int8 output must take their input's scale and zero point (they move or select
+// values: reshape, pools, pads, resizes, ...).
+bool output_takes_input_params(OperationType type);
+
+// The quantized model: ops with quantize_op[k] get int8 activations (params from `ranges`),
+// int8 weights (per channel when per_channel and NNAPI allows it) and int32 biases; QUANTIZE
+// and DEQUANTIZE where int8 meets float. Operands no longer used are dropped. Validated.
+Result<Model> rewrite_quantized(const Model& model, const std::vector<bool>& quantize_op, const Ranges& ranges,
+                                bool per_channel);
+
+// The float model with each RELU / RELU1 / RELU6 folded into the fuse code of the conv,
+// depthwise, transpose conv, FULLY_CONNECTED, ADD, SUB or MUL that is its input's only
+// writer and reader, as NNAPI's quantized ops take it: the producer's int8 output then
+// covers the clamped range only. Validated.
+Result<Model> fold_activations(const Model& model);
+
+// Op k alone as a model: its non-constant inputs become model inputs (in first-use order,
+// `input_operands` says which operand of `model` each is), its outputs model outputs.
+Model extract_op(const Model& model, uint32_t k, const Ranges& ranges, Ranges* sub_ranges,
+                 std::vector<uint32_t>* input_operands);
+
+}  // namespace nn::quantize
