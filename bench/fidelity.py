@@ -4,7 +4,7 @@
 For each frame of bench/fidelity/frames.py, runs the nnsegment element on the PNG
 
   gst-launch-1.0 filesrc location=F.png ! pngdec ! videoconvert ! video/x-raw,format=RGB
-    ! nnsegment model=M output-mode=mask threshold=0 latency-budget=60000 [sampling=S]
+    ! nnsegment model=M output-mode=mask threshold=0 latency-budget=10000 [sampling=S]
     ! filesink location=OUT.gray
 
 and compares its GRAY8 mask (/255) with MediaPipe's float mask (bench/fidelity/
@@ -52,7 +52,7 @@ def main():
     print(f"# nnsegment vs MediaPipe ({open(os.path.join(ref_dir, 'source.txt')).read().strip()})")
     print(f"# gst-launch-1.0 filesrc location=F.png ! pngdec ! videoconvert ! video/x-raw,format=RGB ! "
           f"nnsegment model={os.path.relpath(args.model, ROOT)} output-mode=mask threshold=0 "
-          f"latency-budget=60000{sampling} ! filesink")
+          f"latency-budget=10000{sampling} ! filesink")
     print(f"{'frame':>6} {'IoU':>7} {'MAD':>7} {'ours':>6} {'mp':>6}")
     ious, mads, failed = [], [], 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -60,7 +60,7 @@ def main():
             out = os.path.join(tmp, name + ".gray")
             line = (f"filesrc location={os.path.join(frames_dir, name + '.png')} ! pngdec ! videoconvert ! "
                     f"video/x-raw,format=RGB ! nnsegment model={args.model} output-mode=mask threshold=0 "
-                    f"latency-budget=60000 delegate=cpu{sampling} ! filesink location={out}")
+                    f"latency-budget=10000 delegate=cpu{sampling} ! filesink location={out}")
             r = subprocess.run(["gst-launch-1.0", "-q"] + line.split(), env=env, capture_output=True, text=True)
             if r.returncode != 0 or not os.path.exists(out):
                 sys.exit(f"fidelity.py: frame {name}: gst-launch failed:\n{r.stdout}{r.stderr}")
