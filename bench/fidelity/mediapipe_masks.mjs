@@ -2,7 +2,7 @@
 // frames of bench/fidelity/frames.py in headless Chromium, served from 127.0.0.1 only, and
 // saves its confidence masks at frame size as float32 .npy (assets/fidelity/mediapipe/).
 //
-//   node bench/fidelity/mediapipe_masks.mjs [--model assets/models/selfie_segmentation.tflite]
+//   node bench/fidelity/mediapipe_masks.mjs [--model assets/fidelity/selfie_segmentation_meta.tflite]
 //        [--frames assets/fidelity/frames] [--out assets/fidelity/mediapipe] [--browser /usr/bin/chromium]
 import fs from "node:fs";
 import http from "node:http";
@@ -11,7 +11,7 @@ import {fileURLToPath, pathToFileURL} from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../..");
-const args = {model: "assets/models/selfie_segmentation.tflite", frames: "assets/fidelity/frames",
+const args = {model: "assets/fidelity/selfie_segmentation_meta.tflite", frames: "assets/fidelity/frames",
               out: "assets/fidelity/mediapipe", browser: "/usr/bin/chromium"};
 for (let i = 2; i < process.argv.length; i += 2) {
   const key = process.argv[i].replace(/^--/, "");
