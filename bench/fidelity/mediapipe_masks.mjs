@@ -86,7 +86,7 @@ try {
   }
   fs.writeFileSync(path.join(abs(args.out), "source.txt"),
                    `@mediapipe/tasks-vision ${JSON.parse(fs.readFileSync(path.join(npmDir, "tasks-vision/package.json"))).version}` +
-                   ` ImageSegmenter, delegate CPU, confidence masks; model ${args.model}; chromium ${browser.version()}\n`);
+                   ` ImageSegmenter, delegate CPU, confidence masks; model ${path.relative(root, abs(args.model))}; chromium ${browser.version()}\n`);
   console.log(`mediapipe_masks: ${names.length} masks (${width}x${height}) -> ${abs(args.out)}`);
 } catch (e) {
   console.error(`mediapipe_masks: ${e.message || e}`);
