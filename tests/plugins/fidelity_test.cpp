@@ -105,6 +105,7 @@ class FidelityTest : public ::testing::Test {
 // The default front end and mask upsampling for MediaPipe's selfie model are MediaPipe's:
 // every frame's mask matches its runtime's.
 TEST_F(FidelityTest, DefaultMatchesMediaPipeOnEveryFrame) {
+  double mad_sum = 0;
   for (const std::string& name : set_.names) {
     const cv::Mat rgb = frame(name), ref = reference(name);
     ASSERT_FALSE(rgb.empty()) << name << ".png";
@@ -114,7 +115,12 @@ TEST_F(FidelityTest, DefaultMatchesMediaPipeOnEveryFrame) {
     const Agreement a = compare(ours, ref);
     EXPECT_GE(a.iou, kIouTarget) << "frame " << name;
     EXPECT_LE(a.mad, kMadTarget) << "frame " << name;
+    mad_sum += a.mad;
   }
+  // The same masks, up to the GRAY8 output's rounding (most pixels are exactly 0 or 1, so
+  // its mean is far below 1/1020): bicubic mask upsampling, say, stays within the targets
+  // above, not within this.
+  EXPECT_LE(mad_sum / set_.names.size(), 5e-4);
 }
 
 // sampling=area is really another front end (the option is not ignored): its masks differ
