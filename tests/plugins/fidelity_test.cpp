@@ -4,6 +4,7 @@
 // output-mode=mask output for the same PNG frames. Skips, saying how to make the data,
 // when it is absent (it needs chromium).
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -121,6 +122,28 @@ TEST_F(FidelityTest, DefaultMatchesMediaPipeOnEveryFrame) {
   // its mean is far below 1/1020): bicubic mask upsampling, say, stays within the targets
   // above, not within this.
   EXPECT_LE(mad_sum / set_.names.size(), 5e-4);
+}
+
+// nnmask (and nnrun) share the front end (nn/image/preprocess.h) and upsample as MediaPipe
+// does: its masks are MediaPipe's too.
+TEST_F(FidelityTest, NnmaskMatchesMediaPipe) {
+  const std::string nnmask = std::string(NN_BINARY_DIR) + "/engine/nnmask";
+  const std::string out = std::string(NN_TEST_OUT_DIR) + "/fidelity_nnmask.png";
+  for (size_t i = 1; i < set_.names.size(); i += 8) {
+    const std::string& name = set_.names[i];
+    const std::string cmd = nnmask + " " + model_path() + " " + nn_test::asset("fidelity/frames/" + name + ".png") +
+                            " -d cpu -o " + out + " > /dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    const cv::Mat gray = cv::imread(out, cv::IMREAD_GRAYSCALE);
+    ASSERT_FALSE(gray.empty()) << out;
+    cv::Mat ours;
+    gray.convertTo(ours, CV_32F, 1.0 / 255.0);
+    const cv::Mat ref = reference(name);
+    ASSERT_EQ(ours.size(), ref.size());
+    const Agreement a = compare(ours, ref);
+    EXPECT_GE(a.iou, kIouTarget) << "frame " << name;
+    EXPECT_LE(a.mad, 5e-4) << "frame " << name;
+  }
 }
 
 // sampling=area is really another front end (the option is not ignored): its masks differ
