@@ -22,8 +22,13 @@ std::optional<Sampling> parse_sampling(std::string_view name) {
 
 Sampling default_sampling(const Metadata& metadata) {
   auto it = metadata.extra.find(kSamplingMetadataKey);
-  if (it == metadata.extra.end()) return Sampling::kArea;
-  return parse_sampling(it->second).value_or(Sampling::kArea);
+  if (it != metadata.extra.end()) return parse_sampling(it->second).value_or(Sampling::kArea);
+  // .nnapi files converted before the key existed: MediaPipe's converter names its selfie
+  // models in the TFLite description, which the file keeps.
+  it = metadata.extra.find("tflite_description");
+  if (it != metadata.extra.end() && it->second.find("selfiesegmentation") != std::string::npos)
+    return Sampling::kMediaPipe;
+  return Sampling::kArea;
 }
 
 namespace {

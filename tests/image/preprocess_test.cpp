@@ -10,6 +10,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "nn/image/preprocess.h"
+#include "nn/format/nnapi_file.h"
 #include "nn/import/import.h"
 #include "tensor_io.h"
 #include "test_support.h"
@@ -149,6 +150,21 @@ TEST(ImagePreprocess, DefaultSamplingFromMetadata) {
   NN_ASSERT_OK(selfie.status());
   EXPECT_EQ(nn::image::default_sampling(selfie.value()->metadata), Sampling::kMediaPipe);
   EXPECT_EQ(nn::image::default_sampling(nn::Metadata{}), Sampling::kArea);
+  // Kept through .nnapi conversion; and a file converted before the key existed still
+  // names the model in its TFLite description.
+  const std::string converted = (std::filesystem::temp_directory_path() / "nn_selfie_sampling.nnapi").string();
+  NN_ASSERT_OK(nn::save_nnapi_file(*selfie.value(), converted));
+  auto reloaded = nn::load_model(converted);
+  std::remove(converted.c_str());
+  NN_ASSERT_OK(reloaded.status());
+  EXPECT_EQ(nn::image::default_sampling(reloaded.value()->metadata), Sampling::kMediaPipe);
+  nn::Metadata old_file = selfie.value()->metadata;
+  old_file.extra.erase(nn::image::kSamplingMetadataKey);
+  EXPECT_EQ(nn::image::default_sampling(old_file), Sampling::kMediaPipe);
+  ASSERT_TRUE(nn_test::require_asset("models/lraspp_mobilenet_v3_large.onnx"));
+  auto lraspp = nn::load_model(nn_test::asset("models/lraspp_mobilenet_v3_large.onnx"));
+  NN_ASSERT_OK(lraspp.status());
+  EXPECT_EQ(nn::image::default_sampling(lraspp.value()->metadata), Sampling::kArea);
   EXPECT_EQ(nn::image::parse_sampling("mediapipe"), Sampling::kMediaPipe);
   EXPECT_EQ(nn::image::parse_sampling("area"), Sampling::kArea);
   EXPECT_FALSE(nn::image::parse_sampling("bicubic").has_value());

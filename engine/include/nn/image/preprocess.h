@@ -42,7 +42,9 @@ std::optional<Sampling> parse_sampling(std::string_view name);
 // Metadata key naming the sampling a model was trained with ("mediapipe"); the TFLite
 // importer sets it for MediaPipe's selfie models.
 inline constexpr const char* kSamplingMetadataKey = "image_sampling";
-// The model's own sampling: the metadata's kSamplingMetadataKey, else kArea.
+// The model's own sampling: the metadata's kSamplingMetadataKey (for .nnapi files converted
+// before it existed, MediaPipe's for a TFLite description naming a selfie segmentation
+// model), else kArea.
 Sampling default_sampling(const Metadata& metadata);
 
 // A borrowed 8-bit image: `channels` (1..4) interleaved bytes per pixel, rows `stride` bytes apart.
