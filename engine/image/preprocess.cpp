@@ -57,8 +57,8 @@ void warp_like_mediapipe(const cv::Mat& src, cv::Mat& dst, int dst_w, int dst_h)
   cv::warpPerspective(src, dst, projection, cv::Size(dst_w, dst_h), cv::INTER_LINEAR, cv::BORDER_REPLICATE);
 }
 
-Result<std::vector<float>> per_channel(const std::vector<float>& values, float fallback, const std::string& name,
-                                       bool from_metadata) {
+Result<std::vector<float>> per_channel(const std::vector<float>& values, float fallback,
+                                       const std::string& name, bool from_metadata) {
   if (values.size() != 0 && values.size() != 1 && values.size() != 3)
     return Status(StatusCode::kInvalidArgument, name + ": give one value or three (one per channel), got " +
                                                     std::to_string(values.size()) +
@@ -70,14 +70,15 @@ Result<std::vector<float>> per_channel(const std::vector<float>& values, float f
 
 }  // namespace
 
-Status resample(const ImageView& src, Sampling sampling, int dst_w, int dst_h, uint8_t* dst, size_t dst_stride) {
+Status resample(const ImageView& src, Sampling sampling, int dst_w, int dst_h, uint8_t* dst,
+                size_t dst_stride) {
   if (!valid(src))
-    return Status(StatusCode::kInvalidArgument, "resample: empty or malformed image (" + std::to_string(src.width) +
-                                                    "x" + std::to_string(src.height) + ", " +
-                                                    std::to_string(src.channels) + " channels)");
+    return Status(StatusCode::kInvalidArgument,
+                  "resample: empty or malformed image (" + std::to_string(src.width) + "x" +
+                      std::to_string(src.height) + ", " + std::to_string(src.channels) + " channels)");
   if (dst_w <= 0 || dst_h <= 0 || !dst || dst_stride < static_cast<size_t>(dst_w) * src.channels)
-    return Status(StatusCode::kInvalidArgument, "resample: bad target " + std::to_string(dst_w) + "x" +
-                                                    std::to_string(dst_h));
+    return Status(StatusCode::kInvalidArgument,
+                  "resample: bad target " + std::to_string(dst_w) + "x" + std::to_string(dst_h));
   const cv::Mat in = wrap(src);
   cv::Mat out(dst_h, dst_w, in.type(), dst, dst_stride);
   if (sampling == Sampling::kMediaPipe) {
@@ -93,7 +94,8 @@ Status resample(const ImageView& src, Sampling sampling, int dst_w, int dst_h, u
 Result<InputEncoding> InputEncoding::for_input(const Model& model, size_t input_index,
                                                const EncodingOverrides& overrides) {
   if (input_index >= model.inputs.size())
-    return Status(StatusCode::kInvalidArgument, "input " + std::to_string(input_index) + " does not exist (model has " +
+    return Status(StatusCode::kInvalidArgument, "input " + std::to_string(input_index) +
+                                                    " does not exist (model has " +
                                                     std::to_string(model.inputs.size()) + ")");
   const Operand& in = model.operands[model.inputs[input_index]];
   if (in.dims.size() != 4 || in.dims[0] != 1 || in.dims[3] != 3 || in.dims[1] == 0 || in.dims[2] == 0)
@@ -111,8 +113,9 @@ Result<InputEncoding> InputEncoding::for_input(const Model& model, size_t input_
   e.scale = in.type == OperandType::TENSOR_FLOAT32 ? 1.f : in.scale;
   e.zero_point = in.zero_point;
   if (e.type != OperandType::TENSOR_FLOAT32 && !(e.scale > 0.f))
-    return Status(StatusCode::kInvalidModel, "input " + std::to_string(input_index) + ": quantization scale " +
-                                                 std::to_string(e.scale) + " is not > 0");
+    return Status(StatusCode::kInvalidModel, "input " + std::to_string(input_index) +
+                                                 ": quantization scale " + std::to_string(e.scale) +
+                                                 " is not > 0");
   const Metadata& md = model.metadata;
   e.bgr = overrides.bgr.value_or(md.input_color == "BGR");
   const bool mean_md = overrides.mean.empty(), std_md = overrides.std.empty();
@@ -148,16 +151,18 @@ void InputEncoding::fill_black(void* tensor) const {
     for (int c = 0; c < 3; ++c) put(tensor, i * 3 + c, c, 0.f);
 }
 
-Status encode(const ImageView& image, bool image_bgr, const InputEncoding& e, const InputRect& rect, void* tensor) {
+Status encode(const ImageView& image, bool image_bgr, const InputEncoding& e, const InputRect& rect,
+              void* tensor) {
   if (!valid(image) || image.channels < 3)
     return Status(StatusCode::kInvalidArgument, "encode: need a 3- or 4-channel image");
   if (image.width != rect.width || image.height != rect.height || rect.x < 0 || rect.y < 0 ||
       rect.x + rect.width > e.width || rect.y + rect.height > e.height)
     return Status(StatusCode::kInvalidArgument,
                   "encode: a " + std::to_string(image.width) + "x" + std::to_string(image.height) +
-                      " image does not fit rect " + std::to_string(rect.width) + "x" + std::to_string(rect.height) +
-                      "+" + std::to_string(rect.x) + "+" + std::to_string(rect.y) + " of a " +
-                      std::to_string(e.width) + "x" + std::to_string(e.height) + " input");
+                      " image does not fit rect " + std::to_string(rect.width) + "x" +
+                      std::to_string(rect.height) + "+" + std::to_string(rect.x) + "+" +
+                      std::to_string(rect.y) + " of a " + std::to_string(e.width) + "x" +
+                      std::to_string(e.height) + " input");
   // Input channel m reads image channel src[m].
   int src[3];
   for (int m = 0; m < 3; ++m) src[m] = (e.bgr != image_bgr) ? 2 - m : m;

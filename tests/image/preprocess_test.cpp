@@ -9,8 +9,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "nn/image/preprocess.h"
 #include "nn/format/nnapi_file.h"
+#include "nn/image/preprocess.h"
 #include "nn/import/import.h"
 #include "tensor_io.h"
 #include "test_support.h"
@@ -34,7 +34,9 @@ nn::Model image_model(int w, int h, OperandType type = OperandType::TENSOR_FLOAT
   return m;
 }
 
-nn::image::ImageView view(const cv::Mat& m) { return {m.data, m.cols, m.rows, m.step[0], m.channels()}; }
+nn::image::ImageView view(const cv::Mat& m) {
+  return {m.data, m.cols, m.rows, m.step[0], m.channels()};
+}
 
 // One mean / std value is every channel's (the CLIs once applied it to channel 0 only).
 TEST(ImagePreprocess, OneMeanValueIsEveryChannel) {
@@ -153,7 +155,8 @@ TEST(ImagePreprocess, DefaultSamplingFromMetadata) {
   EXPECT_EQ(nn::image::default_sampling(nn::Metadata{}), Sampling::kArea);
   // Kept through .nnapi conversion; and a file converted before the key existed still
   // names the model in its TFLite description.
-  const std::string converted = (std::filesystem::temp_directory_path() / "nn_selfie_sampling.nnapi").string();
+  const std::string converted =
+      (std::filesystem::temp_directory_path() / "nn_selfie_sampling.nnapi").string();
   NN_ASSERT_OK(nn::save_nnapi_file(*selfie.value(), converted));
   auto reloaded = nn::load_model(converted);
   std::remove(converted.c_str());

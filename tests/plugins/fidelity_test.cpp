@@ -32,7 +32,8 @@ FrameSet frame_set() {
 }
 
 bool have_reference(const FrameSet& set) {
-  return !set.names.empty() && std::ifstream(nn_test::asset("fidelity/mediapipe/" + set.names[0] + ".npy")).good();
+  return !set.names.empty() &&
+         std::ifstream(nn_test::asset("fidelity/mediapipe/" + set.names[0] + ".npy")).good();
 }
 
 // The element's GRAY8 mask for one RGB frame, as probabilities.
@@ -95,7 +96,8 @@ class FidelityTest : public ::testing::Test {
     }
     std::vector<float> values = npy.value().to_f32();
     if (values.size() != static_cast<size_t>(set_.width) * set_.height) {
-      ADD_FAILURE() << name << ".npy: " << values.size() << " values, frame is " << set_.width << "x" << set_.height;
+      ADD_FAILURE() << name << ".npy: " << values.size() << " values, frame is " << set_.width << "x"
+                    << set_.height;
       return {};
     }
     return cv::Mat(set_.height, set_.width, CV_32F, values.data()).clone();
@@ -131,8 +133,9 @@ TEST_F(FidelityTest, NnmaskMatchesMediaPipe) {
   const std::string out = std::string(NN_TEST_OUT_DIR) + "/fidelity_nnmask.png";
   for (size_t i = 1; i < set_.names.size(); i += 8) {
     const std::string& name = set_.names[i];
-    const std::string cmd = nnmask + " " + model_path() + " " + nn_test::asset("fidelity/frames/" + name + ".png") +
-                            " -d cpu -o " + out + " > /dev/null";
+    const std::string cmd = nnmask + " " + model_path() + " " +
+                            nn_test::asset("fidelity/frames/" + name + ".png") + " -d cpu -o " + out +
+                            " > /dev/null";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     const cv::Mat gray = cv::imread(out, cv::IMREAD_GRAYSCALE);
     ASSERT_FALSE(gray.empty()) << out;

@@ -56,7 +56,8 @@ struct ImageView {
 };
 
 // Resamples src to dst_w x dst_h into dst (same channels, rows dst_stride bytes apart).
-Status resample(const ImageView& src, Sampling sampling, int dst_w, int dst_h, uint8_t* dst, size_t dst_stride);
+Status resample(const ImageView& src, Sampling sampling, int dst_w, int dst_h, uint8_t* dst,
+                size_t dst_stride);
 
 // Where the image lies in the model input, in input pixels.
 struct InputRect {
@@ -111,7 +112,7 @@ Status encode(const ImageView& image, bool image_bgr, const InputEncoding& encod
 
 // The whole front end for an image file or frame: resampled to the input size (stretched,
 // aspect ratio not kept) with `sampling`, then encoded. tensor: input_index's buffer.
-Status image_to_tensor(const ImageView& image, bool image_bgr, const InputEncoding& encoding, Sampling sampling,
-                       void* tensor);
+Status image_to_tensor(const ImageView& image, bool image_bgr, const InputEncoding& encoding,
+                       Sampling sampling, void* tensor);
 
 }  // namespace nn::image
