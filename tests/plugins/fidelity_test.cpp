@@ -37,14 +37,14 @@ bool have_reference(const FrameSet& set) {
 }
 
 // The element's GRAY8 mask for one RGB frame, as probabilities.
-cv::Mat element_mask(const cv::Mat& rgb, const std::string& props) {
+cv::Mat element_mask(const cv::Mat& rgb, const std::string& props, const char* format = "RGB") {
   const std::string line = "nnsegment model=" + model_path() +
                            " delegate=cpu latency-budget=10000 threshold=0 output-mode=mask " + props;
   GstHarness* h = gst_harness_new_parse(line.c_str());
   EXPECT_NE(h, nullptr) << line;
   if (!h) return {};
-  gst_harness_set_src_caps_str(h, caps_string("RGB", rgb.cols, rgb.rows).c_str());
-  GstBuffer* out = gst_harness_push_and_pull(h, make_frame("RGB", rgb));
+  gst_harness_set_src_caps_str(h, caps_string(format, rgb.cols, rgb.rows).c_str());
+  GstBuffer* out = gst_harness_push_and_pull(h, make_frame(format, rgb));
   cv::Mat mask;
   GstVideoInfo info;
   gst_video_info_set_format(&info, GST_VIDEO_FORMAT_GRAY8, rgb.cols, rgb.rows);
@@ -124,6 +124,19 @@ TEST_F(FidelityTest, DefaultMatchesMediaPipeOnEveryFrame) {
   // its mean is far below 1/1020): bicubic mask upsampling, say, stays within the targets
   // above, not within this.
   EXPECT_LE(mad_sum / set_.names.size(), 5e-4);
+}
+
+// Four-byte packed frames, either channel order, take the same path to the same masks.
+TEST_F(FidelityTest, PackedFormatsMatchToo) {
+  for (const char* format : {"RGBA", "BGRx", "BGR"}) {
+    for (size_t i = 2; i < set_.names.size(); i += 8) {
+      const cv::Mat ours = element_mask(frame(set_.names[i]), "", format), ref = reference(set_.names[i]);
+      ASSERT_EQ(ours.size(), ref.size());
+      const Agreement a = compare(ours, ref);
+      EXPECT_GE(a.iou, kIouTarget) << format << " frame " << set_.names[i];
+      EXPECT_LE(a.mad, 5e-4) << format << " frame " << set_.names[i];
+    }
+  }
 }
 
 // nnmask (and nnrun) share the front end (nn/image/preprocess.h) and upsample as MediaPipe
