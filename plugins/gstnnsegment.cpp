@@ -13,6 +13,13 @@
  * resize=stretch (default) fills the model input with the whole frame, as MediaPipe's
  * selfie models expect; resize=letterbox keeps the aspect ratio and pads with black, and
  * the meta's rect then reaches outside the frame (consumers never read the padding).
+ * sampling=auto (default) resamples the frame as the model's own runtime does: for
+ * MediaPipe's selfie models that is MediaPipe's ImageToTensor (bilinear at corner-aligned
+ * points, [0,1] input, aspect ratio not kept; nn/image/preprocess.h), and the mask goes
+ * back to the frame with a bilinear resize between pixel centres, as MediaPipe's
+ * TensorsToSegmentation does: its masks match MediaPipe's own runtime on the same frames
+ * (bench/fidelity.py). sampling=area averages instead (no aliasing on frames many times
+ * the model's size); other models default to it.
  * delegate=auto (default) takes the best available delegate; it passes over Vulkan devices
  * that run on the CPU (lavapipe), so on a machine without a GPU it is the CPU (XNNPACK).
  *
@@ -117,6 +124,7 @@ enum {
   PROP_INPUT_MEAN,
   PROP_INPUT_STD,
   PROP_CHANNEL_ORDER,
+  PROP_SAMPLING,
 };
 
 #define DEFAULT_PROP_MODEL nullptr
@@ -137,6 +145,7 @@ enum {
 // graphs that want the frame path ahead of other work opt in.
 #define DEFAULT_PROP_THREAD_PRIORITY GST_NN_THREAD_PRIORITY_NORMAL
 #define DEFAULT_PROP_CHANNEL_ORDER GST_NN_CHANNEL_ORDER_AUTO
+#define DEFAULT_PROP_SAMPLING GST_NN_SEGMENT_SAMPLING_AUTO
 
 #define NN_SEGMENT_FORMATS "{ RGBA, BGRA, RGBx, BGRx, RGB, BGR, I420, NV12 }"
 
@@ -241,6 +250,9 @@ static void gst_nn_segment_set_property(GObject* object, guint prop_id, const GV
     case PROP_RESIZE:
       self->resize = static_cast<GstNnSegmentResize>(g_value_get_enum(value));
       break;
+    case PROP_SAMPLING:
+      self->sampling = static_cast<GstNnSegmentSampling>(g_value_get_enum(value));
+      break;
     case PROP_THREAD_PRIORITY:
       self->thread_priority = static_cast<GstNnThreadPriority>(g_value_get_enum(value));
       break;
@@ -303,6 +315,9 @@ static void gst_nn_segment_get_property(GObject* object, guint prop_id, GValue* 
     case PROP_RESIZE:
       g_value_set_enum(value, self->resize);
       break;
+    case PROP_SAMPLING:
+      g_value_set_enum(value, self->sampling);
+      break;
     case PROP_STATS:
       g_value_take_boxed(value, make_stats_locked(self));
       break;
@@ -347,6 +362,9 @@ static gboolean gst_nn_segment_start(GstBaseTransform* trans) {
   options.channel_order = self->channel_order == GST_NN_CHANNEL_ORDER_RGB   ? nn::plugins::ChannelOrder::kRGB
                           : self->channel_order == GST_NN_CHANNEL_ORDER_BGR ? nn::plugins::ChannelOrder::kBGR
                                                                             : nn::plugins::ChannelOrder::kFromModel;
+  if (self->sampling != GST_NN_SEGMENT_SAMPLING_AUTO)
+    options.sampling = self->sampling == GST_NN_SEGMENT_SAMPLING_MEDIAPIPE ? nn::image::Sampling::kMediaPipe
+                                                                          : nn::image::Sampling::kArea;
   GST_OBJECT_UNLOCK(self);
 
   if (path.empty()) {
@@ -748,6 +766,15 @@ static void gst_nn_segment_class_init(GstNnSegmentClass* klass) {
           GST_TYPE_NN_SEGMENT_RESIZE, DEFAULT_PROP_RESIZE,
           static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
   g_object_class_install_property(
+      gobject_class, PROP_SAMPLING,
+      g_param_spec_enum("sampling", "Sampling",
+                        "How frames are resampled to the model input: auto takes the model's own "
+                        "(mediapipe for MediaPipe's selfie models, as its runtime does; else area). Takes "
+                        "effect at the next start",
+                        GST_TYPE_NN_SEGMENT_SAMPLING, DEFAULT_PROP_SAMPLING,
+                        static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+                                                 GST_PARAM_MUTABLE_READY)));
+  g_object_class_install_property(
       gobject_class, PROP_STATS,
       g_param_spec_boxed("stats", "Statistics",
                          "Inference p50/p99 ms, inferences run/skipped, frames dropped, mask age, delegates, "
@@ -825,6 +852,7 @@ static void gst_nn_segment_class_init(GstNnSegmentClass* klass) {
   gst_type_mark_as_plugin_api(GST_TYPE_NN_SEGMENT_OUTPUT_MODE, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_NN_SEGMENT_RESIZE, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_NN_CHANNEL_ORDER, static_cast<GstPluginAPIFlags>(0));
+  gst_type_mark_as_plugin_api(GST_TYPE_NN_SEGMENT_SAMPLING, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_NN_THREAD_PRIORITY, static_cast<GstPluginAPIFlags>(0));
 }
 
@@ -844,6 +872,7 @@ static void gst_nn_segment_init(GstNnSegment* self) {
   self->input_mean = nullptr;
   self->input_std = nullptr;
   self->channel_order = DEFAULT_PROP_CHANNEL_ORDER;
+  self->sampling = DEFAULT_PROP_SAMPLING;
   self->state = new SegmentState();
   // QoS on, as GstBaseTransform elements that honour it. The element acts on it itself
   // (skip inference before dropping frames, src_event), GstBaseTransform never drops.

@@ -38,6 +38,13 @@ typedef enum {
   GST_NN_SEGMENT_RESIZE_LETTERBOX,
 } GstNnSegmentResize;
 
+/* How frames are resampled to the model input (auto: the model's own, from its metadata). */
+typedef enum {
+  GST_NN_SEGMENT_SAMPLING_AUTO,
+  GST_NN_SEGMENT_SAMPLING_AREA,
+  GST_NN_SEGMENT_SAMPLING_MEDIAPIPE,
+} GstNnSegmentSampling;
+
 /* The order of the colour channels the model reads (auto: the model's metadata). */
 typedef enum {
   GST_NN_CHANNEL_ORDER_AUTO,
@@ -63,6 +70,8 @@ GType gst_nn_over_budget_get_type(void);
 GType gst_nn_segment_output_mode_get_type(void);
 #define GST_TYPE_NN_SEGMENT_RESIZE (gst_nn_segment_resize_get_type())
 GType gst_nn_segment_resize_get_type(void);
+#define GST_TYPE_NN_SEGMENT_SAMPLING (gst_nn_segment_sampling_get_type())
+GType gst_nn_segment_sampling_get_type(void);
 #define GST_TYPE_NN_CHANNEL_ORDER (gst_nn_channel_order_get_type())
 GType gst_nn_channel_order_get_type(void);
 
@@ -90,6 +99,7 @@ struct _GstNnSegment {
   gchar* input_mean; /* NULL: the model's metadata */
   gchar* input_std;  /* NULL: the model's metadata */
   GstNnChannelOrder channel_order;
+  GstNnSegmentSampling sampling;
 
   /* Everything else: the plain C++ side (engine session, mask, QoS and stats). */
   nn::plugins::SegmentState* state;

@@ -83,3 +83,15 @@ GType gst_nn_channel_order_get_type(void) {
   if (g_once_init_enter(&type)) g_once_init_leave(&type, g_enum_register_static("GstNnChannelOrder", values));
   return type;
 }
+
+GType gst_nn_segment_sampling_get_type(void) {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {GST_NN_SEGMENT_SAMPLING_AUTO, "The model's own: mediapipe for MediaPipe's selfie models, else area", "auto"},
+      {GST_NN_SEGMENT_SAMPLING_AREA, "Average the frame pixels each input pixel covers (no aliasing)", "area"},
+      {GST_NN_SEGMENT_SAMPLING_MEDIAPIPE,
+       "MediaPipe's ImageToTensor: bilinear at corner-aligned points, as its runtime feeds the model", "mediapipe"},
+      {0, nullptr, nullptr}};
+  if (g_once_init_enter(&type)) g_once_init_leave(&type, g_enum_register_static("GstNnSegmentSampling", values));
+  return type;
+}

@@ -20,35 +20,6 @@ bool is_quant8(OperandType t) {
   return t == OperandType::TENSOR_QUANT8_ASYMM || t == OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
 }
 
-// Frame -> model size. INTER_AREA averages when shrinking (no aliasing on 1080p -> 256),
-// INTER_LINEAR when the frame is smaller than the model input.
-void resize_to(const cv::Mat& src, cv::Mat& dst, int w, int h) {
-  shrink_area(src, dst, cv::Size(w, h));
-}
-
-// Writes one normalized RGB (or BGR) value into the tensor, float or quantized.
-struct TensorWriter {
-  OperandType type;
-  float scale;
-  int32_t zero_point;
-  const float* mean;
-  const float* inv_std;
-  void* base;
-
-  inline void put(size_t index, int channel, float pixel) const {
-    const float v = (pixel - mean[channel]) * inv_std[channel];
-    if (type == OperandType::TENSOR_FLOAT32) {
-      static_cast<float*>(base)[index] = v;
-    } else if (type == OperandType::TENSOR_QUANT8_ASYMM) {
-      const float q = std::nearbyint(v / scale) + zero_point;
-      static_cast<uint8_t*>(base)[index] = static_cast<uint8_t>(std::clamp(q, 0.f, 255.f));
-    } else {
-      const float q = std::nearbyint(v / scale) + zero_point;
-      static_cast<int8_t*>(base)[index] = static_cast<int8_t>(std::clamp(q, -128.f, 127.f));
-    }
-  }
-};
-
 // "15", "3,15", "0.5 0.5 0.5": numbers separated by commas and/or spaces.
 Result<std::vector<float>> parse_numbers(const std::string& text, const char* what) {
   std::vector<float> values;
@@ -176,49 +147,25 @@ Result<std::unique_ptr<Segmenter>> Segmenter::open(const SegmenterOptions& optio
   const Operand& in = model->operands[model->inputs[0]];
   s->in_h_ = static_cast<int>(in.dims[1]);
   s->in_w_ = static_cast<int>(in.dims[2]);
-  s->in_type_ = in.type;
-  s->in_scale_ = in.scale > 0 ? in.scale : 1.f;
-  s->in_zero_point_ = in.zero_point;
-
   const Metadata& md = model->metadata;
-  const std::string& file = options.model_path;
-  switch (options.channel_order) {
-    case ChannelOrder::kRGB:
-      s->model_wants_bgr_ = false;
-      break;
-    case ChannelOrder::kBGR:
-      s->model_wants_bgr_ = true;
-      break;
-    case ChannelOrder::kFromModel:
-      s->model_wants_bgr_ = md.input_color == "BGR";
-      break;
+  image::EncodingOverrides overrides;
+  overrides.mean_name = "input-mean";
+  overrides.std_name = "input-std";
+  if (options.channel_order != ChannelOrder::kFromModel) overrides.bgr = options.channel_order == ChannelOrder::kBGR;
+  if (!options.input_mean.empty()) {
+    auto mean = parse_numbers(options.input_mean, "input-mean");
+    if (!mean.is_ok()) return mean.status();
+    overrides.mean = std::move(mean).value();
   }
-  // No normalization in the options or the metadata: the common [0,1] input (MediaPipe's
-  // selfie models).
-  auto mean = options.input_mean.empty() ? Result<std::vector<float>>(md.input_mean)
-                                         : parse_numbers(options.input_mean, "input-mean");
-  if (!mean.is_ok()) return mean.status();
-  auto sd = options.input_std.empty() ? Result<std::vector<float>>(md.input_std)
-                                      : parse_numbers(options.input_std, "input-std");
-  if (!sd.is_ok()) return sd.status();
-  for (const auto* v : {&mean.value(), &sd.value()})
-    if (v->size() != 0 && v->size() != 1 && v->size() != 3)
-      return Status(StatusCode::kInvalidArgument,
-                    std::string(v == &mean.value() ? "input-mean" : "input-std") +
-                        ": give one value or three (one per channel), got " + std::to_string(v->size()));
-  for (int c = 0; c < 3; ++c) {
-    const auto pick = [c](const std::vector<float>& v, float fallback) {
-      if (v.empty()) return fallback;
-      return v.size() == 1 ? v[0] : v[c];
-    };
-    s->mean_[c] = pick(mean.value(), 0.f);
-    const float std_c = pick(sd.value(), 255.f);
-    if (!(std_c > 0.f) || !std::isfinite(std_c))
-      return Status(StatusCode::kInvalidArgument,
-                    "input-std: " + std::to_string(std_c) + " is not a standard deviation (it must be > 0)" +
-                        (options.input_std.empty() ? " (from the metadata of " + file + ")" : ""));
-    s->inv_std_[c] = 1.f / std_c;
+  if (!options.input_std.empty()) {
+    auto sd = parse_numbers(options.input_std, "input-std");
+    if (!sd.is_ok()) return sd.status();
+    overrides.std = std::move(sd).value();
   }
+  auto encoding = image::InputEncoding::for_input(*model, 0, overrides);
+  if (!encoding.is_ok()) return encoding.status().with_context(options.model_path);
+  s->encoding_ = encoding.value();
+  s->sampling_ = options.sampling.value_or(image::default_sampling(md));
 
   const Operand& out = model->operands[model->outputs[0]];
   s->out_h_ = static_cast<int>(out.dims[1]);
@@ -293,24 +240,35 @@ FrameRect Segmenter::mask_rect(int frame_w, int frame_h, ResizeMode resize) cons
   return {-p.x * sx, -p.y * sy, in_w_ * sx, in_h_ * sy};
 }
 
+namespace {
+
+// Frame plane -> model size with the segmenter's sampling. kArea takes shrink_area (block
+// averages, then INTER_AREA: area averaging at a fraction of INTER_AREA's cost on big
+// frames); kMediaPipe is nn::image's (MediaPipe's ImageToTensor warp).
+Status resample_plane(const cv::Mat& src, cv::Mat& dst, int w, int h, image::Sampling sampling) {
+  if (sampling == image::Sampling::kArea) {
+    shrink_area(src, dst, cv::Size(w, h));
+    return Status::ok();
+  }
+  dst.create(h, w, src.type());
+  const image::ImageView view{src.data, src.cols, src.rows, src.step[0], src.channels()};
+  return image::resample(view, sampling, w, h, dst.data, dst.step[0]);
+}
+
+}  // namespace
+
 Status Segmenter::preprocess(const FrameView& f, ResizeMode resize, Tensor* out,
                              std::vector<uint8_t>* thumb) const {
   if (f.width <= 0 || f.height <= 0 || !f.planes[0])
     return Status(StatusCode::kInvalidArgument, "empty frame");
   const Operand& in = model_->operands[model_->inputs[0]];
   *out = Tensor::like(in);
-  TensorWriter w{in_type_, in_scale_, in_zero_point_, mean_, inv_std_, out->data()};
+  void* tensor = out->data();
   // The frame goes into the part `pl` of the input; the padding around it is black.
   const Placement pl = placement(f.width, f.height, resize);
   const int content_w = pl.width, content_h = pl.height;
-  if (content_w != in_w_ || content_h != in_h_) {
-    const size_t n = static_cast<size_t>(in_w_) * in_h_;
-    for (size_t i = 0; i < n; ++i)
-      for (int m = 0; m < 3; ++m) w.put(i * 3 + m, m, 0.f);
-  }
-  const auto index = [&](int y, int x) { return (static_cast<size_t>(y + pl.y) * in_w_ + x + pl.x) * 3; };
-  // Model channel m reads frame channel src[m] of an RGB triple.
-  const int rgb_to_model[3] = {model_wants_bgr_ ? 2 : 0, 1, model_wants_bgr_ ? 0 : 2};
+  const image::InputRect rect{pl.x, pl.y, pl.width, pl.height};
+  if (content_w != in_w_ || content_h != in_h_) encoding_.fill_black(tensor);
 
   switch (f.layout) {
     case PixelLayout::kRGBA:
@@ -326,35 +284,23 @@ Status Segmenter::preprocess(const FrameView& f, ResizeMode resize, Tensor* out,
       const cv::Mat frame(f.height, f.width, packed3 ? CV_8UC3 : CV_8UC4, const_cast<uint8_t*>(f.planes[0]),
                           static_cast<size_t>(f.strides[0]));
       cv::Mat small;
-      resize_to(frame, small, content_w, content_h);
+      if (Status st = resample_plane(frame, small, content_w, content_h, sampling_); !st.is_ok()) return st;
       make_thumb(small,
                  packed3 ? (bgr_order ? cv::COLOR_BGR2GRAY : cv::COLOR_RGB2GRAY)
                          : (bgr_order ? cv::COLOR_BGRA2GRAY : cv::COLOR_RGBA2GRAY),
                  thumb);
-      const int nc = small.channels();
-      // Frame channel index holding R, G, B.
-      const int chan_of_rgb[3] = {bgr_order ? 2 : 0, 1, bgr_order ? 0 : 2};
-      int src[3];
-      for (int m = 0; m < 3; ++m) src[m] = chan_of_rgb[rgb_to_model[m]];
-      for (int y = 0; y < content_h; ++y) {
-        const uint8_t* row = small.ptr<uint8_t>(y);
-        for (int x = 0; x < content_w; ++x) {
-          const size_t base = index(y, x);
-          const uint8_t* px = row + x * nc;
-          for (int m = 0; m < 3; ++m) w.put(base + m, m, px[src[m]]);
-        }
-      }
-      return Status::ok();
+      const image::ImageView view{small.data, small.cols, small.rows, small.step[0], small.channels()};
+      return image::encode(view, bgr_order, encoding_, rect, tensor);
     }
     case PixelLayout::kI420:
     case PixelLayout::kNV12: {
-      // Resize the planes separately straight to the model size (4:4:4 there), then
+      // Resample the planes separately straight to the model size (4:4:4 there), then
       // convert to RGB with the stream's matrix: cheap at 256x256 and exact for odd sizes.
       const int cw = (f.width + 1) / 2, ch = (f.height + 1) / 2;
       const cv::Mat y_plane(f.height, f.width, CV_8UC1, const_cast<uint8_t*>(f.planes[0]),
                             static_cast<size_t>(f.strides[0]));
       cv::Mat ys, us, vs;
-      resize_to(y_plane, ys, content_w, content_h);
+      if (Status st = resample_plane(y_plane, ys, content_w, content_h, sampling_); !st.is_ok()) return st;
       make_thumb(ys, -1, thumb);
       if (f.layout == PixelLayout::kI420) {
         if (!f.planes[1] || !f.planes[2])
@@ -363,14 +309,14 @@ Status Segmenter::preprocess(const FrameView& f, ResizeMode resize, Tensor* out,
                         static_cast<size_t>(f.strides[1]));
         const cv::Mat v(ch, cw, CV_8UC1, const_cast<uint8_t*>(f.planes[2]),
                         static_cast<size_t>(f.strides[2]));
-        resize_to(u, us, content_w, content_h);
-        resize_to(v, vs, content_w, content_h);
+        if (Status st = resample_plane(u, us, content_w, content_h, sampling_); !st.is_ok()) return st;
+        if (Status st = resample_plane(v, vs, content_w, content_h, sampling_); !st.is_ok()) return st;
       } else {
         if (!f.planes[1]) return Status(StatusCode::kInvalidArgument, "NV12 frame without chroma");
         const cv::Mat uv(ch, cw, CV_8UC2, const_cast<uint8_t*>(f.planes[1]),
                          static_cast<size_t>(f.strides[1]));
         cv::Mat uvs;
-        resize_to(uv, uvs, content_w, content_h);
+        if (Status st = resample_plane(uv, uvs, content_w, content_h, sampling_); !st.is_ok()) return st;
         cv::Mat parts[2];
         cv::split(uvs, parts);
         us = parts[0];
@@ -379,11 +325,14 @@ Status Segmenter::preprocess(const FrameView& f, ResizeMode resize, Tensor* out,
       const float kr = static_cast<float>(f.kr), kb = static_cast<float>(f.kb), kg = 1.f - kr - kb;
       const float y_off = f.full_range ? 0.f : 16.f, y_gain = f.full_range ? 1.f : 255.f / 219.f;
       const float c_gain = f.full_range ? 1.f : 255.f / 224.f;
+      // Input channel m holds colour rgb_of[m] (0 = R).
+      const int rgb_of[3] = {encoding_.bgr ? 2 : 0, 1, encoding_.bgr ? 0 : 2};
       for (int yy = 0; yy < content_h; ++yy) {
         const uint8_t* yr = ys.ptr<uint8_t>(yy);
         const uint8_t* ur = us.ptr<uint8_t>(yy);
         const uint8_t* vr = vs.ptr<uint8_t>(yy);
-        for (int x = 0; x < content_w; ++x) {
+        size_t base = (static_cast<size_t>(yy + pl.y) * in_w_ + pl.x) * 3;
+        for (int x = 0; x < content_w; ++x, base += 3) {
           const float Y = (yr[x] - y_off) * y_gain;
           const float cb = (ur[x] - 128.f) * c_gain, cr = (vr[x] - 128.f) * c_gain;
           const float r = Y + 2.f * (1.f - kr) * cr;
@@ -391,8 +340,7 @@ Status Segmenter::preprocess(const FrameView& f, ResizeMode resize, Tensor* out,
           const float g = (Y - kr * r - kb * b) / kg;
           const float rgb[3] = {std::clamp(r, 0.f, 255.f), std::clamp(g, 0.f, 255.f),
                                 std::clamp(b, 0.f, 255.f)};
-          const size_t base = index(yy, x);
-          for (int m = 0; m < 3; ++m) w.put(base + m, m, rgb[rgb_to_model[m]]);
+          for (int m = 0; m < 3; ++m) encoding_.put(tensor, base + m, m, rgb[rgb_of[m]]);
         }
       }
       return Status::ok();

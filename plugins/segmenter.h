@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/image/preprocess.h"
 #include "nn/import/import.h"
 #include "nn/runtime/session.h"
 #include "nn/status.h"
@@ -63,6 +64,9 @@ struct SegmenterOptions {
   std::string input_mean;  // one or three values in pixel units (0..255), "123.675,116.28,103.53"
   std::string input_std;   // one or three values > 0, "58.395,57.12,57.375"
   ChannelOrder channel_order = ChannelOrder::kFromModel;
+  // How the frame is resampled to the input; unset: the model's own
+  // (nn::image::default_sampling: MediaPipe's for its selfie models, else area).
+  std::optional<image::Sampling> sampling;
 };
 
 // Output `index`'s shape as the source model has it: "[1,21,256,256] (NCHW)" for an ONNX
@@ -85,7 +89,7 @@ class Segmenter {
   // options.classes, else the metadata's "foreground_classes" (ONNX metadata_props too) or
   // "person_class", else class 1 of a two-class output; more classes and none named is an
   // error (kInvalidArgument, as are malformed options). Normalisation: options, else the
-  // metadata's input_mean / input_std / input_color, else [0,1] RGB.
+  // metadata's input_mean / input_std / input_color, else [0,1] RGB (nn::image's rule).
   static Result<std::unique_ptr<Segmenter>> open(const SegmenterOptions& options,
                                                  std::shared_ptr<const Model> model = nullptr);
   // Loads the model and checks it is something we can drive: one [1,H,W,3] image input,
@@ -98,7 +102,9 @@ class Segmenter {
   const Model& model() const { return *model_; }
   std::shared_ptr<const Model> shared_model() const { return model_; }
 
-  // Resizes and normalizes the frame into a new input tensor (streaming thread). When
+  image::Sampling sampling() const { return sampling_; }
+
+  // Resamples and normalizes the frame into a new input tensor (streaming thread). When
   // thumb is given it receives a kThumbSize x kThumbSize grey thumbnail, for cheap
   // scene-change detection.
   static constexpr int kThumbSize = 32;
@@ -131,19 +137,15 @@ class Segmenter {
   std::shared_ptr<const Model> model_;
   std::unique_ptr<AsyncSession> async_;
   int in_w_ = 0, in_h_ = 0;
-  OperandType in_type_ = OperandType::TENSOR_FLOAT32;
-  float in_scale_ = 1.f;
-  int32_t in_zero_point_ = 0;
-  bool model_wants_bgr_ = false;
-  float mean_[3] = {0, 0, 0};
-  float inv_std_[3] = {1 / 255.f, 1 / 255.f, 1 / 255.f};
+  image::InputEncoding encoding_;
+  image::Sampling sampling_ = image::Sampling::kArea;
   int out_w_ = 0, out_h_ = 0, out_c_ = 1;
   std::vector<bool> foreground_;  // per output class (multi-class outputs)
   std::vector<int> foreground_classes_;
 
  public:
   const std::vector<int>& foreground_classes() const { return foreground_classes_; }
-  bool reads_bgr() const { return model_wants_bgr_; }
+  bool reads_bgr() const { return encoding_.bgr; }
 
  private:
   bool output_is_logits_ = false;

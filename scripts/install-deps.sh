@@ -18,6 +18,9 @@ PKGS=(
   xvfb x11-apps imagemagick graphviz
   clang-14 libclang-rt-14-dev
 )
+# Debian's chromium (~350 MB) only for the MediaPipe reference harness (bench/fidelity/):
+# NN_FIDELITY=1 asks for it; without it the fidelity test skips.
+if [ "${NN_FIDELITY:-0}" = 1 ]; then PKGS+=(chromium); fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,6 +5,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$root/scripts/setup.sh"
+bash "$root/bench/fidelity/setup.sh" --if-available  # MediaPipe's masks, when chromium is there
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/nnpipe-xdg}"; mkdir -p "$XDG_RUNTIME_DIR"; chmod 700 "$XDG_RUNTIME_DIR"
 status=0
 (cd "$root/build" && ctest --output-on-failure -j2 --timeout 900) || status=$?

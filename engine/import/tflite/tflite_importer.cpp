@@ -12,6 +12,7 @@
 
 #include "import/tflite/tflite_converter.h"
 #include "ir/sha256.h"
+#include "nn/image/preprocess.h"
 #include "nn/import/import.h"
 
 namespace nn::tflite_import {
@@ -82,6 +83,8 @@ void set_metadata(Model& model, const tflite::Model& fb, const std::string& sour
     md.input_mean = {0.f, 0.f, 0.f};
     md.input_std = {255.f, 255.f, 255.f};
     md.output_meaning = "person_probability";
+    // Trained and shipped with MediaPipe's ImageToTensor front end (nn/image/preprocess.h).
+    md.extra[image::kSamplingMetadataKey] = "mediapipe";
   }
 }
 

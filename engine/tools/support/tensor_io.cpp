@@ -4,7 +4,6 @@
 #include <random>
 
 #include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
 
 namespace nn::tools {
 
@@ -101,29 +100,15 @@ NpyArray output_to_npy(const Operand& operand, const std::string& layout, const 
   return a;
 }
 
-Status image_to_input(const std::string& path, const Model& model, size_t input_index, void* dst) {
-  const Operand& in = model.operands[model.inputs.at(input_index)];
-  if (in.type != OperandType::TENSOR_FLOAT32 || in.dims.size() != 4 || in.dims[3] != 3)
-    return Status(StatusCode::kInvalidArgument, "input " + std::to_string(input_index) + " is " +
-                                                    dims_to_string(in.dims) + ", not an RGB image [1,H,W,3]");
+Status image_to_input(const std::string& path, const Model& model, size_t input_index, void* dst,
+                      std::optional<image::Sampling> sampling) {
+  auto encoding = image::InputEncoding::for_input(model, input_index);
+  if (!encoding.is_ok()) return encoding.status();
   cv::Mat bgr = cv::imread(path, cv::IMREAD_COLOR);
   if (bgr.empty()) return Status(StatusCode::kIoError, path + ": cannot read image");
-  cv::Mat resized;
-  cv::resize(bgr, resized, cv::Size(static_cast<int>(in.dims[2]), static_cast<int>(in.dims[1])), 0, 0,
-             cv::INTER_AREA);
-  if (model.metadata.input_color != "BGR") cv::cvtColor(resized, resized, cv::COLOR_BGR2RGB);
-  const auto& mean = model.metadata.input_mean;
-  const auto& stdv = model.metadata.input_std;
-  float* out = static_cast<float*>(dst);
-  for (int y = 0; y < resized.rows; ++y)
-    for (int x = 0; x < resized.cols; ++x)
-      for (int c = 0; c < 3; ++c) {
-        float v = resized.at<cv::Vec3b>(y, x)[c];
-        float m = c < static_cast<int>(mean.size()) ? mean[c] : 0.f;
-        float s = c < static_cast<int>(stdv.size()) ? stdv[c] : 255.f;
-        *out++ = (v - m) / s;
-      }
-  return Status::ok();
+  const image::ImageView view{bgr.data, bgr.cols, bgr.rows, bgr.step[0], 3};
+  return image::image_to_tensor(view, /*image_bgr=*/true, encoding.value(),
+                                sampling.value_or(image::default_sampling(model.metadata)), dst);
 }
 
 void random_input(const Operand& operand, uint32_t seed, void* dst) {

@@ -2,9 +2,11 @@
 // pre-processed per the model's metadata, and the NCHW<->NHWC bridge the metadata asks for.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "nn/image/preprocess.h"
 #include "nn/ir/model.h"
 #include "nn/status.h"
 #include "npy.h"
@@ -26,9 +28,12 @@ Status npy_to_input(const NpyArray& array, const Operand& operand, const std::st
 // int32 as i4, bool8 as b1).
 NpyArray output_to_npy(const Operand& operand, const std::string& source_layout, const void* src);
 
-// Loads an image with OpenCV and writes it into a [1,H,W,3] float input: resized to the
-// model's H x W, colour order and (pixel - mean) / std from the metadata.
-Status image_to_input(const std::string& path, const Model& model, size_t input_index, void* dst);
+// Loads an image with OpenCV and writes it into a [1,H,W,3] input (float32 or quant8) with
+// nn::image's front end: resampled to the model's H x W with `sampling` (unset: the
+// model's own, nn::image::default_sampling), colour order and normalisation from the
+// metadata (nn/image/preprocess.h has the rule).
+Status image_to_input(const std::string& path, const Model& model, size_t input_index, void* dst,
+                      std::optional<image::Sampling> sampling = std::nullopt);
 
 // Deterministic random input in [-1, 1] (or [0, 1] for image models).
 void random_input(const Operand& operand, uint32_t seed, void* dst);
