@@ -1,11 +1,12 @@
 // Compositor: mask upsampling with a fast guided filter, background blur at low resolution,
 // and the full-resolution blend.
 #include "compositor.h"
+#include "cpu_time.h"
 #include "imageops.h"
 
-#include <time.h>
-
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -34,12 +35,6 @@ constexpr double kGuidedEps = 1e-3;
 // into a crisp edge. Measured on a disc behind a 24x18 mask: half-transparent pixels
 // 8700 (bilinear) -> 12200 (guided filter alone) -> 1100 (guided filter + gain 2).
 constexpr float kRefineGain = 2.f;
-
-double thread_cpu_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 int gray_code(const PackedLayout& l) {
   const bool rgb = l.r == 0;
@@ -424,6 +419,19 @@ void Compositor::make_blurred_background(const CompositorSettings& s, int frame_
   }
 }
 
+template <class Body>
+void Compositor::parallel_rows(int rows, const Body& body) {
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int64_t> helper_ns{0};
+  cv::parallel_for_(cv::Range(0, rows), [&](const cv::Range& range) {
+    const bool helper = std::this_thread::get_id() != caller;
+    const double t0 = helper ? thread_cpu_ms() : 0.0;
+    body(range);
+    if (helper) helper_ns += static_cast<int64_t>((thread_cpu_ms() - t0) * 1e6);
+  });
+  times_.helper_ms += static_cast<double>(helper_ns.load()) * 1e-6;
+}
+
 void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskView& mask,
                          const CompositorSettings& s) {
   const int fw = frame.cols, fh = frame.rows;
@@ -461,7 +469,7 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
   // resolution).
   const cv::Size half((fw + 1) / 2, (fh + 1) / 2);
   cv::resize(coef_small_, coef_full_, half, 0, 0, cv::INTER_LINEAR);
-  if (!alpha_in_blend) cv::parallel_for_(cv::Range(0, fh), [&](const cv::Range& rows) {
+  if (!alpha_in_blend) parallel_rows(fh, [&](const cv::Range& rows) {
     for (int y = rows.start; y < rows.end; ++y) {
 #if defined(__x86_64__)
       if (fused_luma) {
@@ -543,7 +551,7 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
   // Alpha bytes blend too: 255 over 255 stays opaque; a translucent colour shows through.
 #if defined(__x86_64__)
   if (alpha_in_blend) {  // 4 channels with the SIMD rows (see above)
-    cv::parallel_for_(cv::Range(0, fh), [&](const cv::Range& rows) {
+    parallel_rows(fh, [&](const cv::Range& rows) {
       thread_local std::vector<uint8_t> up, tmp;
       for (int y = rows.start; y < rows.end; ++y) {
         const uint8_t* q = bg->ptr<uint8_t>(y);
@@ -567,7 +575,7 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
   alpha_n_.create(frame.size(), frame.type());
   cv::mixChannels(&alpha_, 1, &alpha_n_, 1, from_to4, nc);
   const int row_bytes = fw * nc;
-  cv::parallel_for_(cv::Range(0, fh), [&, row_bytes](const cv::Range& rows) {
+  parallel_rows(fh, [&, row_bytes](const cv::Range& rows) {
     const int n = row_bytes;  // a local bound: the loop below must not re-read it through a reference
     for (int y = rows.start; y < rows.end; ++y) {
       uint8_t* p = frame.ptr<uint8_t>(y);

@@ -72,6 +72,9 @@ class Compositor {
     double alpha_ms = 0;       // full-resolution alpha
     double background_ms = 0;  // blurred / scaled background
     double blend_ms = 0;
+    // CPU time other threads spent in process()'s own parallel loops (alpha, blend); OpenCV
+    // functions that parallelize internally are not included.
+    double helper_ms = 0;
   };
   const StageTimes& last_stage_times() const { return times_; }
   // Whether the last process() reused a recent frame's blurred background (fast frames).
@@ -83,6 +86,9 @@ class Compositor {
   void make_work_alpha(const cv::Mat& frame, const PackedLayout& layout, const MaskView& mask,
                        const CompositorSettings& s, bool refine, bool need_small);
   void make_blurred_background(const CompositorSettings& s, int frame_width);
+  // cv::parallel_for_ over rows [0, rows), counting other threads' CPU time in helper_ms.
+  template <class Body>
+  void parallel_rows(int rows, const Body& body);
   const cv::Mat& scaled_image(const cv::Size& size, const PackedLayout& layout);
 
   // Work resolution buffers, reused across frames.

@@ -72,9 +72,11 @@
 
 #include "background_input.h"
 #include "compositor.h"
+#include "cpu_time.h"
+#include "element_stats.h"
 #include "gstnnmaskmeta.h"
 #include "gstnnsegment.h"  // GST_NN_SEGMENT_PRESENT_QUERY
-#include "segmenter.h"  // LatencyWindow
+#include "latency_window.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_nn_background_debug);
 #define GST_CAT_DEFAULT gst_nn_background_debug
@@ -175,6 +177,10 @@ struct BackgroundState {
   // The last ~2 s of this element's time per frame, for the cost reported upstream.
   LatencyWindow recent_ms{64};
   guint64 frames = 0, frames_without_mask = 0, frames_without_background = 0, fast_frames = 0;
+  // CPU time per frame: the streaming thread's and the compositor's helper threads'.
+  double cpu_ms_total = 0;
+  guint64 frames_timed = 0;
+  double helper_cpu_ms = 0;  // this frame's compositor helper threads (streaming thread only)
   guint last_mask_age = 0;
   // Whether a frame without a mask was looked into since start (streaming thread only).
   bool missing_mask_checked = false;
@@ -266,14 +272,15 @@ static void gst_nn_background_get_property(GObject* object, guint prop_id, GValu
     case PROP_STATS: {
       BackgroundState* s = self->state;
       g_value_take_boxed(
-          value, gst_structure_new("nnbackground-stats", "composite-p50-ms", G_TYPE_DOUBLE,
-                                   s->composite_ms.percentile(50), "composite-p99-ms", G_TYPE_DOUBLE,
-                                   s->composite_ms.percentile(99), "frames", G_TYPE_UINT64, s->frames,
-                                   "frames-without-mask", G_TYPE_UINT64, s->frames_without_mask, "mask-age",
-                                   G_TYPE_UINT, s->last_mask_age, "background-frames", G_TYPE_UINT64,
-                                   s->input->frames_received(), "frames-without-background", G_TYPE_UINT64,
-                                   s->frames_without_background, "fast-frames", G_TYPE_UINT64, s->fast_frames,
-                                   nullptr));
+          value,
+          gst_structure_new(NN_BACKGROUND_STATS, NN_STAT_COMPOSITE_P50_MS, G_TYPE_DOUBLE, s->composite_ms.percentile(50),
+                            NN_STAT_COMPOSITE_P99_MS, G_TYPE_DOUBLE, s->composite_ms.percentile(99), NN_STAT_FRAMES,
+                            G_TYPE_UINT64, s->frames, NN_STAT_FRAMES_WITHOUT_MASK, G_TYPE_UINT64,
+                            s->frames_without_mask, NN_STAT_MASK_AGE, G_TYPE_UINT, s->last_mask_age,
+                            NN_STAT_BACKGROUND_FRAMES, G_TYPE_UINT64, s->input->frames_received(),
+                            NN_STAT_FRAMES_WITHOUT_BACKGROUND, G_TYPE_UINT64, s->frames_without_background,
+                            NN_STAT_FAST_FRAMES, G_TYPE_UINT64, s->fast_frames, NN_STAT_FRAME_CPU_MS, G_TYPE_DOUBLE,
+                            s->frames_timed ? s->cpu_ms_total / s->frames_timed : 0.0, nullptr));
       break;
     }
     default:
@@ -311,6 +318,8 @@ static gboolean gst_nn_background_start(GstBaseTransform* trans) {
   self->state->recent_ms.clear();
   self->state->frames = self->state->frames_without_mask = self->state->frames_without_background = 0;
   self->state->fast_frames = 0;
+  self->state->cpu_ms_total = 0;
+  self->state->frames_timed = 0;
   self->state->missing_mask_checked = false;
   GST_OBJECT_UNLOCK(self);
   self->state->input->on_main_start();
@@ -609,6 +618,7 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
   if (adaptive && meta->deadline_us > 0)
     settings.fast = s->governor.choose_fast((meta->deadline_us - t0) / 1000.0);
   s->compositor.process(img, s->layout, mask, settings);
+  s->helper_cpu_ms = s->compositor.last_stage_times().helper_ms;
   const double ms = (g_get_monotonic_time() - t0) / 1000.0;
   using Governor = nn::plugins::QualityGovernor;
   const double full_equivalent_ms = s->governor.record(
@@ -634,7 +644,16 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
 static GstFlowReturn gst_nn_background_transform_frame_ip(GstVideoFilter* filter, GstVideoFrame* frame) {
   GstNnBackground* self = GST_NN_BACKGROUND(filter);
   try {
-    return composite(self, frame);
+    BackgroundState* s = self->state;
+    s->helper_cpu_ms = 0;
+    const double cpu0 = nn::plugins::thread_cpu_ms();
+    const GstFlowReturn ret = composite(self, frame);
+    const double cpu_ms = nn::plugins::thread_cpu_ms() - cpu0 + s->helper_cpu_ms;
+    GST_OBJECT_LOCK(self);
+    s->cpu_ms_total += cpu_ms;
+    s->frames_timed++;
+    GST_OBJECT_UNLOCK(self);
+    return ret;
   } catch (const std::exception& e) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Compositing failed"), ("%s", e.what()));
   } catch (...) {

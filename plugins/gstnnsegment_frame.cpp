@@ -7,6 +7,7 @@
 
 #include <opencv2/core.hpp>
 
+#include "cpu_time.h"
 #include "gstnnmaskmeta.h"
 #include "imageops.h"
 #include "segment_state.h"
@@ -37,9 +38,11 @@ static void accept_result(GstNnSegment* self, nn::plugins::MaskResult& r, double
   SegmentState* s = self->state;
   guint64 failures = 0;
   GST_OBJECT_LOCK(self);
-  if (r.status.is_ok())
+  if (r.status.is_ok()) {
     s->latency.add(r.run_ms);
-  else
+    s->inference_cpu_ms_total += r.cpu_ms;
+    s->inferences_timed++;
+  } else
     failures = s->segmenter->counters().failed;
   GST_OBJECT_UNLOCK(self);
   if (!r.status.is_ok()) {
@@ -286,7 +289,14 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
 
 GstFlowReturn nn::plugins::run_guarded(GstNnSegment* self, GstVideoFrame* frame, GstVideoFrame* gray_out) {
   try {
-    return process_frame(self, frame, gray_out);
+    const double cpu0 = thread_cpu_ms();
+    const GstFlowReturn ret = process_frame(self, frame, gray_out);
+    const double cpu_ms = thread_cpu_ms() - cpu0;
+    GST_OBJECT_LOCK(self);
+    self->state->frame_cpu_ms_total += cpu_ms;
+    self->state->frames_timed++;
+    GST_OBJECT_UNLOCK(self);
+    return ret;
   } catch (const std::exception& e) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Segmentation failed"), ("%s", e.what()));
   } catch (...) {

@@ -423,6 +423,7 @@ MaskResult Segmenter::to_mask(AsyncResult r) const {
   MaskResult m;
   m.tag = r.tag;
   m.run_ms = r.run_ms;
+  m.cpu_ms = r.cpu_ms;
   m.status = r.status;
   if (!r.status.is_ok()) return m;
   if (r.outputs.empty()) {
@@ -502,24 +503,6 @@ void MaskFilter::apply(const MaskResult& in, double smoothing, double threshold,
   constexpr float kHalfBand = 0.2f;
   const float lo = static_cast<float>(threshold) - kHalfBand;
   for (size_t i = 0; i < n; ++i) (*out)[i] = std::clamp((ema_[i] - lo) / (2 * kHalfBand), 0.f, 1.f);
-}
-
-void LatencyWindow::add(double ms) {
-  if (samples_.size() < capacity_) {
-    samples_.push_back(ms);
-  } else {
-    samples_[next_] = ms;
-    next_ = (next_ + 1) % capacity_;
-  }
-}
-
-double LatencyWindow::percentile(double p) const {
-  if (samples_.empty()) return 0.0;
-  std::vector<double> s = samples_;
-  const size_t k =
-      std::min(s.size() - 1, static_cast<size_t>(std::ceil(p / 100.0 * s.size())) - (p > 0 ? 1 : 0));
-  std::nth_element(s.begin(), s.begin() + k, s.end());
-  return s[k];
 }
 
 }  // namespace nn::plugins

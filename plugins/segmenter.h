@@ -76,6 +76,7 @@ struct MaskResult {
   int width = 0, height = 0;
   std::vector<float> probability;  // row-major, 0..1
   double run_ms = 0;
+  double cpu_ms = 0;  // the worker's CPU time for the inference (AsyncResult::cpu_ms)
 };
 
 class Segmenter {
@@ -163,20 +164,6 @@ class MaskFilter {
  private:
   std::vector<float> ema_;
   int w_ = 0, h_ = 0;
-};
-
-// Times of the last `capacity` runs (default: a few hundred), for p50/p99.
-class LatencyWindow {
- public:
-  explicit LatencyWindow(size_t capacity = 512) : capacity_(std::max<size_t>(1, capacity)) {}
-  void add(double ms);
-  double percentile(double p) const;  // 0 when empty
-  void clear() { samples_.clear(), next_ = 0; }
-
- private:
-  size_t capacity_;
-  std::vector<double> samples_;
-  size_t next_ = 0;
 };
 
 }  // namespace nn::plugins

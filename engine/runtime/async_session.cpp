@@ -1,4 +1,6 @@
 // AsyncSession: one worker, one inference in flight, a one-slot "latest input wins" mailbox.
+#include <time.h>
+
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -7,6 +9,16 @@
 #include "nn/runtime/session.h"
 
 namespace nn {
+
+namespace {
+
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+}  // namespace
 
 struct AsyncSession::Impl {
   std::unique_ptr<Session> session;
@@ -28,6 +40,7 @@ struct AsyncSession::Impl {
       pending.reset();
       running = true;
       lock.unlock();
+      const double cpu0 = thread_cpu_ms();
       AsyncResult r;
       r.tag = tag;
       r.status = Status::ok();
@@ -46,6 +59,7 @@ struct AsyncSession::Impl {
         }
       }
       r.run_ms = session->last_run_ms();
+      r.cpu_ms = thread_cpu_ms() - cpu0;
       lock.lock();
       running = false;
       if (r.status.is_ok())

@@ -106,6 +106,7 @@ struct AsyncResult {
   Status status;
   std::vector<Tensor> outputs;  // in model.outputs order
   double run_ms = 0;            // inference time on the worker
+  double cpu_ms = 0;            // the worker thread's CPU time for it (pool threads not included)
 };
 
 // One worker thread, one inference in flight, a one-slot mailbox: submit() while an
