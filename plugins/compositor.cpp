@@ -21,9 +21,6 @@ namespace nn::plugins {
 
 namespace {
 
-// Work resolution: wide enough that the guided filter sees the edges that matter, small
-// enough that box sums and the blur cost little at 1080p (1920 -> 480 is a factor of 4).
-constexpr double kWorkWidth = 480.0;
 // Guided filter window: at least this many frame pixels, and wide enough to span the
 // model's soft edge (a few mask cells). Its regularization (luma in 0..1): a smaller eps
 // follows luma edges more closely but also copies texture into the alpha.
@@ -279,13 +276,21 @@ const cv::Mat& Compositor::scaled_image(const cv::Size& size, const PackedLayout
 void Compositor::make_work_alpha(const cv::Mat& frame, const PackedLayout& layout, const MaskView& mask,
                                  const CompositorSettings& s, bool refine, bool need_small) {
   const int fw = frame.cols, fh = frame.rows;
-  // An integer factor keeps INTER_AREA on its fast path (1920 -> 480, 720 -> 360).
-  const double scale = std::max(1.0, std::ceil(fw / kWorkWidth - 0.01));
-  const cv::Size ws(std::max(1, static_cast<int>(std::lround(fw / scale))),
-                    std::max(1, static_cast<int>(std::lround(fh / scale))));
-  // Aliasing is harmless here (the guided filter box-filters the luma, the background is
-  // blurred): the fast final step. Only the guided filter and the blur read it.
-  if (need_small) shrink_area(frame, small_, ws, cv::INTER_LINEAR);
+  const double scale = work_factor(fw);
+  const cv::Size ws = work_size(frame.size());
+  // The work image (only the guided filter and the blur read it): the one nnsegment made
+  // and the meta carries when it is what we would make (same size; the element checked the
+  // format), else shrunk here.
+  if (need_small) {
+    if (mask.small_data && mask.small_width == ws.width && mask.small_height == ws.height &&
+        mask.small_stride >= static_cast<size_t>(ws.width) * frame.channels()) {
+      small_ = cv::Mat(ws, frame.type(), const_cast<void*>(mask.small_data), mask.small_stride);
+      small_shared_ = true;
+    } else {
+      make_work_image(frame, small_);
+      small_shared_ = false;
+    }
+  }
 
   // The mask, resampled onto the work grid through the meta's rect. The rect refers to a
   // frame of mask.frame_width x frame_height; rescale it if this frame differs.
@@ -442,6 +447,14 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
     return d;
   };
   times_ = {};
+  // A work image borrowed from the meta must not outlive this call (the buffer goes on).
+  small_shared_ = false;
+  struct ForgetBorrowed {
+    Compositor* c;
+    ~ForgetBorrowed() {
+      if (c->small_shared_) c->small_.release();
+    }
+  } forget_borrowed{this};
   const bool video_ok = s.mode == BackgroundMode::kVideo && s.background &&
                         s.background->size() == frame.size() && s.background->type() == frame.type();
   const bool blurs = s.mode == BackgroundMode::kBlur || (s.mode == BackgroundMode::kVideo && !video_ok);

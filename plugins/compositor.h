@@ -3,7 +3,8 @@
 //
 // Cost model (why it is built this way): everything that needs a large neighbourhood --
 // the guided filter's box sums and the background blur -- runs on a "work" copy of the
-// frame no wider than ~480 px. Only three things touch full-resolution pixels: the luma
+// frame no wider than ~480 px (imageops' make_work_image; nnsegment makes it once, on its
+// way to the model input, and hands it over in the mask meta). Only three things touch full-resolution pixels: the luma
 // that the guided filter's linear coefficients are applied to, the upsampled background,
 // and the final blend (split over cores with cv::parallel_for_).
 #pragma once
@@ -27,6 +28,12 @@ struct MaskView {
   const void* data = nullptr;
   int frame_width = 0, frame_height = 0;  // the frame the rect refers to
   double rect_x = 0, rect_y = 0, rect_w = 0, rect_h = 0;
+  // Optional: the frame at work resolution (make_work_image) in the frame's own format,
+  // as nnsegment made it (GstNnMaskMeta's small frame). Used when its size is work_size of
+  // the frame; the caller checks the format. Saves reading the whole frame once.
+  const void* small_data = nullptr;
+  int small_width = 0, small_height = 0;
+  size_t small_stride = 0;
 };
 
 // Where R, G, B (and alpha) sit in a packed pixel.
@@ -79,6 +86,8 @@ class Compositor {
   const StageTimes& last_stage_times() const { return times_; }
   // Whether the last process() reused a recent frame's blurred background (fast frames).
   bool last_reused_background() const { return last_reused_; }
+  // Whether the last process() took its work image from the MaskView (small_data).
+  bool last_used_shared_work_image() const { return small_shared_; }
 
  private:
   static constexpr int kMaxBackgroundReuse = 2;
@@ -92,7 +101,8 @@ class Compositor {
   const cv::Mat& scaled_image(const cv::Size& size, const PackedLayout& layout);
 
   // Work resolution buffers, reused across frames.
-  cv::Mat small_;        // frame at work size, frame channels
+  cv::Mat small_;        // frame at work size, frame channels (read only: it may be the meta's)
+  bool small_shared_ = false;
   cv::Mat small_luma_;   // CV_32F 0..1
   cv::Mat coarse_mask_;  // CV_32F mask resampled to work size
   cv::Mat guide_stats_, guide_means_;   // CV_32FC4 (I, p, I*I, I*p) and their box means

@@ -600,6 +600,14 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
   mask.rect_y = meta->rect_y;
   mask.rect_w = meta->rect_w;
   mask.rect_h = meta->rect_h;
+  // nnsegment's work image (the compositor checks its size): only in this frame's format.
+  if (GBytes* small = gst_nn_mask_meta_get_small_frame(meta);
+      small && meta->small_format == GST_VIDEO_FRAME_FORMAT(frame)) {
+    mask.small_data = g_bytes_get_data(small, nullptr);
+    mask.small_width = static_cast<int>(meta->small_width);
+    mask.small_height = static_cast<int>(meta->small_height);
+    mask.small_stride = meta->small_stride;
+  }
 
   cv::Mat img(GST_VIDEO_FRAME_HEIGHT(frame), GST_VIDEO_FRAME_WIDTH(frame),
               s->layout.channels == 4 ? CV_8UC4 : CV_8UC3, GST_VIDEO_FRAME_PLANE_DATA(frame, 0),

@@ -92,6 +92,33 @@ static void write_gray(SegmentState* s, GstVideoFrame* out) {
     gray.setTo(255);
 }
 
+// A packed RGB frame shrunk to the compositor's work size (imageops' make_work_image), as
+// GBytes that keep the image alive without a copy; null for planar YUV frames.
+static GBytes* make_small_frame(GstVideoFrame* frame) {
+  int channels = 0;
+  switch (GST_VIDEO_FRAME_FORMAT(frame)) {
+    case GST_VIDEO_FORMAT_RGBA:
+    case GST_VIDEO_FORMAT_BGRA:
+    case GST_VIDEO_FORMAT_RGBx:
+    case GST_VIDEO_FORMAT_BGRx:
+      channels = 4;
+      break;
+    case GST_VIDEO_FORMAT_RGB:
+    case GST_VIDEO_FORMAT_BGR:
+      channels = 3;
+      break;
+    default:
+      return nullptr;
+  }
+  const cv::Mat src(GST_VIDEO_FRAME_HEIGHT(frame), GST_VIDEO_FRAME_WIDTH(frame), CV_8UC(channels),
+                    GST_VIDEO_FRAME_PLANE_DATA(frame, 0), GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0));
+  auto* small = new cv::Mat();
+  nn::plugins::make_work_image(src, *small);
+  if (!small->isContinuous()) *small = small->clone();
+  return g_bytes_new_with_free_func(small->data, small->total() * small->elemSize(),
+                                    [](gpointer m) { delete static_cast<cv::Mat*>(m); }, small);
+}
+
 static void maybe_post_stats(GstNnSegment* self, guint interval_ms) {
   SegmentState* s = self->state;
   if (interval_ms == 0) return;
@@ -193,6 +220,18 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
     GST_OBJECT_UNLOCK(self);
   }
 
+  // The compositor's work image (GstNnMaskMeta's small frame), made here once: the model
+  // input below takes the same block averages from the memo instead of reading the frame
+  // again (1080p, 4K), and nnbackground does not shrink the frame itself.
+  nn::plugins::ShrinkMemo memo;
+  GBytes* small = gray_out ? nullptr : make_small_frame(frame);
+  struct UnrefSmall {
+    GBytes*& b;
+    ~UnrefSmall() {
+      if (b) g_bytes_unref(b);
+    }
+  } unref_small{small};
+
   // 3. Hand the frame to the worker, then wait for its mask until the budget (from arrival) is spent.
   if (!late) {
     nn::plugins::FrameView v = s->view_template;
@@ -259,6 +298,11 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
     GstNnMaskMeta* meta = gst_buffer_add_nn_mask_meta(
         gray_out ? gray_out->buffer : buf, GST_NN_MASK_FORMAT_FLOAT32, s->mask_w, s->mask_h,
         s->mask_w * sizeof(float), s->mask, fw, fh, r.x, r.y, r.width, r.height, age);
+    if (meta && small) {
+      const cv::Size ws = nn::plugins::work_size(cv::Size(fw, fh));
+      gst_nn_mask_meta_set_small_frame(meta, GST_VIDEO_FRAME_FORMAT(frame), ws.width, ws.height,
+                                       g_bytes_get_size(small) / ws.height, small);
+    }
     if (meta) {
       meta->source_id = s->mask_tag;
       meta->deadline_us = entered_us + static_cast<gint64>(budget_ms) * 1000;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "gstnnsegment.h"
+#include "imageops.h"
 #include "plugin_test_util.h"
 
 using namespace nn_gst_test;
@@ -782,5 +783,46 @@ TEST(NnSegmentPipeline, StateCyclesToEos) {
 }
 
 }  // namespace
+
+// The mask meta carries nnsegment's work image (the "small frame" nnbackground composites
+// from): the frame's own format, the compositor's work size, exactly make_work_image of the
+// frame's pixels. Planar YUV frames carry none.
+TEST_F(NnSegmentTest, MaskMetaCarriesTheWorkImage) {
+  struct Case {
+    const char* format;
+    int w, h;
+  };
+  for (const Case c : {Case{"RGBA", 1280, 720}, Case{"BGR", kW, kH}, Case{"BGRx", 1920, 1080}}) {
+    SCOPED_TRACE(c.format);
+    start("latency-budget=5000", c.format, c.w, c.h);
+    GstBuffer* in = frame(c.format, c.w, c.h);
+    const cv::Mat pixels = packed_to_mat(in, c.format, c.w, c.h);
+    GstBuffer* out = push_pull(in);
+    GstNnMaskMeta* m = gst_buffer_get_nn_mask_meta(out);
+    ASSERT_NE(m, nullptr);
+    GBytes* small = gst_nn_mask_meta_get_small_frame(m);
+    ASSERT_NE(small, nullptr);
+    EXPECT_EQ(m->small_format, gst_video_format_from_string(c.format));
+    cv::Mat want;
+    nn::plugins::make_work_image(pixels, want);
+    ASSERT_EQ(static_cast<int>(m->small_width), want.cols);
+    ASSERT_EQ(static_cast<int>(m->small_height), want.rows);
+    const cv::Mat got(want.rows, want.cols, want.type(), const_cast<void*>(g_bytes_get_data(small, nullptr)),
+                      m->small_stride);
+    EXPECT_EQ(cv::norm(got, want, cv::NORM_INF), 0);
+    gst_buffer_unref(out);
+    gst_object_unref(seg_);
+    gst_harness_teardown(h_);
+    seg_ = nullptr;
+    h_ = nullptr;
+  }
+  start("latency-budget=5000", "I420");
+  GstBuffer* out = push_pull(frame("I420"));
+  GstNnMaskMeta* m = gst_buffer_get_nn_mask_meta(out);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(gst_nn_mask_meta_get_small_frame(m), nullptr);
+  EXPECT_EQ(m->small_format, GST_VIDEO_FORMAT_UNKNOWN);
+  gst_buffer_unref(out);
+}
 
 NN_GST_TEST_MAIN()

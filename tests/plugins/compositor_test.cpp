@@ -1,0 +1,99 @@
+// nnbackground's compositing core (plugins/compositor.cpp) on its own: the work image
+// nnsegment hands over in the mask meta gives the same composite as the one the compositor
+// makes itself.
+#include <gtest/gtest.h>
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "compositor.h"
+#include "imageops.h"
+#include "test_support.h"
+
+namespace {
+
+using nn::plugins::BackgroundMode;
+using nn::plugins::Compositor;
+using nn::plugins::CompositorSettings;
+using nn::plugins::MaskView;
+using nn::plugins::PackedLayout;
+
+// messi5.jpg (a person on a pitch) stretched to w x h, in RGBA (or RGB).
+cv::Mat picture(int w, int h, int channels = 4) {
+  cv::Mat bgr = cv::imread(nn_test::asset("media/messi5.jpg"), cv::IMREAD_COLOR);
+  if (bgr.empty()) {
+    bgr = cv::Mat(h, w, CV_8UC3, cv::Scalar(60, 140, 90));
+    cv::circle(bgr, {w / 2, h / 2}, std::min(w, h) / 4, cv::Scalar(160, 190, 230), -1);
+  }
+  cv::resize(bgr, bgr, cv::Size(w, h), 0, 0, cv::INTER_AREA);
+  cv::Mat out;
+  cv::cvtColor(bgr, out, channels == 4 ? cv::COLOR_BGR2RGBA : cv::COLOR_BGR2RGB);
+  return out;
+}
+
+// A soft ellipse at the selfie model's 256x256, stretched over the whole frame.
+struct Mask {
+  cv::Mat values;
+  MaskView view;
+  Mask(int fw, int fh) : values(256, 256, CV_32F, cv::Scalar(0)) {
+    cv::ellipse(values, {128, 140}, {60, 100}, 0, 0, 360, cv::Scalar(1), -1);
+    cv::GaussianBlur(values, values, cv::Size(0, 0), 3);
+    view.width = view.height = 256;
+    view.stride = 256 * sizeof(float);
+    view.data = values.data;
+    view.frame_width = fw;
+    view.frame_height = fh;
+    view.rect_w = fw;
+    view.rect_h = fh;
+  }
+};
+
+PackedLayout layout_of(int channels) {
+  return channels == 4 ? PackedLayout{4, 0, 1, 2, 3} : PackedLayout{3, 0, 1, 2, -1};
+}
+
+// The composite with nnsegment's work image equals the one made from the frame alone, in
+// every mode that reads it (blur: guided filter and blur; color: guided filter), at sizes
+// where the work image is a shrink (1080p, 720p: a factor of 3) and where it is the frame.
+TEST(CompositorWorkImage, SharedWorkImageGivesTheSameComposite) {
+  struct Case {
+    int w, h, channels;
+    BackgroundMode mode;
+  };
+  for (const Case c : {Case{1920, 1080, 4, BackgroundMode::kBlur}, Case{1280, 720, 3, BackgroundMode::kBlur},
+                       Case{1280, 720, 4, BackgroundMode::kColor}, Case{385, 289, 4, BackgroundMode::kBlur}}) {
+    SCOPED_TRACE(testing::Message() << c.w << "x" << c.h << "x" << c.channels << " mode " << int(c.mode));
+    const cv::Mat frame = picture(c.w, c.h, c.channels);
+    Mask mask(c.w, c.h);
+    CompositorSettings settings;
+    settings.mode = c.mode;
+
+    Compositor alone, shared;
+    cv::Mat own = frame.clone();
+    alone.process(own, layout_of(c.channels), mask.view, settings);
+    EXPECT_FALSE(alone.last_used_shared_work_image());
+
+    cv::Mat work;
+    nn::plugins::make_work_image(frame, work);
+    MaskView with_work = mask.view;
+    with_work.small_data = work.data;
+    with_work.small_width = work.cols;
+    with_work.small_height = work.rows;
+    with_work.small_stride = work.step[0];
+    cv::Mat got = frame.clone();
+    shared.process(got, layout_of(c.channels), with_work, settings);
+    EXPECT_TRUE(shared.last_used_shared_work_image());
+    EXPECT_EQ(cv::norm(got, own, cv::NORM_INF), 0) << "the work image from the meta changed the composite";
+    EXPECT_GT(cv::norm(got, frame, cv::NORM_L1), 0) << "nothing was composited";
+
+    // A work image of another size (a scale between the elements) is not used.
+    with_work.small_width = work.cols - 1;
+    cv::Mat again = frame.clone();
+    shared.process(again, layout_of(c.channels), with_work, settings);
+    EXPECT_FALSE(shared.last_used_shared_work_image());
+    EXPECT_EQ(cv::norm(again, own, cv::NORM_INF), 0);
+  }
+}
+
+}  // namespace
