@@ -53,9 +53,12 @@ static void accept_result(GstNnSegment* self, nn::plugins::MaskResult& r, double
     return;
   }
   if (r.tag < s->min_valid_tag || (s->mask && r.tag <= s->mask_tag)) return;
-  s->filter.apply(r, smoothing, threshold, &s->filtered);
+  // The filter writes straight into the memory the meta will share (no copy after it).
+  const size_t n = r.probability.size();
+  float* values = g_new(float, n);
+  s->filter.apply(r, smoothing, threshold, values);
   if (s->mask) g_bytes_unref(s->mask);
-  s->mask = g_bytes_new(s->filtered.data(), s->filtered.size() * sizeof(float));
+  s->mask = g_bytes_new_take(values, n * sizeof(float));
   s->mask_w = r.width;
   s->mask_h = r.height;
   s->mask_tag = r.tag;

@@ -30,7 +30,6 @@ struct SegmentState {
   FrameRect rect;            // where the mask lies in frame pixels
   bool gray_output = false;  // output-mode=mask negotiated: GRAY8 out, not in place
   MaskFilter filter;
-  std::vector<float> filtered;
 
   // The newest finished mask (after smoothing and threshold), shared by every buffer
   // that carries it until the next one arrives.

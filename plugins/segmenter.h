@@ -74,7 +74,7 @@ struct MaskResult {
   uint64_t tag = 0;
   Status status;
   int width = 0, height = 0;
-  std::vector<float> probability;  // row-major, 0..1
+  Tensor probability;  // FLOAT32 [height, width], 0..1, made on the worker (Segmenter::read_mask)
   double run_ms = 0;
   double cpu_ms = 0;  // the worker's CPU time for the inference (AsyncResult::cpu_ms)
 };
@@ -89,6 +89,8 @@ class Segmenter {
   // metadata's input_mean / input_std / input_color, else [0,1] RGB.
   static Result<std::unique_ptr<Segmenter>> open(const SegmenterOptions& options,
                                                  std::shared_ptr<const Model> model = nullptr);
+  // Joins the worker first: it reads this object's settings while it converts a mask.
+  ~Segmenter() { async_.reset(); }
   // Loads the model and checks it is something we can drive: one [1,H,W,3] image input,
   // an output that reads as a mask: [1,H,W,C] or [1,H,W] with H, W >= 2 (in the model's
   // own layout: [1,C,H,W] for ONNX). Errors name the shape as the model has it.
@@ -128,6 +130,9 @@ class Segmenter {
  private:
   Segmenter() = default;
   MaskResult to_mask(AsyncResult result) const;
+  // The OutputReader of the session's worker: the output, read in place, becomes the
+  // probability mask (sigmoid of logits, or the softmax over the foreground classes).
+  Status read_mask(const Session& session, AsyncResult& result) const;
 
   std::shared_ptr<const Model> model_;
   std::unique_ptr<AsyncSession> async_;
@@ -157,8 +162,9 @@ double thumb_difference(const std::vector<uint8_t>& a, const std::vector<uint8_t
 class MaskFilter {
  public:
   // smoothing: weight of the previous mask (0 = none). threshold: centre of a soft ramp
-  // (0 disables it): p <= t - 0.2 -> 0, p >= t + 0.2 -> 1, linear in between.
-  void apply(const MaskResult& in, double smoothing, double threshold, std::vector<float>* out);
+  // (0 disables it): p <= t - 0.2 -> 0, p >= t + 0.2 -> 1, linear in between. Writes
+  // in.probability.size() values to out (the caller's buffer: the mask meta's own).
+  void apply(const MaskResult& in, double smoothing, double threshold, float* out);
   void reset() { ema_.clear(); }
 
  private:

@@ -22,6 +22,7 @@ double thread_cpu_ms() {
 
 struct AsyncSession::Impl {
   std::unique_ptr<Session> session;
+  OutputReader read_outputs;  // null: copy the outputs into the result
   mutable std::mutex mu;
   std::condition_variable cv_work, cv_done;
   std::optional<std::pair<std::vector<Tensor>, uint64_t>> pending;  // waiting input
@@ -51,7 +52,9 @@ struct AsyncSession::Impl {
       for (size_t i = 0; i < inputs.size() && r.status.is_ok(); ++i)
         r.status = session->set_input(i, inputs[i].data(), inputs[i].bytes.size());
       if (r.status.is_ok()) r.status = session->run();
-      if (r.status.is_ok()) {
+      if (r.status.is_ok() && read_outputs) {
+        r.status = read_outputs(*session, r);
+      } else if (r.status.is_ok()) {
         for (size_t i = 0; i < session->num_outputs(); ++i) {
           Tensor t = Tensor::like(session->output_desc(i));
           std::memcpy(t.data(), session->output_data(i), t.bytes.size());
@@ -72,8 +75,12 @@ struct AsyncSession::Impl {
   }
 };
 
-AsyncSession::AsyncSession(std::unique_ptr<Session> session) : impl_(std::make_unique<Impl>()) {
+AsyncSession::AsyncSession(std::unique_ptr<Session> session) : AsyncSession(std::move(session), nullptr) {}
+
+AsyncSession::AsyncSession(std::unique_ptr<Session> session, OutputReader read_outputs)
+    : impl_(std::make_unique<Impl>()) {
   impl_->session = std::move(session);
+  impl_->read_outputs = std::move(read_outputs);
   impl_->worker = std::thread([this] { impl_->loop(); });
 }
 
