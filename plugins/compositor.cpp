@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include <opencv2/core/hal/intrin.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -47,6 +48,31 @@ inline uint8_t blend_value(int p, int q, int a) {
   return static_cast<uint8_t>(q + (((p - q) * 128 * y + 16384) >> 15));
 }
 inline void blend_byte(uint8_t& p, uint8_t q, uint8_t a) { p = blend_value(p, q, a); }
+
+// p[i] = blend_value(p[i], q[i], a[i]) over a row of bytes (a plane of a YUV frame, or a
+// packed row with its alpha repeated per channel), with OpenCV's universal intrinsics:
+// (p * y + q * (256 - y) + 128) >> 8 in 16-bit lanes, which is blend_value's arithmetic
+// (q + floor(((p - q) * y + 128) / 256)) and never overflows (a convex combination of
+// bytes times 256, plus 128).
+void blend_plane_row(uint8_t* p, const uint8_t* q, const uint8_t* a, int n) {
+  int i = 0;
+#if CV_SIMD
+  using namespace cv;
+  const v_uint16 full = vx_setall_u16(256), half = vx_setall_u16(128);
+  for (; i + v_uint8::nlanes <= n; i += v_uint8::nlanes) {
+    v_uint16 p0, p1, q0, q1, a0, a1;
+    v_expand(vx_load(p + i), p0, p1);
+    v_expand(vx_load(q + i), q0, q1);
+    v_expand(vx_load(a + i), a0, a1);
+    a0 = a0 + (a0 >> 7);
+    a1 = a1 + (a1 >> 7);
+    const v_uint16 r0 = (v_mul_wrap(p0, a0) + v_mul_wrap(q0, full - a0) + half) >> 8;
+    const v_uint16 r1 = (v_mul_wrap(p1, a1) + v_mul_wrap(q1, full - a1) + half) >> 8;
+    v_store(p + i, v_pack(r0, r1));
+  }
+#endif
+  for (; i < n; ++i) blend_byte(p[i], q[i], a[i]);
+}
 
 // A 4-channel pixel's luma x 128, in integers (pmaddubsw weights, 0.299 / 0.587 / 0.114 as
 // 38 / 75 / 15 of 128): the alpha of the fast guided filter needs no more precision.
@@ -589,12 +615,199 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
   cv::mixChannels(&alpha_, 1, &alpha_n_, 1, from_to4, nc);
   const int row_bytes = fw * nc;
   parallel_rows(fh, [&, row_bytes](const cv::Range& rows) {
-    const int n = row_bytes;  // a local bound: the loop below must not re-read it through a reference
-    for (int y = rows.start; y < rows.end; ++y) {
-      uint8_t* p = frame.ptr<uint8_t>(y);
-      const uint8_t* q = bg->ptr<uint8_t>(y);
-      const uint8_t* a = alpha_n_.ptr<uint8_t>(y);
-      for (int i = 0; i < n; ++i) blend_byte(p[i], q[i], a[i]);
+    for (int y = rows.start; y < rows.end; ++y)
+      blend_plane_row(frame.ptr<uint8_t>(y), bg->ptr<uint8_t>(y), alpha_n_.ptr<uint8_t>(y), row_bytes);
+  });
+  times_.blend_ms = lap();
+}
+
+namespace {
+
+// Y, U, V (or the interleaved UV of NV12) of a frame at the work size, as one 3-channel
+// image: the guided filter reads channel 0 (the frame's own luma), the blur all three.
+void make_yuv_work_image(const YuvFrame& f, cv::Size ws, cv::Mat& dst) {
+  const int cw = (f.width + 1) / 2, ch = (f.height + 1) / 2;
+  const cv::Mat y(f.height, f.width, CV_8UC1, f.y, f.y_stride);
+  cv::Mat planes[3];
+  shrink_area(y, planes[0], ws, cv::INTER_LINEAR);
+  if (f.nv12) {
+    const cv::Mat uv(ch, cw, CV_8UC2, f.u, f.u_stride);
+    cv::Mat uv_small;
+    cv::resize(uv, uv_small, ws, 0, 0, ws.width * 2 <= cw ? cv::INTER_AREA : cv::INTER_LINEAR);
+    cv::split(uv_small, planes + 1);
+  } else {
+    const cv::Mat u(ch, cw, CV_8UC1, f.u, f.u_stride), v(ch, cw, CV_8UC1, f.v, f.v_stride);
+    const int interp = ws.width * 2 <= cw ? cv::INTER_AREA : cv::INTER_LINEAR;
+    cv::resize(u, planes[1], ws, 0, 0, interp);
+    cv::resize(v, planes[2], ws, 0, 0, interp);
+  }
+  cv::merge(planes, 3, dst);
+}
+
+// The colour matrix's constants for RGB (0..255) -> Y'CbCr in the stream's range.
+struct YuvMatrix {
+  float kr, kg, kb, y_gain, y_off, c_gain;
+  explicit YuvMatrix(const YuvFrame& f)
+      : kr(static_cast<float>(f.kr)),
+        kg(static_cast<float>(1.0 - f.kr - f.kb)),
+        kb(static_cast<float>(f.kb)),
+        y_gain(f.full_range ? 1.f : 219.f / 255.f),
+        y_off(f.full_range ? 0.f : 16.f),
+        c_gain(f.full_range ? 1.f : 224.f / 255.f) {}
+  void convert(float r, float g, float b, float* y, float* cb, float* cr) const {
+    const float l = kr * r + kg * g + kb * b;
+    *y = y_off + y_gain * l;
+    *cb = 128.f + c_gain * (b - l) / (2.f * (1.f - kb));
+    *cr = 128.f + c_gain * (r - l) / (2.f * (1.f - kr));
+  }
+};
+
+}  // namespace
+
+void rgb_to_yuv420(const cv::Mat& rgb, const PackedLayout& layout, const YuvFrame& like, cv::Mat& y, cv::Mat& u,
+                   cv::Mat& v) {
+  const YuvMatrix m(like);
+  const int w = rgb.cols, h = rgb.rows, n = rgb.channels();
+  y.create(h, w, CV_8UC1);
+  cv::Mat cb(h, w, CV_32F), cr(h, w, CV_32F);
+  for (int r = 0; r < h; ++r) {
+    const uint8_t* px = rgb.ptr<uint8_t>(r);
+    uint8_t* yr = y.ptr<uint8_t>(r);
+    float* br = cb.ptr<float>(r);
+    float* rr = cr.ptr<float>(r);
+    for (int x = 0; x < w; ++x) {
+      float yy;
+      m.convert(px[n * x + layout.r], px[n * x + layout.g], px[n * x + layout.b], &yy, br + x, rr + x);
+      yr[x] = cv::saturate_cast<uint8_t>(yy);
+    }
+  }
+  const cv::Size half((w + 1) / 2, (h + 1) / 2);
+  cv::Mat cbs, crs;
+  cv::resize(cb, cbs, half, 0, 0, cv::INTER_AREA);
+  cv::resize(cr, crs, half, 0, 0, cv::INTER_AREA);
+  cbs.convertTo(u, CV_8U);
+  crs.convertTo(v, CV_8U);
+}
+
+void Compositor::process_yuv(const YuvFrame& f, const MaskView& mask, const CompositorSettings& s) {
+  const int fw = f.width, fh = f.height, cw = (fw + 1) / 2, ch = (fh + 1) / 2;
+  double t = thread_cpu_ms();
+  const auto lap = [&t]() {
+    const double now = thread_cpu_ms(), d = now - t;
+    t = now;
+    return d;
+  };
+  times_ = {};
+  small_shared_ = false;
+  cv::Mat luma(fh, fw, CV_8UC1, f.y, f.y_stride);
+  const bool video_ok = s.mode == BackgroundMode::kVideo && s.background && s.background->rows == fh &&
+                        s.background->cols == fw && s.background->type() == CV_8UC3;
+  const bool blurs = s.mode == BackgroundMode::kBlur || (s.mode == BackgroundMode::kVideo && !video_ok);
+  // type -2 / -3: a YUV frame (I420 / NV12), which a packed frame's key never matches.
+  const BlurKey key{cv::Size(fw, fh), f.nv12 ? -3 : -2, 0, s.blur_sigma};
+  const bool reuse_blur = blurs && s.fast && blur_key_ == key && blur_reuses_ < kMaxBackgroundReuse;
+  last_reused_ = reuse_blur;
+  const bool refine = s.refine && !s.fast;
+  const bool need_small = refine || (blurs && !reuse_blur);
+  if (need_small) make_yuv_work_image(f, work_size(cv::Size(fw, fh)), small_);
+  // The guided filter's luma is channel 0 of the work image, Y itself (r = g = b = 0: the
+  // luma weights add up to 1), and the full-resolution alpha is A * Y + B.
+  const PackedLayout y_only{3, 0, 0, 0, -1};
+  make_work_alpha(luma, y_only, mask, s, refine, false);
+  times_.work_ms = lap();
+
+  const cv::Size half(cw, ch);
+  cv::resize(coef_small_, coef_full_, half, 0, 0, cv::INTER_LINEAR);
+  alpha_.create(fh, fw, CV_8UC1);
+  alpha_c_.create(ch, cw, CV_8UC1);
+  parallel_rows(fh, [&](const cv::Range& rows) {
+    for (int y = rows.start; y < rows.end; ++y)
+      alpha_row(luma.ptr<uint8_t>(y), coef_full_.ptr<float>(y / 2), alpha_.ptr<uint8_t>(y), fw);
+  });
+  // Chroma's alpha: the mean of the 2x2 luma alphas it covers (edges repeat on odd sizes).
+  parallel_rows(ch, [&](const cv::Range& rows) {
+    for (int j = rows.start; j < rows.end; ++j) {
+      const uint8_t* a0 = alpha_.ptr<uint8_t>(2 * j);
+      const uint8_t* a1 = alpha_.ptr<uint8_t>(std::min(2 * j + 1, fh - 1));
+      uint8_t* out = alpha_c_.ptr<uint8_t>(j);
+      const int pairs = fw / 2;
+      for (int i = 0; i < pairs; ++i)
+        out[i] = static_cast<uint8_t>((a0[2 * i] + a0[2 * i + 1] + a1[2 * i] + a1[2 * i + 1] + 2) >> 2);
+      if (pairs < cw) out[pairs] = static_cast<uint8_t>((a0[fw - 1] + a1[fw - 1] + 1) >> 1);
+    }
+  });
+  times_.alpha_ms = lap();
+
+  // The background's planes, at the frame's Y and chroma sizes.
+  const auto planes_from_rgb = [&](const cv::Mat& rgb, const PackedLayout& layout) {
+    rgb_to_yuv420(rgb, layout, f, bg_y_, bg_u_, bg_v_);
+  };
+  const PackedLayout rgb_layout{3, 0, 1, 2, -1};
+  if (s.mode == BackgroundMode::kVideo && video_ok) {
+    planes_from_rgb(*s.background, rgb_layout);
+    bg_yuv_key_ = 0;
+    blur_key_ = {};
+  } else if (blurs) {
+    if (!reuse_blur) {
+      make_blurred_background(s, fw);
+      cv::Mat parts[3];
+      cv::split(small_bg_, parts);
+      cv::resize(parts[0], bg_y_, cv::Size(fw, fh), 0, 0, cv::INTER_LINEAR);
+      cv::resize(parts[1], bg_u_, half, 0, 0, cv::INTER_LINEAR);
+      cv::resize(parts[2], bg_v_, half, 0, 0, cv::INTER_LINEAR);
+      blur_key_ = key;
+      blur_reuses_ = 0;
+      bg_yuv_key_ = 0;
+    } else {
+      ++blur_reuses_;
+    }
+  } else {
+    // Colour, image (black without one), transparent (black): kept while the key holds.
+    const bool image = s.mode == BackgroundMode::kImage && has_image();
+    const uint32_t argb = s.mode == BackgroundMode::kColor ? s.color_argb : 0xFF000000u;
+    const uint64_t k = (image ? (uint64_t{1} << 63) | (static_cast<uint64_t>(image_scaled_key_ + 1) << 32)
+                              : (uint64_t{1} << 62) | argb) ^
+                       (static_cast<uint64_t>(fw) << 40) ^ (static_cast<uint64_t>(fh) << 20) ^
+                       static_cast<uint64_t>(std::lround(f.kr * 1e4)) ^ (f.full_range ? 7u : 0u);
+    if (bg_yuv_key_ != k || bg_y_.size() != cv::Size(fw, fh)) {
+      if (image) {
+        planes_from_rgb(scaled_image(cv::Size(fw, fh), rgb_layout), rgb_layout);
+      } else {
+        float yy, cb, cr;
+        YuvMatrix(f).convert((argb >> 16) & 0xFF, (argb >> 8) & 0xFF, argb & 0xFF, &yy, &cb, &cr);
+        bg_y_.create(fh, fw, CV_8UC1);
+        bg_y_.setTo(cv::saturate_cast<uint8_t>(yy));
+        bg_u_.create(half, CV_8UC1);
+        bg_u_.setTo(cv::saturate_cast<uint8_t>(cb));
+        bg_v_.create(half, CV_8UC1);
+        bg_v_.setTo(cv::saturate_cast<uint8_t>(cr));
+      }
+      bg_yuv_key_ = k;
+      blur_key_ = {};
+    }
+  }
+  if (f.nv12 && (bg_yuv_key_ == 0 || bg_uv_.size() != half)) {
+    const cv::Mat uv[2] = {bg_u_, bg_v_};
+    cv::merge(uv, 2, bg_uv_);
+  }
+  times_.background_ms = lap();
+
+  parallel_rows(fh, [&](const cv::Range& rows) {
+    for (int y = rows.start; y < rows.end; ++y)
+      blend_plane_row(f.y + y * f.y_stride, bg_y_.ptr<uint8_t>(y), alpha_.ptr<uint8_t>(y), fw);
+  });
+  parallel_rows(ch, [&](const cv::Range& rows) {
+    thread_local std::vector<uint8_t> pairs;
+    for (int j = rows.start; j < rows.end; ++j) {
+      const uint8_t* a = alpha_c_.ptr<uint8_t>(j);
+      if (f.nv12) {
+        pairs.resize(2 * static_cast<size_t>(cw));
+        for (int i = 0; i < cw; ++i) pairs[2 * i] = pairs[2 * i + 1] = a[i];
+        blend_plane_row(f.u + j * f.u_stride, bg_uv_.ptr<uint8_t>(j), pairs.data(), 2 * cw);
+      } else {
+        blend_plane_row(f.u + j * f.u_stride, bg_u_.ptr<uint8_t>(j), a, cw);
+        blend_plane_row(f.v + j * f.v_stride, bg_v_.ptr<uint8_t>(j), a, cw);
+      }
     }
   });
   times_.blend_ms = lap();

@@ -43,6 +43,28 @@ struct PackedLayout {
   int alpha = 3;  // -1: no alpha channel (RGB, BGR, RGBx, BGRx)
 };
 
+// A planar YUV 4:2:0 frame, borrowed: I420 (Y, U, V planes) or NV12 (Y, interleaved UV in
+// `u`). Chroma planes are (width + 1) / 2 x (height + 1) / 2.
+struct YuvFrame {
+  bool nv12 = false;
+  int width = 0, height = 0;
+  uint8_t* y = nullptr;
+  size_t y_stride = 0;
+  uint8_t* u = nullptr;  // NV12: the UV plane
+  size_t u_stride = 0;
+  uint8_t* v = nullptr;  // NV12: unused
+  size_t v_stride = 0;
+  // The stream's colour matrix (Kr, Kb) and range: backgrounds given in RGB (colour,
+  // image, video) are converted with it.
+  double kr = 0.299, kb = 0.114;
+  bool full_range = false;
+};
+
+// RGB(A) pixels -> Y at full size and U, V at half size (2x2 means), with the matrix and
+// range of `like` (its planes are not touched). The inverse of nnsegment's YUV -> RGB.
+void rgb_to_yuv420(const cv::Mat& rgb, const PackedLayout& layout, const YuvFrame& like, cv::Mat& y, cv::Mat& u,
+                   cv::Mat& v);
+
 struct CompositorSettings {
   BackgroundMode mode = BackgroundMode::kBlur;
   double blur_sigma = 16.0;  // Gaussian sigma in frame pixels
@@ -71,6 +93,11 @@ class Compositor {
 
   // Composites in place. frame wraps the mapped video frame (CV_8UC3 or CV_8UC4).
   void process(cv::Mat& frame, const PackedLayout& layout, const MaskView& mask, const CompositorSettings& s);
+  // The same on the planes of a YUV 4:2:0 frame, never converted to RGB: the guided filter
+  // is guided by the frame's own Y, the blur runs on a Y/U/V work image, and each plane is
+  // blended with the alpha at its resolution. kTransparent (no alpha channel) composites
+  // over black; kVideo's background is packed RGB at the frame's size (converted here).
+  void process_yuv(const YuvFrame& frame, const MaskView& mask, const CompositorSettings& s);
 
   // CPU time of the calling thread per stage of the last process() call (work done by
   // cv::parallel_for_ helpers is not included: profile with cv::setNumThreads(1)).
@@ -113,6 +140,10 @@ class Compositor {
   // Full resolution buffers.
   cv::Mat coef_small_;   // CV_32FC2 (A, B) at work size: alpha * 255 = A * luma + B (luma 0..255)
   cv::Mat luma_, coef_full_, alpha_, alpha_n_, background_;
+  // YUV frames: the alpha at chroma resolution and the background's planes (chroma
+  // interleaved for NV12), with what they hold (blur key, or colour / image key).
+  cv::Mat alpha_c_, bg_y_, bg_u_, bg_v_, bg_uv_;
+  uint64_t bg_yuv_key_ = 0;  // 0: nothing reusable (blur: blur_key_ decides)
   cv::Scalar background_color_ = cv::Scalar::all(-1);  // what background_ holds in colour mode
   // What background_ holds in blur mode (for fast frames' reuse); empty size: nothing.
   struct BlurKey {

@@ -59,9 +59,13 @@
  *   videoconvert ! pngenc ! multifilesink location=cutout-%05d.png
  * ]| Cut-outs with transparency.
  *
- * Caps: video/x-raw in RGBA, BGRA, RGBx, BGRx, RGB or BGR (put videoconvert in front
- * for YUV), same caps out; mode=transparent needs RGBA or BGRA (the only formats offered
- * to a neighbour that can convert; others are a negotiation error). The background pad takes any of those formats at any size,
+ * Caps: video/x-raw in RGBA, BGRA, RGBx, BGRx, RGB, BGR, I420 or NV12, same caps out.
+ * I420 and NV12 frames (a camera's or a decoder's own format) are composited on their
+ * planes without a conversion to RGB: the edge refinement is guided by the frame's Y, the
+ * blur runs on Y, U and V, and each plane is blended with the alpha at its resolution;
+ * colours and images are converted with the stream's colour matrix. mode=transparent
+ * needs RGBA or BGRA (the only formats offered to a neighbour that can convert; others are
+ * a negotiation error). The background pad takes the packed RGB formats at any size,
  * independently of the main stream.
  */
 #include "gstnnbackground.h"
@@ -101,7 +105,9 @@ enum {
 #define DEFAULT_PROP_FEATHER 2.0
 #define DEFAULT_PROP_ADAPTIVE TRUE
 
-#define NN_BACKGROUND_FORMATS "{ RGBA, BGRA, RGBx, BGRx, RGB, BGR }"
+#define NN_BACKGROUND_FORMATS "{ RGBA, BGRA, RGBx, BGRx, RGB, BGR, I420, NV12 }"
+// The background pad's frames are packed RGB (scaled and converted once per frame).
+#define NN_BACKGROUND_PAD_FORMATS "{ RGBA, BGRA, RGBx, BGRx, RGB, BGR }"
 #define NN_BACKGROUND_ALPHA_FORMATS "{ RGBA, BGRA }"
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
@@ -113,7 +119,7 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
 // take the automatic link whenever the main stream's format does not fit "sink", and the
 // pipeline would wait in PREROLL for frames that never come.
 static GstStaticPadTemplate background_template = GST_STATIC_PAD_TEMPLATE(
-    "background", GST_PAD_SINK, GST_PAD_REQUEST, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(NN_BACKGROUND_FORMATS)));
+    "background", GST_PAD_SINK, GST_PAD_REQUEST, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(NN_BACKGROUND_PAD_FORMATS)));
 
 GType gst_nn_background_mode_get_type(void) {
   static GType type = 0;
@@ -165,7 +171,11 @@ class QualityGovernor {
 
 struct BackgroundState {
   Compositor compositor;
-  PackedLayout layout;
+  PackedLayout layout;  // YUV frames: RGB, the layout mode=video's background is converted to
+  // I420 / NV12 frames are composited on their planes (Compositor::process_yuv); `yuv`
+  // holds the stream's planar layout and colour matrix (the planes are set per frame).
+  bool is_yuv = false;
+  YuvFrame yuv;
   std::string loaded_location;             // the image the compositor holds
   std::unique_ptr<BackgroundInput> input;  // the background pad (mode=video)
   // mode=video: the background buffer last converted, and the result (frame size and
@@ -453,7 +463,8 @@ static void report_cost(GstNnBackground* self, double ms) {
 static double warm_up(GstNnBackground* self, int width, int height) {
   if (width <= 0 || height <= 0) return -1;
   const nn::plugins::PackedLayout& l = self->state->layout;
-  cv::Mat frame(height, width, l.channels == 4 ? CV_8UC4 : CV_8UC3, cv::Scalar::all(128));
+  cv::Mat frame;
+  if (!self->state->is_yuv) frame = cv::Mat(height, width, l.channels == 4 ? CV_8UC4 : CV_8UC3, cv::Scalar::all(128));
   const std::vector<float> half(16 * 16, 0.5f);
   nn::plugins::MaskView mask;
   mask.width = mask.height = 16;
@@ -466,10 +477,29 @@ static double warm_up(GstNnBackground* self, int width, int height) {
   GST_OBJECT_LOCK(self);
   nn::plugins::CompositorSettings settings = settings_locked(self);
   GST_OBJECT_UNLOCK(self);
+  // YUV: a grey frame's planes in one buffer (Y, then chroma).
+  nn::plugins::YuvFrame yuv = self->state->yuv;
+  std::vector<uint8_t> planes;
+  if (self->state->is_yuv) {
+    const size_t cw = (width + 1) / 2, ch = (height + 1) / 2;
+    planes.assign(static_cast<size_t>(width) * height + 2 * cw * ch, 128);
+    yuv.y = planes.data();
+    yuv.y_stride = width;
+    yuv.u = yuv.y + static_cast<size_t>(width) * height;
+    yuv.u_stride = yuv.nv12 ? 2 * cw : cw;
+    yuv.v = yuv.u + cw * ch;
+    yuv.v_stride = cw;
+  }
+  const auto composite_once = [&]() {
+    if (self->state->is_yuv)
+      self->state->compositor.process_yuv(yuv, mask, settings);
+    else
+      self->state->compositor.process(frame, l, mask, settings);
+  };
   try {
-    self->state->compositor.process(frame, l, mask, settings);
+    composite_once();
     const gint64 t0 = g_get_monotonic_time();
-    self->state->compositor.process(frame, l, mask, settings);
+    composite_once();
     const double ms = (g_get_monotonic_time() - t0) / 1000.0;
     self->state->governed = settings;
     self->state->governor.record(nn::plugins::QualityGovernor::kFull, ms);
@@ -484,10 +514,23 @@ static gboolean gst_nn_background_set_info(GstVideoFilter* filter, GstCaps* /*in
                                            GstCaps* /*outcaps*/, GstVideoInfo* /*out_info*/) {
   GstNnBackground* self = GST_NN_BACKGROUND(filter);
   nn::plugins::PackedLayout l;
-  if (!layout_of(GST_VIDEO_INFO_FORMAT(in_info), &l)) {
+  const GstVideoFormat format = GST_VIDEO_INFO_FORMAT(in_info);
+  const bool yuv = format == GST_VIDEO_FORMAT_I420 || format == GST_VIDEO_FORMAT_NV12;
+  if (yuv) {
+    l = {3, 0, 1, 2, -1};  // no alpha (transparent is refused below); mode=video converts to RGB
+    nn::plugins::YuvFrame& y = self->state->yuv;
+    y = {};
+    y.nv12 = format == GST_VIDEO_FORMAT_NV12;
+    y.width = GST_VIDEO_INFO_WIDTH(in_info);
+    y.height = GST_VIDEO_INFO_HEIGHT(in_info);
+    gdouble kr = 0.299, kb = 0.114;
+    if (gst_video_color_matrix_get_Kr_Kb(in_info->colorimetry.matrix, &kr, &kb)) y.kr = kr, y.kb = kb;
+    y.full_range = in_info->colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
+  } else if (!layout_of(format, &l)) {
     GST_ERROR_OBJECT(self, "unsupported format %s", GST_VIDEO_INFO_NAME(in_info));
     return FALSE;
   }
+  self->state->is_yuv = yuv;
   if (!check_alpha(self, GST_VIDEO_INFO_FORMAT(in_info), l)) return FALSE;
   self->state->layout = l;
   self->state->forget_converted();  // converted for the old size or layout
@@ -609,11 +652,9 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
     mask.small_stride = meta->small_stride;
   }
 
-  cv::Mat img(GST_VIDEO_FRAME_HEIGHT(frame), GST_VIDEO_FRAME_WIDTH(frame),
-              s->layout.channels == 4 ? CV_8UC4 : CV_8UC3, GST_VIDEO_FRAME_PLANE_DATA(frame, 0),
-              GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0));
+  const cv::Size size(GST_VIDEO_FRAME_WIDTH(frame), GST_VIDEO_FRAME_HEIGHT(frame));
   if (video) {
-    settings.background = video_background(self, bg_buffer.get(), bg_info, img.size());
+    settings.background = video_background(self, bg_buffer.get(), bg_info, size);
   }
   // Costs measured under other settings say nothing about these.
   const nn::plugins::CompositorSettings& g = s->governed;
@@ -625,7 +666,22 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
   // Would full quality finish after the frame's deadline? Then the fast path.
   if (adaptive && meta->deadline_us > 0)
     settings.fast = s->governor.choose_fast((meta->deadline_us - t0) / 1000.0);
-  s->compositor.process(img, s->layout, mask, settings);
+  if (s->is_yuv) {
+    nn::plugins::YuvFrame yuv = s->yuv;
+    yuv.y = static_cast<uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(frame, 0));
+    yuv.y_stride = GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0);
+    yuv.u = static_cast<uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(frame, 1));
+    yuv.u_stride = GST_VIDEO_FRAME_PLANE_STRIDE(frame, 1);
+    if (!yuv.nv12) {
+      yuv.v = static_cast<uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(frame, 2));
+      yuv.v_stride = GST_VIDEO_FRAME_PLANE_STRIDE(frame, 2);
+    }
+    s->compositor.process_yuv(yuv, mask, settings);
+  } else {
+    cv::Mat img(size, s->layout.channels == 4 ? CV_8UC4 : CV_8UC3, GST_VIDEO_FRAME_PLANE_DATA(frame, 0),
+                GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0));
+    s->compositor.process(img, s->layout, mask, settings);
+  }
   s->helper_cpu_ms = s->compositor.last_stage_times().helper_ms;
   const double ms = (g_get_monotonic_time() - t0) / 1000.0;
   using Governor = nn::plugins::QualityGovernor;
