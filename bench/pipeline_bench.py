@@ -46,14 +46,15 @@ w, h = cfg["width"], cfg["height"]
 # a camera's would be (videorate's repeated frames are shared buffers, which the first
 # element writing into the frame would have to copy).
 desc = (f"filesrc location={cfg['video']} ! decodebin ! videorate ! video/x-raw,framerate=30/1 ! "
-        f"videoconvert ! videoscale ! video/x-raw,format=RGBA,width={w},height={h} ! "
+        f"videoconvert ! videoscale ! video/x-raw,format={cfg['format']},width={w},height={h} ! "
         f"identity sync=true name=pace ! queue max-size-buffers=2 leaky=downstream name=camq ! ")
 if cfg.get("baseline"):  # the same source, decoding and pacing without our elements
     desc += "fakesink name=sink sync=true qos=true"
 else:
     prio = f" thread-priority={cfg['priority']}" if cfg.get("priority") else ""
     desc += (f"nnsegment name=seg model={cfg['model']} threads={cfg['threads']} latency-budget={cfg['budget']}{prio} ! "
-             f"nnbackground name=bg mode=blur ! fakesink name=sink sync=true qos=true")
+             f"nnbackground name=bg mode=blur adaptive={str(cfg.get('adaptive', True)).lower()} ! "
+             f"fakesink name=sink sync=true qos=true")
 pipe = Gst.parse_launch(desc)
 loop = GLib.MainLoop()
 frames = {"n": 0}
@@ -133,8 +134,10 @@ def host_isa():
     return {"cpu": model, "cores": os.cpu_count(), "host_isa": has, "isa_used": used}
 
 
-def run_one(width, height, seconds, budget, threads, overload, baseline=False, priority=None):
+def run_one(width, height, seconds, budget, threads, overload, baseline=False, priority=None, fmt="RGBA",
+            adaptive=True):
     cfg = dict(width=width, height=height, seconds=seconds, budget=budget, threads=threads, priority=priority,
+               format=fmt, adaptive=adaptive,
                video=os.path.join(ROOT, "assets", "media", "Megamind.avi"),
                model=MODEL, baseline=baseline)
     env = dict(os.environ, GST_PLUGIN_PATH=os.path.join(os.environ.get("NN_BUILD_DIR", os.path.join(ROOT, "build")), "plugins"),
@@ -167,7 +170,7 @@ def run_one(width, height, seconds, budget, threads, overload, baseline=False, p
     st = res["stats"]
     frames_in = st.get("frames-in", 0)
     return {
-        "size": f"{width}x{height}", "overload": overload, "budget_ms": budget, "threads": threads,
+        "size": f"{width}x{height}", "format": fmt, "overload": overload, "budget_ms": budget, "threads": threads,
         "seconds": round(res["wall_s"], 1), "frames_out": res["frames_out"], "fps": res["frames_out"] / res["wall_s"],
         "frames_in": frames_in, "frames_dropped": st.get("frames-dropped", 0),
         "inferences_run": st.get("inferences-run", 0), "inferences_skipped": st.get("inferences-skipped", 0),
@@ -214,6 +217,10 @@ def main():
                          "median of every figure, and the worst run's dropped frames")
     ap.add_argument("--thread-priority", choices=["normal", "low-latency", "realtime"],
                     help="nnsegment's thread-priority (default: the element's, normal)")
+    ap.add_argument("--format", default="RGBA", choices=["RGBA", "BGRx", "RGB", "I420", "NV12"],
+                    help="the frames' format (I420, NV12: nnbackground composites the planes)")
+    ap.add_argument("--no-adaptive", action="store_true",
+                    help="nnbackground adaptive=false: every frame at full quality (for CPU comparisons)")
     ap.add_argument("--isa", choices=["native", "avx2"], default="native",
                     help="avx2: disable AVX-512 in the engine's kernels and OpenCV (an AVX2-only host)")
     ap.add_argument("--json", help="write the rows here")
@@ -230,10 +237,10 @@ def main():
         for _ in range(args.repeat):
             # CPU our two elements cost per frame = the whole process's minus that of the same
             # pipeline without them (decoding, scaling, pacing), measured just before.
-            base = run_one(*dims[s], args.seconds, args.budget, args.threads, False, baseline=True)
+            base = run_one(*dims[s], args.seconds, args.budget, args.threads, False, baseline=True, fmt=args.format)
             for overload in ([False, True] if args.overload else [False]):
                 r = run_one(*dims[s], args.seconds, args.budget, args.threads, overload,
-                            priority=args.thread_priority)
+                            priority=args.thread_priority, fmt=args.format, adaptive=not args.no_adaptive)
                 r["baseline_cpu_ms_per_frame"] = base["cpu_ms_per_frame"]
                 r["elements_cpu_ms_per_frame"] = r["cpu_ms_per_frame"] - base["cpu_ms_per_frame"]
                 runs[overload].append(r)
@@ -243,12 +250,12 @@ def main():
     print()
     print(f"Host: {isa['cpu']}, {isa['cores']} cores, {isa['host_isa']}; ISA used: {isa['isa_used']}")
     print()
-    print("| size | load | fps out | frames in/out | dropped | inferences run/skipped | inference p50/p99 ms | "
+    print("| size | format | load | fps out | frames in/out | dropped | inferences run/skipped | inference p50/p99 ms | "
           "added latency p50/p99 ms (nnsegment / nnbackground p99) | fast composites | "
           "CPU ms/frame: process / source alone / our elements | CPU ms/frame: nnsegment / nnbackground (own stats) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['size']} | {'overload' if r['overload'] else 'idle'} | {r['fps']:.1f} | {r['frames_in']}/{r['frames_out']} "
+        print(f"| {r['size']} | {r['format']} | {'overload' if r['overload'] else 'idle'} | {r['fps']:.1f} | {r['frames_in']}/{r['frames_out']} "
               f"| {r['frames_dropped']} | {r['inferences_run']}/{r['inferences_skipped']} | "
               f"{r['inference_p50_ms']:.1f}/{r['inference_p99_ms']:.1f} | "
               f"{r['added_latency_p50_ms']:.1f}/{r['added_latency_p99_ms']:.1f} "
