@@ -623,27 +623,6 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
 
 namespace {
 
-// Y, U, V (or the interleaved UV of NV12) of a frame at the work size, as one 3-channel
-// image: the guided filter reads channel 0 (the frame's own luma), the blur all three.
-void make_yuv_work_image(const YuvFrame& f, cv::Size ws, cv::Mat& dst) {
-  const int cw = (f.width + 1) / 2, ch = (f.height + 1) / 2;
-  const cv::Mat y(f.height, f.width, CV_8UC1, f.y, f.y_stride);
-  cv::Mat planes[3];
-  shrink_area(y, planes[0], ws, cv::INTER_LINEAR);
-  if (f.nv12) {
-    const cv::Mat uv(ch, cw, CV_8UC2, f.u, f.u_stride);
-    cv::Mat uv_small;
-    cv::resize(uv, uv_small, ws, 0, 0, ws.width * 2 <= cw ? cv::INTER_AREA : cv::INTER_LINEAR);
-    cv::split(uv_small, planes + 1);
-  } else {
-    const cv::Mat u(ch, cw, CV_8UC1, f.u, f.u_stride), v(ch, cw, CV_8UC1, f.v, f.v_stride);
-    const int interp = ws.width * 2 <= cw ? cv::INTER_AREA : cv::INTER_LINEAR;
-    cv::resize(u, planes[1], ws, 0, 0, interp);
-    cv::resize(v, planes[2], ws, 0, 0, interp);
-  }
-  cv::merge(planes, 3, dst);
-}
-
 // The colour matrix's constants for RGB (0..255) -> Y'CbCr in the stream's range.
 struct YuvMatrix {
   float kr, kg, kb, y_gain, y_off, c_gain;
@@ -699,6 +678,12 @@ void Compositor::process_yuv(const YuvFrame& f, const MaskView& mask, const Comp
   };
   times_ = {};
   small_shared_ = false;
+  struct ForgetBorrowed {
+    Compositor* c;
+    ~ForgetBorrowed() {
+      if (c->small_shared_) c->small_.release();
+    }
+  } forget_borrowed{this};
   cv::Mat luma(fh, fw, CV_8UC1, f.y, f.y_stride);
   const bool video_ok = s.mode == BackgroundMode::kVideo && s.background && s.background->rows == fh &&
                         s.background->cols == fw && s.background->type() == CV_8UC3;
@@ -709,7 +694,18 @@ void Compositor::process_yuv(const YuvFrame& f, const MaskView& mask, const Comp
   last_reused_ = reuse_blur;
   const bool refine = s.refine && !s.fast;
   const bool need_small = refine || (blurs && !reuse_blur);
-  if (need_small) make_yuv_work_image(f, work_size(cv::Size(fw, fh)), small_);
+  if (need_small) {
+    const cv::Size ws = work_size(cv::Size(fw, fh));
+    if (mask.small_data && mask.small_width == ws.width && mask.small_height == ws.height &&
+        mask.small_stride >= static_cast<size_t>(ws.width) * 3) {
+      small_ = cv::Mat(ws, CV_8UC3, const_cast<void*>(mask.small_data), mask.small_stride);
+      small_shared_ = true;
+    } else {
+      const cv::Mat u = f.nv12 ? cv::Mat(ch, cw, CV_8UC2, f.u, f.u_stride) : cv::Mat(ch, cw, CV_8UC1, f.u, f.u_stride);
+      const cv::Mat v = f.nv12 ? cv::Mat() : cv::Mat(ch, cw, CV_8UC1, f.v, f.v_stride);
+      make_yuv_work_image(luma, u, v, small_);
+    }
+  }
   // The guided filter's luma is channel 0 of the work image, Y itself (r = g = b = 0: the
   // luma weights add up to 1), and the full-resolution alpha is A * Y + B.
   const PackedLayout y_only{3, 0, 0, 0, -1};

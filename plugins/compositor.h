@@ -28,9 +28,10 @@ struct MaskView {
   const void* data = nullptr;
   int frame_width = 0, frame_height = 0;  // the frame the rect refers to
   double rect_x = 0, rect_y = 0, rect_w = 0, rect_h = 0;
-  // Optional: the frame at work resolution (make_work_image) in the frame's own format,
-  // as nnsegment made it (GstNnMaskMeta's small frame). Used when its size is work_size of
-  // the frame; the caller checks the format. Saves reading the whole frame once.
+  // Optional: the frame at work resolution (make_work_image) in the frame's own format, or
+  // for YUV frames (process_yuv) packed Y, U, V (make_yuv_work_image), as nnsegment made it
+  // (GstNnMaskMeta's small frame). Used when its size is work_size of the frame; the
+  // caller checks the format. Saves reading the whole frame once.
   const void* small_data = nullptr;
   int small_width = 0, small_height = 0;
   size_t small_stride = 0;

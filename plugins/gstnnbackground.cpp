@@ -644,8 +644,8 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
   mask.rect_w = meta->rect_w;
   mask.rect_h = meta->rect_h;
   // nnsegment's work image (the compositor checks its size): only in this frame's format.
-  if (GBytes* small = gst_nn_mask_meta_get_small_frame(meta);
-      small && meta->small_format == GST_VIDEO_FRAME_FORMAT(frame)) {
+  const GstVideoFormat work_format = s->is_yuv ? GST_VIDEO_FORMAT_v308 : GST_VIDEO_FRAME_FORMAT(frame);
+  if (GBytes* small = gst_nn_mask_meta_get_small_frame(meta); small && meta->small_format == work_format) {
     mask.small_data = g_bytes_get_data(small, nullptr);
     mask.small_width = static_cast<int>(meta->small_width);
     mask.small_height = static_cast<int>(meta->small_height);

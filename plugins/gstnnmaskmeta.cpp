@@ -165,6 +165,7 @@ gboolean gst_nn_mask_meta_set_small_frame(GstNnMaskMeta* meta, GstVideoFormat fo
       break;
     case GST_VIDEO_FORMAT_RGB:
     case GST_VIDEO_FORMAT_BGR:
+    case GST_VIDEO_FORMAT_v308:  // planar YUV frames' small frame: packed 4:4:4
       bpp = 3;
       break;
     default:

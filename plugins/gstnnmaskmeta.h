@@ -22,9 +22,10 @@
  * about 480 px wide), so the frame is read once for both. small_format is
  * GST_VIDEO_FORMAT_UNKNOWN when there is none. It is the picture nnsegment saw (elements
  * that draw into the frame afterwards are not in it), in the frame's own packed format
- * (RGBA, BGRA, RGBx, BGRx, RGB or BGR), small_width x small_height pixels covering the
- * whole frame, made by area averaging (nnpipe's make_work_image: the frame's width divided
- * by ceil(width / 480), the height by the same factor). A consumer checks the format and
+ * (RGBA, BGRA, RGBx, BGRx, RGB or BGR; for I420 and NV12 frames packed 4:4:4 YUV, v308,
+ * each plane shrunk on its own), small_width x small_height pixels covering the whole
+ * frame, made by area averaging (nnpipe's make_work_image: the frame's width divided by
+ * ceil(width / 480), the height by the same factor). A consumer checks the format and
  * size against what it needs and shrinks the frame itself otherwise. Immutable and shared
  * like the mask; copies keep it, a scale keeps it (it still shows the frame, at a size that
  * no longer follows the rule above).

@@ -95,11 +95,32 @@ static void write_gray(SegmentState* s, GstVideoFrame* out) {
     gray.setTo(255);
 }
 
-// A packed RGB frame shrunk to the compositor's work size (imageops' make_work_image), as
-// GBytes that keep the image alive without a copy; null for planar YUV frames.
-static GBytes* make_small_frame(GstVideoFrame* frame) {
+// The frame shrunk to the compositor's work size (imageops' make_work_image; I420 and NV12:
+// make_yuv_work_image, packed 4:4:4), as GBytes that keep the image alive without a copy.
+// *format receives the small frame's format.
+static GBytes* make_small_frame(GstVideoFrame* frame, GstVideoFormat* format) {
   int channels = 0;
-  switch (GST_VIDEO_FRAME_FORMAT(frame)) {
+  const GstVideoFormat f = GST_VIDEO_FRAME_FORMAT(frame);
+  *format = f;
+  auto* small = new cv::Mat();
+  const auto bytes_of = [](cv::Mat* m) {
+    if (!m->isContinuous()) *m = m->clone();
+    return g_bytes_new_with_free_func(m->data, m->total() * m->elemSize(),
+                                      [](gpointer p) { delete static_cast<cv::Mat*>(p); }, m);
+  };
+  if (f == GST_VIDEO_FORMAT_I420 || f == GST_VIDEO_FORMAT_NV12) {
+    const int w = GST_VIDEO_FRAME_WIDTH(frame), h = GST_VIDEO_FRAME_HEIGHT(frame);
+    const int cw = (w + 1) / 2, ch = (h + 1) / 2;
+    const auto plane = [&](int i, int type, int rows, int cols) {
+      return cv::Mat(rows, cols, type, GST_VIDEO_FRAME_PLANE_DATA(frame, i), GST_VIDEO_FRAME_PLANE_STRIDE(frame, i));
+    };
+    const bool nv12 = f == GST_VIDEO_FORMAT_NV12;
+    nn::plugins::make_yuv_work_image(plane(0, CV_8UC1, h, w), plane(1, nv12 ? CV_8UC2 : CV_8UC1, ch, cw),
+                                     nv12 ? cv::Mat() : plane(2, CV_8UC1, ch, cw), *small);
+    *format = GST_VIDEO_FORMAT_v308;
+    return bytes_of(small);
+  }
+  switch (f) {
     case GST_VIDEO_FORMAT_RGBA:
     case GST_VIDEO_FORMAT_BGRA:
     case GST_VIDEO_FORMAT_RGBx:
@@ -111,15 +132,13 @@ static GBytes* make_small_frame(GstVideoFrame* frame) {
       channels = 3;
       break;
     default:
+      delete small;
       return nullptr;
   }
   const cv::Mat src(GST_VIDEO_FRAME_HEIGHT(frame), GST_VIDEO_FRAME_WIDTH(frame), CV_8UC(channels),
                     GST_VIDEO_FRAME_PLANE_DATA(frame, 0), GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0));
-  auto* small = new cv::Mat();
   nn::plugins::make_work_image(src, *small);
-  if (!small->isContinuous()) *small = small->clone();
-  return g_bytes_new_with_free_func(small->data, small->total() * small->elemSize(),
-                                    [](gpointer m) { delete static_cast<cv::Mat*>(m); }, small);
+  return bytes_of(small);
 }
 
 static void maybe_post_stats(GstNnSegment* self, guint interval_ms) {
@@ -224,10 +243,11 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
   }
 
   // The compositor's work image (GstNnMaskMeta's small frame), made here once: the model
-  // input below takes the same block averages from the memo instead of reading the frame
-  // again (1080p, 4K), and nnbackground does not shrink the frame itself.
+  // input below takes the same reductions from the memo instead of reading the frame (or
+  // its planes) again, and nnbackground does not shrink the frame itself.
   nn::plugins::ShrinkMemo memo;
-  GBytes* small = gray_out ? nullptr : make_small_frame(frame);
+  GstVideoFormat small_format = GST_VIDEO_FORMAT_UNKNOWN;
+  GBytes* small = gray_out ? nullptr : make_small_frame(frame, &small_format);
   struct UnrefSmall {
     GBytes*& b;
     ~UnrefSmall() {
@@ -303,8 +323,8 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
         s->mask_w * sizeof(float), s->mask, fw, fh, r.x, r.y, r.width, r.height, age);
     if (meta && small) {
       const cv::Size ws = nn::plugins::work_size(cv::Size(fw, fh));
-      gst_nn_mask_meta_set_small_frame(meta, GST_VIDEO_FRAME_FORMAT(frame), ws.width, ws.height,
-                                       g_bytes_get_size(small) / ws.height, small);
+      gst_nn_mask_meta_set_small_frame(meta, small_format, ws.width, ws.height, g_bytes_get_size(small) / ws.height,
+                                       small);
     }
     if (meta) {
       meta->source_id = s->mask_tag;

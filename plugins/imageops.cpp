@@ -121,6 +121,21 @@ void make_work_image(const cv::Mat& frame, cv::Mat& dst) {
   shrink_area(frame, dst, work_size(frame.size()), cv::INTER_LINEAR);
 }
 
+void make_yuv_work_image(const cv::Mat& y, const cv::Mat& u, const cv::Mat& v, cv::Mat& dst) {
+  const cv::Size ws = work_size(y.size());
+  cv::Mat planes[3];
+  shrink_area(y, planes[0], ws, cv::INTER_LINEAR);
+  if (v.empty()) {
+    cv::Mat uv;
+    shrink_area(u, uv, ws, cv::INTER_LINEAR);
+    cv::split(uv, planes + 1);
+  } else {
+    shrink_area(u, planes[1], ws, cv::INTER_LINEAR);
+    shrink_area(v, planes[2], ws, cv::INTER_LINEAR);
+  }
+  cv::merge(planes, 3, dst);
+}
+
 void shrink_area(const cv::Mat& src, cv::Mat& dst, cv::Size target, int final) {
   if (src.cols <= target.width || src.rows <= target.height) {
     cv::resize(src, dst, target, 0, 0, cv::INTER_LINEAR);

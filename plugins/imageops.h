@@ -64,6 +64,10 @@ cv::Size work_size(cv::Size frame);
 // readers, a box filter and a blur, do not mind a little aliasing). The one rule nnsegment
 // (which makes it once and passes it on in the mask meta) and the compositor share.
 void make_work_image(const cv::Mat& frame, cv::Mat& dst);
+// The same for a planar YUV 4:2:0 frame: Y, U and V at the work size of the frame (Y's
+// size) as one packed 3-channel image (4:4:4, GStreamer's v308), each plane by
+// shrink_area with a bilinear last step. `v` empty: `u` is NV12's interleaved UV plane.
+void make_yuv_work_image(const cv::Mat& y, const cv::Mat& u, const cv::Mat& v, cv::Mat& dst);
 
 // Resamples a float mask that covers the rectangle (rx, ry, rw, rh) of a fw x fh frame
 // (GstNnMaskMeta's mapping) onto a grid of `out` cells spanning the frame. Bilinear

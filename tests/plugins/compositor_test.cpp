@@ -96,4 +96,56 @@ TEST(CompositorWorkImage, SharedWorkImageGivesTheSameComposite) {
   }
 }
 
+// The same for YUV frames: the packed 4:4:4 work image nnsegment makes from the planes
+// (make_yuv_work_image) gives the same composite as the planes shrunk by the compositor.
+TEST(CompositorWorkImage, SharedYuvWorkImageGivesTheSameComposite) {
+  for (const bool nv12 : {false, true}) {
+    SCOPED_TRACE(nv12 ? "NV12" : "I420");
+    const int w = 1920, h = 1080, ch = h / 2;
+    cv::Mat i420;
+    cv::cvtColor(picture(w, h, 3), i420, cv::COLOR_RGB2YUV_I420);  // Y rows, then U, then V
+    const cv::Mat y = i420(cv::Rect(0, 0, w, h)).clone();
+    const cv::Mat u = i420(cv::Rect(0, h, w, h / 4)).clone().reshape(1, ch);
+    const cv::Mat v = i420(cv::Rect(0, h + h / 4, w, h / 4)).clone().reshape(1, ch);
+    cv::Mat uv;
+    const cv::Mat both[2] = {u, v};
+    cv::merge(both, 2, uv);
+    Mask mask(w, h);
+    CompositorSettings settings;
+    const auto frame_of = [&](cv::Mat& yy, cv::Mat& uu, cv::Mat& vv, cv::Mat& uvuv) {
+      nn::plugins::YuvFrame f;
+      f.nv12 = nv12;
+      f.width = w, f.height = h;
+      f.y = yy.data, f.y_stride = yy.step[0];
+      if (nv12) {
+        f.u = uvuv.data, f.u_stride = uvuv.step[0];
+      } else {
+        f.u = uu.data, f.u_stride = uu.step[0];
+        f.v = vv.data, f.v_stride = vv.step[0];
+      }
+      return f;
+    };
+    cv::Mat y1 = y.clone(), u1 = u.clone(), v1 = v.clone(), uv1 = uv.clone();
+    Compositor alone, shared;
+    alone.process_yuv(frame_of(y1, u1, v1, uv1), mask.view, settings);
+    EXPECT_FALSE(alone.last_used_shared_work_image());
+
+    cv::Mat work;
+    nn::plugins::make_yuv_work_image(y, nv12 ? uv : u, nv12 ? cv::Mat() : v, work);
+    ASSERT_EQ(work.size(), nn::plugins::work_size({w, h}));
+    MaskView with_work = mask.view;
+    with_work.small_data = work.data;
+    with_work.small_width = work.cols;
+    with_work.small_height = work.rows;
+    with_work.small_stride = work.step[0];
+    cv::Mat y2 = y.clone(), u2 = u.clone(), v2 = v.clone(), uv2 = uv.clone();
+    shared.process_yuv(frame_of(y2, u2, v2, uv2), with_work, settings);
+    EXPECT_TRUE(shared.last_used_shared_work_image());
+    EXPECT_EQ(cv::norm(y2, y1, cv::NORM_INF), 0);
+    EXPECT_EQ(cv::norm(nv12 ? uv2 : u2, nv12 ? uv1 : u1, cv::NORM_INF), 0);
+    EXPECT_EQ(cv::norm(v2, v1, cv::NORM_INF), 0);
+    EXPECT_GT(cv::norm(y2, y, cv::NORM_L1), 0) << "nothing was composited";
+  }
+}
+
 }  // namespace

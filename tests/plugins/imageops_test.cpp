@@ -98,7 +98,8 @@ TEST(WorkImage, ShrinkMemoGivesTheSameImagesAndSkipsRepeatedSteps) {
   };
   for (const Case c : {Case{{1920, 1080}, CV_8UC4, true}, Case{{3840, 2160}, CV_8UC4, true},
                        Case{{1280, 720}, CV_8UC4, true}, Case{{1281, 721}, CV_8UC3, true},
-                       Case{{385, 289}, CV_8UC4, false}}) {
+                       Case{{385, 289}, CV_8UC4, false}, Case{{1920, 1080}, CV_8UC1, true},
+                       Case{{960, 540}, CV_8UC2, true}}) {
     cv::Mat frame(c.frame, c.type);
     cv::RNG(7).fill(frame, cv::RNG::UNIFORM, 0, 256);
     cv::GaussianBlur(frame, frame, cv::Size(0, 0), 2);
