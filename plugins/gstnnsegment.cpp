@@ -4,7 +4,9 @@
  *
  * Segments people in raw video with an nnpipe model (.nnapi, or .tflite/.onnx converted
  * on load) and attaches the mask to each buffer as a #GstNnMaskMeta (at the model's
- * resolution, with its mapping to the frame and its age in frames). With
+ * resolution, with its mapping to the frame and its age in frames). The meta also carries
+ * the frame shrunk to nnbackground's work size (its "small frame", made on the way to the
+ * model input), so the frame is shrunk once for both elements. With
  * output-mode=alpha the mask is also written into the alpha channel of RGBA/BGRA frames;
  * with output-mode=mask the element outputs the mask itself as GRAY8 video at the frame's
  * size (0..255 person probability after threshold and smoothing, 255 until the first mask
