@@ -714,24 +714,6 @@ void Compositor::process_yuv(const YuvFrame& f, const MaskView& mask, const Comp
 
   const cv::Size half(cw, ch);
   cv::resize(coef_small_, coef_full_, half, 0, 0, cv::INTER_LINEAR);
-  alpha_.create(fh, fw, CV_8UC1);
-  alpha_c_.create(ch, cw, CV_8UC1);
-  parallel_rows(fh, [&](const cv::Range& rows) {
-    for (int y = rows.start; y < rows.end; ++y)
-      alpha_row(luma.ptr<uint8_t>(y), coef_full_.ptr<float>(y / 2), alpha_.ptr<uint8_t>(y), fw);
-  });
-  // Chroma's alpha: the mean of the 2x2 luma alphas it covers (edges repeat on odd sizes).
-  parallel_rows(ch, [&](const cv::Range& rows) {
-    for (int j = rows.start; j < rows.end; ++j) {
-      const uint8_t* a0 = alpha_.ptr<uint8_t>(2 * j);
-      const uint8_t* a1 = alpha_.ptr<uint8_t>(std::min(2 * j + 1, fh - 1));
-      uint8_t* out = alpha_c_.ptr<uint8_t>(j);
-      const int pairs = fw / 2;
-      for (int i = 0; i < pairs; ++i)
-        out[i] = static_cast<uint8_t>((a0[2 * i] + a0[2 * i + 1] + a1[2 * i] + a1[2 * i + 1] + 2) >> 2);
-      if (pairs < cw) out[pairs] = static_cast<uint8_t>((a0[fw - 1] + a1[fw - 1] + 1) >> 1);
-    }
-  });
   times_.alpha_ms = lap();
 
   // The background's planes, at the frame's Y and chroma sizes.
@@ -788,14 +770,29 @@ void Compositor::process_yuv(const YuvFrame& f, const MaskView& mask, const Comp
   }
   times_.background_ms = lap();
 
-  parallel_rows(fh, [&](const cv::Range& rows) {
-    for (int y = rows.start; y < rows.end; ++y)
-      blend_plane_row(f.y + y * f.y_stride, bg_y_.ptr<uint8_t>(y), alpha_.ptr<uint8_t>(y), fw);
-  });
+  // One pass per chroma row j: the alphas of Y rows 2j and 2j + 1 (from the frame's own Y,
+  // before it is blended), those rows blended, then chroma row j with the mean of the 2x2
+  // luma alphas it covers (edges repeat on odd sizes). No alpha image is written.
   parallel_rows(ch, [&](const cv::Range& rows) {
-    thread_local std::vector<uint8_t> pairs;
+    thread_local std::vector<uint8_t> alpha0, alpha1, alpha_c, pairs;
+    alpha0.resize(fw), alpha1.resize(fw), alpha_c.resize(cw);
     for (int j = rows.start; j < rows.end; ++j) {
-      const uint8_t* a = alpha_c_.ptr<uint8_t>(j);
+      const int y0 = 2 * j, y1 = std::min(2 * j + 1, fh - 1);
+      const float* ab = coef_full_.ptr<float>(j);
+      alpha_row(f.y + y0 * f.y_stride, ab, alpha0.data(), fw);
+      const uint8_t* a0 = alpha0.data();
+      const uint8_t* a1 = a0;
+      if (y1 != y0) {
+        alpha_row(f.y + y1 * f.y_stride, ab, alpha1.data(), fw);
+        a1 = alpha1.data();
+      }
+      blend_plane_row(f.y + y0 * f.y_stride, bg_y_.ptr<uint8_t>(y0), a0, fw);
+      if (y1 != y0) blend_plane_row(f.y + y1 * f.y_stride, bg_y_.ptr<uint8_t>(y1), a1, fw);
+      uint8_t* a = alpha_c.data();
+      const int full_pairs = fw / 2;
+      for (int i = 0; i < full_pairs; ++i)
+        a[i] = static_cast<uint8_t>((a0[2 * i] + a0[2 * i + 1] + a1[2 * i] + a1[2 * i + 1] + 2) >> 2);
+      if (full_pairs < cw) a[full_pairs] = static_cast<uint8_t>((a0[fw - 1] + a1[fw - 1] + 1) >> 1);
       if (f.nv12) {
         pairs.resize(2 * static_cast<size_t>(cw));
         for (int i = 0; i < cw; ++i) pairs[2 * i] = pairs[2 * i + 1] = a[i];

@@ -141,9 +141,9 @@ class Compositor {
   // Full resolution buffers.
   cv::Mat coef_small_;   // CV_32FC2 (A, B) at work size: alpha * 255 = A * luma + B (luma 0..255)
   cv::Mat luma_, coef_full_, alpha_, alpha_n_, background_;
-  // YUV frames: the alpha at chroma resolution and the background's planes (chroma
-  // interleaved for NV12), with what they hold (blur key, or colour / image key).
-  cv::Mat alpha_c_, bg_y_, bg_u_, bg_v_, bg_uv_;
+  // YUV frames: the background's planes (chroma interleaved for NV12), with what they
+  // hold (blur key, or colour / image key).
+  cv::Mat bg_y_, bg_u_, bg_v_, bg_uv_;
   uint64_t bg_yuv_key_ = 0;  // 0: nothing reusable (blur: blur_key_ decides)
   cv::Scalar background_color_ = cv::Scalar::all(-1);  // what background_ holds in colour mode
   // What background_ holds in blur mode (for fast frames' reuse); empty size: nothing.
