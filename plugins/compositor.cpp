@@ -97,29 +97,46 @@ bool simd_rows_available() {
 #endif
 }
 
-// alpha[x] = clamp(A * luma[x] + B) with (A, B) = ab[x / 2] (half-resolution coefficients).
-inline void alpha_row_scalar(const uint8_t* l, const float* ab, uint8_t* out, int from, int width) {
+// alpha[x] = clamp(A * luma[x] + B) with (A, B) = ab[x >> shift]: the coefficients serve
+// blocks of 2 (shift 1) or 4 (shift 2) pixels each way.
+inline void alpha_row_scalar(const uint8_t* l, const float* ab, uint8_t* out, int from, int width, int shift) {
   for (int x = from; x < width; ++x) {
-    const float v = ab[2 * (x / 2)] * l[x] + ab[2 * (x / 2) + 1];
+    const float v = ab[2 * (x >> shift)] * l[x] + ab[2 * (x >> shift) + 1];
     out[x] = static_cast<uint8_t>(std::min(std::max(v, 0.f), 255.f));
   }
 }
 #if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) void alpha_row_avx2(const uint8_t* l, const float* ab, uint8_t* out, int width) {
-  const __m256i dup_a = _mm256_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6), dup_b = _mm256_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7);
+// The A and B of 8 pixels from x on (x a multiple of 8): 4 coefficient pairs (shift 1) or 2
+// (shift 2), each repeated over its pixels.
+__attribute__((target("avx2"), always_inline)) inline void coefficients8(const float* ab, int x, int shift,
+                                                                          __m256* a, __m256* b) {
+  if (shift == 1) {
+    const __m256 pairs = _mm256_loadu_ps(ab + x);
+    *a = _mm256_permutevar8x32_ps(pairs, _mm256_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6));
+    *b = _mm256_permutevar8x32_ps(pairs, _mm256_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7));
+  } else {
+    const __m256 pairs = _mm256_castps128_ps256(_mm_loadu_ps(ab + x / 2));
+    *a = _mm256_permutevar8x32_ps(pairs, _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2));
+    *b = _mm256_permutevar8x32_ps(pairs, _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3));
+  }
+}
+
+__attribute__((target("avx2,fma"))) void alpha_row_avx2(const uint8_t* l, const float* ab, uint8_t* out, int width,
+                                                        int shift) {
   const __m256 lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.f);
   int x = 0;
-  for (; x + 8 <= width; x += 8) {  // 8 pixels, 4 coefficient pairs
-    const __m256 pairs = _mm256_loadu_ps(ab + x);
+  for (; x + 8 <= width; x += 8) {
+    __m256 ca, cb;
+    coefficients8(ab, x, shift, &ca, &cb);
     const __m256 luma =
         _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(l + x))));
-    __m256 v = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(pairs, dup_a), luma, _mm256_permutevar8x32_ps(pairs, dup_b));
+    __m256 v = _mm256_fmadd_ps(ca, luma, cb);
     v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
     const __m256i i32 = _mm256_cvttps_epi32(v);  // truncation, as the scalar cast
     const __m128i i16 = _mm_packus_epi32(_mm256_castsi256_si128(i32), _mm256_extracti128_si256(i32, 1));
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + x), _mm_packus_epi16(i16, i16));
   }
-  alpha_row_scalar(l, ab, out, x, width);
+  alpha_row_scalar(l, ab, out, x, width, shift);
 }
 // The luma weights of `l` as pmaddubsw's per-byte multipliers of a 4-byte pixel.
 __attribute__((target("avx2"), always_inline)) inline __m256i luma_weights(const PackedLayout& l) {
@@ -131,12 +148,12 @@ __attribute__((target("avx2"), always_inline)) inline __m256i luma_weights(const
 // multiply-adds, then clamp(A * luma + B) with (A, B) = ab[x / 2] (4 coefficient pairs,
 // half-resolution). The same arithmetic as alpha_from_luma128.
 __attribute__((target("avx2,fma"), always_inline)) inline __m256i alpha8(__m256i px, __m256i weights,
-                                                                        const float* ab) {
-  const __m256i dup_a = _mm256_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6), dup_b = _mm256_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7);
+                                                                        const float* ab, int x, int shift) {
   const __m256i l128 = _mm256_madd_epi16(_mm256_maddubs_epi16(px, weights), _mm256_set1_epi16(1));
   const __m256 luma = _mm256_mul_ps(_mm256_cvtepi32_ps(l128), _mm256_set1_ps(1.f / 128.f));
-  const __m256 pairs = _mm256_loadu_ps(ab);
-  __m256 a = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(pairs, dup_a), luma, _mm256_permutevar8x32_ps(pairs, dup_b));
+  __m256 ca, cb;
+  coefficients8(ab, x, shift, &ca, &cb);
+  __m256 a = _mm256_fmadd_ps(ca, luma, cb);
   a = _mm256_min_ps(_mm256_max_ps(a, _mm256_setzero_ps()), _mm256_set1_ps(255.f));
   return _mm256_cvttps_epi32(a);
 }
@@ -144,22 +161,23 @@ __attribute__((target("avx2,fma"), always_inline)) inline __m256i alpha8(__m256i
 // The same for a 4-channel frame row, its luma computed on the fly: no frame-sized luma
 // image is written and read back.
 __attribute__((target("avx2,fma"))) void alpha_row_rgba_avx2(const uint8_t* px, const PackedLayout& layout,
-                                                             const float* ab, uint8_t* out, int width) {
+                                                             const float* ab, uint8_t* out, int width, int shift) {
   const __m256i weights = luma_weights(layout);
   int x = 0;
   for (; x + 8 <= width; x += 8) {
-    const __m256i i32 = alpha8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(px + 4 * x)), weights, ab + x);
+    const __m256i i32 =
+        alpha8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(px + 4 * x)), weights, ab, x, shift);
     const __m128i i16 = _mm_packus_epi32(_mm256_castsi256_si128(i32), _mm256_extracti128_si256(i32, 1));
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + x), _mm_packus_epi16(i16, i16));
   }
-  for (; x < width; ++x) out[x] = alpha_from_luma128(luma128(px + 4 * x, layout), ab + 2 * (x / 2));
+  for (; x < width; ++x) out[x] = alpha_from_luma128(luma128(px + 4 * x, layout), ab + 2 * (x >> shift));
 }
 #endif
-void alpha_row(const uint8_t* l, const float* ab, uint8_t* out, int width) {
+void alpha_row(const uint8_t* l, const float* ab, uint8_t* out, int width, int shift) {
 #if defined(__x86_64__)
-  if (simd_rows_available()) return alpha_row_avx2(l, ab, out, width);
+  if (simd_rows_available()) return alpha_row_avx2(l, ab, out, width, shift);
 #endif
-  alpha_row_scalar(l, ab, out, 0, width);
+  alpha_row_scalar(l, ab, out, 0, width, shift);
 }
 
 // One row of 4-channel pixels blended over the background row q, 8 pixels per step, each
@@ -168,7 +186,7 @@ void alpha_row(const uint8_t* l, const float* ab, uint8_t* out, int width) {
 // shuffle, and the blend is one pmulhrsw per lane (blend_value's arithmetic).
 #if defined(__x86_64__)
 __attribute__((target("avx2,fma"))) void blend_rgba_row_fused(uint8_t* p, const uint8_t* q, const float* ab,
-                                                              const PackedLayout& layout, int pixels) {
+                                                              const PackedLayout& layout, int pixels, int shift) {
   const __m256i weights = luma_weights(layout), zero = _mm256_setzero_si256();
   // Pixels 0, 1 (lane 0) / 4, 5 (lane 1) and 2, 3 / 6, 7: unpacklo / unpackhi's order.
   const __m256i spread_lo = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 4, 5, 4, 5, 4, 5, 4, 5,  //
@@ -179,7 +197,7 @@ __attribute__((target("avx2,fma"))) void blend_rgba_row_fused(uint8_t* p, const 
   for (; x + 8 <= pixels; x += 8) {
     const __m256i f = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4 * x));
     const __m256i g = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 4 * x));
-    const __m256i a = alpha8(f, weights, ab + x);
+    const __m256i a = alpha8(f, weights, ab, x, shift);
     const __m256i y = _mm256_add_epi32(a, _mm256_srli_epi32(a, 7));  // 0..256
     const __m256i glo = _mm256_unpacklo_epi8(g, zero), ghi = _mm256_unpackhi_epi8(g, zero);
     const __m256i dlo = _mm256_slli_epi16(_mm256_sub_epi16(_mm256_unpacklo_epi8(f, zero), glo), 7);
@@ -189,7 +207,7 @@ __attribute__((target("avx2,fma"))) void blend_rgba_row_fused(uint8_t* p, const 
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 4 * x), _mm256_packus_epi16(lo, hi));
   }
   for (; x < pixels; ++x) {
-    const uint8_t a = alpha_from_luma128(luma128(p + 4 * x, layout), ab + 2 * (x / 2));
+    const uint8_t a = alpha_from_luma128(luma128(p + 4 * x, layout), ab + 2 * (x >> shift));
     for (int c = 0; c < 4; ++c) blend_byte(p[4 * x + c], q[4 * x + c], a);
   }
 }
@@ -450,6 +468,16 @@ void Compositor::make_blurred_background(const CompositorSettings& s, int frame_
   }
 }
 
+int Compositor::coefficient_shift(int frame_width) {
+  return work_factor(frame_width) >= 8 ? 2 : 1;
+}
+
+void Compositor::upsample_coefficients(int fw, int fh, int shift) {
+  const int block = 1 << shift;
+  cv::resize(coef_small_, coef_full_, cv::Size((fw + block - 1) / block, (fh + block - 1) / block), 0, 0,
+             cv::INTER_LINEAR);
+}
+
 template <class Body>
 void Compositor::parallel_rows(int rows, const Body& body) {
   const std::thread::id caller = std::this_thread::get_id();
@@ -505,18 +533,20 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
   // The coefficients are smooth over many frame pixels (box-filtered twice on the work
   // grid, or the feathered mask): they are upsampled to half the frame size and each value
   // serves a 2x2 block (a third of the full-size resize's time; the luma stays full
-  // resolution).
-  const cv::Size half((fw + 1) / 2, (fh + 1) / 2);
-  cv::resize(coef_small_, coef_full_, half, 0, 0, cv::INTER_LINEAR);
+  // resolution), or at 4K and wider (a work grid 8x smaller than the frame) to a quarter,
+  // each serving 4x4 (still twice the work grid's resolution; 4 MB instead of 16).
+  const int shift = coefficient_shift(fw);
+  upsample_coefficients(fw, fh, shift);
   if (!alpha_in_blend) parallel_rows(fh, [&](const cv::Range& rows) {
     for (int y = rows.start; y < rows.end; ++y) {
+      const float* ab = coef_full_.ptr<float>(y >> shift);
 #if defined(__x86_64__)
       if (fused_luma) {
-        alpha_row_rgba_avx2(frame.ptr<uint8_t>(y), layout, coef_full_.ptr<float>(y / 2), alpha_.ptr<uint8_t>(y), fw);
+        alpha_row_rgba_avx2(frame.ptr<uint8_t>(y), layout, ab, alpha_.ptr<uint8_t>(y), fw, shift);
         continue;
       }
 #endif
-      alpha_row(luma_.ptr<uint8_t>(y), coef_full_.ptr<float>(y / 2), alpha_.ptr<uint8_t>(y), fw);
+      alpha_row(luma_.ptr<uint8_t>(y), ab, alpha_.ptr<uint8_t>(y), fw, shift);
     }
   });
   times_.alpha_ms = lap();
@@ -602,7 +632,7 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
           upsample2x_rgba_row(bg->ptr<uint8_t>(j), bg->ptr<uint8_t>(k), hw, tmp.data(), up.data());
           q = up.data();
         }
-        blend_rgba_row_fused(frame.ptr<uint8_t>(y), q, coef_full_.ptr<float>(y / 2), layout, fw);
+        blend_rgba_row_fused(frame.ptr<uint8_t>(y), q, coef_full_.ptr<float>(y >> shift), layout, fw, shift);
       }
     });
     times_.blend_ms = lap();
@@ -713,7 +743,8 @@ void Compositor::process_yuv(const YuvFrame& f, const MaskView& mask, const Comp
   times_.work_ms = lap();
 
   const cv::Size half(cw, ch);
-  cv::resize(coef_small_, coef_full_, half, 0, 0, cv::INTER_LINEAR);
+  const int shift = coefficient_shift(fw);
+  upsample_coefficients(fw, fh, shift);
   times_.alpha_ms = lap();
 
   // The background's planes, at the frame's Y and chroma sizes.
@@ -778,12 +809,12 @@ void Compositor::process_yuv(const YuvFrame& f, const MaskView& mask, const Comp
     alpha0.resize(fw), alpha1.resize(fw), alpha_c.resize(cw);
     for (int j = rows.start; j < rows.end; ++j) {
       const int y0 = 2 * j, y1 = std::min(2 * j + 1, fh - 1);
-      const float* ab = coef_full_.ptr<float>(j);
-      alpha_row(f.y + y0 * f.y_stride, ab, alpha0.data(), fw);
+      const float* ab = coef_full_.ptr<float>(y0 >> shift);  // rows 2j and 2j + 1 share it
+      alpha_row(f.y + y0 * f.y_stride, ab, alpha0.data(), fw, shift);
       const uint8_t* a0 = alpha0.data();
       const uint8_t* a1 = a0;
       if (y1 != y0) {
-        alpha_row(f.y + y1 * f.y_stride, ab, alpha1.data(), fw);
+        alpha_row(f.y + y1 * f.y_stride, ab, alpha1.data(), fw, shift);
         a1 = alpha1.data();
       }
       blend_plane_row(f.y + y0 * f.y_stride, bg_y_.ptr<uint8_t>(y0), a0, fw);

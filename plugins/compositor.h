@@ -123,6 +123,10 @@ class Compositor {
   void make_work_alpha(const cv::Mat& frame, const PackedLayout& layout, const MaskView& mask,
                        const CompositorSettings& s, bool refine, bool need_small);
   void make_blurred_background(const CompositorSettings& s, int frame_width);
+  // The coefficients for the frame: coef_full_ has one (A, B) per block of 2^shift x 2^shift
+  // pixels (shift 1; 2 when the work grid is 8x or more smaller than the frame).
+  static int coefficient_shift(int frame_width);
+  void upsample_coefficients(int frame_width, int frame_height, int shift);
   // cv::parallel_for_ over rows [0, rows), counting other threads' CPU time in helper_ms.
   template <class Body>
   void parallel_rows(int rows, const Body& body);

@@ -148,4 +148,48 @@ TEST(CompositorWorkImage, SharedYuvWorkImageGivesTheSameComposite) {
   }
 }
 
+// At 4K the coefficients serve 4x4 pixel blocks (a quarter-size grid instead of half):
+// without refinement and feathering the alpha is the mask itself, so the alpha written at
+// 3840x2160 (RGBA, transparent) and the alpha the YUV path blends with (I420, a light
+// frame over the black of transparent without alpha) must follow the mask upsampled to the
+// frame everywhere: within 10 levels (measured: 8 at the steepest edge of this mask with
+// 4x4 blocks, 4 with 2x2; a block mapped to the wrong pixels is off by far more).
+TEST(CompositorCoefficients, QuarterGridAt4KFollowsTheMask) {
+  const int w = 3840, h = 2160;
+  Mask mask(w, h);
+  cv::Mat want;
+  nn::plugins::mask_to_grid(mask.values, 0, 0, w, h, w, h, cv::Size(w, h), want);
+  want.convertTo(want, CV_8U, 255.0);
+  CompositorSettings settings;
+  settings.mode = BackgroundMode::kTransparent;
+  settings.refine = false;
+  settings.feather = 0;
+
+  cv::Mat rgba(h, w, CV_8UC4, cv::Scalar(200, 150, 100, 255));
+  Compositor packed;
+  packed.process(rgba, layout_of(4), mask.view, settings);
+  cv::Mat alpha, diff;
+  cv::extractChannel(rgba, alpha, 3);
+  cv::absdiff(alpha, want, diff);
+  double worst = 0;
+  cv::minMaxLoc(diff, nullptr, &worst);
+  EXPECT_LE(worst, 10) << "RGBA alpha";
+
+  cv::Mat y(h, w, CV_8UC1, cv::Scalar(235)), u(h / 2, w / 2, CV_8UC1, cv::Scalar(128)),
+      v(h / 2, w / 2, CV_8UC1, cv::Scalar(128));
+  nn::plugins::YuvFrame f;
+  f.width = w, f.height = h;
+  f.y = y.data, f.y_stride = y.step[0];
+  f.u = u.data, f.u_stride = u.step[0];
+  f.v = v.data, f.v_stride = v.step[0];
+  Compositor planes;
+  planes.process_yuv(f, mask.view, settings);
+  // Over black (Y 16): y = 16 + (235 - 16) * alpha / 255.
+  cv::Mat want_y;
+  want.convertTo(want_y, CV_8U, 219.0 / 255.0, 16.0);
+  cv::absdiff(y, want_y, diff);
+  cv::minMaxLoc(diff, nullptr, &worst);
+  EXPECT_LE(worst, 10) << "I420 luma";
+}
+
 }  // namespace
