@@ -8,13 +8,19 @@ in a buffer of its own), then runs through
 Reported per run: frames delivered and dropped, inferences run and skipped (nnsegment's
 stats), frames nnbackground composited on its fast path (adaptive=true, its stats), the
 latency our two elements add per frame (GstTracer "latency" with flags=element: p50/p99 of
-nnsegment + nnbackground per buffer), and process CPU time per frame (all threads, all
-elements, decoding included). --overload adds CPU contention
-(busy processes on every core) to show the latency budget holding while inferences are
-skipped.
+nnsegment + nnbackground per buffer), process CPU time per frame (all threads, all
+elements, decoding included) and each element's own CPU time per frame (its "frame-cpu-ms"
+stats: nnsegment's streaming thread plus its inference worker's CPU per inference times
+inferences per frame; nnbackground's streaming thread plus its compositing helpers).
+--overload adds CPU contention (a busy process on every core: twice the work the cores
+can do) to show the latency budget holding while inferences are skipped. --isa avx2 runs
+the pipeline with AVX-512 disabled (NN_NO_AVX512=1 for the engine's kernels,
+OPENCV_CPU_DISABLE=AVX512-SKX for OpenCV 4.6's dispatch) to stand for an AVX2-only host;
+the ISA used is printed.
 
-Usage: /usr/bin/python3 bench/pipeline_bench.py [--sizes 720,1080] [--seconds 20]
-       [--budget 30] [--overload] [--repeat 3] [--thread-priority normal] [--json OUT]
+Usage: /usr/bin/python3 bench/pipeline_bench.py [--sizes 720,1080,2160] [--seconds 20]
+       [--budget 30] [--overload] [--repeat 3] [--isa native|avx2] [--thread-priority normal]
+       [--json OUT]
 """
 import argparse
 import json
@@ -40,14 +46,15 @@ w, h = cfg["width"], cfg["height"]
 # a camera's would be (videorate's repeated frames are shared buffers, which the first
 # element writing into the frame would have to copy).
 desc = (f"filesrc location={cfg['video']} ! decodebin ! videorate ! video/x-raw,framerate=30/1 ! "
-        f"videoconvert ! videoscale ! video/x-raw,format=RGBA,width={w},height={h} ! "
+        f"videoconvert ! videoscale ! video/x-raw,format={cfg['format']},width={w},height={h} ! "
         f"identity sync=true name=pace ! queue max-size-buffers=2 leaky=downstream name=camq ! ")
 if cfg.get("baseline"):  # the same source, decoding and pacing without our elements
     desc += "fakesink name=sink sync=true qos=true"
 else:
     prio = f" thread-priority={cfg['priority']}" if cfg.get("priority") else ""
     desc += (f"nnsegment name=seg model={cfg['model']} threads={cfg['threads']} latency-budget={cfg['budget']}{prio} ! "
-             f"nnbackground name=bg mode=blur ! fakesink name=sink sync=true qos=true")
+             f"nnbackground name=bg mode=blur adaptive={str(cfg.get('adaptive', True)).lower()} ! "
+             f"fakesink name=sink sync=true qos=true")
 pipe = Gst.parse_launch(desc)
 loop = GLib.MainLoop()
 frames = {"n": 0}
@@ -79,6 +86,7 @@ pipe.set_state(Gst.State.NULL)
 s = {stats.nth_field_name(i): stats.get_value(stats.nth_field_name(i)) for i in range(stats.n_fields())} if stats else {}
 if bg_stats:
     s["bg-fast-frames"] = bg_stats.get_value("fast-frames")
+    s["bg-frame-cpu-ms"] = bg_stats.get_value("frame-cpu-ms")
 cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 print(json.dumps({"error": err.get("e"), "frames_out": frames["n"], "wall_s": wall, "cpu_s": cpu,
                   "stats": {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in s.items()}}))
@@ -106,8 +114,30 @@ def burn():
         pass
 
 
-def run_one(width, height, seconds, budget, threads, overload, baseline=False, priority=None):
+def host_isa():
+    """The vector ISA the host has, and the one this run's environment lets the code use."""
+    flags = set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    has = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE"
+    avx512_off = os.environ.get("NN_NO_AVX512") and "AVX512-SKX" in os.environ.get("OPENCV_CPU_DISABLE", "")
+    used = "AVX2 (AVX-512 disabled: NN_NO_AVX512=1, OPENCV_CPU_DISABLE=AVX512-SKX)" if has == "AVX-512" and avx512_off else has
+    model = ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {"cpu": model, "cores": os.cpu_count(), "host_isa": has, "isa_used": used}
+
+
+def run_one(width, height, seconds, budget, threads, overload, baseline=False, priority=None, fmt="RGBA",
+            adaptive=True):
     cfg = dict(width=width, height=height, seconds=seconds, budget=budget, threads=threads, priority=priority,
+               format=fmt, adaptive=adaptive,
                video=os.path.join(ROOT, "assets", "media", "Megamind.avi"),
                model=MODEL, baseline=baseline)
     env = dict(os.environ, GST_PLUGIN_PATH=os.path.join(os.environ.get("NN_BUILD_DIR", os.path.join(ROOT, "build")), "plugins"),
@@ -140,7 +170,7 @@ def run_one(width, height, seconds, budget, threads, overload, baseline=False, p
     st = res["stats"]
     frames_in = st.get("frames-in", 0)
     return {
-        "size": f"{width}x{height}", "overload": overload, "budget_ms": budget, "threads": threads,
+        "size": f"{width}x{height}", "format": fmt, "overload": overload, "budget_ms": budget, "threads": threads,
         "seconds": round(res["wall_s"], 1), "frames_out": res["frames_out"], "fps": res["frames_out"] / res["wall_s"],
         "frames_in": frames_in, "frames_dropped": st.get("frames-dropped", 0),
         "inferences_run": st.get("inferences-run", 0), "inferences_skipped": st.get("inferences-skipped", 0),
@@ -153,6 +183,11 @@ def run_one(width, height, seconds, budget, threads, overload, baseline=False, p
         "composite_latency_p50_ms": percentile(per_element["bg"], 50),
         "composite_latency_p99_ms": percentile(per_element["bg"], 99),
         "cpu_ms_per_frame": 1000 * res["cpu_s"] / max(res["frames_out"], 1),
+        # Each element's own CPU per frame: nnsegment's streaming thread, plus its worker's
+        # CPU per inference times the inferences per frame; nnbackground's (with helpers).
+        "segment_cpu_ms_per_frame": st.get("frame-cpu-ms", 0) +
+            st.get("inference-cpu-ms", 0) * st.get("inferences-run", 0) / max(frames_in, 1),
+        "background_cpu_ms_per_frame": st.get("bg-frame-cpu-ms", 0),
     }
 
 
@@ -181,20 +216,31 @@ def main():
                     help="runs per row, each with its own baseline run just before; the row reports the "
                          "median of every figure, and the worst run's dropped frames")
     ap.add_argument("--thread-priority", choices=["normal", "low-latency", "realtime"],
-                    help="nnsegment's thread-priority (default: the element's, realtime)")
+                    help="nnsegment's thread-priority (default: the element's, normal)")
+    ap.add_argument("--format", default="RGBA", choices=["RGBA", "BGRx", "RGB", "I420", "NV12"],
+                    help="the frames' format (I420, NV12: nnbackground composites the planes)")
+    ap.add_argument("--no-adaptive", action="store_true",
+                    help="nnbackground adaptive=false: every frame at full quality (for CPU comparisons)")
+    ap.add_argument("--isa", choices=["native", "avx2"], default="native",
+                    help="avx2: disable AVX-512 in the engine's kernels and OpenCV (an AVX2-only host)")
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
-    dims = {"480": (854, 480), "720": (1280, 720), "1080": (1920, 1080)}
+    if args.isa == "avx2":
+        os.environ["NN_NO_AVX512"] = "1"
+        os.environ["OPENCV_CPU_DISABLE"] = "AVX512-SKX"  # OpenCV 4.6's name (AVX512_SKX is refused)
+    isa = host_isa()
+    print(json.dumps(isa))
+    dims = {"480": (854, 480), "720": (1280, 720), "1080": (1920, 1080), "2160": (3840, 2160)}
     rows = []
     for s in args.sizes.split(","):
         runs = {False: [], True: []}
         for _ in range(args.repeat):
             # CPU our two elements cost per frame = the whole process's minus that of the same
             # pipeline without them (decoding, scaling, pacing), measured just before.
-            base = run_one(*dims[s], args.seconds, args.budget, args.threads, False, baseline=True)
+            base = run_one(*dims[s], args.seconds, args.budget, args.threads, False, baseline=True, fmt=args.format)
             for overload in ([False, True] if args.overload else [False]):
                 r = run_one(*dims[s], args.seconds, args.budget, args.threads, overload,
-                            priority=args.thread_priority)
+                            priority=args.thread_priority, fmt=args.format, adaptive=not args.no_adaptive)
                 r["baseline_cpu_ms_per_frame"] = base["cpu_ms_per_frame"]
                 r["elements_cpu_ms_per_frame"] = r["cpu_ms_per_frame"] - base["cpu_ms_per_frame"]
                 runs[overload].append(r)
@@ -202,22 +248,25 @@ def main():
         for overload in ([False, True] if args.overload else [False]):
             rows.append(combine(runs[overload]))
     print()
-    print("| size | load | fps out | frames in/out | dropped | inferences run/skipped | inference p50/p99 ms | "
+    print(f"Host: {isa['cpu']}, {isa['cores']} cores, {isa['host_isa']}; ISA used: {isa['isa_used']}")
+    print()
+    print("| size | format | load | fps out | frames in/out | dropped | inferences run/skipped | inference p50/p99 ms | "
           "added latency p50/p99 ms (nnsegment / nnbackground p99) | fast composites | "
-          "CPU ms/frame: process / source alone / our elements |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "CPU ms/frame: process / source alone / our elements | CPU ms/frame: nnsegment / nnbackground (own stats) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['size']} | {'overload' if r['overload'] else 'idle'} | {r['fps']:.1f} | {r['frames_in']}/{r['frames_out']} "
+        print(f"| {r['size']} | {r['format']} | {'overload' if r['overload'] else 'idle'} | {r['fps']:.1f} | {r['frames_in']}/{r['frames_out']} "
               f"| {r['frames_dropped']} | {r['inferences_run']}/{r['inferences_skipped']} | "
               f"{r['inference_p50_ms']:.1f}/{r['inference_p99_ms']:.1f} | "
               f"{r['added_latency_p50_ms']:.1f}/{r['added_latency_p99_ms']:.1f} "
               f"({r['segment_latency_p99_ms']:.1f} / {r['composite_latency_p99_ms']:.1f}) | "
               f"{r['fast_composites']:.0f} | "
               f"{r['cpu_ms_per_frame']:.1f} / "
-              f"{r['baseline_cpu_ms_per_frame']:.1f} / {r['elements_cpu_ms_per_frame']:.1f} |")
+              f"{r['baseline_cpu_ms_per_frame']:.1f} / {r['elements_cpu_ms_per_frame']:.1f} | "
+              f"{r['segment_cpu_ms_per_frame']:.1f} / {r['background_cpu_ms_per_frame']:.1f} |")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(rows, f, indent=2)
+            json.dump({"isa": isa, "rows": rows}, f, indent=2)
 
 
 if __name__ == "__main__":

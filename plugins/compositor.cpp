@@ -1,11 +1,12 @@
 // Compositor: mask upsampling with a fast guided filter, background blur at low resolution,
 // and the full-resolution blend.
 #include "compositor.h"
+#include "cpu_time.h"
 #include "imageops.h"
 
-#include <time.h>
-
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include <opencv2/core/hal/intrin.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -20,9 +22,6 @@ namespace nn::plugins {
 
 namespace {
 
-// Work resolution: wide enough that the guided filter sees the edges that matter, small
-// enough that box sums and the blur cost little at 1080p (1920 -> 480 is a factor of 4).
-constexpr double kWorkWidth = 480.0;
 // Guided filter window: at least this many frame pixels, and wide enough to span the
 // model's soft edge (a few mask cells). Its regularization (luma in 0..1): a smaller eps
 // follows luma edges more closely but also copies texture into the alpha.
@@ -34,12 +33,6 @@ constexpr double kGuidedEps = 1e-3;
 // into a crisp edge. Measured on a disc behind a 24x18 mask: half-transparent pixels
 // 8700 (bilinear) -> 12200 (guided filter alone) -> 1100 (guided filter + gain 2).
 constexpr float kRefineGain = 2.f;
-
-double thread_cpu_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 int gray_code(const PackedLayout& l) {
   const bool rgb = l.r == 0;
@@ -55,6 +48,31 @@ inline uint8_t blend_value(int p, int q, int a) {
   return static_cast<uint8_t>(q + (((p - q) * 128 * y + 16384) >> 15));
 }
 inline void blend_byte(uint8_t& p, uint8_t q, uint8_t a) { p = blend_value(p, q, a); }
+
+// p[i] = blend_value(p[i], q[i], a[i]) over a row of bytes (a plane of a YUV frame, or a
+// packed row with its alpha repeated per channel), with OpenCV's universal intrinsics:
+// (p * y + q * (256 - y) + 128) >> 8 in 16-bit lanes, which is blend_value's arithmetic
+// (q + floor(((p - q) * y + 128) / 256)) and never overflows (a convex combination of
+// bytes times 256, plus 128).
+void blend_plane_row(uint8_t* p, const uint8_t* q, const uint8_t* a, int n) {
+  int i = 0;
+#if CV_SIMD
+  using namespace cv;
+  const v_uint16 full = vx_setall_u16(256), half = vx_setall_u16(128);
+  for (; i + v_uint8::nlanes <= n; i += v_uint8::nlanes) {
+    v_uint16 p0, p1, q0, q1, a0, a1;
+    v_expand(vx_load(p + i), p0, p1);
+    v_expand(vx_load(q + i), q0, q1);
+    v_expand(vx_load(a + i), a0, a1);
+    a0 = a0 + (a0 >> 7);
+    a1 = a1 + (a1 >> 7);
+    const v_uint16 r0 = (v_mul_wrap(p0, a0) + v_mul_wrap(q0, full - a0) + half) >> 8;
+    const v_uint16 r1 = (v_mul_wrap(p1, a1) + v_mul_wrap(q1, full - a1) + half) >> 8;
+    v_store(p + i, v_pack(r0, r1));
+  }
+#endif
+  for (; i < n; ++i) blend_byte(p[i], q[i], a[i]);
+}
 
 // A 4-channel pixel's luma x 128, in integers (pmaddubsw weights, 0.299 / 0.587 / 0.114 as
 // 38 / 75 / 15 of 128): the alpha of the fast guided filter needs no more precision.
@@ -79,29 +97,46 @@ bool simd_rows_available() {
 #endif
 }
 
-// alpha[x] = clamp(A * luma[x] + B) with (A, B) = ab[x / 2] (half-resolution coefficients).
-inline void alpha_row_scalar(const uint8_t* l, const float* ab, uint8_t* out, int from, int width) {
+// alpha[x] = clamp(A * luma[x] + B) with (A, B) = ab[x >> shift]: the coefficients serve
+// blocks of 2 (shift 1) or 4 (shift 2) pixels each way.
+inline void alpha_row_scalar(const uint8_t* l, const float* ab, uint8_t* out, int from, int width, int shift) {
   for (int x = from; x < width; ++x) {
-    const float v = ab[2 * (x / 2)] * l[x] + ab[2 * (x / 2) + 1];
+    const float v = ab[2 * (x >> shift)] * l[x] + ab[2 * (x >> shift) + 1];
     out[x] = static_cast<uint8_t>(std::min(std::max(v, 0.f), 255.f));
   }
 }
 #if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) void alpha_row_avx2(const uint8_t* l, const float* ab, uint8_t* out, int width) {
-  const __m256i dup_a = _mm256_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6), dup_b = _mm256_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7);
+// The A and B of 8 pixels from x on (x a multiple of 8): 4 coefficient pairs (shift 1) or 2
+// (shift 2), each repeated over its pixels.
+__attribute__((target("avx2"), always_inline)) inline void coefficients8(const float* ab, int x, int shift,
+                                                                          __m256* a, __m256* b) {
+  if (shift == 1) {
+    const __m256 pairs = _mm256_loadu_ps(ab + x);
+    *a = _mm256_permutevar8x32_ps(pairs, _mm256_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6));
+    *b = _mm256_permutevar8x32_ps(pairs, _mm256_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7));
+  } else {
+    const __m256 pairs = _mm256_castps128_ps256(_mm_loadu_ps(ab + x / 2));
+    *a = _mm256_permutevar8x32_ps(pairs, _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2));
+    *b = _mm256_permutevar8x32_ps(pairs, _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3));
+  }
+}
+
+__attribute__((target("avx2,fma"))) void alpha_row_avx2(const uint8_t* l, const float* ab, uint8_t* out, int width,
+                                                        int shift) {
   const __m256 lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.f);
   int x = 0;
-  for (; x + 8 <= width; x += 8) {  // 8 pixels, 4 coefficient pairs
-    const __m256 pairs = _mm256_loadu_ps(ab + x);
+  for (; x + 8 <= width; x += 8) {
+    __m256 ca, cb;
+    coefficients8(ab, x, shift, &ca, &cb);
     const __m256 luma =
         _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(l + x))));
-    __m256 v = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(pairs, dup_a), luma, _mm256_permutevar8x32_ps(pairs, dup_b));
+    __m256 v = _mm256_fmadd_ps(ca, luma, cb);
     v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
     const __m256i i32 = _mm256_cvttps_epi32(v);  // truncation, as the scalar cast
     const __m128i i16 = _mm_packus_epi32(_mm256_castsi256_si128(i32), _mm256_extracti128_si256(i32, 1));
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + x), _mm_packus_epi16(i16, i16));
   }
-  alpha_row_scalar(l, ab, out, x, width);
+  alpha_row_scalar(l, ab, out, x, width, shift);
 }
 // The luma weights of `l` as pmaddubsw's per-byte multipliers of a 4-byte pixel.
 __attribute__((target("avx2"), always_inline)) inline __m256i luma_weights(const PackedLayout& l) {
@@ -113,12 +148,12 @@ __attribute__((target("avx2"), always_inline)) inline __m256i luma_weights(const
 // multiply-adds, then clamp(A * luma + B) with (A, B) = ab[x / 2] (4 coefficient pairs,
 // half-resolution). The same arithmetic as alpha_from_luma128.
 __attribute__((target("avx2,fma"), always_inline)) inline __m256i alpha8(__m256i px, __m256i weights,
-                                                                        const float* ab) {
-  const __m256i dup_a = _mm256_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6), dup_b = _mm256_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7);
+                                                                        const float* ab, int x, int shift) {
   const __m256i l128 = _mm256_madd_epi16(_mm256_maddubs_epi16(px, weights), _mm256_set1_epi16(1));
   const __m256 luma = _mm256_mul_ps(_mm256_cvtepi32_ps(l128), _mm256_set1_ps(1.f / 128.f));
-  const __m256 pairs = _mm256_loadu_ps(ab);
-  __m256 a = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(pairs, dup_a), luma, _mm256_permutevar8x32_ps(pairs, dup_b));
+  __m256 ca, cb;
+  coefficients8(ab, x, shift, &ca, &cb);
+  __m256 a = _mm256_fmadd_ps(ca, luma, cb);
   a = _mm256_min_ps(_mm256_max_ps(a, _mm256_setzero_ps()), _mm256_set1_ps(255.f));
   return _mm256_cvttps_epi32(a);
 }
@@ -126,22 +161,23 @@ __attribute__((target("avx2,fma"), always_inline)) inline __m256i alpha8(__m256i
 // The same for a 4-channel frame row, its luma computed on the fly: no frame-sized luma
 // image is written and read back.
 __attribute__((target("avx2,fma"))) void alpha_row_rgba_avx2(const uint8_t* px, const PackedLayout& layout,
-                                                             const float* ab, uint8_t* out, int width) {
+                                                             const float* ab, uint8_t* out, int width, int shift) {
   const __m256i weights = luma_weights(layout);
   int x = 0;
   for (; x + 8 <= width; x += 8) {
-    const __m256i i32 = alpha8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(px + 4 * x)), weights, ab + x);
+    const __m256i i32 =
+        alpha8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(px + 4 * x)), weights, ab, x, shift);
     const __m128i i16 = _mm_packus_epi32(_mm256_castsi256_si128(i32), _mm256_extracti128_si256(i32, 1));
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + x), _mm_packus_epi16(i16, i16));
   }
-  for (; x < width; ++x) out[x] = alpha_from_luma128(luma128(px + 4 * x, layout), ab + 2 * (x / 2));
+  for (; x < width; ++x) out[x] = alpha_from_luma128(luma128(px + 4 * x, layout), ab + 2 * (x >> shift));
 }
 #endif
-void alpha_row(const uint8_t* l, const float* ab, uint8_t* out, int width) {
+void alpha_row(const uint8_t* l, const float* ab, uint8_t* out, int width, int shift) {
 #if defined(__x86_64__)
-  if (simd_rows_available()) return alpha_row_avx2(l, ab, out, width);
+  if (simd_rows_available()) return alpha_row_avx2(l, ab, out, width, shift);
 #endif
-  alpha_row_scalar(l, ab, out, 0, width);
+  alpha_row_scalar(l, ab, out, 0, width, shift);
 }
 
 // One row of 4-channel pixels blended over the background row q, 8 pixels per step, each
@@ -150,7 +186,7 @@ void alpha_row(const uint8_t* l, const float* ab, uint8_t* out, int width) {
 // shuffle, and the blend is one pmulhrsw per lane (blend_value's arithmetic).
 #if defined(__x86_64__)
 __attribute__((target("avx2,fma"))) void blend_rgba_row_fused(uint8_t* p, const uint8_t* q, const float* ab,
-                                                              const PackedLayout& layout, int pixels) {
+                                                              const PackedLayout& layout, int pixels, int shift) {
   const __m256i weights = luma_weights(layout), zero = _mm256_setzero_si256();
   // Pixels 0, 1 (lane 0) / 4, 5 (lane 1) and 2, 3 / 6, 7: unpacklo / unpackhi's order.
   const __m256i spread_lo = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 4, 5, 4, 5, 4, 5, 4, 5,  //
@@ -161,7 +197,7 @@ __attribute__((target("avx2,fma"))) void blend_rgba_row_fused(uint8_t* p, const 
   for (; x + 8 <= pixels; x += 8) {
     const __m256i f = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4 * x));
     const __m256i g = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 4 * x));
-    const __m256i a = alpha8(f, weights, ab + x);
+    const __m256i a = alpha8(f, weights, ab, x, shift);
     const __m256i y = _mm256_add_epi32(a, _mm256_srli_epi32(a, 7));  // 0..256
     const __m256i glo = _mm256_unpacklo_epi8(g, zero), ghi = _mm256_unpackhi_epi8(g, zero);
     const __m256i dlo = _mm256_slli_epi16(_mm256_sub_epi16(_mm256_unpacklo_epi8(f, zero), glo), 7);
@@ -171,7 +207,7 @@ __attribute__((target("avx2,fma"))) void blend_rgba_row_fused(uint8_t* p, const 
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 4 * x), _mm256_packus_epi16(lo, hi));
   }
   for (; x < pixels; ++x) {
-    const uint8_t a = alpha_from_luma128(luma128(p + 4 * x, layout), ab + 2 * (x / 2));
+    const uint8_t a = alpha_from_luma128(luma128(p + 4 * x, layout), ab + 2 * (x >> shift));
     for (int c = 0; c < 4; ++c) blend_byte(p[4 * x + c], q[4 * x + c], a);
   }
 }
@@ -284,13 +320,21 @@ const cv::Mat& Compositor::scaled_image(const cv::Size& size, const PackedLayout
 void Compositor::make_work_alpha(const cv::Mat& frame, const PackedLayout& layout, const MaskView& mask,
                                  const CompositorSettings& s, bool refine, bool need_small) {
   const int fw = frame.cols, fh = frame.rows;
-  // An integer factor keeps INTER_AREA on its fast path (1920 -> 480, 720 -> 360).
-  const double scale = std::max(1.0, std::ceil(fw / kWorkWidth - 0.01));
-  const cv::Size ws(std::max(1, static_cast<int>(std::lround(fw / scale))),
-                    std::max(1, static_cast<int>(std::lround(fh / scale))));
-  // Aliasing is harmless here (the guided filter box-filters the luma, the background is
-  // blurred): the fast final step. Only the guided filter and the blur read it.
-  if (need_small) shrink_area(frame, small_, ws, cv::INTER_LINEAR);
+  const double scale = work_factor(fw);
+  const cv::Size ws = work_size(frame.size());
+  // The work image (only the guided filter and the blur read it): the one nnsegment made
+  // and the meta carries when it is what we would make (same size; the element checked the
+  // format), else shrunk here.
+  if (need_small) {
+    if (mask.small_data && mask.small_width == ws.width && mask.small_height == ws.height &&
+        mask.small_stride >= static_cast<size_t>(ws.width) * frame.channels()) {
+      small_ = cv::Mat(ws, frame.type(), const_cast<void*>(mask.small_data), mask.small_stride);
+      small_shared_ = true;
+    } else {
+      make_work_image(frame, small_);
+      small_shared_ = false;
+    }
+  }
 
   // The mask, resampled onto the work grid through the meta's rect. The rect refers to a
   // frame of mask.frame_width x frame_height; rescale it if this frame differs.
@@ -424,6 +468,29 @@ void Compositor::make_blurred_background(const CompositorSettings& s, int frame_
   }
 }
 
+int Compositor::coefficient_shift(int frame_width) {
+  return work_factor(frame_width) >= 8 ? 2 : 1;
+}
+
+void Compositor::upsample_coefficients(int fw, int fh, int shift) {
+  const int block = 1 << shift;
+  cv::resize(coef_small_, coef_full_, cv::Size((fw + block - 1) / block, (fh + block - 1) / block), 0, 0,
+             cv::INTER_LINEAR);
+}
+
+template <class Body>
+void Compositor::parallel_rows(int rows, const Body& body) {
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int64_t> helper_ns{0};
+  cv::parallel_for_(cv::Range(0, rows), [&](const cv::Range& range) {
+    const bool helper = std::this_thread::get_id() != caller;
+    const double t0 = helper ? thread_cpu_ms() : 0.0;
+    body(range);
+    if (helper) helper_ns += static_cast<int64_t>((thread_cpu_ms() - t0) * 1e6);
+  });
+  times_.helper_ms += static_cast<double>(helper_ns.load()) * 1e-6;
+}
+
 void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskView& mask,
                          const CompositorSettings& s) {
   const int fw = frame.cols, fh = frame.rows;
@@ -434,6 +501,14 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
     return d;
   };
   times_ = {};
+  // A work image borrowed from the meta must not outlive this call (the buffer goes on).
+  small_shared_ = false;
+  struct ForgetBorrowed {
+    Compositor* c;
+    ~ForgetBorrowed() {
+      if (c->small_shared_) c->small_.release();
+    }
+  } forget_borrowed{this};
   const bool video_ok = s.mode == BackgroundMode::kVideo && s.background &&
                         s.background->size() == frame.size() && s.background->type() == frame.type();
   const bool blurs = s.mode == BackgroundMode::kBlur || (s.mode == BackgroundMode::kVideo && !video_ok);
@@ -458,18 +533,20 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
   // The coefficients are smooth over many frame pixels (box-filtered twice on the work
   // grid, or the feathered mask): they are upsampled to half the frame size and each value
   // serves a 2x2 block (a third of the full-size resize's time; the luma stays full
-  // resolution).
-  const cv::Size half((fw + 1) / 2, (fh + 1) / 2);
-  cv::resize(coef_small_, coef_full_, half, 0, 0, cv::INTER_LINEAR);
-  if (!alpha_in_blend) cv::parallel_for_(cv::Range(0, fh), [&](const cv::Range& rows) {
+  // resolution), or at 4K and wider (a work grid 8x smaller than the frame) to a quarter,
+  // each serving 4x4 (still twice the work grid's resolution; 4 MB instead of 16).
+  const int shift = coefficient_shift(fw);
+  upsample_coefficients(fw, fh, shift);
+  if (!alpha_in_blend) parallel_rows(fh, [&](const cv::Range& rows) {
     for (int y = rows.start; y < rows.end; ++y) {
+      const float* ab = coef_full_.ptr<float>(y >> shift);
 #if defined(__x86_64__)
       if (fused_luma) {
-        alpha_row_rgba_avx2(frame.ptr<uint8_t>(y), layout, coef_full_.ptr<float>(y / 2), alpha_.ptr<uint8_t>(y), fw);
+        alpha_row_rgba_avx2(frame.ptr<uint8_t>(y), layout, ab, alpha_.ptr<uint8_t>(y), fw, shift);
         continue;
       }
 #endif
-      alpha_row(luma_.ptr<uint8_t>(y), coef_full_.ptr<float>(y / 2), alpha_.ptr<uint8_t>(y), fw);
+      alpha_row(luma_.ptr<uint8_t>(y), ab, alpha_.ptr<uint8_t>(y), fw, shift);
     }
   });
   times_.alpha_ms = lap();
@@ -543,7 +620,7 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
   // Alpha bytes blend too: 255 over 255 stays opaque; a translucent colour shows through.
 #if defined(__x86_64__)
   if (alpha_in_blend) {  // 4 channels with the SIMD rows (see above)
-    cv::parallel_for_(cv::Range(0, fh), [&](const cv::Range& rows) {
+    parallel_rows(fh, [&](const cv::Range& rows) {
       thread_local std::vector<uint8_t> up, tmp;
       for (int y = rows.start; y < rows.end; ++y) {
         const uint8_t* q = bg->ptr<uint8_t>(y);
@@ -555,7 +632,7 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
           upsample2x_rgba_row(bg->ptr<uint8_t>(j), bg->ptr<uint8_t>(k), hw, tmp.data(), up.data());
           q = up.data();
         }
-        blend_rgba_row_fused(frame.ptr<uint8_t>(y), q, coef_full_.ptr<float>(y / 2), layout, fw);
+        blend_rgba_row_fused(frame.ptr<uint8_t>(y), q, coef_full_.ptr<float>(y >> shift), layout, fw, shift);
       }
     });
     times_.blend_ms = lap();
@@ -567,13 +644,194 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
   alpha_n_.create(frame.size(), frame.type());
   cv::mixChannels(&alpha_, 1, &alpha_n_, 1, from_to4, nc);
   const int row_bytes = fw * nc;
-  cv::parallel_for_(cv::Range(0, fh), [&, row_bytes](const cv::Range& rows) {
-    const int n = row_bytes;  // a local bound: the loop below must not re-read it through a reference
-    for (int y = rows.start; y < rows.end; ++y) {
-      uint8_t* p = frame.ptr<uint8_t>(y);
-      const uint8_t* q = bg->ptr<uint8_t>(y);
-      const uint8_t* a = alpha_n_.ptr<uint8_t>(y);
-      for (int i = 0; i < n; ++i) blend_byte(p[i], q[i], a[i]);
+  parallel_rows(fh, [&, row_bytes](const cv::Range& rows) {
+    for (int y = rows.start; y < rows.end; ++y)
+      blend_plane_row(frame.ptr<uint8_t>(y), bg->ptr<uint8_t>(y), alpha_n_.ptr<uint8_t>(y), row_bytes);
+  });
+  times_.blend_ms = lap();
+}
+
+namespace {
+
+// The colour matrix's constants for RGB (0..255) -> Y'CbCr in the stream's range.
+struct YuvMatrix {
+  float kr, kg, kb, y_gain, y_off, c_gain;
+  explicit YuvMatrix(const YuvFrame& f)
+      : kr(static_cast<float>(f.kr)),
+        kg(static_cast<float>(1.0 - f.kr - f.kb)),
+        kb(static_cast<float>(f.kb)),
+        y_gain(f.full_range ? 1.f : 219.f / 255.f),
+        y_off(f.full_range ? 0.f : 16.f),
+        c_gain(f.full_range ? 1.f : 224.f / 255.f) {}
+  void convert(float r, float g, float b, float* y, float* cb, float* cr) const {
+    const float l = kr * r + kg * g + kb * b;
+    *y = y_off + y_gain * l;
+    *cb = 128.f + c_gain * (b - l) / (2.f * (1.f - kb));
+    *cr = 128.f + c_gain * (r - l) / (2.f * (1.f - kr));
+  }
+};
+
+}  // namespace
+
+void rgb_to_yuv420(const cv::Mat& rgb, const PackedLayout& layout, const YuvFrame& like, cv::Mat& y, cv::Mat& u,
+                   cv::Mat& v) {
+  const YuvMatrix m(like);
+  const int w = rgb.cols, h = rgb.rows, n = rgb.channels();
+  y.create(h, w, CV_8UC1);
+  cv::Mat cb(h, w, CV_32F), cr(h, w, CV_32F);
+  for (int r = 0; r < h; ++r) {
+    const uint8_t* px = rgb.ptr<uint8_t>(r);
+    uint8_t* yr = y.ptr<uint8_t>(r);
+    float* br = cb.ptr<float>(r);
+    float* rr = cr.ptr<float>(r);
+    for (int x = 0; x < w; ++x) {
+      float yy;
+      m.convert(px[n * x + layout.r], px[n * x + layout.g], px[n * x + layout.b], &yy, br + x, rr + x);
+      yr[x] = cv::saturate_cast<uint8_t>(yy);
+    }
+  }
+  const cv::Size half((w + 1) / 2, (h + 1) / 2);
+  cv::Mat cbs, crs;
+  cv::resize(cb, cbs, half, 0, 0, cv::INTER_AREA);
+  cv::resize(cr, crs, half, 0, 0, cv::INTER_AREA);
+  cbs.convertTo(u, CV_8U);
+  crs.convertTo(v, CV_8U);
+}
+
+void Compositor::process_yuv(const YuvFrame& f, const MaskView& mask, const CompositorSettings& s) {
+  const int fw = f.width, fh = f.height, cw = (fw + 1) / 2, ch = (fh + 1) / 2;
+  double t = thread_cpu_ms();
+  const auto lap = [&t]() {
+    const double now = thread_cpu_ms(), d = now - t;
+    t = now;
+    return d;
+  };
+  times_ = {};
+  small_shared_ = false;
+  struct ForgetBorrowed {
+    Compositor* c;
+    ~ForgetBorrowed() {
+      if (c->small_shared_) c->small_.release();
+    }
+  } forget_borrowed{this};
+  cv::Mat luma(fh, fw, CV_8UC1, f.y, f.y_stride);
+  const bool video_ok = s.mode == BackgroundMode::kVideo && s.background && s.background->rows == fh &&
+                        s.background->cols == fw && s.background->type() == CV_8UC3;
+  const bool blurs = s.mode == BackgroundMode::kBlur || (s.mode == BackgroundMode::kVideo && !video_ok);
+  // type -2 / -3: a YUV frame (I420 / NV12), which a packed frame's key never matches.
+  const BlurKey key{cv::Size(fw, fh), f.nv12 ? -3 : -2, 0, s.blur_sigma};
+  const bool reuse_blur = blurs && s.fast && blur_key_ == key && blur_reuses_ < kMaxBackgroundReuse;
+  last_reused_ = reuse_blur;
+  const bool refine = s.refine && !s.fast;
+  const bool need_small = refine || (blurs && !reuse_blur);
+  if (need_small) {
+    const cv::Size ws = work_size(cv::Size(fw, fh));
+    if (mask.small_data && mask.small_width == ws.width && mask.small_height == ws.height &&
+        mask.small_stride >= static_cast<size_t>(ws.width) * 3) {
+      small_ = cv::Mat(ws, CV_8UC3, const_cast<void*>(mask.small_data), mask.small_stride);
+      small_shared_ = true;
+    } else {
+      const cv::Mat u = f.nv12 ? cv::Mat(ch, cw, CV_8UC2, f.u, f.u_stride) : cv::Mat(ch, cw, CV_8UC1, f.u, f.u_stride);
+      const cv::Mat v = f.nv12 ? cv::Mat() : cv::Mat(ch, cw, CV_8UC1, f.v, f.v_stride);
+      make_yuv_work_image(luma, u, v, small_);
+    }
+  }
+  // The guided filter's luma is channel 0 of the work image, Y itself (r = g = b = 0: the
+  // luma weights add up to 1), and the full-resolution alpha is A * Y + B.
+  const PackedLayout y_only{3, 0, 0, 0, -1};
+  make_work_alpha(luma, y_only, mask, s, refine, false);
+  times_.work_ms = lap();
+
+  const cv::Size half(cw, ch);
+  const int shift = coefficient_shift(fw);
+  upsample_coefficients(fw, fh, shift);
+  times_.alpha_ms = lap();
+
+  // The background's planes, at the frame's Y and chroma sizes.
+  const auto planes_from_rgb = [&](const cv::Mat& rgb, const PackedLayout& layout) {
+    rgb_to_yuv420(rgb, layout, f, bg_y_, bg_u_, bg_v_);
+  };
+  const PackedLayout rgb_layout{3, 0, 1, 2, -1};
+  if (s.mode == BackgroundMode::kVideo && video_ok) {
+    planes_from_rgb(*s.background, rgb_layout);
+    bg_yuv_key_ = 0;
+    blur_key_ = {};
+  } else if (blurs) {
+    if (!reuse_blur) {
+      make_blurred_background(s, fw);
+      cv::Mat parts[3];
+      cv::split(small_bg_, parts);
+      cv::resize(parts[0], bg_y_, cv::Size(fw, fh), 0, 0, cv::INTER_LINEAR);
+      cv::resize(parts[1], bg_u_, half, 0, 0, cv::INTER_LINEAR);
+      cv::resize(parts[2], bg_v_, half, 0, 0, cv::INTER_LINEAR);
+      blur_key_ = key;
+      blur_reuses_ = 0;
+      bg_yuv_key_ = 0;
+    } else {
+      ++blur_reuses_;
+    }
+  } else {
+    // Colour, image (black without one), transparent (black): kept while the key holds.
+    const bool image = s.mode == BackgroundMode::kImage && has_image();
+    const uint32_t argb = s.mode == BackgroundMode::kColor ? s.color_argb : 0xFF000000u;
+    const uint64_t k = (image ? (uint64_t{1} << 63) | (static_cast<uint64_t>(image_scaled_key_ + 1) << 32)
+                              : (uint64_t{1} << 62) | argb) ^
+                       (static_cast<uint64_t>(fw) << 40) ^ (static_cast<uint64_t>(fh) << 20) ^
+                       static_cast<uint64_t>(std::lround(f.kr * 1e4)) ^ (f.full_range ? 7u : 0u);
+    if (bg_yuv_key_ != k || bg_y_.size() != cv::Size(fw, fh)) {
+      if (image) {
+        planes_from_rgb(scaled_image(cv::Size(fw, fh), rgb_layout), rgb_layout);
+      } else {
+        float yy, cb, cr;
+        YuvMatrix(f).convert((argb >> 16) & 0xFF, (argb >> 8) & 0xFF, argb & 0xFF, &yy, &cb, &cr);
+        bg_y_.create(fh, fw, CV_8UC1);
+        bg_y_.setTo(cv::saturate_cast<uint8_t>(yy));
+        bg_u_.create(half, CV_8UC1);
+        bg_u_.setTo(cv::saturate_cast<uint8_t>(cb));
+        bg_v_.create(half, CV_8UC1);
+        bg_v_.setTo(cv::saturate_cast<uint8_t>(cr));
+      }
+      bg_yuv_key_ = k;
+      blur_key_ = {};
+    }
+  }
+  if (f.nv12 && (bg_yuv_key_ == 0 || bg_uv_.size() != half)) {
+    const cv::Mat uv[2] = {bg_u_, bg_v_};
+    cv::merge(uv, 2, bg_uv_);
+  }
+  times_.background_ms = lap();
+
+  // One pass per chroma row j: the alphas of Y rows 2j and 2j + 1 (from the frame's own Y,
+  // before it is blended), those rows blended, then chroma row j with the mean of the 2x2
+  // luma alphas it covers (edges repeat on odd sizes). No alpha image is written.
+  parallel_rows(ch, [&](const cv::Range& rows) {
+    thread_local std::vector<uint8_t> alpha0, alpha1, alpha_c, pairs;
+    alpha0.resize(fw), alpha1.resize(fw), alpha_c.resize(cw);
+    for (int j = rows.start; j < rows.end; ++j) {
+      const int y0 = 2 * j, y1 = std::min(2 * j + 1, fh - 1);
+      const float* ab = coef_full_.ptr<float>(y0 >> shift);  // rows 2j and 2j + 1 share it
+      alpha_row(f.y + y0 * f.y_stride, ab, alpha0.data(), fw, shift);
+      const uint8_t* a0 = alpha0.data();
+      const uint8_t* a1 = a0;
+      if (y1 != y0) {
+        alpha_row(f.y + y1 * f.y_stride, ab, alpha1.data(), fw, shift);
+        a1 = alpha1.data();
+      }
+      blend_plane_row(f.y + y0 * f.y_stride, bg_y_.ptr<uint8_t>(y0), a0, fw);
+      if (y1 != y0) blend_plane_row(f.y + y1 * f.y_stride, bg_y_.ptr<uint8_t>(y1), a1, fw);
+      uint8_t* a = alpha_c.data();
+      const int full_pairs = fw / 2;
+      for (int i = 0; i < full_pairs; ++i)
+        a[i] = static_cast<uint8_t>((a0[2 * i] + a0[2 * i + 1] + a1[2 * i] + a1[2 * i + 1] + 2) >> 2);
+      if (full_pairs < cw) a[full_pairs] = static_cast<uint8_t>((a0[fw - 1] + a1[fw - 1] + 1) >> 1);
+      if (f.nv12) {
+        pairs.resize(2 * static_cast<size_t>(cw));
+        for (int i = 0; i < cw; ++i) pairs[2 * i] = pairs[2 * i + 1] = a[i];
+        blend_plane_row(f.u + j * f.u_stride, bg_uv_.ptr<uint8_t>(j), pairs.data(), 2 * cw);
+      } else {
+        blend_plane_row(f.u + j * f.u_stride, bg_u_.ptr<uint8_t>(j), a, cw);
+        blend_plane_row(f.v + j * f.v_stride, bg_v_.ptr<uint8_t>(j), a, cw);
+      }
     }
   });
   times_.blend_ms = lap();

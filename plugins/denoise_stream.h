@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "nn/audio/stream.h"
-#include "segmenter.h"  // LatencyWindow
+#include "latency_window.h"
 
 namespace nn::plugins {
 

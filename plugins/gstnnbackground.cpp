@@ -59,9 +59,13 @@
  *   videoconvert ! pngenc ! multifilesink location=cutout-%05d.png
  * ]| Cut-outs with transparency.
  *
- * Caps: video/x-raw in RGBA, BGRA, RGBx, BGRx, RGB or BGR (put videoconvert in front
- * for YUV), same caps out; mode=transparent needs RGBA or BGRA (the only formats offered
- * to a neighbour that can convert; others are a negotiation error). The background pad takes any of those formats at any size,
+ * Caps: video/x-raw in RGBA, BGRA, RGBx, BGRx, RGB, BGR, I420 or NV12, same caps out.
+ * I420 and NV12 frames (a camera's or a decoder's own format) are composited on their
+ * planes without a conversion to RGB: the edge refinement is guided by the frame's Y, the
+ * blur runs on Y, U and V, and each plane is blended with the alpha at its resolution;
+ * colours and images are converted with the stream's colour matrix. mode=transparent
+ * needs RGBA or BGRA (the only formats offered to a neighbour that can convert; others are
+ * a negotiation error). The background pad takes the packed RGB formats at any size,
  * independently of the main stream.
  */
 #include "gstnnbackground.h"
@@ -72,9 +76,11 @@
 
 #include "background_input.h"
 #include "compositor.h"
+#include "cpu_time.h"
+#include "element_stats.h"
 #include "gstnnmaskmeta.h"
 #include "gstnnsegment.h"  // GST_NN_SEGMENT_PRESENT_QUERY
-#include "segmenter.h"  // LatencyWindow
+#include "latency_window.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_nn_background_debug);
 #define GST_CAT_DEFAULT gst_nn_background_debug
@@ -99,7 +105,9 @@ enum {
 #define DEFAULT_PROP_FEATHER 2.0
 #define DEFAULT_PROP_ADAPTIVE TRUE
 
-#define NN_BACKGROUND_FORMATS "{ RGBA, BGRA, RGBx, BGRx, RGB, BGR }"
+#define NN_BACKGROUND_FORMATS "{ RGBA, BGRA, RGBx, BGRx, RGB, BGR, I420, NV12 }"
+// The background pad's frames are packed RGB (scaled and converted once per frame).
+#define NN_BACKGROUND_PAD_FORMATS "{ RGBA, BGRA, RGBx, BGRx, RGB, BGR }"
 #define NN_BACKGROUND_ALPHA_FORMATS "{ RGBA, BGRA }"
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
@@ -111,7 +119,7 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
 // take the automatic link whenever the main stream's format does not fit "sink", and the
 // pipeline would wait in PREROLL for frames that never come.
 static GstStaticPadTemplate background_template = GST_STATIC_PAD_TEMPLATE(
-    "background", GST_PAD_SINK, GST_PAD_REQUEST, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(NN_BACKGROUND_FORMATS)));
+    "background", GST_PAD_SINK, GST_PAD_REQUEST, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(NN_BACKGROUND_PAD_FORMATS)));
 
 GType gst_nn_background_mode_get_type(void) {
   static GType type = 0;
@@ -163,7 +171,11 @@ class QualityGovernor {
 
 struct BackgroundState {
   Compositor compositor;
-  PackedLayout layout;
+  PackedLayout layout;  // YUV frames: RGB, the layout mode=video's background is converted to
+  // I420 / NV12 frames are composited on their planes (Compositor::process_yuv); `yuv`
+  // holds the stream's planar layout and colour matrix (the planes are set per frame).
+  bool is_yuv = false;
+  YuvFrame yuv;
   std::string loaded_location;             // the image the compositor holds
   std::unique_ptr<BackgroundInput> input;  // the background pad (mode=video)
   // mode=video: the background buffer last converted, and the result (frame size and
@@ -175,6 +187,10 @@ struct BackgroundState {
   // The last ~2 s of this element's time per frame, for the cost reported upstream.
   LatencyWindow recent_ms{64};
   guint64 frames = 0, frames_without_mask = 0, frames_without_background = 0, fast_frames = 0;
+  // CPU time per frame: the streaming thread's and the compositor's helper threads'.
+  double cpu_ms_total = 0;
+  guint64 frames_timed = 0;
+  double helper_cpu_ms = 0;  // this frame's compositor helper threads (streaming thread only)
   guint last_mask_age = 0;
   // Whether a frame without a mask was looked into since start (streaming thread only).
   bool missing_mask_checked = false;
@@ -266,14 +282,15 @@ static void gst_nn_background_get_property(GObject* object, guint prop_id, GValu
     case PROP_STATS: {
       BackgroundState* s = self->state;
       g_value_take_boxed(
-          value, gst_structure_new("nnbackground-stats", "composite-p50-ms", G_TYPE_DOUBLE,
-                                   s->composite_ms.percentile(50), "composite-p99-ms", G_TYPE_DOUBLE,
-                                   s->composite_ms.percentile(99), "frames", G_TYPE_UINT64, s->frames,
-                                   "frames-without-mask", G_TYPE_UINT64, s->frames_without_mask, "mask-age",
-                                   G_TYPE_UINT, s->last_mask_age, "background-frames", G_TYPE_UINT64,
-                                   s->input->frames_received(), "frames-without-background", G_TYPE_UINT64,
-                                   s->frames_without_background, "fast-frames", G_TYPE_UINT64, s->fast_frames,
-                                   nullptr));
+          value,
+          gst_structure_new(NN_BACKGROUND_STATS, NN_STAT_COMPOSITE_P50_MS, G_TYPE_DOUBLE, s->composite_ms.percentile(50),
+                            NN_STAT_COMPOSITE_P99_MS, G_TYPE_DOUBLE, s->composite_ms.percentile(99), NN_STAT_FRAMES,
+                            G_TYPE_UINT64, s->frames, NN_STAT_FRAMES_WITHOUT_MASK, G_TYPE_UINT64,
+                            s->frames_without_mask, NN_STAT_MASK_AGE, G_TYPE_UINT, s->last_mask_age,
+                            NN_STAT_BACKGROUND_FRAMES, G_TYPE_UINT64, s->input->frames_received(),
+                            NN_STAT_FRAMES_WITHOUT_BACKGROUND, G_TYPE_UINT64, s->frames_without_background,
+                            NN_STAT_FAST_FRAMES, G_TYPE_UINT64, s->fast_frames, NN_STAT_FRAME_CPU_MS, G_TYPE_DOUBLE,
+                            s->frames_timed ? s->cpu_ms_total / s->frames_timed : 0.0, nullptr));
       break;
     }
     default:
@@ -311,6 +328,8 @@ static gboolean gst_nn_background_start(GstBaseTransform* trans) {
   self->state->recent_ms.clear();
   self->state->frames = self->state->frames_without_mask = self->state->frames_without_background = 0;
   self->state->fast_frames = 0;
+  self->state->cpu_ms_total = 0;
+  self->state->frames_timed = 0;
   self->state->missing_mask_checked = false;
   GST_OBJECT_UNLOCK(self);
   self->state->input->on_main_start();
@@ -444,7 +463,8 @@ static void report_cost(GstNnBackground* self, double ms) {
 static double warm_up(GstNnBackground* self, int width, int height) {
   if (width <= 0 || height <= 0) return -1;
   const nn::plugins::PackedLayout& l = self->state->layout;
-  cv::Mat frame(height, width, l.channels == 4 ? CV_8UC4 : CV_8UC3, cv::Scalar::all(128));
+  cv::Mat frame;
+  if (!self->state->is_yuv) frame = cv::Mat(height, width, l.channels == 4 ? CV_8UC4 : CV_8UC3, cv::Scalar::all(128));
   const std::vector<float> half(16 * 16, 0.5f);
   nn::plugins::MaskView mask;
   mask.width = mask.height = 16;
@@ -457,10 +477,29 @@ static double warm_up(GstNnBackground* self, int width, int height) {
   GST_OBJECT_LOCK(self);
   nn::plugins::CompositorSettings settings = settings_locked(self);
   GST_OBJECT_UNLOCK(self);
+  // YUV: a grey frame's planes in one buffer (Y, then chroma).
+  nn::plugins::YuvFrame yuv = self->state->yuv;
+  std::vector<uint8_t> planes;
+  if (self->state->is_yuv) {
+    const size_t cw = (width + 1) / 2, ch = (height + 1) / 2;
+    planes.assign(static_cast<size_t>(width) * height + 2 * cw * ch, 128);
+    yuv.y = planes.data();
+    yuv.y_stride = width;
+    yuv.u = yuv.y + static_cast<size_t>(width) * height;
+    yuv.u_stride = yuv.nv12 ? 2 * cw : cw;
+    yuv.v = yuv.u + cw * ch;
+    yuv.v_stride = cw;
+  }
+  const auto composite_once = [&]() {
+    if (self->state->is_yuv)
+      self->state->compositor.process_yuv(yuv, mask, settings);
+    else
+      self->state->compositor.process(frame, l, mask, settings);
+  };
   try {
-    self->state->compositor.process(frame, l, mask, settings);
+    composite_once();
     const gint64 t0 = g_get_monotonic_time();
-    self->state->compositor.process(frame, l, mask, settings);
+    composite_once();
     const double ms = (g_get_monotonic_time() - t0) / 1000.0;
     self->state->governed = settings;
     self->state->governor.record(nn::plugins::QualityGovernor::kFull, ms);
@@ -475,10 +514,23 @@ static gboolean gst_nn_background_set_info(GstVideoFilter* filter, GstCaps* /*in
                                            GstCaps* /*outcaps*/, GstVideoInfo* /*out_info*/) {
   GstNnBackground* self = GST_NN_BACKGROUND(filter);
   nn::plugins::PackedLayout l;
-  if (!layout_of(GST_VIDEO_INFO_FORMAT(in_info), &l)) {
+  const GstVideoFormat format = GST_VIDEO_INFO_FORMAT(in_info);
+  const bool yuv = format == GST_VIDEO_FORMAT_I420 || format == GST_VIDEO_FORMAT_NV12;
+  if (yuv) {
+    l = {3, 0, 1, 2, -1};  // no alpha (transparent is refused below); mode=video converts to RGB
+    nn::plugins::YuvFrame& y = self->state->yuv;
+    y = {};
+    y.nv12 = format == GST_VIDEO_FORMAT_NV12;
+    y.width = GST_VIDEO_INFO_WIDTH(in_info);
+    y.height = GST_VIDEO_INFO_HEIGHT(in_info);
+    gdouble kr = 0.299, kb = 0.114;
+    if (gst_video_color_matrix_get_Kr_Kb(in_info->colorimetry.matrix, &kr, &kb)) y.kr = kr, y.kb = kb;
+    y.full_range = in_info->colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
+  } else if (!layout_of(format, &l)) {
     GST_ERROR_OBJECT(self, "unsupported format %s", GST_VIDEO_INFO_NAME(in_info));
     return FALSE;
   }
+  self->state->is_yuv = yuv;
   if (!check_alpha(self, GST_VIDEO_INFO_FORMAT(in_info), l)) return FALSE;
   self->state->layout = l;
   self->state->forget_converted();  // converted for the old size or layout
@@ -591,12 +643,18 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
   mask.rect_y = meta->rect_y;
   mask.rect_w = meta->rect_w;
   mask.rect_h = meta->rect_h;
+  // nnsegment's work image (the compositor checks its size): only in this frame's format.
+  const GstVideoFormat work_format = s->is_yuv ? GST_VIDEO_FORMAT_v308 : GST_VIDEO_FRAME_FORMAT(frame);
+  if (GBytes* small = gst_nn_mask_meta_get_small_frame(meta); small && meta->small_format == work_format) {
+    mask.small_data = g_bytes_get_data(small, nullptr);
+    mask.small_width = static_cast<int>(meta->small_width);
+    mask.small_height = static_cast<int>(meta->small_height);
+    mask.small_stride = meta->small_stride;
+  }
 
-  cv::Mat img(GST_VIDEO_FRAME_HEIGHT(frame), GST_VIDEO_FRAME_WIDTH(frame),
-              s->layout.channels == 4 ? CV_8UC4 : CV_8UC3, GST_VIDEO_FRAME_PLANE_DATA(frame, 0),
-              GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0));
+  const cv::Size size(GST_VIDEO_FRAME_WIDTH(frame), GST_VIDEO_FRAME_HEIGHT(frame));
   if (video) {
-    settings.background = video_background(self, bg_buffer.get(), bg_info, img.size());
+    settings.background = video_background(self, bg_buffer.get(), bg_info, size);
   }
   // Costs measured under other settings say nothing about these.
   const nn::plugins::CompositorSettings& g = s->governed;
@@ -608,7 +666,23 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
   // Would full quality finish after the frame's deadline? Then the fast path.
   if (adaptive && meta->deadline_us > 0)
     settings.fast = s->governor.choose_fast((meta->deadline_us - t0) / 1000.0);
-  s->compositor.process(img, s->layout, mask, settings);
+  if (s->is_yuv) {
+    nn::plugins::YuvFrame yuv = s->yuv;
+    yuv.y = static_cast<uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(frame, 0));
+    yuv.y_stride = GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0);
+    yuv.u = static_cast<uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(frame, 1));
+    yuv.u_stride = GST_VIDEO_FRAME_PLANE_STRIDE(frame, 1);
+    if (!yuv.nv12) {
+      yuv.v = static_cast<uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(frame, 2));
+      yuv.v_stride = GST_VIDEO_FRAME_PLANE_STRIDE(frame, 2);
+    }
+    s->compositor.process_yuv(yuv, mask, settings);
+  } else {
+    cv::Mat img(size, s->layout.channels == 4 ? CV_8UC4 : CV_8UC3, GST_VIDEO_FRAME_PLANE_DATA(frame, 0),
+                GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0));
+    s->compositor.process(img, s->layout, mask, settings);
+  }
+  s->helper_cpu_ms = s->compositor.last_stage_times().helper_ms;
   const double ms = (g_get_monotonic_time() - t0) / 1000.0;
   using Governor = nn::plugins::QualityGovernor;
   const double full_equivalent_ms = s->governor.record(
@@ -634,7 +708,16 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
 static GstFlowReturn gst_nn_background_transform_frame_ip(GstVideoFilter* filter, GstVideoFrame* frame) {
   GstNnBackground* self = GST_NN_BACKGROUND(filter);
   try {
-    return composite(self, frame);
+    BackgroundState* s = self->state;
+    s->helper_cpu_ms = 0;
+    const double cpu0 = nn::plugins::thread_cpu_ms();
+    const GstFlowReturn ret = composite(self, frame);
+    const double cpu_ms = nn::plugins::thread_cpu_ms() - cpu0 + s->helper_cpu_ms;
+    GST_OBJECT_LOCK(self);
+    s->cpu_ms_total += cpu_ms;
+    s->frames_timed++;
+    GST_OBJECT_UNLOCK(self);
+    return ret;
   } catch (const std::exception& e) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Compositing failed"), ("%s", e.what()));
   } catch (...) {

@@ -7,6 +7,11 @@
 
 namespace {
 
+// Whether the registered meta has room for the small-frame fields: an application built
+// against an older header may have registered a smaller one first (registration is shared
+// by name).
+bool small_frame_fits();
+
 constexpr const char* kApiName = "GstNnMaskMetaAPI";
 constexpr const char* kImplName = "GstNnMaskMeta";
 
@@ -21,6 +26,12 @@ gboolean mask_meta_init(GstMeta* meta, gpointer /*params*/, GstBuffer* /*buffer*
   m->age = 0;
   m->source_id = 0;
   m->deadline_us = 0;
+  if (small_frame_fits()) {
+    m->small_format = GST_VIDEO_FORMAT_UNKNOWN;
+    m->small_width = m->small_height = 0;
+    m->small_stride = 0;
+    m->small_data = nullptr;
+  }
   return TRUE;
 }
 
@@ -28,6 +39,8 @@ void mask_meta_free(GstMeta* meta, GstBuffer* /*buffer*/) {
   auto* m = reinterpret_cast<GstNnMaskMeta*>(meta);
   if (m->data) g_bytes_unref(m->data);
   m->data = nullptr;
+  if (small_frame_fits() && m->small_data) g_bytes_unref(m->small_data);
+  if (small_frame_fits()) m->small_data = nullptr;
 }
 
 GstNnMaskMeta* copy_to(GstBuffer* dest, const GstNnMaskMeta* src) {
@@ -35,6 +48,9 @@ GstNnMaskMeta* copy_to(GstBuffer* dest, const GstNnMaskMeta* src) {
                                                  src->data, src->frame_width, src->frame_height, src->rect_x,
                                                  src->rect_y, src->rect_w, src->rect_h, src->age);
   if (d) d->source_id = src->source_id, d->deadline_us = src->deadline_us;
+  if (d && small_frame_fits() && src->small_data)
+    gst_nn_mask_meta_set_small_frame(d, src->small_format, src->small_width, src->small_height, src->small_stride,
+                                     src->small_data);
   return d;
 }
 
@@ -128,6 +144,50 @@ GstNnMaskMeta* gst_buffer_add_nn_mask_meta(GstBuffer* buffer, GstNnMaskFormat fo
   m->rect_h = rect_h;
   m->age = age;
   return m;
+}
+
+namespace {
+bool small_frame_fits() {
+  return GST_NN_MASK_META_INFO->size >= sizeof(GstNnMaskMeta);
+}
+}  // namespace
+
+gboolean gst_nn_mask_meta_set_small_frame(GstNnMaskMeta* meta, GstVideoFormat format, guint width, guint height,
+                                          gsize stride, GBytes* data) {
+  g_return_val_if_fail(meta != nullptr && data != nullptr, FALSE);
+  guint bpp = 0;
+  switch (format) {
+    case GST_VIDEO_FORMAT_RGBA:
+    case GST_VIDEO_FORMAT_BGRA:
+    case GST_VIDEO_FORMAT_RGBx:
+    case GST_VIDEO_FORMAT_BGRx:
+      bpp = 4;
+      break;
+    case GST_VIDEO_FORMAT_RGB:
+    case GST_VIDEO_FORMAT_BGR:
+    case GST_VIDEO_FORMAT_v308:  // planar YUV frames' small frame: packed 4:4:4
+      bpp = 3;
+      break;
+    default:
+      break;
+  }
+  g_return_val_if_fail(bpp > 0, FALSE);
+  g_return_val_if_fail(width > 0 && height > 0 && stride >= static_cast<gsize>(width) * bpp, FALSE);
+  g_return_val_if_fail(g_bytes_get_size(data) >= stride * (height - 1) + static_cast<gsize>(width) * bpp, FALSE);
+  if (!small_frame_fits()) return FALSE;
+  GBytes* old = meta->small_data;
+  meta->small_data = g_bytes_ref(data);
+  if (old) g_bytes_unref(old);
+  meta->small_format = format;
+  meta->small_width = width;
+  meta->small_height = height;
+  meta->small_stride = stride;
+  return TRUE;
+}
+
+GBytes* gst_nn_mask_meta_get_small_frame(const GstNnMaskMeta* meta) {
+  if (!meta || !small_frame_fits()) return nullptr;
+  return meta->small_data;
 }
 
 GstNnMaskMeta* gst_buffer_get_nn_mask_meta(GstBuffer* buffer) {

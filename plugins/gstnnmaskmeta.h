@@ -16,6 +16,20 @@
  * The data is immutable and shared (a GBytes): copying the meta to another buffer costs
  * a reference, not a copy.
  *
+ * Optionally the meta also carries the frame itself, shrunk (the "small frame", set with
+ * gst_nn_mask_meta_set_small_frame): nnsegment shrinks every frame on its way to the model
+ * and keeps the image a compositor works on (nnbackground's guided filter and blur run at
+ * about 480 px wide), so the frame is read once for both. small_format is
+ * GST_VIDEO_FORMAT_UNKNOWN when there is none. It is the picture nnsegment saw (elements
+ * that draw into the frame afterwards are not in it), in the frame's own packed format
+ * (RGBA, BGRA, RGBx, BGRx, RGB or BGR; for I420 and NV12 frames packed 4:4:4 YUV, v308,
+ * each plane shrunk on its own), small_width x small_height pixels covering the whole
+ * frame, made by area averaging (nnpipe's make_work_image: the frame's width divided by
+ * ceil(width / 480), the height by the same factor). A consumer checks the format and
+ * size against what it needs and shrinks the frame itself otherwise. Immutable and shared
+ * like the mask; copies keep it, a scale keeps it (it still shows the frame, at a size that
+ * no longer follows the rule above).
+ *
  * Applications: link the small static library nnmaskmeta (or compile gstnnmaskmeta.cpp)
  * and use the functions below. Registration looks the API type and meta info up by name
  * first, so an application and the loaded nnpipe plugin share one registration.
@@ -63,6 +77,14 @@ struct _GstNnMaskMeta {
    * may take a cheaper path when it would finish later (nnbackground adaptive=true).
    * 0: no deadline. */
   gint64 deadline_us;
+
+  /* The small frame (see above); NULL small_data and GST_VIDEO_FORMAT_UNKNOWN when absent.
+   * Added after the fields above, which keep their places. */
+  GstVideoFormat small_format;
+  guint small_width;
+  guint small_height;
+  gsize small_stride; /* bytes from one row to the next */
+  GBytes* small_data; /* at least small_stride * small_height bytes; immutable, shared */
 };
 
 GType gst_nn_mask_meta_api_get_type(void);
@@ -74,6 +96,17 @@ GstNnMaskMeta* gst_buffer_add_nn_mask_meta(GstBuffer* buffer, GstNnMaskFormat fo
                                            guint height, gsize stride, GBytes* data, guint frame_width,
                                            guint frame_height, gdouble rect_x, gdouble rect_y, gdouble rect_w,
                                            gdouble rect_h, guint age);
+
+/* Attaches the small frame (data referenced, not copied). FALSE (and a critical) on
+ * inconsistent arguments or a format that is not packed 8-bit RGB; FALSE without a message
+ * when the registered meta is an older, smaller one (an application built against a header
+ * without these fields registered it first): consumers then shrink the frame themselves. */
+gboolean gst_nn_mask_meta_set_small_frame(GstNnMaskMeta* meta, GstVideoFormat format, guint width, guint height,
+                                          gsize stride, GBytes* data);
+
+/* The small frame's data, or NULL when the meta has none (or is an older, smaller
+ * registration without the fields: read them only after this returned non-NULL). */
+GBytes* gst_nn_mask_meta_get_small_frame(const GstNnMaskMeta* meta);
 
 /* The buffer's mask meta, or NULL. */
 GstNnMaskMeta* gst_buffer_get_nn_mask_meta(GstBuffer* buffer);

@@ -4,7 +4,9 @@
  *
  * Segments people in raw video with an nnpipe model (.nnapi, or .tflite/.onnx converted
  * on load) and attaches the mask to each buffer as a #GstNnMaskMeta (at the model's
- * resolution, with its mapping to the frame and its age in frames). With
+ * resolution, with its mapping to the frame and its age in frames). The meta also carries
+ * the frame shrunk to nnbackground's work size (its "small frame", made on the way to the
+ * model input), so the frame is shrunk once for both elements. With
  * output-mode=alpha the mask is also written into the alpha channel of RGBA/BGRA frames;
  * with output-mode=mask the element outputs the mask itself as GRAY8 video at the frame's
  * size (0..255 person probability after threshold and smoothing, 255 until the first mask
@@ -157,6 +159,7 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
     GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE("{ RGBA, BGRA, RGBx, BGRx, RGB, BGR, I420, NV12, GRAY8 }")));
 
 using nn::plugins::make_stats_locked;
+using nn::plugins::reset_stream;
 using nn::plugins::run_guarded;
 using nn::plugins::SegmentState;
 
@@ -167,47 +170,6 @@ static bool is_mask_output(GstNnSegmentOutputMode m) {
 #define gst_nn_segment_parent_class parent_class
 G_DEFINE_TYPE(GstNnSegment, gst_nn_segment, GST_TYPE_VIDEO_FILTER);
 GST_ELEMENT_REGISTER_DEFINE(nnsegment, "nnsegment", GST_RANK_NONE, GST_TYPE_NN_SEGMENT);
-
-static std::vector<std::string> delegate_list(GstNnDelegate d) {
-  switch (d) {
-    case GST_NN_DELEGATE_CPU:
-      return {"cpu"};
-    case GST_NN_DELEGATE_VULKAN:
-      return {"vulkan"};
-    case GST_NN_DELEGATE_NNAPI:
-      return {"nnapi"};
-    case GST_NN_DELEGATE_REFERENCE:
-      return {"reference"};
-    case GST_NN_DELEGATE_AUTO:
-      break;
-  }
-  return {"auto"};
-}
-
-GstStructure* nn::plugins::make_stats_locked(GstNnSegment* self) {
-  SegmentState* s = self->state;
-  // The worker's own counters: they move even while no frame comes to collect results.
-  if (s->segmenter) {
-    const nn::AsyncSession::Counters c = s->segmenter->counters();
-    s->inferences_run = c.completed;
-    s->inferences_failed = c.failed;
-  }
-  GstStructure* stats = gst_structure_new("nnsegment-stats", "inference-p50-ms", G_TYPE_DOUBLE, s->latency.percentile(50),
-                           "inference-p99-ms", G_TYPE_DOUBLE, s->latency.percentile(99), "inferences-run",
-                           G_TYPE_UINT64, s->inferences_run, "inferences-failed", G_TYPE_UINT64,
-                           s->inferences_failed, "inferences-skipped", G_TYPE_UINT64, s->inferences_skipped,
-                           "frames-in", G_TYPE_UINT64, s->frames_in, "frames-out", G_TYPE_UINT64,
-                           s->frames_out, "frames-dropped", G_TYPE_UINT64, s->frames_dropped, "mask-age",
-                           G_TYPE_UINT, s->mask_age, "delegate", G_TYPE_STRING, s->delegate_summary.c_str(),
-                           "partitions", G_TYPE_UINT, s->partitions, "scene-cuts", G_TYPE_UINT64,
-                           s->scene_cuts, "latency-budget-ms", G_TYPE_UINT, self->latency_budget_ms,
-                           "downstream-ms", G_TYPE_DOUBLE, s->downstream_ms, "overrun-ms", G_TYPE_DOUBLE,
-                           s->overrun_ms.percentile(100), "thread-priority", G_TYPE_STRING,
-                           nn::plugins::to_string(s->thread_priority_got), nullptr);
-  gst_structure_set(stats, "runtime-fallbacks", G_TYPE_UINT64,
-                    static_cast<guint64>(s->segmenter ? s->segmenter->runtime_fallbacks() : 0), nullptr);
-  return stats;
-}
 
 static void gst_nn_segment_set_property(GObject* object, guint prop_id, const GValue* value,
                                         GParamSpec* pspec) {
@@ -346,120 +308,6 @@ static void gst_nn_segment_get_property(GObject* object, guint prop_id, GValue* 
   GST_OBJECT_UNLOCK(self);
 }
 
-static gboolean gst_nn_segment_start(GstBaseTransform* trans) {
-  GstNnSegment* self = GST_NN_SEGMENT(trans);
-  SegmentState* s = self->state;
-  GST_OBJECT_LOCK(self);
-  const std::string path = self->model ? self->model : "";
-  nn::plugins::SegmenterOptions options;
-  options.model_path = path;
-  options.delegates = delegate_list(self->delegate);
-  options.threads = self->threads > 0 ? self->threads : static_cast<int>(g_get_num_processors());
-  options.budget_ms = self->latency_budget_ms;
-  options.classes = self->classes ? self->classes : "";
-  options.input_mean = self->input_mean ? self->input_mean : "";
-  options.input_std = self->input_std ? self->input_std : "";
-  options.channel_order = self->channel_order == GST_NN_CHANNEL_ORDER_RGB   ? nn::plugins::ChannelOrder::kRGB
-                          : self->channel_order == GST_NN_CHANNEL_ORDER_BGR ? nn::plugins::ChannelOrder::kBGR
-                                                                            : nn::plugins::ChannelOrder::kFromModel;
-  if (self->sampling != GST_NN_SEGMENT_SAMPLING_AUTO)
-    options.sampling = self->sampling == GST_NN_SEGMENT_SAMPLING_MEDIAPIPE ? nn::image::Sampling::kMediaPipe
-                                                                          : nn::image::Sampling::kArea;
-  GST_OBJECT_UNLOCK(self);
-
-  if (path.empty()) {
-    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("No model set"),
-                      ("set the model property to a .nnapi, .tflite or .onnx file"));
-    return FALSE;
-  }
-  try {
-    std::shared_ptr<const nn::Model> model;
-    if (s->cached_model && s->cached_model_path == path) {
-      model = s->cached_model;
-    } else {
-      auto loaded = nn::plugins::Segmenter::load(path);
-      if (!loaded.is_ok()) {
-        const nn::Status& st = loaded.status();
-        if (st.code() == nn::StatusCode::kIoError)
-          GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("Could not open model \"%s\"", path.c_str()),
-                            ("%s", st.to_string().c_str()));
-        else
-          GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Could not load model \"%s\"", path.c_str()),
-                            ("%s", st.to_string().c_str()));
-        return FALSE;
-      }
-      model = std::move(loaded).value();
-    }
-    auto seg = nn::plugins::Segmenter::open(options, model);
-    if (!seg.is_ok() && seg.status().code() == nn::StatusCode::kInvalidArgument) {
-      // Settings the model cannot be driven with (classes, normalisation): the user's to fix.
-      GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS, ("Cannot use model \"%s\" with these settings", path.c_str()),
-                        ("%s", seg.status().to_string().c_str()));
-      return FALSE;
-    }
-    if (!seg.is_ok()) {
-      GST_ELEMENT_ERROR(self, RESOURCE, FAILED,
-                        ("Could not prepare model \"%s\" for inference", path.c_str()),
-                        ("%s", seg.status().to_string().c_str()));
-      return FALSE;
-    }
-    for (const std::string& missing : seg.value()->missing_delegates())
-      GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS, ("Requested delegate unavailable: %s", missing.c_str()),
-                          ("delegate property; inference runs on the CPU instead"));
-    s->cached_model = model;
-    s->cached_model_path = path;
-    GST_OBJECT_LOCK(self);
-    s->segmenter = std::move(seg).value();
-    s->delegate_summary = s->segmenter->delegate_summary();
-    s->partitions = static_cast<guint>(s->segmenter->num_partitions());
-    s->latency.clear();
-    s->frames_in = s->frames_out = s->frames_dropped = 0;
-    s->inferences_run = s->inferences_failed = s->inferences_skipped = 0;
-    s->mask_age = 0;
-    s->scene_cuts = 0;
-    s->qos_earliest = GST_CLOCK_TIME_NONE;
-    s->qos_proportion = 1.0;
-    s->consecutive_late = 0;
-    s->first_running_time = GST_CLOCK_TIME_NONE;
-    s->downstream_ms = 0;
-    s->overrun_ms.clear();
-    GST_OBJECT_UNLOCK(self);
-    GST_INFO_OBJECT(self, "model %s: input %dx%d, %s", path.c_str(), s->segmenter->input_width(),
-                    s->segmenter->input_height(), s->delegate_summary.c_str());
-  } catch (const std::exception& e) {
-    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Could not load model \"%s\"", path.c_str()),
-                      ("%s", e.what()));
-    return FALSE;
-  }
-  s->drop_mask();
-  s->filter.reset();
-  s->prev_thumb.clear();
-  s->min_valid_tag = s->seq + 1;
-  s->last_stats_post_us = g_get_monotonic_time();
-  return TRUE;
-}
-
-static gboolean gst_nn_segment_stop(GstBaseTransform* trans) {
-  GstNnSegment* self = GST_NN_SEGMENT(trans);
-  SegmentState* s = self->state;
-  // Joins the worker (after its current inference) outside the object lock.
-  std::unique_ptr<nn::plugins::Segmenter> old;
-  GST_OBJECT_LOCK(self);
-  if (s->segmenter) {
-    // Keep the final counts readable after stop.
-    const nn::AsyncSession::Counters c = s->segmenter->counters();
-    s->inferences_run = c.completed;
-    s->inferences_failed = c.failed;
-  }
-  old = std::move(s->segmenter);
-  GST_OBJECT_UNLOCK(self);
-  old.reset();
-  s->drop_mask();
-  s->filter.reset();
-  s->thread_priority.restore();
-  return TRUE;
-}
-
 // output-mode=mask: the src side is GRAY8 at the sink side's size (and the other way round,
 // any of our formats). Other modes: same caps both ways.
 static GstCaps* gst_nn_segment_transform_caps(GstBaseTransform* trans, GstPadDirection direction,
@@ -500,95 +348,6 @@ static GstCaps* gst_nn_segment_transform_caps(GstBaseTransform* trans, GstPadDir
   GST_DEBUG_OBJECT(self, "mask output, %s: %" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT,
                    direction == GST_PAD_SINK ? "sink to src" : "src to sink", caps, result);
   return result;
-}
-
-static gboolean gst_nn_segment_set_info(GstVideoFilter* filter, GstCaps* /*incaps*/, GstVideoInfo* in_info,
-                                        GstCaps* /*outcaps*/, GstVideoInfo* out_info) {
-  GstNnSegment* self = GST_NN_SEGMENT(filter);
-  SegmentState* s = self->state;
-  const bool gray = GST_VIDEO_INFO_FORMAT(out_info) == GST_VIDEO_FORMAT_GRAY8;
-  if (gray && (GST_VIDEO_INFO_WIDTH(out_info) != GST_VIDEO_INFO_WIDTH(in_info) ||
-               GST_VIDEO_INFO_HEIGHT(out_info) != GST_VIDEO_INFO_HEIGHT(in_info))) {
-    GST_ERROR_OBJECT(self, "mask output must have the frame's size");
-    return FALSE;
-  }
-  // The GRAY8 mask is a new buffer; every other mode annotates (or writes alpha) in place.
-  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), !gray);
-  s->gray_output = gray;
-  nn::plugins::FrameView v;
-  switch (GST_VIDEO_INFO_FORMAT(in_info)) {
-    case GST_VIDEO_FORMAT_RGBA:
-      v.layout = nn::plugins::PixelLayout::kRGBA;
-      break;
-    case GST_VIDEO_FORMAT_BGRA:
-      v.layout = nn::plugins::PixelLayout::kBGRA;
-      break;
-    case GST_VIDEO_FORMAT_RGBx:
-      v.layout = nn::plugins::PixelLayout::kRGBx;
-      break;
-    case GST_VIDEO_FORMAT_BGRx:
-      v.layout = nn::plugins::PixelLayout::kBGRx;
-      break;
-    case GST_VIDEO_FORMAT_RGB:
-      v.layout = nn::plugins::PixelLayout::kRGB;
-      break;
-    case GST_VIDEO_FORMAT_BGR:
-      v.layout = nn::plugins::PixelLayout::kBGR;
-      break;
-    case GST_VIDEO_FORMAT_I420:
-      v.layout = nn::plugins::PixelLayout::kI420;
-      break;
-    case GST_VIDEO_FORMAT_NV12:
-      v.layout = nn::plugins::PixelLayout::kNV12;
-      break;
-    default:
-      GST_ERROR_OBJECT(self, "unsupported format %s", GST_VIDEO_INFO_NAME(in_info));
-      return FALSE;
-  }
-  v.width = GST_VIDEO_INFO_WIDTH(in_info);
-  v.height = GST_VIDEO_INFO_HEIGHT(in_info);
-  gdouble kr = 0.299, kb = 0.114;
-  if (gst_video_color_matrix_get_Kr_Kb(in_info->colorimetry.matrix, &kr, &kb)) {
-    v.kr = kr;
-    v.kb = kb;
-  }
-  v.full_range = in_info->colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
-  GST_OBJECT_LOCK(self);
-  const auto resize = self->resize == GST_NN_SEGMENT_RESIZE_LETTERBOX ? nn::plugins::ResizeMode::kLetterbox
-                                                                      : nn::plugins::ResizeMode::kStretch;
-  GST_OBJECT_UNLOCK(self);
-  const nn::plugins::FrameView& old = s->view_template;
-  const bool same_geometry =
-      old.width == v.width && old.height == v.height && old.layout == v.layout && s->resize == resize;
-  s->view_template = v;
-  s->resize = resize;
-  if (s->segmenter) s->rect = s->segmenter->mask_rect(v.width, v.height, resize);
-  // Masks computed for another size or placement map to the wrong pixels: start over.
-  // (Only the output side changed, e.g. output-mode: the mask still fits.)
-  if (!same_geometry) {
-    s->prev_thumb.clear();
-    s->drop_mask();
-    s->filter.reset();
-    s->min_valid_tag = s->seq + 1;
-  }
-  GST_DEBUG_OBJECT(self, "configured for %s %dx%d -> %s, mask rect %.1f,%.1f %.1fx%.1f",
-                   GST_VIDEO_INFO_NAME(in_info), v.width, v.height, GST_VIDEO_INFO_NAME(out_info), s->rect.x,
-                   s->rect.y, s->rect.width, s->rect.height);
-  return TRUE;
-}
-
-static void reset_stream(GstNnSegment* self) {
-  SegmentState* s = self->state;
-  s->prev_thumb.clear();
-  s->drop_mask();
-  s->filter.reset();
-  s->min_valid_tag = s->seq + 1;
-  GST_OBJECT_LOCK(self);
-  s->qos_earliest = GST_CLOCK_TIME_NONE;
-  s->qos_proportion = 1.0;
-  s->consecutive_late = 0;
-  s->first_running_time = GST_CLOCK_TIME_NONE;
-  GST_OBJECT_UNLOCK(self);
 }
 
 static gboolean gst_nn_segment_sink_event(GstBaseTransform* trans, GstEvent* event) {
@@ -834,15 +593,15 @@ static void gst_nn_segment_class_init(GstNnSegmentClass* klass) {
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
 
-  trans_class->start = GST_DEBUG_FUNCPTR(gst_nn_segment_start);
-  trans_class->stop = GST_DEBUG_FUNCPTR(gst_nn_segment_stop);
+  trans_class->start = GST_DEBUG_FUNCPTR(nn::plugins::segment_start);
+  trans_class->stop = GST_DEBUG_FUNCPTR(nn::plugins::segment_stop);
   trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_nn_segment_sink_event);
   trans_class->src_event = GST_DEBUG_FUNCPTR(gst_nn_segment_src_event);
   trans_class->query = GST_DEBUG_FUNCPTR(gst_nn_segment_query);
   // Buffers are only annotated (and alpha written in place): same caps both ways.
   trans_class->passthrough_on_same_caps = FALSE;
   trans_class->transform_ip_on_passthrough = FALSE;
-  filter_class->set_info = GST_DEBUG_FUNCPTR(gst_nn_segment_set_info);
+  filter_class->set_info = GST_DEBUG_FUNCPTR(nn::plugins::segment_set_info);
   filter_class->transform_frame_ip = GST_DEBUG_FUNCPTR(gst_nn_segment_transform_frame_ip);
   filter_class->transform_frame = GST_DEBUG_FUNCPTR(gst_nn_segment_transform_frame);
   trans_class->transform_caps = GST_DEBUG_FUNCPTR(gst_nn_segment_transform_caps);

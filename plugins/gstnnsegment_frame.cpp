@@ -7,6 +7,7 @@
 
 #include <opencv2/core.hpp>
 
+#include "cpu_time.h"
 #include "gstnnmaskmeta.h"
 #include "imageops.h"
 #include "segment_state.h"
@@ -37,9 +38,11 @@ static void accept_result(GstNnSegment* self, nn::plugins::MaskResult& r, double
   SegmentState* s = self->state;
   guint64 failures = 0;
   GST_OBJECT_LOCK(self);
-  if (r.status.is_ok())
+  if (r.status.is_ok()) {
     s->latency.add(r.run_ms);
-  else
+    s->inference_cpu_ms_total += r.cpu_ms;
+    s->inferences_timed++;
+  } else
     failures = s->segmenter->counters().failed;
   GST_OBJECT_UNLOCK(self);
   if (!r.status.is_ok()) {
@@ -50,9 +53,12 @@ static void accept_result(GstNnSegment* self, nn::plugins::MaskResult& r, double
     return;
   }
   if (r.tag < s->min_valid_tag || (s->mask && r.tag <= s->mask_tag)) return;
-  s->filter.apply(r, smoothing, threshold, &s->filtered);
+  // The filter writes straight into the memory the meta will share (no copy after it).
+  const size_t n = r.probability.size();
+  float* values = g_new(float, n);
+  s->filter.apply(r, smoothing, threshold, values);
   if (s->mask) g_bytes_unref(s->mask);
-  s->mask = g_bytes_new(s->filtered.data(), s->filtered.size() * sizeof(float));
+  s->mask = g_bytes_new_take(values, n * sizeof(float));
   s->mask_w = r.width;
   s->mask_h = r.height;
   s->mask_tag = r.tag;
@@ -87,6 +93,52 @@ static void write_gray(SegmentState* s, GstVideoFrame* out) {
     mask_at_frame_size(s, w, h).copyTo(gray);
   else
     gray.setTo(255);
+}
+
+// The frame shrunk to the compositor's work size (imageops' make_work_image; I420 and NV12:
+// make_yuv_work_image, packed 4:4:4), as GBytes that keep the image alive without a copy.
+// *format receives the small frame's format.
+static GBytes* make_small_frame(GstVideoFrame* frame, GstVideoFormat* format) {
+  int channels = 0;
+  const GstVideoFormat f = GST_VIDEO_FRAME_FORMAT(frame);
+  *format = f;
+  auto* small = new cv::Mat();
+  const auto bytes_of = [](cv::Mat* m) {
+    if (!m->isContinuous()) *m = m->clone();
+    return g_bytes_new_with_free_func(m->data, m->total() * m->elemSize(),
+                                      [](gpointer p) { delete static_cast<cv::Mat*>(p); }, m);
+  };
+  if (f == GST_VIDEO_FORMAT_I420 || f == GST_VIDEO_FORMAT_NV12) {
+    const int w = GST_VIDEO_FRAME_WIDTH(frame), h = GST_VIDEO_FRAME_HEIGHT(frame);
+    const int cw = (w + 1) / 2, ch = (h + 1) / 2;
+    const auto plane = [&](int i, int type, int rows, int cols) {
+      return cv::Mat(rows, cols, type, GST_VIDEO_FRAME_PLANE_DATA(frame, i), GST_VIDEO_FRAME_PLANE_STRIDE(frame, i));
+    };
+    const bool nv12 = f == GST_VIDEO_FORMAT_NV12;
+    nn::plugins::make_yuv_work_image(plane(0, CV_8UC1, h, w), plane(1, nv12 ? CV_8UC2 : CV_8UC1, ch, cw),
+                                     nv12 ? cv::Mat() : plane(2, CV_8UC1, ch, cw), *small);
+    *format = GST_VIDEO_FORMAT_v308;
+    return bytes_of(small);
+  }
+  switch (f) {
+    case GST_VIDEO_FORMAT_RGBA:
+    case GST_VIDEO_FORMAT_BGRA:
+    case GST_VIDEO_FORMAT_RGBx:
+    case GST_VIDEO_FORMAT_BGRx:
+      channels = 4;
+      break;
+    case GST_VIDEO_FORMAT_RGB:
+    case GST_VIDEO_FORMAT_BGR:
+      channels = 3;
+      break;
+    default:
+      delete small;
+      return nullptr;
+  }
+  const cv::Mat src(GST_VIDEO_FRAME_HEIGHT(frame), GST_VIDEO_FRAME_WIDTH(frame), CV_8UC(channels),
+                    GST_VIDEO_FRAME_PLANE_DATA(frame, 0), GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0));
+  nn::plugins::make_work_image(src, *small);
+  return bytes_of(small);
 }
 
 static void maybe_post_stats(GstNnSegment* self, guint interval_ms) {
@@ -190,6 +242,19 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
     GST_OBJECT_UNLOCK(self);
   }
 
+  // The compositor's work image (GstNnMaskMeta's small frame), made here once: the model
+  // input below takes the same reductions from the memo instead of reading the frame (or
+  // its planes) again, and nnbackground does not shrink the frame itself.
+  nn::plugins::ShrinkMemo memo;
+  GstVideoFormat small_format = GST_VIDEO_FORMAT_UNKNOWN;
+  GBytes* small = gray_out ? nullptr : make_small_frame(frame, &small_format);
+  struct UnrefSmall {
+    GBytes*& b;
+    ~UnrefSmall() {
+      if (b) g_bytes_unref(b);
+    }
+  } unref_small{small};
+
   // 3. Hand the frame to the worker, then wait for its mask until the budget (from arrival) is spent.
   if (!late) {
     nn::plugins::FrameView v = s->view_template;
@@ -256,6 +321,11 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
     GstNnMaskMeta* meta = gst_buffer_add_nn_mask_meta(
         gray_out ? gray_out->buffer : buf, GST_NN_MASK_FORMAT_FLOAT32, s->mask_w, s->mask_h,
         s->mask_w * sizeof(float), s->mask, fw, fh, r.x, r.y, r.width, r.height, age);
+    if (meta && small) {
+      const cv::Size ws = nn::plugins::work_size(cv::Size(fw, fh));
+      gst_nn_mask_meta_set_small_frame(meta, small_format, ws.width, ws.height, g_bytes_get_size(small) / ws.height,
+                                       small);
+    }
     if (meta) {
       meta->source_id = s->mask_tag;
       meta->deadline_us = entered_us + static_cast<gint64>(budget_ms) * 1000;
@@ -286,7 +356,14 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
 
 GstFlowReturn nn::plugins::run_guarded(GstNnSegment* self, GstVideoFrame* frame, GstVideoFrame* gray_out) {
   try {
-    return process_frame(self, frame, gray_out);
+    const double cpu0 = thread_cpu_ms();
+    const GstFlowReturn ret = process_frame(self, frame, gray_out);
+    const double cpu_ms = thread_cpu_ms() - cpu0;
+    GST_OBJECT_LOCK(self);
+    self->state->frame_cpu_ms_total += cpu_ms;
+    self->state->frames_timed++;
+    GST_OBJECT_UNLOCK(self);
+    return ret;
   } catch (const std::exception& e) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Segmentation failed"), ("%s", e.what()));
   } catch (...) {

@@ -83,18 +83,78 @@ bool reduce_rgba(const cv::Mat& src, cv::Mat& dst, int factor) {
 #endif
 }
 
+namespace {
+thread_local ShrinkMemo* active_memo = nullptr;
+}  // namespace
+
+ShrinkMemo::ShrinkMemo() : outer_(active_memo) { active_memo = this; }
+ShrinkMemo::~ShrinkMemo() { active_memo = outer_; }
+ShrinkMemo* ShrinkMemo::active() { return active_memo; }
+
+const cv::Mat* ShrinkMemo::find(const cv::Mat& src, int factor) const {
+  for (const Step& s : steps_)
+    if (s.data == src.data && s.size == src.size() && s.step == src.step[0] && s.type == src.type() &&
+        s.factor == factor) {
+      ++hits_;
+      return &s.result;
+    }
+  return nullptr;
+}
+
+void ShrinkMemo::add(const cv::Mat& src, int factor, const cv::Mat& result) {
+  steps_.push_back({src.data, src.size(), src.step[0], src.type(), factor, result});
+}
+
+int work_factor(int frame_width) {
+  // An integer factor keeps the block averages (and INTER_AREA) on their fast paths.
+  constexpr double kWorkWidth = 480.0;
+  return std::max(1, static_cast<int>(std::ceil(frame_width / kWorkWidth - 0.01)));
+}
+
+cv::Size work_size(cv::Size frame) {
+  const double f = work_factor(frame.width);
+  return cv::Size(std::max(1, static_cast<int>(std::lround(frame.width / f))),
+                  std::max(1, static_cast<int>(std::lround(frame.height / f))));
+}
+
+void make_work_image(const cv::Mat& frame, cv::Mat& dst) {
+  shrink_area(frame, dst, work_size(frame.size()), cv::INTER_LINEAR);
+}
+
+void make_yuv_work_image(const cv::Mat& y, const cv::Mat& u, const cv::Mat& v, cv::Mat& dst) {
+  const cv::Size ws = work_size(y.size());
+  cv::Mat planes[3];
+  shrink_area(y, planes[0], ws, cv::INTER_LINEAR);
+  if (v.empty()) {
+    cv::Mat uv;
+    shrink_area(u, uv, ws, cv::INTER_LINEAR);
+    cv::split(uv, planes + 1);
+  } else {
+    shrink_area(u, planes[1], ws, cv::INTER_LINEAR);
+    shrink_area(v, planes[2], ws, cv::INTER_LINEAR);
+  }
+  cv::merge(planes, 3, dst);
+}
+
 void shrink_area(const cv::Mat& src, cv::Mat& dst, cv::Size target, int final) {
   if (src.cols <= target.width || src.rows <= target.height) {
     cv::resize(src, dst, target, 0, 0, cv::INTER_LINEAR);
     return;
   }
+  ShrinkMemo* memo = ShrinkMemo::active();
   cv::Mat cur = src, smaller;
   while (cur.cols >= 2 * target.width && cur.rows >= 2 * target.height && cur.cols >= 2 && cur.rows >= 2) {
     // 4-channel frames: block averages in one pass over the source (two halvings at once
     // when the target allows); others: a bilinear resize to exactly half size.
     const int factor = cur.cols >= 4 * target.width && cur.rows >= 4 * target.height ? 4 : 2;
+    if (const cv::Mat* done = memo ? memo->find(cur, factor) : nullptr) {
+      cur = *done;
+      continue;
+    }
     if (!reduce_rgba(cur, smaller, factor))
       cv::resize(cur, smaller, cv::Size(cur.cols / 2, cur.rows / 2), 0, 0, cv::INTER_LINEAR);
+    // Keyed by the factor asked for: the same source and factor always take the same step.
+    if (memo) memo->add(cur, factor, smaller);
     cur = smaller;
     smaller = cv::Mat();
   }

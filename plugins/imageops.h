@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
@@ -23,5 +24,51 @@ bool reduce_rgba(const cv::Mat& src, cv::Mat& dst, int factor);
 // with final = cv::INTER_LINEAR where a little aliasing does not matter (the remaining
 // factor is under 2; 720p -> 427x240: 0.9 instead of 4.0 ms).
 void shrink_area(const cv::Mat& src, cv::Mat& dst, cv::Size target, int final = cv::INTER_AREA);
+
+// While a ShrinkMemo lives on a thread, shrink_area() on that thread keeps every reduction
+// step it makes (source pixels, factor -> result) and takes a step it made before from the
+// memo instead of computing it again. Results are the same with or without it. nnsegment
+// makes the compositor's work image and then the model input inside one memo, so the frame
+// is read once for both (1080p and 4K: both go through the same block averages). The memo
+// holds references to the results, so the sources it keys on stay alive while it lives.
+class ShrinkMemo {
+ public:
+  ShrinkMemo();
+  ~ShrinkMemo();
+  ShrinkMemo(const ShrinkMemo&) = delete;
+  ShrinkMemo& operator=(const ShrinkMemo&) = delete;
+
+  struct Step {
+    const uchar* data;
+    cv::Size size;
+    size_t step;
+    int type, factor;
+    cv::Mat result;
+  };
+  // The active memo of this thread, or null.
+  static ShrinkMemo* active();
+  const cv::Mat* find(const cv::Mat& src, int factor) const;
+  void add(const cv::Mat& src, int factor, const cv::Mat& result);
+  size_t hits() const { return hits_; }
+
+ private:
+  std::vector<Step> steps_;
+  ShrinkMemo* outer_;
+  mutable size_t hits_ = 0;
+};
+
+// The compositor's work resolution (nnbackground's guided filter and background blur): the
+// frame shrunk by an integer factor to at most ~480 px wide (1920 -> 480 by 4, 3840 -> 480
+// by 8, 1280 -> 427 by 3). work_factor is that factor (>= 1).
+int work_factor(int frame_width);
+cv::Size work_size(cv::Size frame);
+// The work image: the frame at work_size, by shrink_area with a bilinear last step (its
+// readers, a box filter and a blur, do not mind a little aliasing). The one rule nnsegment
+// (which makes it once and passes it on in the mask meta) and the compositor share.
+void make_work_image(const cv::Mat& frame, cv::Mat& dst);
+// The same for a planar YUV 4:2:0 frame: Y, U and V at the work size of the frame (Y's
+// size) as one packed 3-channel image (4:4:4, GStreamer's v308), each plane by
+// shrink_area with a bilinear last step. `v` empty: `u` is NV12's interleaved UV plane.
+void make_yuv_work_image(const cv::Mat& y, const cv::Mat& u, const cv::Mat& v, cv::Mat& dst);
 
 }  // namespace nn::plugins

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gstnnsegment.h"
+#include "latency_window.h"
 #include "segmenter.h"
 #include "thread_priority.h"
 
@@ -29,7 +30,6 @@ struct SegmentState {
   FrameRect rect;            // where the mask lies in frame pixels
   bool gray_output = false;  // output-mode=mask negotiated: GRAY8 out, not in place
   MaskFilter filter;
-  std::vector<float> filtered;
 
   // The newest finished mask (after smoothing and threshold), shared by every buffer
   // that carries it until the next one arrives.
@@ -58,6 +58,9 @@ struct SegmentState {
   guint64 frames_in = 0, frames_out = 0, frames_dropped = 0;
   guint64 inferences_run = 0, inferences_failed = 0, inferences_skipped = 0;
   guint mask_age = 0;
+  // CPU time: the streaming thread's in this element per frame, the worker's per inference.
+  double frame_cpu_ms_total = 0, inference_cpu_ms_total = 0;
+  guint64 frames_timed = 0, inferences_timed = 0;
   std::string delegate_summary;
   guint partitions = 0;
 
@@ -79,6 +82,14 @@ struct SegmentState {
     mask_tag = 0;
   }
 };
+
+// Stream set-up (gstnnsegment_stream.cpp): GstBaseTransform's start/stop and
+// GstVideoFilter's set_info, and what a flush resets.
+gboolean segment_start(GstBaseTransform* trans);
+gboolean segment_stop(GstBaseTransform* trans);
+gboolean segment_set_info(GstVideoFilter* filter, GstCaps* incaps, GstVideoInfo* in_info, GstCaps* outcaps,
+                          GstVideoInfo* out_info);
+void reset_stream(GstNnSegment* self);
 
 // Builds the stats structure. Caller holds the object lock.
 GstStructure* make_stats_locked(GstNnSegment* self);

@@ -195,7 +195,11 @@ Result<std::unique_ptr<Segmenter>> Segmenter::open(const SegmenterOptions& optio
     Status warm = session.value()->run();
     if (!warm.is_ok()) return warm.with_context(options.model_path + ": warm-up inference");
   }
-  s->async_ = std::make_unique<AsyncSession>(std::move(session).value());
+  // The worker turns the output into the probability mask where the session wrote it
+  // (read_mask): no copy of the output, and the conversion stays off the streaming thread.
+  Segmenter* self = s.get();
+  s->async_ = std::make_unique<AsyncSession>(
+      std::move(session).value(), [self](const Session& session, AsyncResult& r) { return self->read_mask(session, r); });
   return s;
 }
 
@@ -371,32 +375,38 @@ MaskResult Segmenter::to_mask(AsyncResult r) const {
   MaskResult m;
   m.tag = r.tag;
   m.run_ms = r.run_ms;
+  m.cpu_ms = r.cpu_ms;
   m.status = r.status;
   if (!r.status.is_ok()) return m;
-  if (r.outputs.empty()) {
-    m.status = Status(StatusCode::kInternal, "inference returned no output");
+  if (r.outputs.size() != 1) {
+    m.status = Status(StatusCode::kInternal, "inference returned no mask");
     return m;
   }
-  const Tensor& t = r.outputs[0];
-  const Operand& desc = model_->operands[model_->outputs[0]];
-  const size_t n = static_cast<size_t>(out_w_) * out_h_;
-  if (t.size() != n * out_c_) {
-    m.status = Status(StatusCode::kInternal, "output 0 has " + std::to_string(t.size()) +
-                                                 " values, expected " + std::to_string(n * out_c_));
-    return m;
-  }
-  const auto value = [&](size_t i) -> float {
-    if (t.type == OperandType::TENSOR_FLOAT32) return t.f32()[i];
-    if (t.type == OperandType::TENSOR_QUANT8_ASYMM) return (t.bytes[i] - desc.zero_point) * desc.scale;
-    return (static_cast<int8_t>(t.bytes[i]) - desc.zero_point) * desc.scale;
-  };
   m.width = out_w_;
   m.height = out_h_;
-  m.probability.resize(n);
+  m.probability = std::move(r.outputs[0]);
+  return m;
+}
+
+Status Segmenter::read_mask(const Session& session, AsyncResult& r) const {
+  const Operand& desc = session.output_desc(0);
+  const size_t n = static_cast<size_t>(out_w_) * out_h_;
+  if (num_elements(desc.dims) != n * out_c_)
+    return Status(StatusCode::kInternal, "output 0 has " + std::to_string(num_elements(desc.dims)) + " values, expected " +
+                                             std::to_string(n * out_c_));
+  const void* data = session.output_data(0);
+  const auto value = [&](size_t i) -> float {
+    if (desc.type == OperandType::TENSOR_FLOAT32) return static_cast<const float*>(data)[i];
+    const uint8_t byte = static_cast<const uint8_t*>(data)[i];
+    if (desc.type == OperandType::TENSOR_QUANT8_ASYMM) return (byte - desc.zero_point) * desc.scale;
+    return (static_cast<int8_t>(byte) - desc.zero_point) * desc.scale;
+  };
+  Tensor mask(OperandType::TENSOR_FLOAT32, {static_cast<uint32_t>(out_h_), static_cast<uint32_t>(out_w_)});
+  float* probability = mask.f32();
   if (out_c_ == 1) {
     for (size_t i = 0; i < n; ++i) {
       const float v = value(i);
-      m.probability[i] = output_is_logits_ ? 1.f / (1.f + std::exp(-v)) : std::clamp(v, 0.f, 1.f);
+      probability[i] = output_is_logits_ ? 1.f / (1.f + std::exp(-v)) : std::clamp(v, 0.f, 1.f);
     }
   } else {
     // Softmax over classes; the foreground is the sum of its classes' probabilities.
@@ -409,10 +419,12 @@ MaskResult Segmenter::to_mask(AsyncResult r) const {
         sum += e;
         if (foreground_[c]) foreground += e;
       }
-      m.probability[i] = std::min(1.f, foreground / sum);
+      probability[i] = std::min(1.f, foreground / sum);
     }
   }
-  return m;
+  r.outputs.clear();
+  r.outputs.push_back(std::move(mask));
+  return Status::ok();
 }
 
 std::string Segmenter::delegate_summary() const {
@@ -432,42 +444,31 @@ size_t Segmenter::num_partitions() const {
   return async_->session().report().partitions.size();
 }
 
-void MaskFilter::apply(const MaskResult& in, double smoothing, double threshold, std::vector<float>* out) {
+void MaskFilter::apply(const MaskResult& in, double smoothing, double threshold, float* out) {
   const size_t n = in.probability.size();
-  if (ema_.size() != n || w_ != in.width || h_ != in.height || smoothing <= 0.0) {
-    ema_ = in.probability;
-    w_ = in.width;
-    h_ = in.height;
+  const float* p = in.probability.f32();
+  // Without smoothing nothing of this mask is kept (smoothing turned on later starts afresh).
+  const float* src = p;
+  if (smoothing > 0.0) {
+    if (ema_.size() != n || w_ != in.width || h_ != in.height) {
+      ema_.assign(p, p + n);
+      w_ = in.width;
+      h_ = in.height;
+    } else {
+      const float a = static_cast<float>(std::clamp(smoothing, 0.0, 1.0));
+      for (size_t i = 0; i < n; ++i) ema_[i] = a * ema_[i] + (1.f - a) * p[i];
+    }
+    src = ema_.data();
   } else {
-    const float a = static_cast<float>(std::clamp(smoothing, 0.0, 1.0));
-    for (size_t i = 0; i < n; ++i) ema_[i] = a * ema_[i] + (1.f - a) * in.probability[i];
+    ema_.clear();
   }
-  out->resize(n);
   if (threshold <= 0.0) {
-    std::copy(ema_.begin(), ema_.end(), out->begin());
+    std::copy(src, src + n, out);
     return;
   }
   constexpr float kHalfBand = 0.2f;
   const float lo = static_cast<float>(threshold) - kHalfBand;
-  for (size_t i = 0; i < n; ++i) (*out)[i] = std::clamp((ema_[i] - lo) / (2 * kHalfBand), 0.f, 1.f);
-}
-
-void LatencyWindow::add(double ms) {
-  if (samples_.size() < capacity_) {
-    samples_.push_back(ms);
-  } else {
-    samples_[next_] = ms;
-    next_ = (next_ + 1) % capacity_;
-  }
-}
-
-double LatencyWindow::percentile(double p) const {
-  if (samples_.empty()) return 0.0;
-  std::vector<double> s = samples_;
-  const size_t k =
-      std::min(s.size() - 1, static_cast<size_t>(std::ceil(p / 100.0 * s.size())) - (p > 0 ? 1 : 0));
-  std::nth_element(s.begin(), s.begin() + k, s.end());
-  return s[k];
+  for (size_t i = 0; i < n; ++i) out[i] = std::clamp((src[i] - lo) / (2 * kHalfBand), 0.f, 1.f);
 }
 
 }  // namespace nn::plugins

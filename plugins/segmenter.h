@@ -78,8 +78,9 @@ struct MaskResult {
   uint64_t tag = 0;
   Status status;
   int width = 0, height = 0;
-  std::vector<float> probability;  // row-major, 0..1
+  Tensor probability;  // FLOAT32 [height, width], 0..1, made on the worker (Segmenter::read_mask)
   double run_ms = 0;
+  double cpu_ms = 0;  // the worker's CPU time for the inference (AsyncResult::cpu_ms)
 };
 
 class Segmenter {
@@ -92,6 +93,8 @@ class Segmenter {
   // metadata's input_mean / input_std / input_color, else [0,1] RGB (nn::image's rule).
   static Result<std::unique_ptr<Segmenter>> open(const SegmenterOptions& options,
                                                  std::shared_ptr<const Model> model = nullptr);
+  // Joins the worker first: it reads this object's settings while it converts a mask.
+  ~Segmenter() { async_.reset(); }
   // Loads the model and checks it is something we can drive: one [1,H,W,3] image input,
   // an output that reads as a mask: [1,H,W,C] or [1,H,W] with H, W >= 2 (in the model's
   // own layout: [1,C,H,W] for ONNX). Errors name the shape as the model has it.
@@ -133,6 +136,9 @@ class Segmenter {
  private:
   Segmenter() = default;
   MaskResult to_mask(AsyncResult result) const;
+  // The OutputReader of the session's worker: the output, read in place, becomes the
+  // probability mask (sigmoid of logits, or the softmax over the foreground classes).
+  Status read_mask(const Session& session, AsyncResult& result) const;
 
   std::shared_ptr<const Model> model_;
   std::unique_ptr<AsyncSession> async_;
@@ -158,27 +164,14 @@ double thumb_difference(const std::vector<uint8_t>& a, const std::vector<uint8_t
 class MaskFilter {
  public:
   // smoothing: weight of the previous mask (0 = none). threshold: centre of a soft ramp
-  // (0 disables it): p <= t - 0.2 -> 0, p >= t + 0.2 -> 1, linear in between.
-  void apply(const MaskResult& in, double smoothing, double threshold, std::vector<float>* out);
+  // (0 disables it): p <= t - 0.2 -> 0, p >= t + 0.2 -> 1, linear in between. Writes
+  // in.probability.size() values to out (the caller's buffer: the mask meta's own).
+  void apply(const MaskResult& in, double smoothing, double threshold, float* out);
   void reset() { ema_.clear(); }
 
  private:
   std::vector<float> ema_;
   int w_ = 0, h_ = 0;
-};
-
-// Times of the last `capacity` runs (default: a few hundred), for p50/p99.
-class LatencyWindow {
- public:
-  explicit LatencyWindow(size_t capacity = 512) : capacity_(std::max<size_t>(1, capacity)) {}
-  void add(double ms);
-  double percentile(double p) const;  // 0 when empty
-  void clear() { samples_.clear(), next_ = 0; }
-
- private:
-  size_t capacity_;
-  std::vector<double> samples_;
-  size_t next_ = 0;
 };
 
 }  // namespace nn::plugins

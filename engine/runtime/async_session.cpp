@@ -1,4 +1,6 @@
 // AsyncSession: one worker, one inference in flight, a one-slot "latest input wins" mailbox.
+#include <time.h>
+
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -8,8 +10,19 @@
 
 namespace nn {
 
+namespace {
+
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+}  // namespace
+
 struct AsyncSession::Impl {
   std::unique_ptr<Session> session;
+  OutputReader read_outputs;  // null: copy the outputs into the result
   mutable std::mutex mu;
   std::condition_variable cv_work, cv_done;
   std::optional<std::pair<std::vector<Tensor>, uint64_t>> pending;  // waiting input
@@ -28,6 +41,7 @@ struct AsyncSession::Impl {
       pending.reset();
       running = true;
       lock.unlock();
+      const double cpu0 = thread_cpu_ms();
       AsyncResult r;
       r.tag = tag;
       r.status = Status::ok();
@@ -38,7 +52,9 @@ struct AsyncSession::Impl {
       for (size_t i = 0; i < inputs.size() && r.status.is_ok(); ++i)
         r.status = session->set_input(i, inputs[i].data(), inputs[i].bytes.size());
       if (r.status.is_ok()) r.status = session->run();
-      if (r.status.is_ok()) {
+      if (r.status.is_ok() && read_outputs) {
+        r.status = read_outputs(*session, r);
+      } else if (r.status.is_ok()) {
         for (size_t i = 0; i < session->num_outputs(); ++i) {
           Tensor t = Tensor::like(session->output_desc(i));
           std::memcpy(t.data(), session->output_data(i), t.bytes.size());
@@ -46,6 +62,7 @@ struct AsyncSession::Impl {
         }
       }
       r.run_ms = session->last_run_ms();
+      r.cpu_ms = thread_cpu_ms() - cpu0;
       lock.lock();
       running = false;
       if (r.status.is_ok())
@@ -58,8 +75,12 @@ struct AsyncSession::Impl {
   }
 };
 
-AsyncSession::AsyncSession(std::unique_ptr<Session> session) : impl_(std::make_unique<Impl>()) {
+AsyncSession::AsyncSession(std::unique_ptr<Session> session) : AsyncSession(std::move(session), nullptr) {}
+
+AsyncSession::AsyncSession(std::unique_ptr<Session> session, OutputReader read_outputs)
+    : impl_(std::make_unique<Impl>()) {
   impl_->session = std::move(session);
+  impl_->read_outputs = std::move(read_outputs);
   impl_->worker = std::thread([this] { impl_->loop(); });
 }
 

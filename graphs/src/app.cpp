@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "builder.h"
+#include "element_stats.h"  // the stats field names nnsegment reports
 
 #ifndef NN_GST_PLUGIN_DIR
 #define NN_GST_PLUGIN_DIR ""
@@ -166,19 +167,19 @@ struct App::Impl {
       GstStructure* st = nullptr;
       g_object_get(el, "stats", &st, nullptr);
       if (!st) continue;
-      if (gst_structure_has_name(st, "nnsegment-stats")) {
+      if (gst_structure_has_name(st, NN_SEGMENT_STATS)) {
         s.has_inference = true;
-        gst_structure_get_double(st, "inference-p50-ms", &s.inference_p50_ms);
-        gst_structure_get_double(st, "inference-p99-ms", &s.inference_p99_ms);
+        gst_structure_get_double(st, NN_STAT_INFERENCE_P50_MS, &s.inference_p50_ms);
+        gst_structure_get_double(st, NN_STAT_INFERENCE_P99_MS, &s.inference_p99_ms);
         guint64 v = 0;
-        if (gst_structure_get_uint64(st, "inferences-run", &v)) s.inferences_run += v;
-        if (gst_structure_get_uint64(st, "inferences-skipped", &v)) s.inferences_skipped += v;
-        if (gst_structure_get_uint64(st, "inferences-failed", &v)) s.inferences_failed += v;
-        if (gst_structure_get_uint64(st, "frames-dropped", &v)) s.frames_dropped += v;
+        if (gst_structure_get_uint64(st, NN_STAT_INFERENCES_RUN, &v)) s.inferences_run += v;
+        if (gst_structure_get_uint64(st, NN_STAT_INFERENCES_SKIPPED, &v)) s.inferences_skipped += v;
+        if (gst_structure_get_uint64(st, NN_STAT_INFERENCES_FAILED, &v)) s.inferences_failed += v;
+        if (gst_structure_get_uint64(st, NN_STAT_FRAMES_DROPPED, &v)) s.frames_dropped += v;
         guint u = 0;
-        if (gst_structure_get_uint(st, "mask-age", &u)) s.mask_age = u;
-        if (gst_structure_get_uint(st, "latency-budget-ms", &u)) s.latency_budget_ms = u;
-        if (const char* d = gst_structure_get_string(st, "delegate")) s.delegate = d;
+        if (gst_structure_get_uint(st, NN_STAT_MASK_AGE, &u)) s.mask_age = u;
+        if (gst_structure_get_uint(st, NN_STAT_LATENCY_BUDGET_MS, &u)) s.latency_budget_ms = u;
+        if (const char* d = gst_structure_get_string(st, NN_STAT_DELEGATE)) s.delegate = d;
       }
       gst_structure_free(st);
     }

@@ -78,4 +78,51 @@ TEST(ShrinkArea, CloseToInterArea) {
   }
 }
 
+// The compositor's work size: an integer factor down to at most ~480 px wide.
+TEST(WorkImage, SizeRule) {
+  EXPECT_EQ(nn::plugins::work_size({1920, 1080}), cv::Size(480, 270));
+  EXPECT_EQ(nn::plugins::work_size({3840, 2160}), cv::Size(480, 270));
+  EXPECT_EQ(nn::plugins::work_size({1280, 720}), cv::Size(427, 240));
+  EXPECT_EQ(nn::plugins::work_size({385, 289}), cv::Size(385, 289));
+  EXPECT_EQ(nn::plugins::work_factor(3840), 8);
+}
+
+// nnsegment makes the work image and then the model input inside one ShrinkMemo: the
+// results must be exactly those made without it, and at 1080p and 4K the model input's
+// block averages must come from the memo (the frame read once).
+TEST(WorkImage, ShrinkMemoGivesTheSameImagesAndSkipsRepeatedSteps) {
+  struct Case {
+    cv::Size frame;
+    int type;
+    bool shares;
+  };
+  for (const Case c : {Case{{1920, 1080}, CV_8UC4, true}, Case{{3840, 2160}, CV_8UC4, true},
+                       Case{{1280, 720}, CV_8UC4, true}, Case{{1281, 721}, CV_8UC3, true},
+                       Case{{385, 289}, CV_8UC4, false}, Case{{1920, 1080}, CV_8UC1, true},
+                       Case{{960, 540}, CV_8UC2, true}}) {
+    cv::Mat frame(c.frame, c.type);
+    cv::RNG(7).fill(frame, cv::RNG::UNIFORM, 0, 256);
+    cv::GaussianBlur(frame, frame, cv::Size(0, 0), 2);
+    cv::Mat work_alone, input_alone, work, input;
+    nn::plugins::make_work_image(frame, work_alone);
+    nn::plugins::shrink_area(frame, input_alone, cv::Size(256, 256));
+    size_t hits = 0;
+    {
+      nn::plugins::ShrinkMemo memo;
+      nn::plugins::make_work_image(frame, work);
+      const size_t after_work = memo.hits();
+      nn::plugins::shrink_area(frame, input, cv::Size(256, 256));
+      hits = memo.hits() - after_work;
+    }
+    EXPECT_EQ(nn::plugins::ShrinkMemo::active(), nullptr);
+    ASSERT_EQ(work.size(), nn::plugins::work_size(c.frame));
+    EXPECT_EQ(cv::norm(work, work_alone, cv::NORM_INF), 0) << c.frame;
+    EXPECT_EQ(cv::norm(input, input_alone, cv::NORM_INF), 0) << c.frame;
+    if (c.shares)
+      EXPECT_GE(hits, 1u) << c.frame << ": the model input re-read the frame";
+    else
+      EXPECT_EQ(hits, 0u) << c.frame;
+  }
+}
+
 }  // namespace

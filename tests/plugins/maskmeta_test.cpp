@@ -95,6 +95,54 @@ TEST(NnMaskMeta, SurvivesVideoscaleWithRescaledRect) {
   gst_harness_teardown(h);
 }
 
+// The optional small frame: absent by default, attached by reference, kept by copies and
+// scales, refused with a critical when inconsistent or not packed RGB.
+TEST(NnMaskMeta, SmallFrameIsOptionalSharedAndChecked) {
+  GstBuffer* buf = buffer_with_mask(64, 48);
+  GstNnMaskMeta* m = gst_buffer_get_nn_mask_meta(buf);
+  EXPECT_EQ(gst_nn_mask_meta_get_small_frame(m), nullptr);
+  EXPECT_EQ(m->small_format, GST_VIDEO_FORMAT_UNKNOWN);
+  std::vector<guint8> pixels(16 * 12 * 4);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<guint8>(i * 7);
+  GBytes* bytes = g_bytes_new(pixels.data(), pixels.size());
+  ASSERT_TRUE(gst_nn_mask_meta_set_small_frame(m, GST_VIDEO_FORMAT_RGBA, 16, 12, 16 * 4, bytes));
+  EXPECT_EQ(gst_nn_mask_meta_get_small_frame(m), bytes) << "referenced, not copied";
+  EXPECT_EQ(m->small_width, 16u);
+  EXPECT_EQ(m->small_height, 12u);
+
+  GstBuffer* copy = gst_buffer_copy(buf);
+  GstNnMaskMeta* c = gst_buffer_get_nn_mask_meta(copy);
+  EXPECT_EQ(gst_nn_mask_meta_get_small_frame(c), bytes);
+  EXPECT_EQ(c->small_format, GST_VIDEO_FORMAT_RGBA);
+  gst_buffer_unref(buf);
+  EXPECT_EQ(static_cast<const guint8*>(g_bytes_get_data(gst_nn_mask_meta_get_small_frame(c), nullptr))[5],
+            static_cast<guint8>(35))
+      << "the small frame outlives the original buffer";
+
+  static int criticals = 0;
+  criticals = 0;
+  const guint handler = g_log_set_handler(
+      nullptr, G_LOG_LEVEL_CRITICAL,
+      [](const gchar*, GLogLevelFlags, const gchar*, gpointer) { ++criticals; }, nullptr);
+  EXPECT_FALSE(gst_nn_mask_meta_set_small_frame(c, GST_VIDEO_FORMAT_RGBA, 17, 12, 17 * 4, bytes));  // too few bytes
+  EXPECT_FALSE(gst_nn_mask_meta_set_small_frame(c, GST_VIDEO_FORMAT_I420, 16, 12, 16, bytes));      // not packed
+  EXPECT_FALSE(gst_nn_mask_meta_set_small_frame(c, GST_VIDEO_FORMAT_RGB, 16, 12, 40, bytes));       // stride < row
+  g_log_remove_handler(nullptr, handler);
+  EXPECT_EQ(criticals, 3);
+  EXPECT_EQ(c->small_width, 16u) << "a refused call leaves the small frame alone";
+
+  GstHarness* h = gst_harness_new("videoscale");
+  gst_harness_set_caps_str(h, caps_string("RGBA", 64, 48).c_str(), caps_string("RGBA", 32, 24).c_str());
+  GstBuffer* scaled = gst_harness_push_and_pull(h, copy);
+  ASSERT_NE(scaled, nullptr);
+  GstNnMaskMeta* sm = gst_buffer_get_nn_mask_meta(scaled);
+  ASSERT_NE(sm, nullptr);
+  EXPECT_EQ(gst_nn_mask_meta_get_small_frame(sm), bytes);
+  gst_buffer_unref(scaled);
+  gst_harness_teardown(h);
+  g_bytes_unref(bytes);
+}
+
 }  // namespace
 
 NN_GST_TEST_MAIN()

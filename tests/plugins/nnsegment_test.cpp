@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "gstnnsegment.h"
+#include "imageops.h"
 #include "plugin_test_util.h"
 
 using namespace nn_gst_test;
@@ -782,5 +783,76 @@ TEST(NnSegmentPipeline, StateCyclesToEos) {
 }
 
 }  // namespace
+
+// The mask meta carries nnsegment's work image (the "small frame" nnbackground composites
+// from): the frame's own format, the compositor's work size, exactly make_work_image of the
+// frame's pixels; for I420 and NV12 packed 4:4:4 YUV (v308), exactly make_yuv_work_image.
+TEST_F(NnSegmentTest, MaskMetaCarriesTheWorkImage) {
+  struct Case {
+    const char* format;
+    int w, h;
+  };
+  for (const Case c : {Case{"RGBA", 1280, 720}, Case{"BGR", kW, kH}, Case{"BGRx", 1920, 1080}}) {
+    SCOPED_TRACE(c.format);
+    start("latency-budget=5000", c.format, c.w, c.h);
+    GstBuffer* in = frame(c.format, c.w, c.h);
+    const cv::Mat pixels = packed_to_mat(in, c.format, c.w, c.h);
+    GstBuffer* out = push_pull(in);
+    GstNnMaskMeta* m = gst_buffer_get_nn_mask_meta(out);
+    ASSERT_NE(m, nullptr);
+    GBytes* small = gst_nn_mask_meta_get_small_frame(m);
+    ASSERT_NE(small, nullptr);
+    EXPECT_EQ(m->small_format, gst_video_format_from_string(c.format));
+    cv::Mat want;
+    nn::plugins::make_work_image(pixels, want);
+    ASSERT_EQ(static_cast<int>(m->small_width), want.cols);
+    ASSERT_EQ(static_cast<int>(m->small_height), want.rows);
+    const cv::Mat got(want.rows, want.cols, want.type(), const_cast<void*>(g_bytes_get_data(small, nullptr)),
+                      m->small_stride);
+    EXPECT_EQ(cv::norm(got, want, cv::NORM_INF), 0);
+    gst_buffer_unref(out);
+    gst_object_unref(seg_);
+    gst_harness_teardown(h_);
+    seg_ = nullptr;
+    h_ = nullptr;
+  }
+  for (const char* format : {"I420", "NV12"}) {
+    SCOPED_TRACE(format);
+    const int w = 1280, h = 721;  // odd: a half chroma row
+    start("latency-budget=5000", format, w, h);
+    GstBuffer* in = frame(format, w, h);
+    GstVideoInfo info;
+    gst_video_info_set_format(&info, gst_video_format_from_string(format), w, h);
+    GstVideoFrame vf;
+    ASSERT_TRUE(gst_video_frame_map(&vf, &info, in, GST_MAP_READ));
+    const bool nv12 = std::string(format) == "NV12";
+    const int cw = (w + 1) / 2, ch = (h + 1) / 2;
+    const auto plane = [&](int i, int type, int rows, int cols) {
+      return cv::Mat(rows, cols, type, GST_VIDEO_FRAME_PLANE_DATA(&vf, i), GST_VIDEO_FRAME_PLANE_STRIDE(&vf, i))
+          .clone();
+    };
+    const cv::Mat y = plane(0, CV_8UC1, h, w), u = plane(1, nv12 ? CV_8UC2 : CV_8UC1, ch, cw),
+                  v = nv12 ? cv::Mat() : plane(2, CV_8UC1, ch, cw);
+    gst_video_frame_unmap(&vf);
+    cv::Mat want;
+    nn::plugins::make_yuv_work_image(y, u, v, want);
+    GstBuffer* out = push_pull(in);
+    GstNnMaskMeta* m = gst_buffer_get_nn_mask_meta(out);
+    ASSERT_NE(m, nullptr);
+    GBytes* small = gst_nn_mask_meta_get_small_frame(m);
+    ASSERT_NE(small, nullptr);
+    EXPECT_EQ(m->small_format, GST_VIDEO_FORMAT_v308);
+    ASSERT_EQ(static_cast<int>(m->small_width), want.cols);
+    ASSERT_EQ(static_cast<int>(m->small_height), want.rows);
+    const cv::Mat got(want.rows, want.cols, CV_8UC3, const_cast<void*>(g_bytes_get_data(small, nullptr)),
+                      m->small_stride);
+    EXPECT_EQ(cv::norm(got, want, cv::NORM_INF), 0);
+    gst_buffer_unref(out);
+    gst_object_unref(seg_);
+    gst_harness_teardown(h_);
+    seg_ = nullptr;
+    h_ = nullptr;
+  }
+}
 
 NN_GST_TEST_MAIN()

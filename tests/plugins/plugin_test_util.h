@@ -68,6 +68,30 @@ inline GstBuffer* make_frame(const char* format, const cv::Mat& rgb, GstClockTim
   return out;
 }
 
+// Any format -> RGB (GstVideoConverter, as GStreamer would convert it).
+inline cv::Mat buffer_to_rgb(GstBuffer* buf, const char* format, int w, int h) {
+  GstVideoInfo in_info, out_info;
+  gst_video_info_set_format(&in_info, gst_video_format_from_string(format), w, h);
+  gst_video_info_set_format(&out_info, GST_VIDEO_FORMAT_RGB, w, h);
+  GstBuffer* out = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&out_info), nullptr);
+  GstVideoFrame in_frame, out_frame;
+  EXPECT_TRUE(gst_video_frame_map(&in_frame, &in_info, buf, GST_MAP_READ));
+  EXPECT_TRUE(gst_video_frame_map(&out_frame, &out_info, out, GST_MAP_WRITE));
+  GstVideoConverter* conv = gst_video_converter_new(&in_info, &out_info, nullptr);
+  gst_video_converter_frame(conv, &in_frame, &out_frame);
+  gst_video_converter_free(conv);
+  cv::Mat rgb(h, w, CV_8UC3);
+  for (int y = 0; y < h; ++y)
+    memcpy(rgb.ptr(y),
+           static_cast<uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&out_frame, 0)) +
+               y * GST_VIDEO_FRAME_PLANE_STRIDE(&out_frame, 0),
+           static_cast<size_t>(w) * 3);
+  gst_video_frame_unmap(&out_frame);
+  gst_video_frame_unmap(&in_frame);
+  gst_buffer_unref(out);
+  return rgb;
+}
+
 // Copies plane 0 of a packed-format buffer into a Mat (channels 3 or 4).
 inline cv::Mat packed_to_mat(GstBuffer* buf, const char* format, int w, int h) {
   GstVideoInfo info;

@@ -3,10 +3,13 @@
 // test opens the gate, and records which inputs (tags) actually ran.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
+#include "nn/import/import.h"
 #include "nn/runtime/session.h"
 #include "runtime_test_util.h"
 
@@ -195,6 +198,58 @@ TEST(AsyncSession, RealSessionRoundTrip) {
   NN_ASSERT_OK(r->status);
   for (size_t i = 0; i < t.size(); ++i) EXPECT_EQ(r->outputs[0].f32()[i], std::max(0.f, t.f32()[i]));
   EXPECT_EQ(async.session().num_inputs(), 1u);
+}
+
+// Caller-owned outputs: an OutputReader reads the selfie model's output where the session
+// wrote it, into the caller's own buffer. The values must equal the copying path's (same
+// input, two sessions), no Tensor is made for the caller, and a reader's error fails the
+// result and is counted.
+TEST(AsyncSession, OutputReaderEqualsTheCopyingPath) {
+  const std::string rel = "models/selfie_segmentation.tflite";
+  if (!nn_test::require_asset(rel)) return;
+  auto loaded = nn::load_model(nn_test::asset(rel));
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  std::shared_ptr<const nn::Model> model = std::move(loaded).value();
+  nn::SessionOptions options;
+  options.delegates = {"cpu"};
+  auto a = nn::Session::open(model, options);
+  auto b = nn::Session::open(model, options);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  const nn::Operand& out_desc = a.value()->output_desc(0);
+  const size_t out_bytes = out_desc.byte_size();
+
+  nn::AsyncSession copying(std::move(a).value());
+  std::vector<uint8_t> mine(out_bytes, 0xAB);  // the caller's memory
+  std::atomic<bool> fail{false};
+  nn::AsyncSession reading(std::move(b).value(), [&](const nn::Session& session, nn::AsyncResult& r) {
+    if (fail) return nn::Status(nn::StatusCode::kInternal, "reader refused tag " + std::to_string(r.tag));
+    std::memcpy(mine.data(), session.output_data(0), mine.size());
+    return nn::Status::ok();
+  });
+
+  nn::Tensor input = nn::Tensor::like(model->operands[model->inputs[0]]);
+  const std::vector<float> values = nn_test::random_floats(input.size(), 3, 0.f, 1.f);
+  std::memcpy(input.data(), values.data(), input.bytes.size());
+  copying.submit({input}, 1);
+  reading.submit({input}, 1);
+  auto want = copying.wait_for(1, 30s);
+  auto got = reading.wait_for(1, 30s);
+  ASSERT_TRUE(want.has_value() && got.has_value());
+  NN_ASSERT_OK(want->status);
+  NN_ASSERT_OK(got->status);
+  EXPECT_TRUE(got->outputs.empty()) << "the reader's result carries no copy";
+  ASSERT_EQ(want->outputs.at(0).bytes.size(), out_bytes);
+  EXPECT_EQ(std::memcmp(want->outputs[0].data(), mine.data(), out_bytes), 0)
+      << "the caller-owned output differs from the copied one";
+
+  fail = true;
+  reading.submit({input}, 2);
+  auto failed = reading.wait_for(2, 30s);
+  ASSERT_TRUE(failed.has_value());
+  EXPECT_FALSE(failed->status.is_ok());
+  EXPECT_NE(failed->status.message().find("tag 2"), std::string::npos) << failed->status.to_string();
+  EXPECT_EQ(reading.counters().failed, 1u);
+  EXPECT_EQ(reading.counters().completed, 1u);
 }
 
 }  // namespace

@@ -151,13 +151,24 @@ struct AsyncResult {
   Status status;
   std::vector<Tensor> outputs;  // in model.outputs order
   double run_ms = 0;            // inference time on the worker
+  double cpu_ms = 0;            // the worker thread's CPU time for it (pool threads not included)
 };
+
+// Caller-owned outputs (AsyncSession): called on the worker after each successful run with
+// the session, whose output_data(i) buffers are valid for the call, and the result being
+// made. It reads the outputs where the session wrote them and writes what the caller wants
+// (a converted mask, say) into memory the caller owns, which it may hand over in
+// result.outputs or keep itself. Without one the worker copies every output into a new
+// Tensor in result.outputs. A non-ok status makes the result a failed one.
+using OutputReader = std::function<Status(const Session& session, AsyncResult& result)>;
 
 // One worker thread, one inference in flight, a one-slot mailbox: submit() while an
 // input waits replaces it (the newest frame wins). Results are taken by the caller.
 class AsyncSession {
  public:
   explicit AsyncSession(std::unique_ptr<Session> session);
+  // With an OutputReader: outputs are read in place on the worker, never copied for the caller.
+  AsyncSession(std::unique_ptr<Session> session, OutputReader read_outputs);
   ~AsyncSession();  // finishes the running inference, drops a waiting one, joins
   AsyncSession(const AsyncSession&) = delete;
   AsyncSession& operator=(const AsyncSession&) = delete;
