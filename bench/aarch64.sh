@@ -131,9 +131,22 @@ if [ -f "$models/selfie_segmentation.tflite" ]; then
 fi
 
 # ctest runs each test through the emulator (CMAKE_CROSSCOMPILING_EMULATOR). The labels are
-# the test folders; left out: binaries not built above (*_NOT_BUILT: they need the host,
-# like nninspect_test, which runs the nninspect executable) and PyTorch's round trip (host python).
+# the test folders. Left out, each for a reason that is not aarch64's correctness:
+#  - binaries not built above (*_NOT_BUILT: they need the host, like nninspect_test, which
+#    runs the nninspect executable) and PyTorch's round trip (host python);
+#  - time budgets, which qemu's ~50x slowdown cannot meet: ConvSpeed (a MobileNetV2 conv
+#    stack under 3 s) and the NNAPI deadline test (a 1000 ms budget; a qemu run takes ~1.4 s);
+#  - the CPU delegate's tests of its native x86 kernels (AVX2/AVX-512): they assert steps
+#    labelled "[native]" and the fusions only those kernels make; on aarch64 every conv is
+#    XNNPACK's (NEON), and these tests' numeric checks pass there; only the labels differ.
+native_only='CpuDelegateFolding\.Fp16WeightsBehindDequantizeFold|CpuDelegateFusion\.(ExpansionStaysApartWhenSharedNarrowOrSmall'
+native_only+='|ConvStaysAfterResizeWhenNotPointwiseAndLinear|AddClaimedByGlobalMeanIsNotAlsoAConvResidual'
+native_only+='|GatedInputStaysUnfusedWhenShared|BroadcastAddAndVisibleOutputStayUnfused|ResidualFromLaterBranchIsReadyFirst)$'
+native_only+='|Channels\.(TransposeConvLogisticInEpilogue|ConvHardSwishResidualAddFuse|GatedInputFusesIntoPointwiseConv'
+native_only+='|PointwiseConvRunsBeforeTheResizeItReads|AddThenGlobalMeanIsOneNativeOp)/'
+native_only+='|DwChannels\.(DepthwiseReluResidualOfOwnInputFuse|DepthwiseHardSwishFuse|DepthwiseStride2ResidualRelu6Fuse)/'
+timing='ConvSpeed\.|NnapiDriver\.TheBudgetBecomesADeadlineAndAMissedOneFallsBack'
 cd "$build"
 ctest --output-on-failure -j"$jobs" --timeout 1800 -L '^(core|ops|ir|format|import_tflite|import_onnx|runtime|nnapi)$' \
-  -E '_NOT_BUILT$|^nnapi_torch' || status=$?
+  -E "_NOT_BUILT\$|^nnapi_torch|$timing|$native_only" || status=$?
 exit $status
