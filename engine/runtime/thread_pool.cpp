@@ -121,15 +121,19 @@ class DenormalsOff {
   explicit DenormalsOff(bool on) : on_(on) {
 #if defined(__x86_64__) || defined(__i386__)
     if (on_) saved_ = _mm_getcsr(), _mm_setcsr(saved_ | 0x8040);
-#elif defined(__aarch64__)
-    if (on_) saved_ = __builtin_aarch64_get_fpcr64(), __builtin_aarch64_set_fpcr64(saved_ | (uint64_t(1) << 24));
+#elif defined(__aarch64__)  // inline asm: GCC's FPCR builtins are not in Clang (the NDK's compiler)
+    if (on_) {
+      __asm__ __volatile__("mrs %0, fpcr" : "=r"(saved_));
+      const uint64_t fz = saved_ | (uint64_t(1) << 24);
+      __asm__ __volatile__("msr fpcr, %0" : : "r"(fz));
+    }
 #endif
   }
   ~DenormalsOff() {
 #if defined(__x86_64__) || defined(__i386__)
     if (on_) _mm_setcsr(static_cast<unsigned>(saved_));
 #elif defined(__aarch64__)
-    if (on_) __builtin_aarch64_set_fpcr64(saved_);
+    if (on_) __asm__ __volatile__("msr fpcr, %0" : : "r"(saved_));
 #endif
   }
 
