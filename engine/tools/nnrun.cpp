@@ -258,16 +258,17 @@ int main(int argc, char** argv) {
   // the error this tool reports; errors still come back as return values.
   cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);
 
-  nn::SessionOptions stream_session;
-  stream_session.threads = threads;
-  stream_session.delegates.clear();
+  nn::SessionOptions options;
+  options.threads = threads;
+  options.strict_delegates = strict;
+  options.delegates.clear();
   for (size_t p = 0, q; p <= delegate.size(); p = q + 1) {
     q = delegate.find(',', p);
     if (q == std::string::npos) q = delegate.size();
-    stream_session.delegates.push_back(delegate.substr(p, q - p));
+    options.delegates.push_back(delegate.substr(p, q - p));
   }
   if (is_stream_path(model_path))
-    return run_stream(model_path, inputs, save_dir, stream_session, keep_latency, attenuation_db, json);
+    return run_stream(model_path, inputs, save_dir, options, keep_latency, attenuation_db, json);
 
   auto loaded = nn::load_model(model_path);
   if (!loaded) return fail(nn::tools::with_path(model_path, loaded.status().to_string()));
@@ -278,16 +279,7 @@ int main(int argc, char** argv) {
     return fail("the model has " + std::to_string(model->inputs.size()) + " inputs, got " +
                 std::to_string(inputs.size()) + " --input files", nn::tools::kExitUsage);
 
-  nn::SessionOptions options;
-  options.threads = threads;
   options.profile = profile;
-  options.delegates.clear();
-  for (size_t p = 0, q; p <= delegate.size(); p = q + 1) {
-    q = delegate.find(',', p);
-    if (q == std::string::npos) q = delegate.size();
-    options.delegates.push_back(delegate.substr(p, q - p));
-  }
-  options.strict_delegates = strict;
   auto opened = nn::Session::open(model, options);
   if (!opened) return fail(opened.status().to_string());
   std::unique_ptr<nn::Session> session = std::move(opened).value();
