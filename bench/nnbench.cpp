@@ -14,16 +14,10 @@
 
 #include "model_flops.h"
 #include "nn/import/import.h"
+#include "nn/percentile.h"
 #include "nn/runtime/session.h"
 
 namespace {
-
-double percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  double idx = p / 100.0 * static_cast<double>(v.size() - 1);
-  size_t lo = static_cast<size_t>(std::floor(idx)), hi = static_cast<size_t>(std::ceil(idx));
-  return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
-}
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -110,9 +104,9 @@ int main(int argc, char** argv) {
         r["partitions"] = s.report().partitions.size();
         r["threads"] = t;
         r["runs"] = times.size();
-        r["median_ms"] = percentile(times, 50);
-        r["p90_ms"] = percentile(times, 90);
-        r["p99_ms"] = percentile(times, 99);
+        r["median_ms"] = nn::percentile(times, 50);
+        r["p90_ms"] = nn::percentile(times, 90);
+        r["p99_ms"] = nn::percentile(times, 99);
         r["load_ms"] = load_ms;
         r["open_ms"] = open_ms;
         r["flops"] = nn::bench::model_flops(**model);

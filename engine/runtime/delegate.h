@@ -17,8 +17,8 @@
 #include "nn/ir/model.h"
 #include "nn/runtime/session.h"
 #include "nn/status.h"
-
-typedef struct pthreadpool* pthreadpool_t;
+#include "runtime/buffer.h"       // kTensorSlackBytes
+#include "runtime/thread_pool.h"  // the session's pool (pthreadpool_t)
 
 namespace nn {
 
@@ -39,7 +39,10 @@ struct PartitionSpec {
 
 struct CompileOptions {
   int threads = 1;
-  pthreadpool_t threadpool = nullptr;  // shared by the session; nullptr = run on the caller
+  // The session's thread pool: nnpipe's own (runtime/thread_pool.h), reached through the
+  // pthreadpool C API it implements, which XNNPACK and the native kernels take; nullptr =
+  // run on the caller. A delegate without CPU work ignores it.
+  pthreadpool_t threadpool = nullptr;
   bool profile = false;                // time each step (one XNNPACK runtime per node)
   double budget_ms = 0;                // SessionOptions::budget_ms
   CpuOptions cpu;                      // SessionOptions::cpu
@@ -50,7 +53,8 @@ class CompiledPartition {
   virtual ~CompiledPartition() = default;
   // Binds the session-owned buffers of the boundary operands: buffers[operand index] is
   // valid for every operand in PartitionSpec::inputs/outputs (other entries may be null).
-  // Each buffer has XNN_EXTRA_BYTES of slack past its end and is 64-byte aligned.
+  // Each buffer is 64-byte aligned with kTensorSlackBytes (runtime/buffer.h) of readable
+  // slack past its end.
   // Called once before the first run and again whenever a buffer moves.
   virtual Status prepare(std::span<void* const> buffers) = 0;
   virtual Status run() = 0;

@@ -17,7 +17,9 @@
 
 #include <pthreadpool.h>
 #include <sched.h>
+#if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -103,19 +105,41 @@ struct Job {
   }
 };
 
-// Flush-to-zero and denormals-are-zero for the job's duration (PTHREADPOOL_FLAG_DISABLE_DENORMALS).
+// The spin-wait hint, per ISA.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+// Flush-to-zero and denormals-are-zero for the job's duration (PTHREADPOOL_FLAG_DISABLE_DENORMALS):
+// MXCSR's FTZ|DAZ on x86, FPCR.FZ on aarch64.
 class DenormalsOff {
  public:
   explicit DenormalsOff(bool on) : on_(on) {
+#if defined(__x86_64__) || defined(__i386__)
     if (on_) saved_ = _mm_getcsr(), _mm_setcsr(saved_ | 0x8040);
+#elif defined(__aarch64__)  // inline asm: GCC's FPCR builtins are not in Clang (the NDK's compiler)
+    if (on_) {
+      __asm__ __volatile__("mrs %0, fpcr" : "=r"(saved_));
+      const uint64_t fz = saved_ | (uint64_t(1) << 24);
+      __asm__ __volatile__("msr fpcr, %0" : : "r"(fz));
+    }
+#endif
   }
   ~DenormalsOff() {
-    if (on_) _mm_setcsr(saved_);
+#if defined(__x86_64__) || defined(__i386__)
+    if (on_) _mm_setcsr(static_cast<unsigned>(saved_));
+#elif defined(__aarch64__)
+    if (on_) __asm__ __volatile__("msr fpcr, %0" : : "r"(saved_));
+#endif
   }
 
  private:
   bool on_;
-  unsigned saved_ = 0;
+  uint64_t saved_ = 0;
 };
 
 // A 32-bit word threads can sleep on until it changes, with a count of sleepers so that a
@@ -196,7 +220,7 @@ struct pthreadpool {
     for (uint32_t d = done.load(); d != chunks; d = done.load()) {
       const auto waited = nn::Clock::now() - drained;
       if (waited < nn::kSpinWindow)
-        _mm_pause();
+        nn::cpu_relax();
       else if (waited < nn::kYieldWindow)
         sched_yield();
       else
@@ -237,7 +261,7 @@ struct pthreadpool {
       while (epoch.load() == seen) {
         const auto waited = nn::Clock::now() - idle;
         if (waited < nn::kSpinWindow)
-          _mm_pause();
+          nn::cpu_relax();
         else if (waited < nn::kYieldWindow)
           sched_yield();
         else

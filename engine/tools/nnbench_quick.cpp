@@ -16,17 +16,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli.h"
 #include "nn/import/import.h"
+#include "nn/percentile.h"
 #include "nn/runtime/session.h"
 
 namespace {
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * (v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
 
 // CPU time of the calling thread: with one thread it approximates the latency the run
 // would have on an idle machine (time spent preempted by other processes is left out).
@@ -57,7 +52,7 @@ int main(int argc, char** argv) {
   app.add_flag("--profile", profile, "time each step (one XNNPACK runtime per op) and print the top ones");
   app.add_option("--top", top, "profile rows to print");
   app.add_flag("--explain", explain, "print the partition report");
-  CLI11_PARSE(app, argc, argv);
+  NN_PARSE_COMMAND_LINE(app, argc, argv);
 
   auto t_load = std::chrono::steady_clock::now();
   const double c_load = thread_cpu_ms();
@@ -65,7 +60,7 @@ int main(int argc, char** argv) {
   const double load_cpu_ms = thread_cpu_ms() - c_load;
   if (!loaded.is_ok()) {
     std::fprintf(stderr, "nnbench_quick: %s: %s\n", model_path.c_str(), loaded.status().to_string().c_str());
-    return 1;
+    return nn::tools::kExitFailed;
   }
   const double load_ms = ms_since(t_load);
   std::shared_ptr<const nn::Model> model = std::move(loaded).value();
@@ -87,7 +82,7 @@ int main(int argc, char** argv) {
   const double open_cpu_ms = thread_cpu_ms() - c_open;
   if (!opened.is_ok()) {
     std::fprintf(stderr, "nnbench_quick: open: %s\n", opened.status().to_string().c_str());
-    return 1;
+    return nn::tools::kExitFailed;
   }
   const double open_ms = ms_since(t_open);
   auto& session = *opened;
@@ -104,7 +99,7 @@ int main(int argc, char** argv) {
     nn::Status s = session->run();
     if (!s.is_ok()) {
       std::fprintf(stderr, "nnbench_quick: run: %s\n", s.to_string().c_str());
-      return 1;
+      return nn::tools::kExitFailed;
     }
   }
   std::vector<double> times, cpu_times;
@@ -118,7 +113,7 @@ int main(int argc, char** argv) {
     times.push_back(ms_since(t0));
     if (!s.is_ok()) {
       std::fprintf(stderr, "nnbench_quick: run: %s\n", s.to_string().c_str());
-      return 1;
+      return nn::tools::kExitFailed;
     }
     if (profile)
       for (const auto& st : session->step_timings()) {
@@ -132,9 +127,9 @@ int main(int argc, char** argv) {
       "delegates %s, threads %d: load %.2f ms (cpu %.2f), open (plan + compile + pack) %.2f ms (cpu %.2f)\n",
       delegates.c_str(), threads, load_ms, load_cpu_ms, open_ms, open_cpu_ms);
   std::printf("latency over %d runs: median %.3f ms, min %.3f ms, p90 %.3f ms\n", runs,
-              percentile(times, 0.5), percentile(times, 0.0), percentile(times, 0.9));
+              nn::percentile(times, 50), nn::percentile(times, 0), nn::percentile(times, 90));
   std::printf("calling thread CPU time: median %.3f ms (with --threads 1: the latency without preemption)\n",
-              percentile(cpu_times, 0.5));
+              nn::percentile(cpu_times, 50));
   if (profile) {
     struct Row {
       std::string label;
@@ -143,7 +138,7 @@ int main(int argc, char** argv) {
     std::vector<Row> rows;
     double total = 0;
     for (const auto& label : step_order) {
-      rows.push_back({label, percentile(step_times[label], 0.5)});
+      rows.push_back({label, nn::percentile(step_times[label], 50)});
       total += rows.back().median;
     }
     std::map<std::string, double> by_type;

@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli.h"
 #include "nn/format/nnapi_file.h"
 #include "nn/format/stream_file.h"
 #include "nn/import/import.h"
@@ -347,7 +348,7 @@ int main(int argc, char** argv) {
   app.add_option("model", path, "model file (.nnapi, .tflite or .onnx)")->required();
   app.add_flag("--json", json, "print JSON instead of text");
   app.add_option("--indent", indent, "JSON indent (-1: one line)");
-  CLI11_PARSE(app, argc, argv);
+  NN_PARSE_COMMAND_LINE(app, argc, argv);
 
   std::string ext = std::filesystem::path(path).extension().string();
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -369,8 +370,8 @@ int main(int argc, char** argv) {
   if (stream) {
     auto file = nn::load_stream_file(path);
     if (!file.is_ok()) {
-      std::fprintf(stderr, "nninspect: %s\n", file.status().to_string().c_str());
-      return 1;
+      std::fprintf(stderr, "nninspect: %s\n", nn::tools::with_path(path, file.status().to_string()).c_str());
+      return nn::tools::kExitFailed;
     }
     ordered_json j = stream_json(path, info, *file);
     if (json)
@@ -381,11 +382,11 @@ int main(int argc, char** argv) {
   }
   auto model = nn::load_model(path);
   if (!model.is_ok()) {
-    std::fprintf(stderr, "nninspect: %s\n", model.status().to_string().c_str());
+    std::fprintf(stderr, "nninspect: %s\n", nn::tools::with_path(path, model.status().to_string()).c_str());
     if (have_info && !info.checksum_ok)
       std::fprintf(stderr, "nninspect: header checksum %s, computed %s\n",
                    hex32(info.stored_checksum).c_str(), hex32(info.computed_checksum).c_str());
-    return 1;
+    return nn::tools::kExitFailed;
   }
   ordered_json j = to_json(path, have_info ? &info : nullptr, **model);
   if (json)

@@ -8,34 +8,29 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <opencv2/core/utils/logger.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli.h"
 #include "nn/audio/stream.h"
 #include "nn/audio/wav.h"
 #include "nn/format/stream_file.h"
 #include "model_flops.h"
 #include "nn/import/import.h"
+#include "nn/percentile.h"
 #include "nn/runtime/session.h"
 #include "npy.h"
 #include "tensor_io.h"
 
 namespace {
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  double idx = p / 100.0 * static_cast<double>(v.size() - 1);
-  size_t lo = static_cast<size_t>(std::floor(idx)), hi = static_cast<size_t>(std::ceil(idx));
-  return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
-}
-
 std::string layout_of(const std::vector<std::string>& layouts, size_t i) {
   return i < layouts.size() ? layouts[i] : std::string();
 }
 
-int fail(const std::string& what) {
+int fail(const std::string& what, int code = nn::tools::kExitFailed) {
   std::fprintf(stderr, "nnrun: %s\n", what.c_str());
-  return 1;
+  return code;
 }
 
 // A .nnapi file whose section table has a STREAM section.
@@ -59,7 +54,8 @@ int run_stream(const std::string& model_path, const std::vector<std::string>& in
   const nn::audio::StreamInfo& info = (*model)->info();
   if (inputs.size() != 1)
     return fail(model_path + " is a streaming audio model: give one --input audio file (" +
-                std::to_string(info.sample_rate) + " Hz, any channel count)");
+                std::to_string(info.sample_rate) + " Hz, any channel count)",
+                nn::tools::kExitUsage);
   auto audio = nn::audio::read_audio(inputs[0]);
   if (!audio) return fail(audio.status().to_string());
   nn::audio::StreamOptions options;
@@ -67,7 +63,7 @@ int run_stream(const std::string& model_path, const std::vector<std::string>& in
   options.attenuation_limit_db = attenuation_db;
   nn::audio::StreamRunStats stats;
   auto out = nn::audio::process_audio(*model, *audio, options, !keep_latency, &stats);
-  if (!out) return fail(inputs[0] + ": " + out.status().to_string());
+  if (!out) return fail(nn::tools::with_path(inputs[0], out.status().to_string()));
   std::string saved;
   if (!save_dir.empty()) {
     std::error_code ec;
@@ -79,7 +75,7 @@ int run_stream(const std::string& model_path, const std::vector<std::string>& in
   const std::string& delegates = stats.delegates;
   const double audio_ms = 1000.0 * static_cast<double>(audio->frames()) / info.sample_rate;
   const double hop_audio_ms = 1000.0 * info.hop / info.sample_rate;
-  const double p50 = percentile(stats.hop_ms, 50), p99 = percentile(stats.hop_ms, 99);
+  const double p50 = nn::percentile(stats.hop_ms, 50), p99 = nn::percentile(stats.hop_ms, 99);
   const double rtf = stats.hops ? (stats.total_ms / static_cast<double>(stats.hops)) / hop_audio_ms : 0;
   if (json) {
     nlohmann::json j;
@@ -90,7 +86,7 @@ int run_stream(const std::string& model_path, const std::vector<std::string>& in
     j["seconds"] = audio_ms / 1000.0;
     j["delegate"] = delegates;
     j["hops"] = stats.hops;
-    j["hop_ms"] = {{"p50", p50}, {"p99", p99}, {"max", percentile(stats.hop_ms, 100)}};
+    j["hop_ms"] = {{"p50", p50}, {"p99", p99}, {"max", nn::percentile(stats.hop_ms, 100)}};
     j["real_time_factor"] = rtf;
     j["nonfinite_resets"] = stats.nonfinite_resets;
     j["latency_samples"] = info.latency_samples;
@@ -103,7 +99,7 @@ int run_stream(const std::string& model_path, const std::vector<std::string>& in
   std::printf("%s: %d channel(s), %.2f s at %d Hz; delegate %s\n", inputs[0].c_str(), audio->channels,
               audio_ms / 1000.0, audio->sample_rate, delegates.c_str());
   std::printf("%llu hops: per hop p50 %.3f ms, p99 %.3f ms, max %.3f ms; real-time factor %.4f (one core per channel)\n",
-              static_cast<unsigned long long>(stats.hops), p50, p99, percentile(stats.hop_ms, 100), rtf);
+              static_cast<unsigned long long>(stats.hops), p50, p99, nn::percentile(stats.hop_ms, 100), rtf);
   if (stats.nonfinite_resets)
     std::printf("non-finite state or output: %llu resets\n", static_cast<unsigned long long>(stats.nonfinite_resets));
   if (!saved.empty())
@@ -183,7 +179,7 @@ std::vector<ProfileRow> profile_rows(const nn::Model& m, const std::vector<nn::S
     ProfileRow r;
     r.kernel = layout[i].kernel.empty() ? layout[i].label : layout[i].kernel;
     r.ops = layout[i].ops.empty() ? layout[i].label : ops_text(m, layout[i].ops);
-    r.ms = percentile(ms_per_step[i], 50);
+    r.ms = nn::percentile(ms_per_step[i], 50);
     for (uint32_t k : layout[i].ops) r.flops += nn::bench::op_flops(m, k);
     rows.push_back(std::move(r));
   }
@@ -257,39 +253,34 @@ int main(int argc, char** argv) {
                  "streaming models: the most (dB) any bin is turned down; 0 = no limit")
       ->check(CLI::Range(0.f, 200.f));
   app.add_flag("--strict-delegates", strict, "fail when a delegate named with -d is unavailable");
-  CLI11_PARSE(app, argc, argv);
-
-  nn::SessionOptions stream_session;
-  stream_session.cpu = nn::CpuOptions::from_environment();
-  stream_session.threads = threads;
-  stream_session.delegates.clear();
-  for (size_t p = 0, q; p <= delegate.size(); p = q + 1) {
-    q = delegate.find(',', p);
-    if (q == std::string::npos) q = delegate.size();
-    stream_session.delegates.push_back(delegate.substr(p, q - p));
-  }
-  if (is_stream_path(model_path))
-    return run_stream(model_path, inputs, save_dir, stream_session, keep_latency, attenuation_db, json);
-
-  auto loaded = nn::load_model(model_path);
-  if (!loaded) return fail(model_path + ": " + loaded.status().to_string());
-  std::shared_ptr<nn::Model> model = std::move(loaded).value();
-  if (!random && inputs.empty()) return fail("give --input FILE (one per model input) or --random");
-  if (!inputs.empty() && inputs.size() != model->inputs.size())
-    return fail("the model has " + std::to_string(model->inputs.size()) + " inputs, got " +
-                std::to_string(inputs.size()) + " --input files");
+  NN_PARSE_COMMAND_LINE(app, argc, argv);
+  // OpenCV's own "[ WARN ]" lines (imread on a missing file, ...) would repeat, in its words,
+  // the error this tool reports; errors still come back as return values.
+  cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);
 
   nn::SessionOptions options;
   options.cpu = nn::CpuOptions::from_environment();  // the NN_NO_* switches of the CPU delegate
   options.threads = threads;
-  options.profile = profile;
+  options.strict_delegates = strict;
   options.delegates.clear();
   for (size_t p = 0, q; p <= delegate.size(); p = q + 1) {
     q = delegate.find(',', p);
     if (q == std::string::npos) q = delegate.size();
     options.delegates.push_back(delegate.substr(p, q - p));
   }
-  options.strict_delegates = strict;
+  if (is_stream_path(model_path))
+    return run_stream(model_path, inputs, save_dir, options, keep_latency, attenuation_db, json);
+
+  auto loaded = nn::load_model(model_path);
+  if (!loaded) return fail(nn::tools::with_path(model_path, loaded.status().to_string()));
+  std::shared_ptr<nn::Model> model = std::move(loaded).value();
+  if (!random && inputs.empty())
+    return fail("give --input FILE (one per model input) or --random", nn::tools::kExitUsage);
+  if (!inputs.empty() && inputs.size() != model->inputs.size())
+    return fail("the model has " + std::to_string(model->inputs.size()) + " inputs, got " +
+                std::to_string(inputs.size()) + " --input files", nn::tools::kExitUsage);
+
+  options.profile = profile;
   auto opened = nn::Session::open(model, options);
   if (!opened) return fail(opened.status().to_string());
   std::unique_ptr<nn::Session> session = std::move(opened).value();
@@ -315,7 +306,7 @@ int main(int argc, char** argv) {
     } else {
       s = nn::tools::image_to_input(inputs[i], *model, i, session->input_data(i));
     }
-    if (!s.is_ok()) return fail(inputs[i] + ": " + s.message());
+    if (!s.is_ok()) return fail(nn::tools::with_path(inputs[i], s.message()));
   }
 
   for (int k = 0; k < warmup; ++k)
@@ -344,9 +335,9 @@ int main(int argc, char** argv) {
   j["threads"] = session->report().threads;
   j["delegate"] = delegate_used;
   j["runtime_fallbacks"] = session->runtime_fallbacks();
-  j["median_ms"] = percentile(times, 50);
-  j["p90_ms"] = percentile(times, 90);
-  j["p99_ms"] = percentile(times, 99);
+  j["median_ms"] = nn::percentile(times, 50);
+  j["p90_ms"] = nn::percentile(times, 90);
+  j["p99_ms"] = nn::percentile(times, 99);
   j["min_ms"] = times.empty() ? 0 : *std::min_element(times.begin(), times.end());
   j["outputs"] = nlohmann::json::array();
   for (size_t i = 0; i < session->num_outputs(); ++i) {
@@ -395,7 +386,7 @@ int main(int argc, char** argv) {
   std::printf("%s: %zu ops on %s, %d thread(s)\n", model_path.c_str(), model->operations.size(),
               delegate_used.c_str(), session->report().threads);
   if (explain) std::printf("%s", compact_explain(*model, session->report(), session->kernels()).c_str());
-  if (profile) print_profile(rows, percentile(times, 50));
+  if (profile) print_profile(rows, nn::percentile(times, 50));
   for (const auto& o : j["outputs"]) {
     std::printf("output '%s' %s shape %s", o["name"].get<std::string>().c_str(),
                 o["type"].get<std::string>().c_str(), o["shape"].dump().c_str());

@@ -88,30 +88,43 @@ bool is_sink_element(GstElement* el) {
   return klass && std::string(klass).find("Sink") != std::string::npos;
 }
 
-// The raw media type ("video/x-raw", "audio/x-raw") of a sink template of el that
-// restricts the format, with the formats it takes; empty when none does. Converters take
-// every format, so they never restrict.
+// The raw media type ("video/x-raw", "audio/x-raw") of caps that restrict the format, with
+// the formats they allow; empty when they do not.
+std::pair<std::string, std::string> restricted_raw(GstCaps* caps) {
+  for (guint i = 0; caps && !gst_caps_is_any(caps) && i < gst_caps_get_size(caps); ++i) {
+    const GstStructure* st = gst_caps_get_structure(caps, i);
+    const std::string media = gst_structure_get_name(st);
+    if (media != "video/x-raw" && media != "audio/x-raw") continue;
+    const GValue* f = gst_structure_get_value(st, "format");
+    if (!f) continue;
+    gchar* text = gst_value_serialize(f);
+    std::string formats = text ? text : "";
+    g_free(text);
+    for (size_t at; (at = formats.find("(string)")) != std::string::npos;) formats.erase(at, 8);
+    return {media, formats};
+  }
+  return {};
+}
+
+// What el's sink restricts the raw format to: what its "sink" pad accepts now (a
+// capsfilter's caps, an element's formats), else its always sink templates; empty when
+// nothing restricts it. Converters take every format, so they never restrict.
 std::pair<std::string, std::string> restricted_raw_input(GstElement* el) {
   const char* klass = gst_element_class_get_metadata(GST_ELEMENT_GET_CLASS(el), GST_ELEMENT_METADATA_KLASS);
   if (klass && std::string(klass).find("Converter") != std::string::npos) return {};
+  if (GstPad* sink = gst_element_get_static_pad(el, "sink")) {
+    GstCaps* caps = gst_pad_query_caps(sink, nullptr);
+    gst_object_unref(sink);
+    auto out = restricted_raw(caps);
+    if (caps) gst_caps_unref(caps);
+    if (!out.first.empty()) return out;
+  }
   for (const GList* l = gst_element_class_get_pad_template_list(GST_ELEMENT_GET_CLASS(el)); l; l = l->next) {
     auto* tmpl = static_cast<GstPadTemplate*>(l->data);
     if (GST_PAD_TEMPLATE_DIRECTION(tmpl) != GST_PAD_SINK || GST_PAD_TEMPLATE_PRESENCE(tmpl) != GST_PAD_ALWAYS)
       continue;
     GstCaps* caps = gst_pad_template_get_caps(tmpl);
-    std::pair<std::string, std::string> out;
-    for (guint i = 0; i < gst_caps_get_size(caps) && out.first.empty(); ++i) {
-      const GstStructure* st = gst_caps_get_structure(caps, i);
-      const std::string media = gst_structure_get_name(st);
-      if (media != "video/x-raw" && media != "audio/x-raw") continue;
-      const GValue* f = gst_structure_get_value(st, "format");
-      if (!f) continue;
-      gchar* text = gst_value_serialize(f);
-      std::string formats = text ? text : "";
-      g_free(text);
-      for (size_t at; (at = formats.find("(string)")) != std::string::npos;) formats.erase(at, 8);
-      out = {media, formats};
-    }
+    auto out = restricted_raw(caps);
     gst_caps_unref(caps);
     if (!out.first.empty()) return out;
   }

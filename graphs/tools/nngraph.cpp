@@ -16,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli.h"
 #include "nn/graph/app.h"
 #include "nn/graph/graph_file.h"
 
@@ -249,7 +250,7 @@ int main(int argc, char** argv) {
   auto* list = cli.add_subcommand("list", "List the shipped graphs and their parameters");
   list->add_flag("-v,--verbose", list_verbose, "Also list every node and why it is there");
 
-  CLI11_PARSE(cli, argc, argv);
+  NN_PARSE_COMMAND_LINE(cli, argc, argv);
   if (*run) return cmd_run(run_words, stats_ms, quiet, budget);
   if (*check) return cmd_check(check_words, check_all, check_verbose);
   if (*dot) return cmd_dot(dot_words, dot_out, negotiate);

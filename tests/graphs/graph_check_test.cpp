@@ -211,6 +211,19 @@ TEST_F(GraphCheck, DecodebinIntoAFixedFormatNodeAsksForAConverter) {
       << m;
 }
 
+// The same through a capsfilter (the usual "fix the format once" node): its caps restrict
+// what it takes. Without this check the run failed with decodebin's "not-linked" and
+// `nngraph check` said ok.
+TEST_F(GraphCheck, DecodebinIntoAFormatCapsfilterAsksForAConverter) {
+  const std::string m = check_message("decodebin_into_capsfilter.toml");
+  EXPECT_EQ(m.rfind(data("decodebin_into_capsfilter.toml") +
+                        ":20: node 'rgba' (capsfilter) takes only video/x-raw format RGBA, but what node "
+                        "'decode' (decodebin) outputs is I420 for most files: put a videoconvert between them",
+                    0),
+            0u)
+      << m;
+}
+
 TEST_F(GraphCheck, MissingWhy) {
   EXPECT_EQ(check_message("missing_why.toml"),
             data("missing_why.toml") + ":4: node 'src': missing required field 'why'");

@@ -30,8 +30,20 @@ using Built = nn_test::TestModel;
 // CPUs without AVX-512) and with the native kernels off (XNNPACK's).
 // kNativeAvx512: native on the AVX-512 kernels only (XNNPACK's where AVX2 would run).
 enum class Runs { kXnnpack, kNative, kNativeAvx512 };
+// The native kernels are x86 only (AVX2+FMA, AVX-512F); elsewhere every conv is XNNPACK's.
+bool has_avx2() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
 bool has_avx512() {
+#if defined(__x86_64__) || defined(__i386__)
   return __builtin_cpu_supports("avx512f");
+#else
+  return false;
+#endif
 }
 
 void check(Built& b, const std::string& op, Runs runs = Runs::kXnnpack, float lo = -1.f, float hi = 1.f,
@@ -44,7 +56,7 @@ void check(Built& b, const std::string& op, Runs runs = Runs::kXnnpack, float lo
     if (pass >= 1) cpu.avx512 = false;
     if (pass == 2) cpu.native_kernels = false;
     const bool native_pass =
-        runs == Runs::kNative ? pass < 2 : runs == Runs::kNativeAvx512 && pass == 0 && has_avx512();
+        runs == Runs::kNative ? pass < 2 && has_avx2() : runs == Runs::kNativeAvx512 && pass == 0 && has_avx512();
     const std::string expected = op + (native_pass ? " [native]" : " [xnnpack]");
     nn::SessionOptions profiled;
     profiled.delegates = {"cpu"};

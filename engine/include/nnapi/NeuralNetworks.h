@@ -1,7 +1,9 @@
-/* The NNAPI C API as nnpipe's reference driver implements it: names, values and
- * signatures from Android's NeuralNetworks.h (the NNAPI specification); only what this
- * driver provides. Which functions a given build exports depends on its feature level
- * (see nnapi_driver/README.md). */
+/* The NNAPI C API: names, values and signatures from Android's NeuralNetworks.h (the NNAPI
+ * specification), the part nnpipe uses. One header for both sides: the reference driver
+ * (nnapi_driver/) implements these functions, and the engine's NNAPI delegate calls them
+ * through a table loaded with dlopen (engine/delegates/nnapi/nnapi_api.h), so the
+ * delegate builds on any platform and never links them. Which functions a driver build
+ * exports depends on its feature level (see nnapi_driver/README.md). */
 #ifndef NNPIPE_NNAPI_NEURALNETWORKS_H
 #define NNPIPE_NNAPI_NEURALNETWORKS_H
 
