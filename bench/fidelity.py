@@ -12,7 +12,7 @@ mediapipe_masks.mjs): IoU of the two masks thresholded at 0.5, and the mean abso
 difference (MAD) of the probabilities. Target: IoU >= 0.99 on every frame, MAD <= 0.01.
 Exit status 1 when a frame misses it.
 
-  /usr/bin/python3 bench/fidelity.py [--sampling auto|area|mediapipe]
+  /usr/bin/python3 bench/fidelity.py [--sampling auto|area|mediapipe] [--format RGB|I420|...]
 
 Two measurements of the samplings themselves (no MediaPipe data needed for --stability):
   --stability            the whole clip through the element once per sampling: mean
@@ -46,10 +46,12 @@ class Element:
 
     def __init__(self, args):
         self.model, self.env = args.model, dict(os.environ, GST_PLUGIN_PATH=os.path.join(args.build, "plugins"))
+        self.format, self.via = args.format, args.via
 
     def line(self, source, out, sampling):
         extra = "" if sampling == "auto" else f" sampling={sampling}"
-        return (f"{source} ! videoconvert ! video/x-raw,format=RGB ! nnsegment model={self.model} "
+        via = f"videoconvert ! video/x-raw,format={self.via} ! " if self.via else ""
+        return (f"{source} ! {via}videoconvert ! video/x-raw,format={self.format} ! nnsegment model={self.model} "
                 f"output-mode=mask threshold=0 latency-budget=10000 delegate=cpu qos=false{extra} "
                 f"! filesink location={out}")
 
@@ -148,6 +150,8 @@ def main():
     ap.add_argument("--data", default=os.path.join(ROOT, "assets/fidelity"))
     ap.add_argument("--sampling", default="auto", choices=["auto", "area", "mediapipe"])
     ap.add_argument("--build", default=os.environ.get("NN_BUILD_DIR", os.path.join(ROOT, "build")))
+    ap.add_argument("--format", default="RGB", help="caps format nnsegment gets (RGB, BGRx, I420, NV12, ...)")
+    ap.add_argument("--via", help="a format the frames pass through first (I420: as from a camera or decoder)")
     ap.add_argument("--stability", action="store_true", help="flicker of each sampling over the whole clip")
     ap.add_argument("--robustness", nargs=2, type=float, metavar=("SCALE", "NOISE"),
                     help="each sampling's invariance to a sharper, noisier frame")
