@@ -201,7 +201,7 @@ TEST_F(GraphCheck, IncompatibleLinkSaysWhatEachSideTakes) {
 TEST_F(GraphCheck, DecodebinIntoAFixedFormatNodeAsksForAConverter) {
   const std::string m = check_message("decodebin_fixed_format.toml");
   EXPECT_EQ(m.rfind(data("decodebin_fixed_format.toml") +
-                        ":20: node 'composite' (nnbackground) takes only video/x-raw format { RGBA",
+                        ":20: node 'composite' (cairooverlay) takes only video/x-raw format { BGRx",
                     0),
             0u)
       << m;
