@@ -75,10 +75,16 @@ class CopyOp final : public NativeDataOp {
     last_ = size_t(c_.dims.back());
     rows_ = 1;
     for (size_t k = 0; k + 1 < c_.dims.size(); ++k) rows_ *= size_t(c_.dims[k]);
+    // A transpose whose input-contiguous dim lands second to last: blocks of 8 of it are
+    // read as 8 contiguous floats and written to 8 output rows (a gather at the input's
+    // row stride touches a cache line per float: NHWC <-> NCHW around ShuffleNet's shuffles).
+    const size_t r = c_.dims.size();
+    blocked_ = r >= 2 && c_.strides[r - 2] == 1 && c_.strides[r - 1] != 1 && c_.dims[r - 2] >= 8;
   }
   const char* kernel() const override { return kernel_; }
 
   void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+    if (blocked_) return run_blocked(static_cast<const float*>(inputs[0]) + c_.offset, static_cast<float*>(output), pool);
     const float* in = static_cast<const float*>(inputs[0]) + c_.offset;
     float* out = static_cast<float*>(output);
     const size_t outer_rank = c_.dims.size() - 1;
@@ -110,9 +116,40 @@ class CopyOp final : public NativeDataOp {
   }
 
  private:
+  // out[o][a][b] = in[base(o) + a + b * stride] for a < A (8 at a time), b < B.
+  void run_blocked(const float* in, float* out, pthreadpool_t pool) const {
+    const size_t r = c_.dims.size(), outer_rank = r - 2;
+    const size_t A = size_t(c_.dims[r - 2]), B = last_, blocks = (A + 7) / 8;
+    const int64_t stride = c_.strides[r - 1];
+    size_t outer = 1;
+    for (size_t k = 0; k < outer_rank; ++k) outer *= size_t(c_.dims[k]);
+    for_each_range(pool, outer * blocks, chunk_count(outer * blocks, 8 * B * 4, pool), [&](size_t u0, size_t u1) {
+      for (size_t u = u0; u < u1; ++u) {
+        const size_t o = u / blocks, a0 = u % blocks * 8, n = std::min<size_t>(8, A - a0);
+        int64_t base = 0;
+        for (size_t k = outer_rank, rest = o; k-- > 0;) {
+          base += int64_t(rest % size_t(c_.dims[k])) * c_.strides[k];
+          rest /= size_t(c_.dims[k]);
+        }
+        const float* src = in + base + int64_t(a0);
+        float* dst = out + (o * A + a0) * B;
+        if (n == 8) {
+          for (size_t b = 0; b < B; ++b) {
+            const float* s8 = src + int64_t(b) * stride;
+            for (size_t i = 0; i < 8; ++i) dst[i * B + b] = s8[i];
+          }
+        } else {
+          for (size_t b = 0; b < B; ++b)
+            for (size_t i = 0; i < n; ++i) dst[i * B + b] = src[int64_t(b) * stride + int64_t(i)];
+        }
+      }
+    });
+  }
+
   StridedCopy c_;
   const char* kernel_;
   size_t rows_ = 1, last_ = 1;
+  bool blocked_ = false;
 };
 
 // CONCATENATION: per outer row, each input's inner run in turn.
