@@ -1,11 +1,14 @@
 // FULLY_CONNECTED and BATCH_MATMUL: shape inference and reference kernels. Quantized
-// inputs are dequantized, multiplied in float and requantized.
+// FULLY_CONNECTED accumulates (x - x_zp) * (w - w_zp) in int32 with the int32 bias and
+// requantizes with NNAPI's fixed-point multiplier (ops/quant_math.h); quantized
+// BATCH_MATMUL dequantizes, multiplies in float and requantizes.
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "nn/ops/registry.h"
 #include "ops/conv_util.h"
+#include "ops/quant_math.h"
 #include "ops/tensor_util.h"
 
 namespace nn {
@@ -61,10 +64,34 @@ Status prepare_fc(Model& m, const Operation& op) {
   return conv_util::check_quant_params(m.operands[op.outputs[0]], "output 0");
 }
 
+void run_fc_quant(const OpContext& ctx, const FcParams& p) {
+  const Operand& input = ctx.input(0);
+  const Operand& weights = ctx.input(1);
+  const Operand& output = ctx.output(0);
+  const std::vector<int32_t> x = quant::centered(input, ctx.input_data[0]);
+  const std::vector<int32_t> w = quant::centered(weights, ctx.input_data[1]);
+  const int32_t* bias = p.has_bias ? ctx.in<int32_t>(2) : nullptr;
+  std::vector<int32_t> acc(size_t(p.batch) * p.units);
+  for (size_t b = 0; b < p.batch; ++b)
+    for (size_t u = 0; u < p.units; ++u) {
+      const int32_t* row = x.data() + b * p.input_size;
+      const int32_t* wrow = w.data() + u * p.input_size;
+      int32_t sum = bias ? bias[u] : 0;
+      for (size_t i = 0; i < p.input_size; ++i) sum += row[i] * wrow[i];
+      acc[b * p.units + u] = sum;
+    }
+  quant::requantize_store(acc.data(), acc.size(), quant::conv_multipliers(input, weights, output, 1), p.fuse,
+                          output, ctx.output_data[0]);
+}
+
 Status run_fc(const OpContext& ctx) {
   NN_ASSIGN_OR_RETURN(FcParams p, parse_fc(ctx.model, ctx.op));
   const Operand& input = ctx.input(0);
   const Operand& weights = ctx.input(1);
+  if (conv_util::is_quant8(input.type)) {
+    run_fc_quant(ctx, p);
+    return Status::ok();
+  }
   conv_util::FloatInput x(input, ctx.input_data[0]);
   conv_util::FloatInput w(weights, ctx.input_data[1]);
   const std::vector<float> bias =

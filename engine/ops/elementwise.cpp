@@ -11,11 +11,18 @@
 // - Broadcasting goes up to rank 6 (NNAPI: 4); SELECT broadcasts all three inputs.
 // - Comparisons accept TENSOR_FLOAT32, TENSOR_INT32 and TENSOR_BOOL8 (any non-zero byte is
 //   true, as NNAPI's BOOL8 says).
+// - ADD, SUB and MUL take TENSOR_QUANT8_ASYMM(_SIGNED) with NNAPI's integer arithmetic
+//   (ops/quant_math.h): ADD/SUB rescale both inputs to twice the larger input scale with 20
+//   bits of headroom, sum, and requantize; MUL requantizes the int32 product of the centred
+//   inputs by in1_scale * in2_scale / out_scale. Inputs and output may all differ in scale.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
 #include "nn/ops/registry.h"
+#include "ops/conv_util.h"
+#include "ops/quant_math.h"
 #include "ops/tensor_util.h"
 
 namespace nn {
@@ -69,9 +76,26 @@ Status prepare_binary(Model& m, const Operation& op, std::initializer_list<Opera
   return Status::ok();
 }
 
+constexpr OperandType kQ8 = OperandType::TENSOR_QUANT8_ASYMM;
+constexpr OperandType kQ8Signed = OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
+
 template <OperationType kOp>
 Status prepare_arith(Model& m, const Operation& op) {
-  return prepare_binary(m, op, {kF32, kI32}, /*has_fuse=*/true, /*bool_output=*/false);
+  if constexpr (kOp == OperationType::DIV)
+    return prepare_binary(m, op, {kF32, kI32}, /*has_fuse=*/true, /*bool_output=*/false);
+  // Quant8: the builder's declared output scale / zero point are kept (the inputs' only
+  // when none was declared).
+  const Operand declared = op.outputs.empty() ? Operand{} : m.operands[op.outputs[0]];
+  NN_RETURN_IF_ERROR(prepare_binary(m, op, {kF32, kI32, kQ8, kQ8Signed}, true, false));
+  Operand& out = m.operands[op.outputs[0]];
+  if (!conv_util::is_quant8(out.type)) return Status::ok();
+  if (declared.type == out.type && declared.scale > 0.f) {
+    out.scale = declared.scale;
+    out.zero_point = declared.zero_point;
+  }
+  NN_RETURN_IF_ERROR(conv_util::check_quant_params(m.operands[op.inputs[0]], input_label(0, "a")));
+  NN_RETURN_IF_ERROR(conv_util::check_quant_params(m.operands[op.inputs[1]], input_label(1, "b")));
+  return conv_util::check_quant_params(out, "output 0");
 }
 template <OperationType kOp>
 Status prepare_minmax(Model& m, const Operation& op) {
@@ -150,9 +174,49 @@ int32_t floor_div(int32_t a, int32_t b) {
   return q;
 }
 
+// NNAPI's addQuant8 / mulQuant8 (TFLite's reference AddElementwise / MulElementwise).
+template <OperationType kOp>
+void arith_quant(const OpContext& ctx) {
+  const Operand& a = ctx.input(0);
+  const Operand& b = ctx.input(1);
+  const Operand& out = ctx.output(0);
+  const quant::Range r = quant::activation_range(ctx.i32(2), out);
+  const void* da = ctx.input_data[0];
+  const void* db = ctx.input_data[1];
+  if constexpr (kOp == OperationType::MUL) {
+    const quant::Multiplier m = quant::quantize_multiplier(double(a.scale) * b.scale / out.scale);
+    for_each_broadcast(out.dims, a.dims, b.dims, [&](size_t i, size_t ia, size_t ib) {
+      const int32_t prod = (quant::load(da, a.type, ia) - a.zero_point) * (quant::load(db, b.type, ib) - b.zero_point);
+      const int32_t v = quant::multiply_by_quantized_multiplier(prod, m) + out.zero_point;
+      quant::store(ctx.output_data[0], out.type, i, std::clamp(v, r.lo, r.hi));
+    });
+  } else {
+    constexpr int kLeftShift = 20;
+    const double twice_max = 2.0 * std::max(a.scale, b.scale);
+    const quant::Multiplier ma = quant::quantize_multiplier(a.scale / twice_max);
+    const quant::Multiplier mb = quant::quantize_multiplier(b.scale / twice_max);
+    const quant::Multiplier mo = quant::quantize_multiplier(twice_max / ((1 << kLeftShift) * double(out.scale)));
+    for_each_broadcast(out.dims, a.dims, b.dims, [&](size_t i, size_t ia, size_t ib) {
+      const int32_t xa = (quant::load(da, a.type, ia) - a.zero_point) * (1 << kLeftShift);
+      const int32_t xb = (quant::load(db, b.type, ib) - b.zero_point) * (1 << kLeftShift);
+      const int32_t sa = quant::multiply_by_quantized_multiplier(xa, ma);
+      const int32_t sb = quant::multiply_by_quantized_multiplier(xb, mb);
+      const int32_t sum = kOp == OperationType::ADD ? sa + sb : sa - sb;
+      const int32_t v = quant::multiply_by_quantized_multiplier(sum, mo) + out.zero_point;
+      quant::store(ctx.output_data[0], out.type, i, std::clamp(v, r.lo, r.hi));
+    });
+  }
+}
+
 template <OperationType kOp>
 Status arith_reference(const OpContext& ctx) {
   const OperandType t = ctx.input(0).type;
+  if constexpr (kOp != OperationType::DIV) {
+    if (conv_util::is_quant8(t)) {
+      arith_quant<kOp>(ctx);
+      return Status::ok();
+    }
+  }
   if (t == kF32) {
     binary_loop<float, float>(ctx, [](float a, float b) {
       if constexpr (kOp == OperationType::ADD) return a + b;

@@ -1,12 +1,16 @@
 // AVERAGE_POOL_2D and MAX_POOL_2D: shape inference and reference kernels (NHWC).
 // The average divides by the number of input pixels under the window, padding excluded
-// (NNAPI and TFLite). Quantized inputs are dequantized, pooled in float and requantized.
+// (NNAPI and TFLite). Quant8 pools keep the input's scale and zero point (NNAPI requires
+// the output to have them) and work on the stored integers: the max directly, the average
+// as an int32 sum divided by the count rounding half away from zero (TFLite's integer
+// kernels), both clamped to the fused activation's quantized range.
 #include <algorithm>
 #include <limits>
 #include <string>
 
 #include "nn/ops/registry.h"
 #include "ops/conv_util.h"
+#include "ops/quant_math.h"
 #include "ops/tensor_util.h"
 
 namespace nn {
@@ -72,8 +76,53 @@ Result<PoolParams> parse_pool(const Model& m, const Operation& op) {
 
 Status prepare_pool(Model& m, const Operation& op) {
   NN_ASSIGN_OR_RETURN(PoolParams p, parse_pool(m, op));
-  conv_util::set_output_like(m, op, m.operands[op.inputs[0]], {p.batch, p.out_h, p.out_w, p.channels});
-  return conv_util::check_quant_params(m.operands[op.outputs[0]], "output 0");
+  const Operand& input = m.operands[op.inputs[0]];
+  conv_util::set_output_like(m, op, input, {p.batch, p.out_h, p.out_w, p.channels});
+  const Operand& output = m.operands[op.outputs[0]];
+  if (conv_util::is_quant8(input.type) && (output.scale != input.scale || output.zero_point != input.zero_point))
+    return invalid("output 0 scale " + std::to_string(output.scale) + " / zero point " +
+                   std::to_string(output.zero_point) + " must equal input 0's (" + std::to_string(input.scale) +
+                   " / " + std::to_string(input.zero_point) + ") for a quantized pool, as NNAPI requires");
+  return conv_util::check_quant_params(output, "output 0");
+}
+
+template <bool kMax>
+void run_pool_quant(const OpContext& ctx, const PoolParams& p) {
+  const Operand& input = ctx.input(0);
+  const Operand& output = ctx.output(0);
+  const quant::Range r = quant::activation_range(p.fuse, output);
+  const size_t c_count = p.channels;
+  std::vector<int32_t> acc(c_count);
+  for (size_t n = 0; n < p.batch; ++n)
+    for (size_t oh = 0; oh < p.out_h; ++oh)
+      for (size_t ow = 0; ow < p.out_w; ++ow) {
+        const int64_t h0 = int64_t(oh) * p.stride_h - p.pad_h.before;
+        const int64_t w0 = int64_t(ow) * p.stride_w - p.pad_w.before;
+        const int64_t h_begin = std::max<int64_t>(h0, 0), h_end = std::min<int64_t>(h0 + p.filter_h, p.in_h);
+        const int64_t w_begin = std::max<int64_t>(w0, 0), w_end = std::min<int64_t>(w0 + p.filter_w, p.in_w);
+        std::fill(acc.begin(), acc.end(), kMax ? quant::type_range(input.type).lo : 0);
+        for (int64_t ih = h_begin; ih < h_end; ++ih)
+          for (int64_t iw = w_begin; iw < w_end; ++iw) {
+            const size_t base = ((n * p.in_h + size_t(ih)) * p.in_w + size_t(iw)) * c_count;
+            for (size_t c = 0; c < c_count; ++c) {
+              const int32_t v = quant::load(ctx.input_data[0], input.type, base + c);
+              acc[c] = kMax ? std::max(acc[c], v) : acc[c] + v;
+            }
+          }
+        const int32_t count =
+            int32_t(std::max<int64_t>(h_end - h_begin, 0) * std::max<int64_t>(w_end - w_begin, 0));
+        const size_t dst = ((n * p.out_h + oh) * p.out_w + ow) * c_count;
+        for (size_t c = 0; c < c_count; ++c) {
+          int32_t v = acc[c];
+          if (!kMax) {
+            if (count == 0)
+              v = output.zero_point;
+            else
+              v = v >= 0 ? (v + count / 2) / count : (v - count / 2) / count;
+          }
+          quant::store(ctx.output_data[0], output.type, dst + c, std::clamp(v, r.lo, r.hi));
+        }
+      }
 }
 
 // One window per output pixel, clipped to the input. A window that lies wholly in the
@@ -82,6 +131,10 @@ Status prepare_pool(Model& m, const Operation& op) {
 template <bool kMax>
 Status run_pool(const OpContext& ctx) {
   NN_ASSIGN_OR_RETURN(PoolParams p, parse_pool(ctx.model, ctx.op));
+  if (conv_util::is_quant8(ctx.input(0).type)) {
+    run_pool_quant<kMax>(ctx, p);
+    return Status::ok();
+  }
   conv_util::FloatInput x(ctx.input(0), ctx.input_data[0]);
   conv_util::FloatOutput y(ctx.output(0), ctx.output_data[0]);
   const float* in = x.data();

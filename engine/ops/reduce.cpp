@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "nn/ops/registry.h"
+#include "ops/conv_util.h"
+#include "ops/quant_math.h"
 #include "ops/tensor_util.h"
 
 namespace nn {
@@ -80,7 +82,21 @@ Status prepare_reduce(Model& m, const Operation& op, std::initializer_list<Opera
 
 template <OperationType kOp>
 Status prepare_reduce_op(Model& m, const Operation& op) {
-  if constexpr (kOp == OperationType::MEAN) return prepare_reduce(m, op, {kF32}, OperandType::INT32);
+  if constexpr (kOp == OperationType::MEAN) {
+    // Quant8 MEAN keeps a declared output scale / zero point (else the input's).
+    const Operand declared = op.outputs.empty() ? Operand{} : m.operands[op.outputs[0]];
+    NN_RETURN_IF_ERROR(prepare_reduce(
+        m, op, {kF32, OperandType::TENSOR_QUANT8_ASYMM, OperandType::TENSOR_QUANT8_ASYMM_SIGNED},
+        OperandType::INT32));
+    Operand& out = m.operands[op.outputs[0]];
+    if (!conv_util::is_quant8(out.type)) return Status::ok();
+    if (declared.type == out.type && declared.scale > 0.f) {
+      out.scale = declared.scale;
+      out.zero_point = declared.zero_point;
+    }
+    NN_RETURN_IF_ERROR(conv_util::check_quant_params(m.operands[op.inputs[0]], input_label(0, "in")));
+    return conv_util::check_quant_params(out, "output 0");
+  }
   return prepare_reduce(m, op, {kF32, kI32}, OperandType::BOOL);
 }
 
@@ -137,8 +153,31 @@ Status reduce_typed(const OpContext& ctx) {
   return Status::ok();
 }
 
+// Quant8 MEAN: an exact int64 sum of the stored integers; the mean is requantized to the
+// output's scale and zero point rounding half away from zero (TFLite's reference Mean).
+Status mean_quant(const OpContext& ctx) {
+  const Operand& in = ctx.input(0);
+  const Operand& out = ctx.output(0);
+  NN_ASSIGN_OR_RETURN(std::vector<bool> mask, reduced_dims(ctx.input(1), ctx.in<int32_t>(1), in.dims.size()));
+  const Dims kept = kept_dims(in.dims, mask);
+  const size_t out_n = num_elements(kept);
+  std::vector<int64_t> acc(out_n, 0);
+  for_each_broadcast(in.dims, in.dims, kept,
+                     [&](size_t i, size_t, size_t o) { acc[o] += quant::load(ctx.input_data[0], in.type, i); });
+  const double count = double(num_elements(in.dims)) / double(std::max<size_t>(out_n, 1));
+  const quant::Range r = quant::type_range(out.type);
+  for (size_t o = 0; o < out_n; ++o) {
+    const double real = (double(acc[o]) / count - in.zero_point) * in.scale;
+    const double q = std::round(real / out.scale) + out.zero_point;
+    quant::store(ctx.output_data[0], out.type, o, int32_t(std::clamp(q, double(r.lo), double(r.hi))));
+  }
+  return Status::ok();
+}
+
 template <OperationType kOp>
 Status reduce_reference(const OpContext& ctx) {
+  if constexpr (kOp == OperationType::MEAN)
+    if (conv_util::is_quant8(ctx.input(0).type)) return mean_quant(ctx);
   if (ctx.input(0).type == kI32) {
     if constexpr (kOp != OperationType::MEAN) return reduce_typed<kOp, int32_t>(ctx);
   }

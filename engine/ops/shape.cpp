@@ -12,6 +12,7 @@
 // be a constant operand. All index arithmetic is 64-bit and checked; an output is capped at
 // 2^31 elements, and empty outputs (a zero dim) are refused.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -49,13 +50,25 @@ Status check_layout_nhwc(const Model& m, const Operation& op, size_t index) {
   return Status::ok();
 }
 
-// Inputs joined into one output (CONCATENATION, PACK) must agree on type and quantization.
-Status check_same_type(const Model& m, const Operation& op, size_t index, size_t first) {
+// Inputs joined into one output (CONCATENATION, PACK) must agree on type and quantization;
+// CONCATENATION's quant8 inputs may differ in scale / zero point (NNAPI feature level 3):
+// each is requantized to the output's.
+bool is_quant8_asymm(OperandType t) {
+  return t == OperandType::TENSOR_QUANT8_ASYMM || t == OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
+}
+
+Status check_same_type(const Model& m, const Operation& op, size_t index, size_t first,
+                       bool requantizes = false) {
   const Operand& a = m.operands[op.inputs[first]];
   const Operand& b = m.operands[op.inputs[index]];
   if (a.type != b.type)
     return invalid(input_label(index) + " has type " + std::string(operand_type_name(b.type)) + ", input " +
                    std::to_string(first) + " has " + std::string(operand_type_name(a.type)));
+  if (requantizes && is_quant8_asymm(a.type)) {
+    if (!(b.scale > 0.f))
+      return invalid(input_label(index) + " has scale " + std::to_string(b.scale) + ", must be > 0");
+    return Status::ok();
+  }
   if (is_quantized(a.type) && (a.scale != b.scale || a.zero_point != b.zero_point))
     return {StatusCode::kUnsupportedOp, input_label(index) + " has scale " + std::to_string(b.scale) +
                                             " zero point " + std::to_string(b.zero_point) + ", input " +
@@ -531,7 +544,7 @@ Result<JoinPlan> plan_concatenation(const Model& m, const Operation& op) {
   std::vector<int64_t> dims = to_i64(d0);
   for (size_t i = 1; i < p.count; ++i) {
     NN_RETURN_IF_ERROR(check_data_input(m, op, i, nullptr));
-    NN_RETURN_IF_ERROR(check_same_type(m, op, i, 0));
+    NN_RETURN_IF_ERROR(check_same_type(m, op, i, 0, /*requantizes=*/true));
     const Dims& di = m.operands[op.inputs[i]].dims;
     bool ok = di.size() == d0.size();
     for (size_t k = 0; ok && k < di.size(); ++k) ok = static_cast<int>(k) == p.axis || di[k] == d0[k];
@@ -576,8 +589,32 @@ template <Result<JoinPlan> (*PlanFn)(const Model&, const Operation&)>
 Status prepare_join(Model& m, const Operation& op) {
   NN_ASSIGN_OR_RETURN(JoinPlan p, PlanFn(m, op));
   const Operand like = m.operands[op.inputs[p.first]];
+  const Operand declared = m.operands[op.outputs[0]];
   set_output(m, op, 0, std::move(p.out), like.type, &like);
+  if (PlanFn == plan_concatenation && is_quant8_asymm(like.type) && declared.type == like.type &&
+      declared.scale > 0.f) {
+    Operand& out = m.operands[op.outputs[0]];
+    out.scale = declared.scale;
+    out.zero_point = declared.zero_point;
+  }
   return Status::ok();
+}
+
+// A quant8 input whose scale / zero point differ from the output's: TFLite's
+// ConcatenationWithScaling (round(q * s_in / s_out - zp_in * s_in / s_out) + zp_out, in float).
+void requantize_block(const Operand& in, const Operand& out, const void* src, void* dst, size_t count) {
+  const float scale = in.scale / out.scale;
+  const float bias = -float(in.zero_point) * scale;
+  const int32_t lo = in.type == OperandType::TENSOR_QUANT8_ASYMM ? 0 : -128, hi = lo + 255;
+  for (size_t j = 0; j < count; ++j) {
+    const int32_t q = in.type == OperandType::TENSOR_QUANT8_ASYMM ? int32_t(static_cast<const uint8_t*>(src)[j])
+                                                                  : int32_t(static_cast<const int8_t*>(src)[j]);
+    const int32_t v = std::clamp(static_cast<int32_t>(std::round(float(q) * scale + bias)) + out.zero_point, lo, hi);
+    if (in.type == OperandType::TENSOR_QUANT8_ASYMM)
+      static_cast<uint8_t*>(dst)[j] = static_cast<uint8_t>(v);
+    else
+      static_cast<int8_t*>(dst)[j] = static_cast<int8_t>(v);
+  }
 }
 
 // Each tensor input contributes a block of (its size along the axis) * inner elements per
@@ -595,7 +632,13 @@ Status run_join(const OpContext& ctx) {
   auto* dst = static_cast<uint8_t*>(ctx.output_data[0]);
   for (size_t o = 0; o < split.outer; ++o)
     for (size_t i = 0; i < p.count; ++i) {
-      std::memcpy(dst, static_cast<const uint8_t*>(ctx.input_data[p.first + i]) + o * block[i], block[i]);
+      const Operand& in = ctx.input(p.first + i);
+      const uint8_t* src = static_cast<const uint8_t*>(ctx.input_data[p.first + i]) + o * block[i];
+      if (is_quant8_asymm(in.type) &&
+          (in.scale != ctx.output(0).scale || in.zero_point != ctx.output(0).zero_point))
+        requantize_block(in, ctx.output(0), src, dst, block[i] / esize);
+      else
+        std::memcpy(dst, src, block[i]);
       dst += block[i];
     }
   return Status::ok();

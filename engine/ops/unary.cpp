@@ -9,6 +9,12 @@
 // - QUANTIZE rounds half away from zero (std::round, as NNAPI's CPU reference does) and
 //   clamps to the type's range; NaN quantizes to the zero point.
 // - ABS and NEG also take TENSOR_INT32 (NNAPI feature level 4); NEG wraps INT32_MIN.
+// - RELU, RELU1, RELU6, LOGISTIC, TANH and HARD_SWISH take quant8 (both signednesses) with
+//   NNAPI's output rules: RELU* keep the input's scale and zero point, LOGISTIC's output is
+//   scale 1/256 with zero point 0 (uint8) or -128 (int8), TANH's 1/128 with 128 or 0,
+//   HARD_SWISH's any. RELU* clamp the stored integers; the others go through a 256-entry
+//   table of the exactly rounded function (quant::lookup_table), which NNAPI's fixed-point
+//   curves approximate within one step.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -16,6 +22,8 @@
 #include <limits>
 
 #include "nn/ops/registry.h"
+#include "ops/conv_util.h"
+#include "ops/quant_math.h"
 #include "ops/tensor_util.h"
 
 namespace nn {
@@ -46,6 +54,46 @@ Status prepare_float_unary(Model& m, const Operation& op) {
 template <OperationType kOp>
 Status prepare_signed_unary(Model& m, const Operation& op) {
   return prepare_same_shape(m, op, {kF32, kI32});
+}
+
+// The activations that take quant8 too.
+template <OperationType kOp>
+Status prepare_activation(Model& m, const Operation& op) {
+  using T = OperationType;
+  NN_RETURN_IF_ERROR(check_input_count(op, 1, 1));
+  NN_RETURN_IF_ERROR(check_output_count(op, 1));
+  NN_RETURN_IF_ERROR(check_tensor_type(m, op, 0, {kF32, kQ8Asymm, kQ8AsymmSigned}, "in"));
+  const Operand in = m.operands[op.inputs[0]];
+  Operand& out = m.operands[op.outputs[0]];
+  const Operand declared = out;
+  set_output(m, op, 0, in.dims, in.type, &in);
+  if (in.type == kF32) return Status::ok();
+  NN_RETURN_IF_ERROR(conv_util::check_quant_params(in, input_label(0, "in")));
+  const bool is_unsigned = in.type == kQ8Asymm;
+  float want_scale = 0.f;
+  int32_t want_zp = 0;
+  if constexpr (kOp == T::LOGISTIC) want_scale = 1.f / 256, want_zp = is_unsigned ? 0 : -128;
+  if constexpr (kOp == T::TANH) want_scale = 1.f / 128, want_zp = is_unsigned ? 128 : 0;
+  const bool declared_quant = declared.type == in.type && declared.scale > 0.f;
+  if constexpr (kOp == T::HARD_SWISH) {
+    if (declared_quant) out.scale = declared.scale, out.zero_point = declared.zero_point;
+    return conv_util::check_quant_params(out, "output 0");
+  }
+  if (want_scale > 0.f) {
+    // LOGISTIC/TANH: NNAPI fixes the output's quantization; a builder that declared none gets it.
+    if (declared_quant && (declared.scale != want_scale || declared.zero_point != want_zp))
+      return {StatusCode::kInvalidModel,
+              "output 0 is quantized with scale " + std::to_string(declared.scale) + ", zero point " +
+                  std::to_string(declared.zero_point) + "; NNAPI requires scale " + std::to_string(want_scale) +
+                  " and zero point " + std::to_string(want_zp) + " for " + std::string(operand_type_name(in.type))};
+    out.scale = want_scale;
+    out.zero_point = want_zp;
+    return Status::ok();
+  }
+  if (declared_quant && (declared.scale != in.scale || declared.zero_point != in.zero_point))
+    return {StatusCode::kInvalidModel, "output 0 scale / zero point must equal the input's for a quantized " +
+                                           std::string(operation_type_name(kOp)) + ", as NNAPI requires"};
+  return Status::ok();
 }
 
 Status prepare_elu(Model& m, const Operation& op) {
@@ -172,6 +220,33 @@ float unary_f32(float x) {
 template <OperationType kOp>
 Status float_unary_reference(const OpContext& ctx) {
   unary_loop<float>(ctx, unary_f32<kOp>);
+  return Status::ok();
+}
+
+template <OperationType kOp>
+Status activation_reference(const OpContext& ctx) {
+  using T = OperationType;
+  const Operand& in = ctx.input(0);
+  if (in.type == kF32) return float_unary_reference<kOp>(ctx);
+  const Operand& out = ctx.output(0);
+  const size_t n = num_elements(out.dims);
+  const int32_t lo = quant::type_range(in.type).lo;
+  if constexpr (kOp == T::RELU || kOp == T::RELU1 || kOp == T::RELU6) {
+    constexpr int32_t fuse = static_cast<int32_t>(kOp == T::RELU    ? FuseCode::RELU
+                                                  : kOp == T::RELU1 ? FuseCode::RELU1
+                                                                    : FuseCode::RELU6);
+    const quant::Range r = quant::activation_range(fuse, out);
+    for (size_t i = 0; i < n; ++i)
+      quant::store(ctx.output_data[0], out.type, i, std::clamp(quant::load(ctx.input_data[0], in.type, i), r.lo, r.hi));
+  } else {
+    const std::vector<int32_t> table = quant::lookup_table(in, out, [](double x) {
+      if constexpr (kOp == T::LOGISTIC) return 1.0 / (1.0 + std::exp(-x));
+      if constexpr (kOp == T::TANH) return std::tanh(x);
+      if constexpr (kOp == T::HARD_SWISH) return x * std::clamp(x + 3.0, 0.0, 6.0) / 6.0;
+    });
+    for (size_t i = 0; i < n; ++i)
+      quant::store(ctx.output_data[0], out.type, i, table[size_t(quant::load(ctx.input_data[0], in.type, i) - lo)]);
+  }
   return Status::ok();
 }
 
@@ -333,12 +408,12 @@ void add_float_unary(OpRegistry& r) {
 
 void register_unary_ops(OpRegistry& r) {
   using T = OperationType;
-  add_float_unary<T::RELU>(r);
-  add_float_unary<T::RELU1>(r);
-  add_float_unary<T::RELU6>(r);
-  add_float_unary<T::LOGISTIC>(r);
-  add_float_unary<T::TANH>(r);
-  add_float_unary<T::HARD_SWISH>(r);
+  r.add({T::RELU, prepare_activation<T::RELU>, activation_reference<T::RELU>});
+  r.add({T::RELU1, prepare_activation<T::RELU1>, activation_reference<T::RELU1>});
+  r.add({T::RELU6, prepare_activation<T::RELU6>, activation_reference<T::RELU6>});
+  r.add({T::LOGISTIC, prepare_activation<T::LOGISTIC>, activation_reference<T::LOGISTIC>});
+  r.add({T::TANH, prepare_activation<T::TANH>, activation_reference<T::TANH>});
+  r.add({T::HARD_SWISH, prepare_activation<T::HARD_SWISH>, activation_reference<T::HARD_SWISH>});
   add_float_unary<T::EXP>(r);
   add_float_unary<T::LOG>(r);
   add_float_unary<T::SQRT>(r);

@@ -18,7 +18,7 @@ class TinyModel {
   // A tensor; with data it is a constant (its own buffer).
   int tensor(std::vector<int32_t> shape, tflite::TensorType type, const std::string& name,
              const void* data = nullptr, size_t length = 0, const std::vector<float>& scales = {},
-             int32_t quantized_dimension = 0) {
+             int32_t quantized_dimension = 0, const std::vector<int64_t>& zero_points_in = {}) {
     uint32_t buffer = 0;
     if (data) {
       fbb_.ForceVectorAlignment(length, 1, 16);
@@ -28,7 +28,8 @@ class TinyModel {
     }
     flatbuffers::Offset<tflite::QuantizationParameters> quant = 0;
     if (!scales.empty()) {
-      std::vector<int64_t> zero_points(scales.size(), 0);
+      std::vector<int64_t> zero_points = zero_points_in;
+      zero_points.resize(scales.size(), 0);
       quant = tflite::CreateQuantizationParametersDirect(fbb_, nullptr, nullptr, &scales, &zero_points,
                                                          tflite::QuantizationDetails_NONE, 0,
                                                          quantized_dimension);

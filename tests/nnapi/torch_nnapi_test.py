@@ -5,6 +5,12 @@
                  cpu, reference, vulkan (when a device is there) and nnapi (our driver)
   torch_runtime  torch.jit.load(model_nnapi.pt)(x) in this python with our
                  libneuralnetworks.so on LD_LIBRARY_PATH (torch's own NNAPI runtime)
+The qnnpack-quantized MobileNetV2 (QUANT8 ops, int32 bias) takes both paths too: same top-1
+as eager quantized PyTorch, torch's runtime on our driver bit-equal to nnrun, and the logits
+within QUANT_MAX_STEPS output steps (mean within QUANT_MEAN_STEPS). Not one step: NNAPI
+requantizes with a fixed-point multiplier (double rounding) where qnnpack multiplies in fp32,
+so ~0.3% of each conv's outputs differ by one step and the differences grow through 53
+layers; with qnnpack's fp32 requantization swapped into our kernels the logits are bit-equal.
 Usage: torch_nnapi_test.py PART OUT_DIR NNCONVERT NNRUN DRIVER_DIR
 Exit 77 (skipped) when the fixture's files are missing because torch is not installed.
 """
@@ -15,6 +21,48 @@ import sys
 import numpy as np
 
 TOLERANCE = 1e-4
+QUANT_MAX_STEPS = 32
+QUANT_MEAN_STEPS = 8
+
+
+def check_quantized(name, got, out):
+    """Quantized logits against eager quantized PyTorch, in output quantization steps."""
+    want = np.load(os.path.join(out, "mobilenet_v2_q_eager.npy"))
+    step = float(open(os.path.join(out, "mobilenet_v2_q_scale.txt")).read())
+    steps = np.abs(got - want) / step
+    same_top1 = int(got.argmax()) == int(want.argmax())
+    print(f"{name}: max {steps.max():.1f} steps, mean {steps.mean():.2f} steps (step {step:.4g}) vs eager "
+          f"quantized PyTorch, top-1 {'same' if same_top1 else 'DIFFERENT'} ({int(got.argmax())})")
+    return same_top1 and steps.max() <= QUANT_MAX_STEPS and steps.mean() <= QUANT_MEAN_STEPS
+
+
+def run_import_quantized(out, nnconvert, nnrun, driver_dir):
+    pt = os.path.join(out, "mobilenet_v2_q_nnapi.pt")
+    if not os.path.exists(pt):
+        print("no quantized model (the fixture found too few photos); quantized part skipped")
+        return True
+    converted = os.path.join(out, "mobilenet_v2_q.nnapi")
+    proc = subprocess.run([nnconvert, pt, "-o", converted], capture_output=True, text=True)
+    print(proc.stdout.strip())
+    if proc.returncode != 0 or "QUANTIZE" not in proc.stdout or "CONV_2D" not in proc.stdout:
+        print(f"nnconvert of the quantized model: exit {proc.returncode}, {proc.stderr}")
+        return False
+    ok = True
+    outputs = {}
+    for delegate in ("reference", "cpu", "nnapi"):
+        env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(driver_dir, "fl30"))
+        save = os.path.join(out, f"outputs_q_{delegate}")
+        proc = subprocess.run([nnrun, converted, "-d", delegate, "--strict-delegates", "--input",
+                               os.path.join(out, "mobilenet_v2_q_input.npy"), "--runs", "1", "--warmup", "0",
+                               "--save-outputs", save], env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"nnrun -d {delegate} (quantized) failed: {proc.stderr}")
+            ok = False
+            continue
+        outputs[delegate] = np.load(os.path.join(save, "output_0.npy"))
+        ok = check_quantized(f"quantized: nnconvert + nnrun -d {delegate}", outputs[delegate], out) and ok
+    np.save(os.path.join(out, "quantized_reference.npy"), outputs.get("reference", np.zeros(1)))
+    return ok
 
 
 def check(name, got, want):
@@ -44,7 +92,8 @@ def refuses_broken_files(out, nnconvert):
 
 
 def run_import(out, nnconvert, nnrun, driver_dir):
-    ok = refuses_broken_files(out, nnconvert)
+    ok = run_import_quantized(out, nnconvert, nnrun, driver_dir)
+    ok = refuses_broken_files(out, nnconvert) and ok
     x = os.path.join(out, "mobilenet_v2_input.npy")
     eager = np.load(os.path.join(out, "mobilenet_v2_eager.npy"))
     for variant in ("", "_nhwc"):
@@ -96,6 +145,7 @@ np.save(out + ("/torch_runtime_nhwc.npy" if nhwc else "/torch_runtime.npy"), y.d
             got = np.load(os.path.join(out, "torch_runtime_nhwc.npy" if nhwc == "1" else "torch_runtime.npy"))
             ok = check(f"torch.jit.load(...)(x) on libneuralnetworks.so {level}{' nhwc' if nhwc == '1' else ''}",
                        got, eager) and ok
+    ok = run_torch_runtime_quantized(out, driver_dir) and ok
     # Level 27 has no BOOL operands (the NCHW layout flags): the driver refuses the model
     # with BAD_DATA (4) while torch loads it.
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(driver_dir, "fl27"))
@@ -109,6 +159,37 @@ np.save(out + ("/torch_runtime_nhwc.npy" if nhwc else "/torch_runtime.npy"), y.d
     if proc.returncode == 0 or "libneuralnetworks.so" not in proc.stderr:
         print("torch ran an NNAPI model without our libneuralnetworks.so on the path")
         ok = False
+    return ok
+
+
+def run_torch_runtime_quantized(out, driver_dir):
+    """torch's NNAPI runtime on our driver runs the quantized model: the engine's integer kernels,
+    so the logits equal nnrun's bit for bit (when the import part ran first) and eager's within
+    the bounds above."""
+    if not os.path.exists(os.path.join(out, "mobilenet_v2_q_nnapi.pt")):
+        print("no quantized model; quantized part skipped")
+        return True
+    code = """
+import sys, numpy as np, torch
+out = sys.argv[1]
+model = torch.jit.load(out + "/mobilenet_v2_q_nnapi.pt")
+x = torch.from_numpy(np.load(out + "/mobilenet_v2_q_input.npy")).contiguous(memory_format=torch.channels_last)
+y = model(x)
+y = y[0] if isinstance(y, (list, tuple)) else y
+np.save(out + "/torch_runtime_q.npy", y.detach().numpy())
+"""
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(driver_dir, "fl30"))
+    proc = subprocess.run([sys.executable, "-c", code, out], env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(f"torch.jit.load of the quantized model on fl30: {proc.stderr[-2000:]}")
+        return False
+    got = np.load(os.path.join(out, "torch_runtime_q.npy"))
+    ok = check_quantized("quantized: torch.jit.load(...)(x) on libneuralnetworks.so fl30", got, out)
+    ref = os.path.join(out, "quantized_reference.npy")
+    if os.path.exists(ref) and np.load(ref).shape == got.shape:
+        diff = float(np.abs(np.load(ref) - got).max())
+        print(f"quantized: torch runtime on our driver vs nnrun -d reference: max abs difference {diff}")
+        ok = ok and diff == 0.0
     return ok
 
 

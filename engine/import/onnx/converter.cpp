@@ -45,18 +45,20 @@ bool wants_nhwc_input(const std::string& op) {
   return ops.count(op) != 0;
 }
 
-namespace {
-
-const std::unordered_map<std::string, Translator>& translators() {
+const std::unordered_map<std::string, Translator>& translator_table() {
   static const auto table = [] {
     std::unordered_map<std::string, Translator> t;
     register_nn_translators(t);
     register_elementwise_translators(t);
     register_shape_translators(t);
+    register_quant_translators(t);
     return t;
   }();
   return table;
 }
+
+namespace {
+
 
 Dims to_ir_dims(const Shape& s) {
   Dims d;
@@ -188,7 +190,12 @@ Perm Converter::layout_of(const Value& v) const {
 }
 
 OperandType Converter::ir_type(const Value& v) const {
-  if (!v.is_const && !v.operands.empty()) return model_->operands[v.operands.begin()->second].type;
+  if (!v.is_const && !v.operands.empty()) {
+    const OperandType t = model_->operands[v.operands.begin()->second].type;
+    if (folding_ && (t == OperandType::TENSOR_QUANT8_ASYMM || t == OperandType::TENSOR_QUANT8_ASYMM_SIGNED))
+      return OperandType::TENSOR_FLOAT32;
+    return t;
+  }
   OperandType t = OperandType::TENSOR_FLOAT32;
   if (v.onnx_type == 2 || v.onnx_type == 3) return OperandType::TENSOR_INT32;  // folded int8/uint8 consts
   ir_type_of(v.onnx_type, &t);
@@ -450,7 +457,8 @@ Status Converter::load_graph() {
     if (dims.empty())
       return Status(StatusCode::kUnsupportedOp, what + ": scalar model inputs are not supported");
     bool nhwc = false;
-    if (dims.size() == 4 && type == OperandType::TENSOR_FLOAT32) {
+    if (dims.size() == 4 && (type == OperandType::TENSOR_FLOAT32 || type == OperandType::TENSOR_QUANT8_ASYMM ||
+                             type == OperandType::TENSOR_QUANT8_ASYMM_SIGNED)) {
       auto it = consumers_.find(in.name());
       if (it != consumers_.end())
         for (int c : it->second)
@@ -488,8 +496,8 @@ Status Converter::translate_node(int index) {
   }
   Status s;
   try {
-    if (!(all_const && fold_constant_node(*this, &s))) {
-      const auto& table = translators();
+    if (!(all_const && fold_constant_node(*this, &s)) && !try_fold_qdq(&s)) {
+      const auto& table = translator_table();
       auto it = table.find(n.op_type());
       if (it == table.end()) return unsupported("operator type '" + n.op_type() + "' is not supported");
       s = it->second(*this);

@@ -34,8 +34,22 @@ bool is_identity(const Perm& p);
 Perm inverse(const Perm& p);
 Shape permute(const Shape& dims, const Perm& p);  // out[i] = dims[p[i]]
 
+// How a DequantizeLinear'd constant was stored: per tensor (one entry) or per axis.
+struct QuantConst {
+  std::vector<double> scales;
+  std::vector<int64_t> zero_points;
+  int axis = 0;          // ONNX axis of the per-axis parameters
+  int32_t onnx_type = 3;  // INT8 = 3, UINT8 = 2, INT32 = 6
+};
+
+struct Value;
+
 struct Value {
   bool is_const = false;
+  // A float value made by DequantizeLinear keeps what it dequantized, so an op reading it
+  // whose result goes to QuantizeLinear can run on the integers instead:
+  std::shared_ptr<const Value> qview;          // runtime: the quantized IR value
+  std::shared_ptr<const QuantConst> qconst;    // constant: the stored integers' parameters
   HostTensor host;        // when is_const
   Shape dims;             // ONNX-order dims (== host.dims for constants)
   int32_t onnx_type = 1;  // TensorProto data type
@@ -97,6 +111,25 @@ class Converter {
   Perm layout_of(const Value& v) const;
   OperandType ir_type(const Value& v) const;
 
+  // --- quantized graphs (ops_quant.cpp) ---
+  struct QParams {
+    float scale = 0.f;
+    int32_t zero_point = 0;
+    OperandType type = OperandType::TENSOR_QUANT8_ASYMM;
+  };
+  // Translates `node` (the current node, or a float stand-in for a QLinear op) with the
+  // regular float translator over the quantized inputs `ins`, then turns the op it emitted
+  // into the quantized op writing `result` with parameters `out`. Returns false, with
+  // everything emitted rolled back, when the op has no quantized form under those
+  // parameters (the caller then goes the DEQUANTIZE -> float -> QUANTIZE way).
+  bool fold_quantized(const onnx::NodeProto& node, std::vector<Value*> ins, const std::string& result,
+                      const QParams& out);
+  // An IR operand holding runtime value v's bytes read with parameters p (the operand
+  // itself, or a RESHAPE copy relabelled when the bytes are shared under other parameters).
+  Result<Value> with_qparams(const Value& v, const QParams& p);
+  // A float value: DEQUANTIZE of the quantized runtime value q, remembering q.
+  Value dequantized(const Value& q);
+
   // The value seen through ONNX Transpose(perm t): no op, only the layout bookkeeping.
   Value transposed(const Value& v, const Perm& t);
   // The value with new ONNX dims and the same row-major element order (RESHAPE).
@@ -126,6 +159,7 @@ class Converter {
   std::string where() const;
 
  private:
+  bool try_fold_qdq(Status* status);
   Status load_graph();
   Status translate_node(int index);
   Status finish_outputs();
@@ -143,12 +177,16 @@ class Converter {
   std::unordered_set<std::string> graph_outputs_;
   std::unordered_set<int> absorbed_;
   std::vector<Value*> node_inputs_;
+  bool folding_ = false;  // translating over quantized inputs: ir_type() reports them as float
+  std::unordered_set<uint32_t> quant_inputs_labelled_;  // model inputs whose scale a DQ has set
 };
 
 // Op tables, one per translator file.
 void register_nn_translators(std::unordered_map<std::string, Translator>& t);
 void register_elementwise_translators(std::unordered_map<std::string, Translator>& t);
 void register_shape_translators(std::unordered_map<std::string, Translator>& t);
+void register_quant_translators(std::unordered_map<std::string, Translator>& t);
+const std::unordered_map<std::string, Translator>& translator_table();
 // Host evaluation of ops whose inputs are all constants (shape arithmetic, Constant...).
 // Returns false when the op has no folding rule (it is then translated as usual).
 bool fold_constant_node(Converter& c, Status* status);

@@ -63,7 +63,9 @@ Result<Archive> Archive::open(const std::string& path) {
   for (uint64_t e = 0; e < count; ++e) {
     if (p + 46 > b.size() || u32(&b[p]) != 0x02014b50) return bad(path, "central directory entry " + std::to_string(e) + " corrupt");
     const uint16_t method = u16(&b[p + 10]);
-    uint64_t size = u32(&b[p + 24]);
+    // The stored (compressed) size bounds the entry in the file; torch deflates some code/
+    // and debug entries, which are never read here.
+    uint64_t size = u32(&b[p + 20]);
     const uint16_t name_len = u16(&b[p + 28]), extra_len = u16(&b[p + 30]), comment_len = u16(&b[p + 32]);
     uint64_t local = u32(&b[p + 42]);
     if (p + 46 + name_len + extra_len + comment_len > b.size()) return bad(path, "central directory entry past the end");
@@ -73,8 +75,9 @@ Result<Archive> Archive::open(const std::string& path) {
       const uint16_t id = u16(&b[x]), len = u16(&b[x + 2]);
       size_t q = x + 4;
       if (id == 0x0001) {
+        // Zip64 order: uncompressed size, then compressed size, then the local header offset.
+        if (u32(&b[p + 24]) == 0xFFFFFFFF && q + 8 <= x + 4 + len) q += 8;
         if (size == 0xFFFFFFFF && q + 8 <= x + 4 + len) size = u64(&b[q]), q += 8;
-        if (u32(&b[p + 20]) == 0xFFFFFFFF && q + 8 <= x + 4 + len) q += 8;
         if (local == 0xFFFFFFFF && q + 8 <= x + 4 + len) local = u64(&b[q]);
       }
       x += 4 + len;
@@ -130,7 +133,7 @@ Result<ValuePtr> Archive::load_data_pkl() const {
     marks.pop_back();
     return true;
   };
-  // Tensors: torch._utils._rebuild_tensor_v2(storage, offset, sizes, strides, ...).
+  // Tensors: torch._utils._rebuild_tensor_v2 / _rebuild_qtensor(storage, offset, sizes, strides, ...).
   auto rebuild_tensor = [&](const std::vector<ValuePtr>& args) -> Result<ValuePtr> {
     if (args.size() < 4 || !args[0] || args[0]->kind != K::kStorage || args[2]->kind != K::kTuple ||
         args[3]->kind != K::kTuple)
@@ -312,7 +315,10 @@ Result<ValuePtr> Archive::load_data_pkl() const {
       case 'R': {  // REDUCE callable args
         ValuePtr args = pop(), fn = pop();
         if (!fn || !args || fn->kind != K::kGlobal || args->kind != K::kTuple) goto malformed;
-        if (fn->s == "torch._utils._rebuild_tensor_v2") {
+        // A quantized tensor (_rebuild_qtensor) has the same leading (storage, offset,
+        // sizes, strides); its quantizer parameters are not needed here (the serialized NNAPI
+        // model carries each operand's scale and zero point).
+        if (fn->s == "torch._utils._rebuild_tensor_v2" || fn->s == "torch._utils._rebuild_qtensor") {
           NN_ASSIGN_OR_RETURN(ValuePtr t, rebuild_tensor(args->items));
           stack.push_back(t);
         } else if (fn->s == "collections.OrderedDict") {
