@@ -477,3 +477,72 @@ TEST(QuantizeRanges, CalibrationMethodsOnAUniformBodyWithOutliers) {
 
 }  // namespace
 }  // namespace nn
+
+namespace nn {
+namespace {
+
+// int8 ADD / MUL (inputs and output with different scales, MUL broadcasting a per-channel
+// gate) and LOGISTIC on XNNPACK against the reference's integer kernels.
+TEST(QuantizeCpu, Int8AddMulLogisticOnXnnpackWithinOneStepOfTheReference) {
+  auto q8 = [](Dims d, float scale, int32_t zp, Lifetime life) {
+    Operand o;
+    o.type = OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
+    o.dims = std::move(d);
+    o.scale = scale;
+    o.zero_point = zp;
+    o.lifetime = life;
+    return o;
+  };
+  struct Case {
+    OperationType type;
+    Dims b_dims;
+  };
+  for (const Case& c : {Case{OperationType::ADD, {1, 7, 9, 5}}, Case{OperationType::MUL, {1, 1, 1, 5}},
+                        Case{OperationType::LOGISTIC, {}}}) {
+    auto m = std::make_shared<Model>();
+    const uint32_t a = m->add_operand(q8({1, 7, 9, 5}, 0.05f, -7, Lifetime::MODEL_INPUT));
+    std::vector<uint32_t> ins = {a};
+    if (c.type != OperationType::LOGISTIC) ins.push_back(m->add_operand(q8(c.b_dims, 0.03f, 11, Lifetime::MODEL_INPUT)));
+    const bool logistic = c.type == OperationType::LOGISTIC;
+    const uint32_t y = m->add_operand(
+        q8({1, 7, 9, 5}, logistic ? 1.f / 256 : 0.07f, logistic ? -128 : 2, Lifetime::MODEL_OUTPUT));
+    if (!logistic) ins.push_back(m->add_scalar_i32(c.type == OperationType::ADD ? 1 : 0));  // ADD with ReLU
+    m->add_operation(c.type, ins, {y});
+    m->inputs.assign(ins.begin(), ins.begin() + (logistic ? 1 : 2));
+    m->outputs = {y};
+    const std::string name(operation_type_name(c.type));
+    ASSERT_TRUE(m->validate_and_infer_shapes().is_ok()) << name;
+    std::mt19937 rng(11);
+    std::vector<std::vector<int8_t>> x;
+    for (uint32_t i : m->inputs) {
+      x.emplace_back(num_elements(m->operands[i].dims));
+      for (int8_t& v : x.back()) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
+    }
+    std::vector<std::vector<int8_t>> out;
+    for (const char* d : {"reference", "cpu"}) {
+      SessionOptions so;
+      so.delegates = {d};
+      auto s = Session::open(m, so);
+      ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+      for (size_t i = 0; i < x.size(); ++i) ASSERT_TRUE((*s)->set_input(i, x[i].data(), x[i].size()).is_ok());
+      ASSERT_TRUE((*s)->run().is_ok());
+      const auto* o = static_cast<const int8_t*>((*s)->output_data(0));
+      out.emplace_back(o, o + 7 * 9 * 5);
+      if (std::string(d) == "cpu") {
+        EXPECT_EQ((*s)->kernels().at(0).kernel, "xnnpack") << name;
+      }
+    }
+    int worst = 0;
+    size_t differ = 0;
+    for (size_t i = 0; i < out[0].size(); ++i) {
+      worst = std::max(worst, std::abs(out[0][i] - out[1][i]));
+      differ += out[0][i] != out[1][i];
+    }
+    EXPECT_LE(worst, 1) << name;
+    std::printf("%s int8: cpu (XNNPACK) vs reference: %zu of %zu elements differ, by at most %d\n", name.c_str(),
+                differ, out[0].size(), worst);
+  }
+}
+
+}  // namespace
+}  // namespace nn

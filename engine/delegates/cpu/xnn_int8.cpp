@@ -137,6 +137,18 @@ SupportResult xnn_int8_can_lower(const Model& m, uint32_t k, const StaticLookup&
       if (p->filter_h * p->filter_w <= 1) return no("1x1 pooling window");
       return SupportResult::yes();
     }
+    case T::ADD:
+    case T::MUL: {
+      const Operand& b = m.operands[op.inputs[1]];
+      if (in.type != kQ8 || b.type != kQ8 || out.type != kQ8) return no("int8 ADD/MUL on other than TENSOR_QUANT8_ASYMM_SIGNED");
+      if (in.dims.size() > XNN_MAX_TENSOR_DIMS || b.dims.size() > XNN_MAX_TENSOR_DIMS) return no("rank");
+      if (!m.operands[op.inputs[2]].is_constant()) return no("fuse code is not constant");
+      return SupportResult::yes();
+    }
+    case T::LOGISTIC:
+      if (in.type != kQ8 || out.type != kQ8) return no("int8 LOGISTIC on other than TENSOR_QUANT8_ASYMM_SIGNED");
+      if (out.scale != 1.f / 256 || out.zero_point != -128) return no("output not scale 1/256, zero point -128");
+      return SupportResult::yes();
     case T::RESHAPE:
       if (in.type != kQ8 || out.type != kQ8 || in.scale != out.scale || in.zero_point != out.zero_point)
         return no("int8 reshape that requantizes");
@@ -210,6 +222,17 @@ Status xnn_int8_lower(xnn_subgraph_t sg, const Model& m, uint32_t k, const Stati
       if (s != xnn_status_success) return xnn_failed("int8 max pool", s);
       return Status::ok();
     }
+    case T::ADD:
+    case T::MUL: {
+      NN_ASSIGN_OR_RETURN(const uint32_t b, values.value(op.inputs[1]));
+      s = op.type == T::ADD ? xnn_define_add2(sg, lo, hi, x, b, y, 0) : xnn_define_multiply2(sg, lo, hi, x, b, y, 0);
+      if (s != xnn_status_success) return xnn_failed("int8 ADD/MUL", s);
+      return Status::ok();
+    }
+    case T::LOGISTIC:
+      s = xnn_define_sigmoid(sg, x, y, 0);
+      if (s != xnn_status_success) return xnn_failed("int8 sigmoid", s);
+      return Status::ok();
     case T::RESHAPE: {
       const Operand& out = m.operands[out_operand];
       std::vector<size_t> shape(out.dims.begin(), out.dims.end());

@@ -4,14 +4,15 @@
 // xnn_datatype_qint8 values, so a stretch of quantized ops runs int8 end to end inside one
 // XNNPACK runtime; QUANTIZE / DEQUANTIZE are XNNPACK converts at its edges.
 //
-// Rounding, per op (tests/quantize pins each against the reference kernels, which
-// dequantize, compute in float and round half away from zero):
+// Rounding, per op (tests/quantize pins each against the reference kernels, NNAPI's integer
+// arithmetic: fixed-point multiplier and shift, engine/ops/OPS.md):
 //  - CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED: XNNPACK's qs8/qc8 kernels requantize in
-//    fp32 (accumulator x input scale x filter scale / output scale, nearest-even): equal on
-//    the test cases, within one step by construction (ties round differently).
+//    fp32 (accumulator x input scale x filter scale / output scale, nearest-even): within one
+//    step (2 of 756 conv outputs one step apart on the test case).
+//  - ADD, LOGISTIC, global AVERAGE_POOL_2D, MAX_POOL_2D, RESHAPE: equal on the test cases.
+//  - MUL: within one step (5 of 315 outputs).
 //  - RESIZE_BILINEAR: XNNPACK interpolates with 11-bit fixed-point weights: within one step
-//    (about 6% of elements one step apart at 7x9 -> 14x18).
-//  - AVERAGE_POOL_2D (global only), MAX_POOL_2D, RESHAPE: equal.
+//    (74 of 1260 elements at 7x9 -> 14x18).
 //  - QUANTIZE: nearest-even in XNNPACK, half away from zero in the reference: one step apart
 //    on exact halves only.
 #pragma once
