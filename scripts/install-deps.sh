@@ -19,7 +19,7 @@ PKGS=(
   clang-14 libclang-rt-14-dev
 )
 # Debian's chromium (~350 MB) only for the MediaPipe reference harness (bench/fidelity/):
-# NN_FIDELITY=1 asks for it; without it the fidelity test skips.
+# NN_FIDELITY=1 asks for it (scripts/test.sh sets it); without it the fidelity test skips.
 if [ "${NN_FIDELITY:-0}" = 1 ]; then PKGS+=(chromium); fi
 missing=()
 for p in "${PKGS[@]}"; do
