@@ -31,16 +31,14 @@ ARM64_PKGS=(
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libstdc++-12-dev
 )
-# What runs under qemu: the op tests, the model tests (importers, runtime, whole models on
-# every delegate that exists there) and the NNAPI driver's and delegate's tests.
-TEST_TARGETS=(
-  percentile_test
-  conv_test dense_test elementwise_test gru_test pool_test reduce_test resize_test shape_test unary_test
-  model_validation_test nnapi_file_test tflite_import_test tflite_schema_test selfie_messi_test parity_test
-  whole_model_test reference_models_input_test cpu_delegate_ops_test partitioner_test thread_pool_test
-  async_session_test nnapi_delegate_test
-  nnapi_driver_spec_test nnapi_delegate_driver_test
-)
+# What runs under qemu: every test binary of these folders (tests/<folder>/*_test.cpp): the
+# op tests, the model tests (IR, format, importers, runtime, whole models on every
+# delegate that exists there) and the NNAPI driver's and delegate's tests. nninspect_test
+# runs the nninspect executable from the test, which the host cannot exec.
+TEST_DIRS=(core ops ir format import_tflite import_onnx runtime nnapi)
+mapfile -t TEST_TARGETS < <(for d in "${TEST_DIRS[@]}"; do
+  for f in "$root/tests/$d"/*_test.cpp; do basename "$f" .cpp; done
+done | grep -vx nninspect_test)
 TOOL_TARGETS=(nnengine nncore nnrun nnconvert nninspect nnapi_driver nnapi_incomplete_driver)
 
 setup() {
@@ -132,8 +130,8 @@ fi
 
 # ctest runs each test through the emulator (CMAKE_CROSSCOMPILING_EMULATOR). The labels are
 # the test folders. Left out, each for a reason that is not aarch64's correctness:
-#  - binaries not built above (*_NOT_BUILT: they need the host, like nninspect_test, which
-#    runs the nninspect executable) and PyTorch's round trip (host python);
+#  - binaries not built above (*_NOT_BUILT: nninspect_test) and PyTorch's round trip
+#    (host python);
 #  - time budgets, which qemu's ~50x slowdown cannot meet: ConvSpeed (a MobileNetV2 conv
 #    stack under 3 s) and the NNAPI deadline test (a 1000 ms budget; a qemu run takes ~1.4 s);
 #  - the CPU delegate's tests of its native x86 kernels (AVX2/AVX-512): they assert steps
@@ -147,6 +145,6 @@ native_only+='|PointwiseConvRunsBeforeTheResizeItReads|AddThenGlobalMeanIsOneNat
 native_only+='|DwChannels\.(DepthwiseReluResidualOfOwnInputFuse|DepthwiseHardSwishFuse|DepthwiseStride2ResidualRelu6Fuse)/'
 timing='ConvSpeed\.|NnapiDriver\.TheBudgetBecomesADeadlineAndAMissedOneFallsBack'
 cd "$build"
-ctest --output-on-failure -j"$jobs" --timeout 1800 -L '^(core|ops|ir|format|import_tflite|import_onnx|runtime|nnapi)$' \
+ctest --output-on-failure -j"$jobs" --timeout 1800 -L "^($(IFS='|'; echo "${TEST_DIRS[*]}"))\$" \
   -E "_NOT_BUILT\$|^nnapi_torch|$timing|$native_only" || status=$?
 exit $status
