@@ -9,6 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli.h"
+
 #include "nn/format/nnapi_file.h"
 #include "nn/format/stream_file.h"
 #include "nn/import/import.h"
@@ -35,7 +37,7 @@ int convert_stream(const std::vector<std::string>& inputs, const std::string& st
   for (const std::string& in : inputs) {
     auto model = nn::load_model(in);
     if (!model) {
-      std::fprintf(stderr, "nnconvert: %s: %s\n", in.c_str(), model.status().to_string().c_str());
+      std::fprintf(stderr, "nnconvert: %s\n", nn::tools::with_path(in, model.status().to_string()).c_str());
       return 1;
     }
     models.push_back(*model);
@@ -185,7 +187,7 @@ int main(int argc, char** argv) {
   app.add_option("--keep-float", qa.keep_float, "op indices to keep float");
   app.add_option("--threads", qa.threads, "threads for the calibration runs (default 1)");
   app.add_option("--calibration-delegate", qa.delegate, "where calibration runs the model: cpu (default) or reference");
-  CLI11_PARSE(app, argc, argv);
+  NN_PARSE_COMMAND_LINE(app, argc, argv);
   if (!stream.empty()) return convert_stream(inputs, stream, output, quiet);
   if (inputs.size() != 1) {
     std::fprintf(stderr, "nnconvert: %zu models given: several models make one streaming file only with --stream\n",
@@ -202,7 +204,7 @@ int main(int argc, char** argv) {
   }
   auto model = nn::load_model(input);
   if (!model) {
-    std::fprintf(stderr, "nnconvert: %s: %s\n", input.c_str(), model.status().to_string().c_str());
+    std::fprintf(stderr, "nnconvert: %s\n", nn::tools::with_path(input, model.status().to_string()).c_str());
     return 1;
   }
   nn::Model& m = **model;
@@ -218,7 +220,7 @@ int main(int argc, char** argv) {
   if (output.empty()) output = std::filesystem::path(input).replace_extension(".nnapi").string();
   nn::Status s = nn::save_nnapi_file(out_model, output);
   if (!s.is_ok()) {
-    std::fprintf(stderr, "nnconvert: %s: %s\n", output.c_str(), s.to_string().c_str());
+    std::fprintf(stderr, "nnconvert: %s\n", nn::tools::with_path(output, s.to_string()).c_str());
     return 1;
   }
   if (!quiet) {

@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli.h"
+
 #include "nn/export/onnx_export.h"
 #include "nn/import/import.h"
 
@@ -21,7 +23,7 @@ int main(int argc, char** argv) {
   app.add_option("model", input, "model to export (.nnapi, .tflite or .onnx)")->required();
   app.add_option("-o,--output", output, "the .onnx file to write")->required();
   app.add_flag("-q,--quiet", quiet, "print only errors");
-  CLI11_PARSE(app, argc, argv);
+  NN_PARSE_COMMAND_LINE(app, argc, argv);
 
   if (std::filesystem::path(output).extension() != ".onnx") {
     std::fprintf(stderr, "nnexport: %s: the output must end in .onnx\n", output.c_str());
@@ -34,7 +36,7 @@ int main(int argc, char** argv) {
   }
   auto model = nn::load_model(input);
   if (!model) {
-    std::fprintf(stderr, "nnexport: %s: %s\n", input.c_str(), model.status().to_string().c_str());
+    std::fprintf(stderr, "nnexport: %s\n", nn::tools::with_path(input, model.status().to_string()).c_str());
     return 1;
   }
   nn::Status s = nn::export_onnx(**model, output);
