@@ -74,10 +74,10 @@ class ToolCli : public ::testing::Test {
     return r;
   }
 
-  static std::string selfie() { return nn_test::asset("models/selfie_segmentation.nnapi"); }
+  static std::string selfie() { return nn_test::asset("models/selfie_segmentation.tflite"); }
   static std::string messi() { return nn_test::asset("media/messi5.jpg"); }
   static bool have_assets() {
-    return nn_test::require_asset("models/selfie_segmentation.nnapi") && nn_test::require_asset("media/messi5.jpg");
+    return nn_test::require_asset("models/selfie_segmentation.tflite") && nn_test::require_asset("media/messi5.jpg");
   }
 
   fs::path dir_;
