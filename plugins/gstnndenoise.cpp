@@ -144,22 +144,6 @@ using nn::plugins::ThreadPriority;
 G_DEFINE_TYPE(GstNnDenoise, gst_nn_denoise, GST_TYPE_AUDIO_FILTER);
 GST_ELEMENT_REGISTER_DEFINE(nndenoise, "nndenoise", GST_RANK_NONE, GST_TYPE_NN_DENOISE);
 
-static std::vector<std::string> delegate_list(GstNnDelegate d) {
-  switch (d) {
-    case GST_NN_DELEGATE_CPU:
-      return {"cpu"};
-    case GST_NN_DELEGATE_VULKAN:
-      return {"vulkan"};
-    case GST_NN_DELEGATE_NNAPI:
-      return {"nnapi"};
-    case GST_NN_DELEGATE_REFERENCE:
-      return {"reference"};
-    case GST_NN_DELEGATE_AUTO:
-      break;
-  }
-  return {"auto"};
-}
-
 // The model at the model property's path, loaded once per path. Empty on failure (the
 // reason in state->model_error).
 static std::shared_ptr<const nn::audio::StreamModel> ensure_model(GstNnDenoise* self) {
@@ -434,7 +418,7 @@ static gboolean gst_nn_denoise_setup(GstAudioFilter* filter, const GstAudioInfo*
   }
   GST_OBJECT_LOCK(self);
   nn::audio::StreamOptions options;
-  options.session.delegates = delegate_list(self->delegate);
+  options.session.delegates = nn::plugins::delegate_names(self->delegate);
   options.session.threads = self->threads > 0 ? self->threads : static_cast<int>(g_get_num_processors());
   options.attenuation_limit_db = static_cast<float>(self->attenuation_limit_db);
   const bool bypass = self->bypass;

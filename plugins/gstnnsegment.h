@@ -5,6 +5,9 @@
 #include <gst/video/gstvideofilter.h>
 #include <gst/video/video.h>
 
+#include <string>
+#include <vector>
+
 namespace nn::plugins {
 struct SegmentState;
 }
@@ -108,3 +111,8 @@ struct _GstNnSegment {
 GST_ELEMENT_REGISTER_DECLARE(nnsegment);
 
 G_END_DECLS
+
+namespace nn::plugins {
+// The delegate property (nnsegment, nndenoise) as the engine's delegate list.
+std::vector<std::string> delegate_names(GstNnDelegate delegate);
+}  // namespace nn::plugins

@@ -95,3 +95,19 @@ GType gst_nn_segment_sampling_get_type(void) {
   if (g_once_init_enter(&type)) g_once_init_leave(&type, g_enum_register_static("GstNnSegmentSampling", values));
   return type;
 }
+
+std::vector<std::string> nn::plugins::delegate_names(GstNnDelegate delegate) {
+  switch (delegate) {
+    case GST_NN_DELEGATE_CPU:
+      return {"cpu"};
+    case GST_NN_DELEGATE_VULKAN:
+      return {"vulkan"};
+    case GST_NN_DELEGATE_NNAPI:
+      return {"nnapi"};
+    case GST_NN_DELEGATE_REFERENCE:
+      return {"reference"};
+    case GST_NN_DELEGATE_AUTO:
+      break;
+  }
+  return {"auto"};
+}

@@ -13,26 +13,6 @@
 
 namespace nn::plugins {
 
-namespace {
-
-std::vector<std::string> delegate_list(GstNnDelegate d) {
-  switch (d) {
-    case GST_NN_DELEGATE_CPU:
-      return {"cpu"};
-    case GST_NN_DELEGATE_VULKAN:
-      return {"vulkan"};
-    case GST_NN_DELEGATE_NNAPI:
-      return {"nnapi"};
-    case GST_NN_DELEGATE_REFERENCE:
-      return {"reference"};
-    case GST_NN_DELEGATE_AUTO:
-      break;
-  }
-  return {"auto"};
-}
-
-}  // namespace
-
 GstStructure* make_stats_locked(GstNnSegment* self) {
   SegmentState* s = self->state;
   // The worker's own counters: they move even while no frame comes to collect results.
@@ -66,7 +46,7 @@ gboolean segment_start(GstBaseTransform* trans) {
   const std::string path = self->model ? self->model : "";
   SegmenterOptions options;
   options.model_path = path;
-  options.delegates = delegate_list(self->delegate);
+  options.delegates = delegate_names(self->delegate);
   options.threads = self->threads > 0 ? self->threads : static_cast<int>(g_get_num_processors());
   options.budget_ms = self->latency_budget_ms;
   options.classes = self->classes ? self->classes : "";
