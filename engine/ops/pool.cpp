@@ -86,6 +86,17 @@ Status prepare_pool(Model& m, const Operation& op) {
   return conv_util::check_quant_params(output, "output 0");
 }
 
+// Output pixel (oh, ow)'s window clipped to the input: [h_begin, h_end) x [w_begin, w_end).
+struct PoolWindow {
+  int64_t h_begin, h_end, w_begin, w_end;
+};
+PoolWindow pool_window(const PoolParams& p, size_t oh, size_t ow) {
+  const int64_t h0 = int64_t(oh) * p.stride_h - p.pad_h.before;
+  const int64_t w0 = int64_t(ow) * p.stride_w - p.pad_w.before;
+  return {std::max<int64_t>(h0, 0), std::min<int64_t>(h0 + p.filter_h, p.in_h), std::max<int64_t>(w0, 0),
+          std::min<int64_t>(w0 + p.filter_w, p.in_w)};
+}
+
 template <bool kMax>
 void run_pool_quant(const OpContext& ctx, const PoolParams& p) {
   const Operand& input = ctx.input(0);
@@ -96,10 +107,7 @@ void run_pool_quant(const OpContext& ctx, const PoolParams& p) {
   for (size_t n = 0; n < p.batch; ++n)
     for (size_t oh = 0; oh < p.out_h; ++oh)
       for (size_t ow = 0; ow < p.out_w; ++ow) {
-        const int64_t h0 = int64_t(oh) * p.stride_h - p.pad_h.before;
-        const int64_t w0 = int64_t(ow) * p.stride_w - p.pad_w.before;
-        const int64_t h_begin = std::max<int64_t>(h0, 0), h_end = std::min<int64_t>(h0 + p.filter_h, p.in_h);
-        const int64_t w_begin = std::max<int64_t>(w0, 0), w_end = std::min<int64_t>(w0 + p.filter_w, p.in_w);
+        const auto [h_begin, h_end, w_begin, w_end] = pool_window(p, oh, ow);
         std::fill(acc.begin(), acc.end(), kMax ? quant::type_range(input.type).lo : 0);
         for (int64_t ih = h_begin; ih < h_end; ++ih)
           for (int64_t iw = w_begin; iw < w_end; ++iw) {
@@ -144,10 +152,7 @@ Status run_pool(const OpContext& ctx) {
   for (size_t n = 0; n < p.batch; ++n)
     for (size_t oh = 0; oh < p.out_h; ++oh)
       for (size_t ow = 0; ow < p.out_w; ++ow) {
-        const int64_t h0 = int64_t(oh) * p.stride_h - p.pad_h.before;
-        const int64_t w0 = int64_t(ow) * p.stride_w - p.pad_w.before;
-        const int64_t h_begin = std::max<int64_t>(h0, 0), h_end = std::min<int64_t>(h0 + p.filter_h, p.in_h);
-        const int64_t w_begin = std::max<int64_t>(w0, 0), w_end = std::min<int64_t>(w0 + p.filter_w, p.in_w);
+        const auto [h_begin, h_end, w_begin, w_end] = pool_window(p, oh, ow);
         std::fill(acc.begin(), acc.end(), kMax ? std::numeric_limits<float>::lowest() : 0.f);
         for (int64_t ih = h_begin; ih < h_end; ++ih)
           for (int64_t iw = w_begin; iw < w_end; ++iw) {
