@@ -491,24 +491,25 @@ void Compositor::parallel_rows(int rows, const Body& body) {
   times_.helper_ms += static_cast<double>(helper_ns.load()) * 1e-6;
 }
 
+Compositor::Call::Call(Compositor& c) : c_(c), t_(thread_cpu_ms()) {
+  c_.times_ = {};
+  c_.small_shared_ = false;
+}
+
+Compositor::Call::~Call() {
+  if (c_.small_shared_) c_.small_.release();
+}
+
+double Compositor::Call::lap() {
+  const double now = thread_cpu_ms(), d = now - t_;
+  t_ = now;
+  return d;
+}
+
 void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskView& mask,
                          const CompositorSettings& s) {
   const int fw = frame.cols, fh = frame.rows;
-  double t = thread_cpu_ms();
-  const auto lap = [&t]() {
-    const double now = thread_cpu_ms(), d = now - t;
-    t = now;
-    return d;
-  };
-  times_ = {};
-  // A work image borrowed from the meta must not outlive this call (the buffer goes on).
-  small_shared_ = false;
-  struct ForgetBorrowed {
-    Compositor* c;
-    ~ForgetBorrowed() {
-      if (c->small_shared_) c->small_.release();
-    }
-  } forget_borrowed{this};
+  Call call(*this);
   const bool video_ok = s.mode == BackgroundMode::kVideo && s.background &&
                         s.background->size() == frame.size() && s.background->type() == frame.type();
   const bool blurs = s.mode == BackgroundMode::kBlur || (s.mode == BackgroundMode::kVideo && !video_ok);
@@ -517,7 +518,7 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
   last_reused_ = reuse_blur;
   const bool refine = s.refine && !s.fast;
   make_work_alpha(frame, layout, mask, s, refine, refine || (blurs && !reuse_blur));
-  times_.work_ms = lap();
+  times_.work_ms = call.lap();
 
   // Full-resolution alpha: the guided filter's coefficients upsampled and applied to the
   // frame's own luma (the "fast guided filter"), or the plain upsampled mask. Every loop
@@ -549,7 +550,7 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
       alpha_row(luma_.ptr<uint8_t>(y), ab, alpha_.ptr<uint8_t>(y), fw, shift);
     }
   });
-  times_.alpha_ms = lap();
+  times_.alpha_ms = call.lap();
 
   if (writes_alpha_channel) {
     const int from_to[] = {0, layout.alpha};
@@ -614,7 +615,7 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
     }
   }
   if (s.mode != BackgroundMode::kColor) background_color_ = cv::Scalar::all(-1);
-  times_.background_ms = lap();
+  times_.background_ms = call.lap();
 
   // out = (frame * a + bg * (255 - a)) / 255 on every byte, alpha replicated per channel.
   // Alpha bytes blend too: 255 over 255 stays opaque; a translucent colour shows through.
@@ -635,7 +636,7 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
         blend_rgba_row_fused(frame.ptr<uint8_t>(y), q, coef_full_.ptr<float>(y >> shift), layout, fw, shift);
       }
     });
-    times_.blend_ms = lap();
+    times_.blend_ms = call.lap();
     return;
   }
 #endif
@@ -648,7 +649,7 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
     for (int y = rows.start; y < rows.end; ++y)
       blend_plane_row(frame.ptr<uint8_t>(y), bg->ptr<uint8_t>(y), alpha_n_.ptr<uint8_t>(y), row_bytes);
   });
-  times_.blend_ms = lap();
+  times_.blend_ms = call.lap();
 }
 
 namespace {
@@ -700,20 +701,7 @@ void rgb_to_yuv420(const cv::Mat& rgb, const PackedLayout& layout, const YuvFram
 
 void Compositor::process_yuv(const YuvFrame& f, const MaskView& mask, const CompositorSettings& s) {
   const int fw = f.width, fh = f.height, cw = (fw + 1) / 2, ch = (fh + 1) / 2;
-  double t = thread_cpu_ms();
-  const auto lap = [&t]() {
-    const double now = thread_cpu_ms(), d = now - t;
-    t = now;
-    return d;
-  };
-  times_ = {};
-  small_shared_ = false;
-  struct ForgetBorrowed {
-    Compositor* c;
-    ~ForgetBorrowed() {
-      if (c->small_shared_) c->small_.release();
-    }
-  } forget_borrowed{this};
+  Call call(*this);
   cv::Mat luma(fh, fw, CV_8UC1, f.y, f.y_stride);
   const bool video_ok = s.mode == BackgroundMode::kVideo && s.background && s.background->rows == fh &&
                         s.background->cols == fw && s.background->type() == CV_8UC3;
@@ -740,12 +728,12 @@ void Compositor::process_yuv(const YuvFrame& f, const MaskView& mask, const Comp
   // luma weights add up to 1), and the full-resolution alpha is A * Y + B.
   const PackedLayout y_only{3, 0, 0, 0, -1};
   make_work_alpha(luma, y_only, mask, s, refine, false);
-  times_.work_ms = lap();
+  times_.work_ms = call.lap();
 
   const cv::Size half(cw, ch);
   const int shift = coefficient_shift(fw);
   upsample_coefficients(fw, fh, shift);
-  times_.alpha_ms = lap();
+  times_.alpha_ms = call.lap();
 
   // The background's planes, at the frame's Y and chroma sizes.
   const auto planes_from_rgb = [&](const cv::Mat& rgb, const PackedLayout& layout) {
@@ -799,7 +787,7 @@ void Compositor::process_yuv(const YuvFrame& f, const MaskView& mask, const Comp
     const cv::Mat uv[2] = {bg_u_, bg_v_};
     cv::merge(uv, 2, bg_uv_);
   }
-  times_.background_ms = lap();
+  times_.background_ms = call.lap();
 
   // One pass per chroma row j: the alphas of Y rows 2j and 2j + 1 (from the frame's own Y,
   // before it is blended), those rows blended, then chroma row j with the mean of the 2x2
@@ -834,7 +822,7 @@ void Compositor::process_yuv(const YuvFrame& f, const MaskView& mask, const Comp
       }
     }
   });
-  times_.blend_ms = lap();
+  times_.blend_ms = call.lap();
 }
 
 }  // namespace nn::plugins

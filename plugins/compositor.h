@@ -118,6 +118,21 @@ class Compositor {
   bool last_used_shared_work_image() const { return small_shared_; }
 
  private:
+  // One process() / process_yuv() call: laps of the thread's CPU time for times_, and a work
+  // image borrowed from the meta forgotten when the call returns (the buffer goes on).
+  class Call {
+   public:
+    explicit Call(Compositor& c);
+    ~Call();
+    Call(const Call&) = delete;
+    Call& operator=(const Call&) = delete;
+    double lap();
+
+   private:
+    Compositor& c_;
+    double t_;
+  };
+
   static constexpr int kMaxBackgroundReuse = 2;
 
   void make_work_alpha(const cv::Mat& frame, const PackedLayout& layout, const MaskView& mask,
