@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   std::string delegates = "cpu";
   int threads = 1, runs = 100, warmup = 10, top = 25;
   bool profile = false, explain = false;
-  app.add_option("model", model_path, "model file (.nnapi, .tflite, .onnx)")->required();
+  app.add_option("model", model_path, "model file (.nnapi, .tflite, .onnx)")->required()->check(CLI::ExistingFile);
   app.add_option("--delegates", delegates,
                  "comma-separated preference list (auto, nnapi, vulkan, cpu, reference)");
   app.add_option("--threads", threads, "threads (1 = no pool)");

@@ -25,7 +25,7 @@ int convert_stream(const std::vector<std::string>& inputs, const std::string& st
   auto desc = nn::parse_stream_toml(stream_path);
   if (!desc) {
     std::fprintf(stderr, "nnconvert: %s\n", desc.status().to_string().c_str());
-    return 2;
+    return nn::tools::kExitFailed;
   }
   if (desc->stages.size() != inputs.size()) {
     std::fprintf(stderr, "nnconvert: %s describes %zu stages, %zu models given\n", stream_path.c_str(),
@@ -93,10 +93,6 @@ int quantize(std::shared_ptr<nn::Model>& model, const QuantizeArgs& args, bool q
     std::fprintf(stderr, "nnconvert: --quantize needs --calibration DIR (images the model will see)\n");
     return 2;
   }
-  if (!std::filesystem::is_directory(args.calibration)) {
-    std::fprintf(stderr, "nnconvert: --calibration %s: not a directory\n", args.calibration.c_str());
-    return 2;
-  }
   auto method = nn::quantize::calibration_method_from_name(args.method);
   if (!method) {
     std::fprintf(stderr, "nnconvert: --calibration-method %s: expected minmax, percentile or entropy\n",
@@ -158,8 +154,10 @@ int main(int argc, char** argv) {
   bool quiet = false;
   app.add_option("input", inputs,
                  "model to convert (.tflite, .onnx, or a PyTorch NNAPI .pt); with --stream, one per stage in order")
-      ->required();
-  app.add_option("--stream", stream, "stream description (TOML: rate, block, hop, what feeds each stage)");
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--stream", stream, "stream description (TOML: rate, block, hop, what feeds each stage)")
+      ->check(CLI::ExistingFile);
   app.add_option("-o,--output", output, "the .nnapi file to write (default: input with .nnapi)");
   app.add_option("--task", task, "metadata: what the model is for (segmentation, classification, ...)");
   app.add_option("--input-color", color, "metadata: input colour order (RGB or BGR)");
@@ -171,7 +169,8 @@ int main(int argc, char** argv) {
   app.add_option("--quantize", qa.type, "post-training quantization: int8 (needs --calibration)");
   app.add_option("--calibration", qa.calibration,
                  "folder of calibration images (pre-processed as the tools do per the model's metadata) or .npy "
-                 "input tensors (the source model's layout)");
+                 "input tensors (the source model's layout)")
+      ->check(CLI::ExistingDirectory);
   app.add_option("--calibration-method", qa.method, "minmax, percentile or entropy (default percentile)");
   app.add_option("--percentile", qa.percentile, "the percentile method's coverage (default 99.99)");
   bool per_channel = false;

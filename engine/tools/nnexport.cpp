@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
       "Example: nnexport assets/models/selfie_segmentation.tflite -o assets/models/selfie_segmentation.onnx"};
   std::string input, output;
   bool quiet = false;
-  app.add_option("model", input, "model to export (.nnapi, .tflite or .onnx)")->required();
+  app.add_option("model", input, "model to export (.nnapi, .tflite or .onnx)")->required()->check(CLI::ExistingFile);
   app.add_option("-o,--output", output, "the .onnx file to write")->required();
   app.add_flag("-q,--quiet", quiet, "print only errors");
   NN_PARSE_COMMAND_LINE(app, argc, argv);

@@ -345,7 +345,7 @@ int main(int argc, char** argv) {
   std::string path;
   bool json = false;
   int indent = 2;
-  app.add_option("model", path, "model file (.nnapi, .tflite or .onnx)")->required();
+  app.add_option("model", path, "model file (.nnapi, .tflite or .onnx)")->required()->check(CLI::ExistingFile);
   app.add_flag("--json", json, "print JSON instead of text");
   app.add_option("--indent", indent, "JSON indent (-1: one line)");
   NN_PARSE_COMMAND_LINE(app, argc, argv);

@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
       "Example: nnmask assets/models/selfie_segmentation.nnapi assets/media/messi5.jpg -o mask.png"};
   std::string model_path, image_path, mask_path, composite_path, delegate = "auto";
   int threads = 2;
-  app.add_option("model", model_path, "segmentation model (.nnapi, .tflite or .onnx)")->required();
+  app.add_option("model", model_path, "segmentation model (.nnapi, .tflite or .onnx)")->required()->check(CLI::ExistingFile);
   app.add_option("image", image_path, "image to segment")->required()->check(CLI::ExistingFile);
   app.add_option("-o,--output", mask_path, "mask PNG to write")->required();
   app.add_option("--composite", composite_path, "also write the image with its background blurred");

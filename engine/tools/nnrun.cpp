@@ -223,10 +223,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> inputs;
   bool random = false, json = false, explain = false, strict = false, profile = false;
   int threads = 1, runs = 10, warmup = 3;
-  app.add_option("model", model_path, "model file: .nnapi, .tflite or .onnx")->required();
+  app.add_option("model", model_path, "model file: .nnapi, .tflite or .onnx")->required()->check(CLI::ExistingFile);
   app.add_option("-i,--input", inputs,
                  "input file per model input: an image (.jpg/.png) or a tensor (.npy); streaming audio models: "
-                 "one audio file (.wav, .flac) at the model's rate");
+                 "one audio file (.wav, .flac) at the model's rate")
+      ->check(CLI::ExistingFile);
   app.add_flag("--random", random, "use deterministic random inputs");
   app.add_option("--save-outputs", save_dir,
                  "write each output as DIR/output_<i>.npy (streaming audio models: DIR/output_0.wav)");
