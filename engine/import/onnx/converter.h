@@ -63,6 +63,13 @@ struct Value {
 class Converter;
 using Translator = Status (*)(Converter&);
 
+// A translator that reads an input the node lacks (a hostile or broken file) must not
+// dereference null: this unwinds to translate_node, which turns it into a Status. The
+// exception never leaves the importer.
+struct MissingInput {
+  size_t index;
+};
+
 class Converter {
  public:
   Converter(const onnx::ModelProto& proto, std::string source_name);
