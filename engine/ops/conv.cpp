@@ -11,6 +11,7 @@
 
 #include "nn/ops/registry.h"
 #include "ops/conv_util.h"
+#include "ops/op_params.h"
 #include "ops/quant_math.h"
 #include "ops/tensor_util.h"
 
@@ -18,164 +19,11 @@ namespace nn {
 
 namespace {
 
-using conv_util::AxisPadding;
-
 using conv_util::ConvKind;
-using ConvForm = conv_util::ConvSlots;
-constexpr size_t kAbsent = conv_util::kAbsentSlot;
-
-struct ConvParams {
-  ConvKind kind;
-  ConvForm form;
-  uint32_t batch = 0, in_h = 0, in_w = 0, in_c = 0;
-  uint32_t out_h = 0, out_w = 0, out_c = 0;
-  uint32_t k_h = 0, k_w = 0;
-  AxisPadding pad_w, pad_h;
-  int32_t stride_w = 1, stride_h = 1, dil_w = 1, dil_h = 1;
-  int32_t groups = 1;  // GROUPED_CONV_2D num_groups, DEPTHWISE_CONV_2D depth_multiplier
-  int32_t fuse = 0;
-};
-
-Status invalid(std::string message) {
-  return {StatusCode::kInvalidModel, std::move(message)};
-}
-
-// Parses and validates everything about a conv op; computes the output extent. Shared by
-// prepare() and the kernels so the two can never disagree.
-Result<ConvParams> parse_conv(const Model& m, const Operation& op, ConvKind kind) {
-  using namespace conv_util;
-  NN_RETURN_IF_ERROR(check_output_count(op, 1));
-  NN_ASSIGN_OR_RETURN(ConvForm form, pick_conv_slots(m, op, kind));
-  ConvParams p;
-  p.kind = kind;
-  p.form = form;
-
-  NN_ASSIGN_OR_RETURN(const Operand* input_operand, conv_util::nhwc_activation_input(m, op));
-  const Operand& input = *input_operand;
-  p.batch = input.dims[0];
-  p.in_h = input.dims[1];
-  p.in_w = input.dims[2];
-  p.in_c = input.dims[3];
-
-  NN_RETURN_IF_ERROR(check_filter_type(m, op, 1, "filter", kind == ConvKind::kDepthwise ? 3 : 0));
-  NN_RETURN_IF_ERROR(check_rank(m, op, 1, 4, 4, "filter"));
-  const Operand& filter = m.operands[op.inputs[1]];
-  for (uint32_t d : filter.dims)
-    if (d == 0) return invalid(input_label(1, "filter") + " has a zero dim " + dims_to_string(filter.dims));
-  p.k_h = filter.dims[1];
-  p.k_w = filter.dims[2];
-
-  NN_ASSIGN_OR_RETURN(p.stride_w, read_i32_at_least(m, op, form.stride, "stride_w", 1));
-  NN_ASSIGN_OR_RETURN(p.stride_h, read_i32_at_least(m, op, form.stride + 1, "stride_h", 1));
-  NN_ASSIGN_OR_RETURN(p.fuse, read_fuse(m, op, form.fuse));
-  NN_RETURN_IF_ERROR(check_layout_nhwc(m, op, form.layout));
-  if (form.dilation != kAbsent && op.inputs.size() >= form.dilation + 2) {
-    NN_ASSIGN_OR_RETURN(p.dil_w, read_i32_at_least(m, op, form.dilation, "dilation_w", 1));
-    NN_ASSIGN_OR_RETURN(p.dil_h, read_i32_at_least(m, op, form.dilation + 1, "dilation_h", 1));
-  }
-  if (form.groups != kAbsent) {
-    const char* name = kind == ConvKind::kDepthwise ? "depth_multiplier" : "num_groups";
-    NN_ASSIGN_OR_RETURN(p.groups, read_i32_at_least(m, op, form.groups, name, 1));
-  }
-
-  const std::string filter_dims = dims_to_string(filter.dims);
-  switch (kind) {
-    case ConvKind::kConv:
-    case ConvKind::kTranspose:
-      p.out_c = filter.dims[0];
-      if (filter.dims[3] != p.in_c)
-        return invalid(input_label(1, "filter") + " " + filter_dims + " has " +
-                       std::to_string(filter.dims[3]) + " input channels, input has " +
-                       std::to_string(p.in_c));
-      break;
-    case ConvKind::kGrouped: {
-      const uint32_t g = static_cast<uint32_t>(p.groups);
-      p.out_c = filter.dims[0];
-      if (p.in_c % g != 0 || p.out_c % g != 0)
-        return invalid(input_label(form.groups, "num_groups") + " " + std::to_string(g) +
-                       " must divide the input channels " + std::to_string(p.in_c) +
-                       " and the output channels " + std::to_string(p.out_c));
-      if (filter.dims[3] != p.in_c / g)
-        return invalid(input_label(1, "filter") + " " + filter_dims +
-                       " must have input channels / num_groups = " + std::to_string(p.in_c / g) +
-                       " in dim 3");
-      break;
-    }
-    case ConvKind::kDepthwise:
-      p.out_c = filter.dims[3];
-      if (filter.dims[0] != 1)
-        return invalid(input_label(1, "filter") + " must be [1,H,W,Cout], got " + filter_dims);
-      if (static_cast<uint64_t>(p.in_c) * static_cast<uint64_t>(p.groups) != p.out_c)
-        return invalid(input_label(1, "filter") + " " + filter_dims + " has " + std::to_string(p.out_c) +
-                       " output channels, input channels " + std::to_string(p.in_c) + " x depth_multiplier " +
-                       std::to_string(p.groups) + " = " +
-                       std::to_string(static_cast<uint64_t>(p.in_c) * static_cast<uint64_t>(p.groups)));
-      break;
-  }
-  NN_RETURN_IF_ERROR(check_bias(m, op, 2, p.out_c));
-
-  if (kind == ConvKind::kTranspose) {
-    if (form.explicit_padding) {
-      NN_ASSIGN_OR_RETURN(int32_t l, read_i32_at_least(m, op, form.padding + 0, "pad_left", 0));
-      NN_ASSIGN_OR_RETURN(int32_t r, read_i32_at_least(m, op, form.padding + 1, "pad_right", 0));
-      NN_ASSIGN_OR_RETURN(int32_t t, read_i32_at_least(m, op, form.padding + 2, "pad_top", 0));
-      NN_ASSIGN_OR_RETURN(int32_t b, read_i32_at_least(m, op, form.padding + 3, "pad_bottom", 0));
-      p.pad_w = {l, r};
-      p.pad_h = {t, b};
-      const int64_t ow = (int64_t(p.in_w) - 1) * p.stride_w + p.k_w - l - r;
-      const int64_t oh = (int64_t(p.in_h) - 1) * p.stride_h + p.k_h - t - b;
-      if (ow < 1 || oh < 1 || ow >= (1 << 24) || oh >= (1 << 24))
-        return invalid("output extent " + std::to_string(oh) + "x" + std::to_string(ow) +
-                       " (from (in-1)*stride + filter - pads) must be in [1, 2^24)");
-      p.out_w = static_cast<uint32_t>(ow);
-      p.out_h = static_cast<uint32_t>(oh);
-    } else {
-      const size_t i = form.output_shape;
-      NN_RETURN_IF_ERROR(check_tensor_type(m, op, i, {OperandType::TENSOR_INT32}, "output_shape"));
-      const Operand& shape = m.operands[op.inputs[i]];
-      if (!shape.is_constant() || shape.dims != Dims{4})
-        return invalid(input_label(i, "output_shape") + " must be a constant TENSOR_INT32 [4], got " +
-                       std::string(shape.is_constant() ? "constant " : "non-constant ") +
-                       dims_to_string(shape.dims));
-      const int32_t* s = shape.as<int32_t>();
-      if (s[0] != int32_t(p.batch) || s[3] != int32_t(p.out_c) || s[1] < 1 || s[2] < 1 || s[1] >= (1 << 24) ||
-          s[2] >= (1 << 24))
-        return invalid(input_label(i, "output_shape") + " [" + std::to_string(s[0]) + "," +
-                       std::to_string(s[1]) + "," + std::to_string(s[2]) + "," + std::to_string(s[3]) +
-                       "] must be [" + std::to_string(p.batch) + ",H,W," + std::to_string(p.out_c) +
-                       "] with H, W >= 1");
-      p.out_h = static_cast<uint32_t>(s[1]);
-      p.out_w = static_cast<uint32_t>(s[2]);
-      NN_ASSIGN_OR_RETURN(int32_t scheme, read_i32(m, op, form.padding, "padding"));
-      if (scheme != 1 && scheme != 2)
-        return invalid(input_label(form.padding, "padding") + " must be 1 (SAME) or 2 (VALID), got " +
-                       std::to_string(scheme));
-      p.pad_w = transpose_conv_implicit_padding(scheme, p.out_w, p.k_w, p.stride_w);
-      p.pad_h = transpose_conv_implicit_padding(scheme, p.out_h, p.k_h, p.stride_h);
-    }
-    return p;
-  }
-
-  if (form.explicit_padding) {
-    NN_ASSIGN_OR_RETURN(int32_t l, read_i32_at_least(m, op, form.padding + 0, "pad_left", 0));
-    NN_ASSIGN_OR_RETURN(int32_t r, read_i32_at_least(m, op, form.padding + 1, "pad_right", 0));
-    NN_ASSIGN_OR_RETURN(int32_t t, read_i32_at_least(m, op, form.padding + 2, "pad_top", 0));
-    NN_ASSIGN_OR_RETURN(int32_t b, read_i32_at_least(m, op, form.padding + 3, "pad_bottom", 0));
-    p.pad_w = {l, r};
-    p.pad_h = {t, b};
-  } else {
-    NN_ASSIGN_OR_RETURN(int32_t scheme, read_i32(m, op, form.padding, "padding"));
-    NN_ASSIGN_OR_RETURN(p.pad_w, implicit_padding(scheme, p.in_w, p.k_w, p.stride_w, p.dil_w, "width"));
-    NN_ASSIGN_OR_RETURN(p.pad_h, implicit_padding(scheme, p.in_h, p.k_h, p.stride_h, p.dil_h, "height"));
-  }
-  NN_ASSIGN_OR_RETURN(p.out_w, window_output_size(p.in_w, p.k_w, p.stride_w, p.dil_w, p.pad_w, "width"));
-  NN_ASSIGN_OR_RETURN(p.out_h, window_output_size(p.in_h, p.k_h, p.stride_h, p.dil_h, p.pad_h, "height"));
-  return p;
-}
 
 template <ConvKind kKind>
 Status prepare_conv(Model& m, const Operation& op) {
-  NN_ASSIGN_OR_RETURN(ConvParams p, parse_conv(m, op, kKind));
+  NN_ASSIGN_OR_RETURN(ConvParams p, decode_conv(m, op, kKind));
   const Operand& input = m.operands[op.inputs[0]];
   conv_util::set_output_like(m, op, input, {p.batch, p.out_h, p.out_w, p.out_c});
   return conv_util::check_quant_params(m.operands[op.outputs[0]], "output 0");
@@ -336,7 +184,7 @@ void run_conv_quant(const OpContext& ctx, const ConvParams& p) {
 
 template <ConvKind kKind>
 Status run_conv(const OpContext& ctx) {
-  NN_ASSIGN_OR_RETURN(ConvParams p, parse_conv(ctx.model, ctx.op, kKind));
+  NN_ASSIGN_OR_RETURN(ConvParams p, decode_conv(ctx.model, ctx.op, kKind));
   const Operand& input = ctx.input(0);
   if (conv_util::is_quant8(input.type)) {
     run_conv_quant(ctx, p);

@@ -10,6 +10,7 @@
 
 #include "nn/ops/registry.h"
 #include "ops/conv_util.h"
+#include "ops/op_params.h"
 #include "ops/quant_math.h"
 #include "ops/tensor_util.h"
 
@@ -17,65 +18,12 @@ namespace nn {
 
 namespace {
 
-using conv_util::AxisPadding;
-
-struct PoolParams {
-  uint32_t batch = 0, in_h = 0, in_w = 0, channels = 0, out_h = 0, out_w = 0;
-  AxisPadding pad_w, pad_h;
-  int32_t stride_w = 1, stride_h = 1, filter_w = 1, filter_h = 1, fuse = 0;
-};
-
 Status invalid(std::string message) {
   return {StatusCode::kInvalidModel, std::move(message)};
 }
 
-Result<PoolParams> parse_pool(const Model& m, const Operation& op) {
-  using namespace conv_util;
-  NN_RETURN_IF_ERROR(check_output_count(op, 1));
-  const size_t n = op.inputs.size();
-  // explicit: in, 4 pads, strides, filter, fuse, [layout] (10, 11); implicit: in, padding, ... (7, 8)
-  bool explicit_padding;
-  if (n == 10 || n == 11)
-    explicit_padding = true;
-  else if (n == 7 || n == 8)
-    explicit_padding = false;
-  else
-    return invalid("expects 10 or 11 inputs (explicit padding) or 7 or 8 (implicit padding), got " +
-                   std::to_string(n));
-  NN_ASSIGN_OR_RETURN(const Operand* input_operand, conv_util::nhwc_activation_input(m, op));
-  const Operand& input = *input_operand;
-  PoolParams p;
-  p.batch = input.dims[0];
-  p.in_h = input.dims[1];
-  p.in_w = input.dims[2];
-  p.channels = input.dims[3];
-
-  const size_t s = explicit_padding ? 5 : 2;  // stride_w
-  NN_ASSIGN_OR_RETURN(p.stride_w, read_i32_at_least(m, op, s, "stride_w", 1));
-  NN_ASSIGN_OR_RETURN(p.stride_h, read_i32_at_least(m, op, s + 1, "stride_h", 1));
-  NN_ASSIGN_OR_RETURN(p.filter_w, read_i32_at_least(m, op, s + 2, "filter_w", 1));
-  NN_ASSIGN_OR_RETURN(p.filter_h, read_i32_at_least(m, op, s + 3, "filter_h", 1));
-  NN_ASSIGN_OR_RETURN(p.fuse, read_fuse(m, op, s + 4));
-  NN_RETURN_IF_ERROR(check_layout_nhwc(m, op, s + 5));
-  if (explicit_padding) {
-    NN_ASSIGN_OR_RETURN(int32_t l, read_i32_at_least(m, op, 1, "pad_left", 0));
-    NN_ASSIGN_OR_RETURN(int32_t r, read_i32_at_least(m, op, 2, "pad_right", 0));
-    NN_ASSIGN_OR_RETURN(int32_t t, read_i32_at_least(m, op, 3, "pad_top", 0));
-    NN_ASSIGN_OR_RETURN(int32_t b, read_i32_at_least(m, op, 4, "pad_bottom", 0));
-    p.pad_w = {l, r};
-    p.pad_h = {t, b};
-  } else {
-    NN_ASSIGN_OR_RETURN(int32_t scheme, read_i32(m, op, 1, "padding"));
-    NN_ASSIGN_OR_RETURN(p.pad_w, implicit_padding(scheme, p.in_w, p.filter_w, p.stride_w, 1, "width"));
-    NN_ASSIGN_OR_RETURN(p.pad_h, implicit_padding(scheme, p.in_h, p.filter_h, p.stride_h, 1, "height"));
-  }
-  NN_ASSIGN_OR_RETURN(p.out_w, window_output_size(p.in_w, p.filter_w, p.stride_w, 1, p.pad_w, "width"));
-  NN_ASSIGN_OR_RETURN(p.out_h, window_output_size(p.in_h, p.filter_h, p.stride_h, 1, p.pad_h, "height"));
-  return p;
-}
-
 Status prepare_pool(Model& m, const Operation& op) {
-  NN_ASSIGN_OR_RETURN(PoolParams p, parse_pool(m, op));
+  NN_ASSIGN_OR_RETURN(PoolParams p, decode_pool(m, op));
   const Operand& input = m.operands[op.inputs[0]];
   conv_util::set_output_like(m, op, input, {p.batch, p.out_h, p.out_w, p.channels});
   const Operand& output = m.operands[op.outputs[0]];
@@ -138,7 +86,7 @@ void run_pool_quant(const OpContext& ctx, const PoolParams& p) {
 // lowest float for the max, as TFLite's kernels would.
 template <bool kMax>
 Status run_pool(const OpContext& ctx) {
-  NN_ASSIGN_OR_RETURN(PoolParams p, parse_pool(ctx.model, ctx.op));
+  NN_ASSIGN_OR_RETURN(PoolParams p, decode_pool(ctx.model, ctx.op));
   if (conv_util::is_quant8(ctx.input(0).type)) {
     run_pool_quant<kMax>(ctx, p);
     return Status::ok();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ops/activation.h"
+
 namespace nn {
 
 const OpRegistry& OpRegistry::instance() {

@@ -15,6 +15,7 @@
 
 #include "nn/ops/registry.h"
 #include "ops/conv_util.h"
+#include "ops/op_params.h"
 #include "ops/resize_taps.h"
 #include "ops/tensor_util.h"
 
@@ -22,69 +23,8 @@ namespace nn {
 
 namespace {
 
-Status invalid(std::string message) {
-  return {StatusCode::kInvalidModel, std::move(message)};
-}
-
-struct ResizeParams {
-  uint32_t batch = 0, in_h = 0, in_w = 0, channels = 0, out_h = 0, out_w = 0;
-  bool align_corners = false, half_pixel_centers = false;
-};
-
-// out_width / out_height: INT32 sizes, or (NNAPI) FLOAT32 scale factors, both the same type.
-Result<uint32_t> read_extent(const Model& m, const Operation& op, size_t index, const char* name,
-                             uint32_t in_extent) {
-  const Operand& o = m.operands[op.inputs[index]];
-  if (o.type == OperandType::FLOAT32) {
-    NN_ASSIGN_OR_RETURN(float scale, conv_util::read_f32(m, op, index, name));
-    const double out = std::floor(double(in_extent) * scale);
-    if (!(scale > 0.f) || out < 1 || out >= (1 << 24))
-      return invalid(input_label(index, name) + " scale " + std::to_string(scale) + " gives output size " +
-                     std::to_string(out) + ", must be in [1, 2^24)");
-    return static_cast<uint32_t>(out);
-  }
-  NN_ASSIGN_OR_RETURN(int32_t v, conv_util::read_i32(m, op, index, name));
-  if (v < 1 || v >= (1 << 24))
-    return invalid(input_label(index, name) + " must be in [1, 2^24), got " + std::to_string(v));
-  return static_cast<uint32_t>(v);
-}
-
-Result<ResizeParams> parse_resize(const Model& m, const Operation& op) {
-  using namespace conv_util;
-  const size_t n = op.inputs.size();
-  if (n != 3 && n != 4 && n != 6)
-    return invalid(
-        "expects 3, 4 or 6 inputs (in, out_width, out_height, [layout, [align_corners, "
-        "half_pixel_centers]]), got " +
-        std::to_string(n));
-  NN_RETURN_IF_ERROR(check_output_count(op, 1));
-  NN_ASSIGN_OR_RETURN(const Operand* input_operand, conv_util::nhwc_activation_input(m, op));
-  const Operand& input = *input_operand;
-  ResizeParams p;
-  p.batch = input.dims[0];
-  p.in_h = input.dims[1];
-  p.in_w = input.dims[2];
-  p.channels = input.dims[3];
-  const OperandType wt = m.operands[op.inputs[1]].type, ht = m.operands[op.inputs[2]].type;
-  if (wt != ht)
-    return invalid(
-        "input 1 (out_width) and input 2 (out_height) must both be INT32 sizes or both FLOAT32 "
-        "scales, got " +
-        std::string(operand_type_name(wt)) + " and " + std::string(operand_type_name(ht)));
-  NN_ASSIGN_OR_RETURN(p.out_w, read_extent(m, op, 1, "out_width", p.in_w));
-  NN_ASSIGN_OR_RETURN(p.out_h, read_extent(m, op, 2, "out_height", p.in_h));
-  NN_RETURN_IF_ERROR(check_layout_nhwc(m, op, 3));
-  if (n == 6) {
-    NN_ASSIGN_OR_RETURN(p.align_corners, read_bool(m, op, 4, "align_corners"));
-    NN_ASSIGN_OR_RETURN(p.half_pixel_centers, read_bool(m, op, 5, "half_pixel_centers"));
-    if (p.align_corners && p.half_pixel_centers)
-      return invalid("input 4 (align_corners) and input 5 (half_pixel_centers) cannot both be true");
-  }
-  return p;
-}
-
 Status prepare_resize(Model& m, const Operation& op) {
-  NN_ASSIGN_OR_RETURN(ResizeParams p, parse_resize(m, op));
+  NN_ASSIGN_OR_RETURN(ResizeParams p, decode_resize(m, op));
   conv_util::set_output_like(m, op, m.operands[op.inputs[0]], {p.batch, p.out_h, p.out_w, p.channels});
   return conv_util::check_quant_params(m.operands[op.outputs[0]], "output 0");
 }
@@ -109,7 +49,7 @@ std::vector<uint32_t> nearest_taps(uint32_t in, uint32_t out, bool align_corners
 }
 
 Status run_bilinear(const OpContext& ctx) {
-  NN_ASSIGN_OR_RETURN(ResizeParams p, parse_resize(ctx.model, ctx.op));
+  NN_ASSIGN_OR_RETURN(ResizeParams p, decode_resize(ctx.model, ctx.op));
   conv_util::FloatInput x(ctx.input(0), ctx.input_data[0]);
   conv_util::FloatOutput y(ctx.output(0), ctx.output_data[0]);
   const std::vector<BilinearTap> ty = bilinear_taps(p.in_h, p.out_h, p.align_corners, p.half_pixel_centers);
@@ -137,7 +77,7 @@ Status run_bilinear(const OpContext& ctx) {
 }
 
 Status run_nearest(const OpContext& ctx) {
-  NN_ASSIGN_OR_RETURN(ResizeParams p, parse_resize(ctx.model, ctx.op));
+  NN_ASSIGN_OR_RETURN(ResizeParams p, decode_resize(ctx.model, ctx.op));
   conv_util::FloatInput x(ctx.input(0), ctx.input_data[0]);
   conv_util::FloatOutput y(ctx.output(0), ctx.output_data[0]);
   const std::vector<uint32_t> ty = nearest_taps(p.in_h, p.out_h, p.align_corners, p.half_pixel_centers);

@@ -1,6 +1,7 @@
 // Bilinear sampling positions along one axis, by TFLite's coordinate rules (ops/resize.cpp
-// states them). Shared by the reference kernel and the CPU delegate's native resize, so
-// both sample the same neighbours with the same weights.
+// states them). Shared by the reference kernel, the CPU delegate's native resize and the
+// Vulkan delegate (which uploads them to its shader), so all sample the same neighbours
+// with the same weights.
 #pragma once
 
 #include <cstdint>

@@ -22,6 +22,7 @@
 #include <limits>
 
 #include "nn/ops/registry.h"
+#include "ops/activation.h"
 #include "ops/conv_util.h"
 #include "ops/quant_math.h"
 #include "ops/tensor_util.h"
@@ -199,9 +200,6 @@ void unary_loop(const OpContext& ctx, F f) {
 template <OperationType kOp>
 float unary_f32(float x) {
   using T = OperationType;
-  if constexpr (kOp == T::RELU) return std::max(x, 0.f);
-  if constexpr (kOp == T::RELU1) return std::clamp(x, -1.f, 1.f);
-  if constexpr (kOp == T::RELU6) return std::clamp(x, 0.f, 6.f);
   if constexpr (kOp == T::LOGISTIC) return 1.f / (1.f + std::exp(-x));
   if constexpr (kOp == T::TANH) return std::tanh(x);
   if constexpr (kOp == T::HARD_SWISH) return x * std::clamp(x + 3.f, 0.f, 6.f) * (1.f / 6.f);
@@ -227,15 +225,21 @@ template <OperationType kOp>
 Status activation_reference(const OpContext& ctx) {
   using T = OperationType;
   const Operand& in = ctx.input(0);
-  if (in.type == kF32) return float_unary_reference<kOp>(ctx);
+  constexpr bool kClamp = kOp == T::RELU || kOp == T::RELU1 || kOp == T::RELU6;
+  if constexpr (kClamp) {
+    if (in.type == kF32) {
+      const ActivationRange r = fuse_code_range(static_cast<int32_t>(*clamp_activation_code(kOp)));
+      unary_loop<float>(ctx, [r](float x) { return std::clamp(x, r.lo, r.hi); });
+      return Status::ok();
+    }
+  } else if (in.type == kF32) {
+    return float_unary_reference<kOp>(ctx);
+  }
   const Operand& out = ctx.output(0);
   const size_t n = num_elements(out.dims);
   const int32_t lo = quant::type_range(in.type).lo;
-  if constexpr (kOp == T::RELU || kOp == T::RELU1 || kOp == T::RELU6) {
-    constexpr int32_t fuse = static_cast<int32_t>(kOp == T::RELU    ? FuseCode::RELU
-                                                  : kOp == T::RELU1 ? FuseCode::RELU1
-                                                                    : FuseCode::RELU6);
-    const quant::Range r = quant::activation_range(fuse, out);
+  if constexpr (kClamp) {
+    const quant::Range r = quant::activation_range(static_cast<int32_t>(*clamp_activation_code(kOp)), out);
     for (size_t i = 0; i < n; ++i)
       quant::store(ctx.output_data[0], out.type, i, std::clamp(quant::load(ctx.input_data[0], in.type, i), r.lo, r.hi));
   } else {

@@ -28,9 +28,10 @@
 #include "delegates/cpu/cpu_internal.h"
 #include "delegates/cpu/native_data.h"
 #include "delegates/cpu/native_kernels.h"
-#include "delegates/cpu/op_params.h"
 #include "delegates/cpu/xnn_int8.h"
 #include "nn/ops/registry.h"
+#include "ops/activation.h"
+#include "ops/op_params.h"
 #include "runtime/buffer.h"
 #include "runtime/partitioner.h"
 
@@ -91,7 +92,7 @@ struct Step {
 };
 
 bool is_activation(OperationType t) {
-  return t == OperationType::RELU || t == OperationType::RELU1 || t == OperationType::RELU6;
+  return clamp_activation_code(t).has_value();
 }
 
 // Ops nnpipe's own kernels run (native_kernels.h says why), among those XNNPACK could

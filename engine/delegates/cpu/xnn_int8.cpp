@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "delegates/cpu/op_params.h"
+#include "ops/op_params.h"
 
 namespace nn::cpu {
 namespace {

@@ -8,14 +8,13 @@
 #include <set>
 
 #include "delegates/cpu/cpu_internal.h"
-#include "delegates/cpu/op_params.h"
 #include "delegates/cpu/xnn_int8.h"
+#include "ops/activation.h"
+#include "ops/op_params.h"
 
 namespace nn::cpu {
 
 namespace {
-
-constexpr float kInf = std::numeric_limits<float>::infinity();
 
 bool is_f32_tensor(const Operand& o) {
   return o.type == OperandType::TENSOR_FLOAT32;
@@ -148,26 +147,20 @@ bool xnn_takes_output_clamp(OperationType t) {
 }
 
 void xnn_own_clamp(const Model& m, const Operation& op, float* lo, float* hi) {
-  *lo = -kInf;
-  *hi = kInf;
+  auto clamp_to = [&](int32_t fuse_code) {
+    const ActivationRange r = fuse_code_range(fuse_code);
+    *lo = r.lo, *hi = r.hi;
+  };
+  clamp_to(static_cast<int32_t>(clamp_activation_code(op.type).value_or(FuseCode::NONE)));
   switch (op.type) {
-    case OperationType::RELU:
-      *lo = 0;
-      return;
-    case OperationType::RELU1:
-      *lo = -1, *hi = 1;
-      return;
-    case OperationType::RELU6:
-      *lo = 0, *hi = 6;
-      return;
     case OperationType::ADD:
     case OperationType::SUB:
     case OperationType::MUL:
     case OperationType::DIV:
-      fuse_range(m.scalar_i32(op.inputs[2]), lo, hi);
+      clamp_to(m.scalar_i32(op.inputs[2]));
       return;
     case OperationType::FULLY_CONNECTED:
-      fuse_range(m.scalar_i32(op.inputs[3]), lo, hi);
+      clamp_to(m.scalar_i32(op.inputs[3]));
       return;
     case OperationType::CONV_2D:
     case OperationType::DEPTHWISE_CONV_2D:
@@ -176,7 +169,7 @@ void xnn_own_clamp(const Model& m, const Operation& op, float* lo, float* hi) {
     case OperationType::AVERAGE_POOL_2D:
     case OperationType::MAX_POOL_2D: {
       std::string why;
-      if (auto p = parse_window_op(m, op, &why)) fuse_range(p->fuse, lo, hi);
+      if (auto p = parse_window_op(m, op, &why)) clamp_to(p->fuse);
       return;
     }
     default:

@@ -1,10 +1,10 @@
 // CONV_2D (general, and a 1x1 fast path), DEPTHWISE_CONV_2D and TRANSPOSE_CONV_2D on the
-// Vulkan delegate. Operand lists: engine/ops/OPS.md; padding/stride decoding is shared
-// with the CPU delegate (delegates/cpu/op_params.h), so both read NNAPI's forms alike.
+// Vulkan delegate. Operand lists: engine/ops/OPS.md, decoded by ops/op_params.h as for the
+// reference kernels and the CPU delegate, so all read NNAPI's forms alike.
 #include <cstring>
 
-#include "delegates/cpu/op_params.h"
 #include "delegates/vulkan/vk_ops.h"
+#include "ops/op_params.h"
 
 namespace nn::vk {
 
@@ -16,7 +16,7 @@ bool is_constant(const Model& m, uint32_t operand) {
 
 SupportResult conv_supports(const Model& m, const Operation& op) {
   std::string why;
-  auto p = cpu::parse_window_op(m, op, &why);
+  auto p = parse_window_op(m, op, &why);
   if (!p) return SupportResult::no(why);
   if (m.operands[op.inputs[0]].dims.size() != 4 || m.operands[op.outputs[0]].dims.size() != 4)
     return SupportResult::no("input and output must be rank 4");
@@ -48,7 +48,7 @@ std::vector<float> bias_padded(const Model& m, const Operation& op, uint32_t cou
 
 Status lower_conv(LoweringContext& ctx, const Model& m, const Operation& op, Dispatch& d) {
   std::string why;
-  auto p = cpu::parse_window_op(m, op, &why);
+  auto p = parse_window_op(m, op, &why);
   if (!p) return Status(StatusCode::kUnsupportedOp, why);
   const Dims& in = m.operands[op.inputs[0]].dims;
   const Dims& out = m.operands[op.outputs[0]].dims;
@@ -88,7 +88,7 @@ Status lower_conv(LoweringContext& ctx, const Model& m, const Operation& op, Dis
 
 Status lower_depthwise(LoweringContext& ctx, const Model& m, const Operation& op, Dispatch& d) {
   std::string why;
-  auto p = cpu::parse_window_op(m, op, &why);
+  auto p = parse_window_op(m, op, &why);
   if (!p) return Status(StatusCode::kUnsupportedOp, why);
   const Dims& in = m.operands[op.inputs[0]].dims;
   const Dims& out = m.operands[op.outputs[0]].dims;

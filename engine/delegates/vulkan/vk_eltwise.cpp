@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "delegates/vulkan/vk_ops.h"
+#include "ops/activation.h"
 
 namespace nn::vk {
 
@@ -90,13 +91,9 @@ SupportResult unary_supports(const Model&, const Operation& op) {
 Status lower_unary(LoweringContext& ctx, const Model& m, const Operation& op, Dispatch& d) {
   switch (op.type) {
     case OperationType::RELU:
-      d.act = fuse_activation(1);
-      break;
     case OperationType::RELU1:
-      d.act = fuse_activation(2);
-      break;
     case OperationType::RELU6:
-      d.act = fuse_activation(3);
+      d.act = fuse_activation(static_cast<int32_t>(*clamp_activation_code(op.type)));
       break;
     case OperationType::HARD_SWISH:
       d.act.kind = Activation::kHardSwish;

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <set>
 
-#include "delegates/cpu/op_params.h"
 #include "delegates/vulkan/vk_ops.h"
+#include "ops/op_params.h"
 
 namespace nn::vk {
 
@@ -11,7 +11,7 @@ namespace {
 
 SupportResult avg_pool_supports(const Model& m, const Operation& op) {
   std::string why;
-  auto p = cpu::parse_window_op(m, op, &why);
+  auto p = parse_window_op(m, op, &why);
   if (!p) return SupportResult::no(why);
   if (m.operands[op.outputs[0]].dims.size() != 4) return SupportResult::no("output must be rank 4");
   if (p->fuse < 0 || p->fuse > 3) return SupportResult::no("unknown fuse code " + std::to_string(p->fuse));
@@ -20,7 +20,7 @@ SupportResult avg_pool_supports(const Model& m, const Operation& op) {
 
 Status lower_avg_pool(LoweringContext& ctx, const Model& m, const Operation& op, Dispatch& d) {
   std::string why;
-  auto p = cpu::parse_window_op(m, op, &why);
+  auto p = parse_window_op(m, op, &why);
   if (!p) return Status(StatusCode::kUnsupportedOp, why);
   const Dims& in = m.operands[op.inputs[0]].dims;
   const Dims& out = m.operands[op.outputs[0]].dims;

@@ -1,11 +1,9 @@
-// RESIZE_BILINEAR on the Vulkan delegate. The per-row and per-column taps follow TFLite's
-// coordinate rules exactly as engine/ops/resize.cpp computes them (see OPS.md), in float
-// on the host, so the device only blends.
-#include <algorithm>
-#include <cmath>
-
-#include "delegates/cpu/op_params.h"
+// RESIZE_BILINEAR on the Vulkan delegate. The per-row and per-column taps are the reference
+// kernel's (ops/resize_taps.h: TFLite's coordinate rules, OPS.md), computed on the host, so
+// the device only blends and samples the same neighbours with the same weights.
 #include "delegates/vulkan/vk_ops.h"
+#include "ops/op_params.h"
+#include "ops/resize_taps.h"
 
 namespace nn::vk {
 
@@ -20,33 +18,19 @@ struct Tap {
 static_assert(sizeof(Tap) == 16);
 
 void append_taps(uint32_t in, uint32_t out, bool align_corners, bool half_pixel, std::vector<Tap>& taps) {
-  const float scale = (align_corners && out > 1) ? static_cast<float>(in - 1) / static_cast<float>(out - 1)
-                                                 : static_cast<float>(in) / static_cast<float>(out);
-  for (uint32_t d = 0; d < out; ++d) {
-    const float src =
-        half_pixel ? (static_cast<float>(d) + 0.5f) * scale - 0.5f : static_cast<float>(d) * scale;
-    const int64_t lo = std::max<int64_t>(static_cast<int64_t>(std::floor(src)), 0);
-    const int64_t hi = std::min<int64_t>(static_cast<int64_t>(std::ceil(src)), int64_t(in) - 1);
-    Tap t;
-    t.lo = static_cast<uint32_t>(std::min<int64_t>(lo, int64_t(in) - 1));
-    t.hi = static_cast<uint32_t>(std::max<int64_t>(hi, 0));
-    t.frac = src - static_cast<float>(lo);
-    taps.push_back(t);
-  }
+  for (const BilinearTap& t : bilinear_taps(in, out, align_corners, half_pixel)) taps.push_back({t.lo, t.hi, t.frac, 0});
 }
 
 SupportResult resize_supports(const Model& m, const Operation& op) {
   std::string why;
-  auto r = cpu::parse_resize(m, op, &why);
+  auto r = parse_resize(m, op, &why);
   if (!r) return SupportResult::no(why);
-  if (r->align_corners && r->half_pixel_centers)
-    return SupportResult::no("align_corners and half_pixel_centers both set");
   return SupportResult::yes();
 }
 
 Status lower_resize(LoweringContext& ctx, const Model& m, const Operation& op, Dispatch& d) {
   std::string why;
-  auto r = cpu::parse_resize(m, op, &why);
+  auto r = parse_resize(m, op, &why);
   if (!r) return Status(StatusCode::kUnsupportedOp, why);
   const Dims& in = m.operands[op.inputs[0]].dims;
   const Dims& out = m.operands[op.outputs[0]].dims;

@@ -26,6 +26,7 @@
 
 #include "delegates/vulkan/vk_context.h"
 #include "delegates/vulkan/vk_ops.h"
+#include "ops/activation.h"
 
 namespace nn {
 namespace vk {
@@ -88,7 +89,7 @@ SupportResult check_op(const Model& m, uint32_t k, const VkPhysicalDeviceLimits*
 }
 
 bool is_clamp_activation(OperationType t) {
-  return t == OperationType::RELU || t == OperationType::RELU1 || t == OperationType::RELU6;
+  return clamp_activation_code(t).has_value();
 }
 bool is_unary_activation(OperationType t) {
   return t == OperationType::HARD_SWISH || t == OperationType::LOGISTIC;
@@ -230,9 +231,7 @@ Status VulkanPartition::plan_steps() {
       const OperationType t = m.operations[r[0]].type;
       if (unary_taken || !(is_clamp_activation(t) || is_unary_activation(t))) break;
       if (is_clamp_activation(t)) {
-        const Activation a = fuse_activation(t == OperationType::RELU    ? 1
-                                             : t == OperationType::RELU1 ? 2
-                                                                         : 3);
+        const Activation a = fuse_activation(static_cast<int32_t>(*clamp_activation_code(t)));
         step.fused_act.lo = std::max(step.fused_act.lo, a.lo);
         step.fused_act.hi = std::min(step.fused_act.hi, a.hi);
       } else {

@@ -1,7 +1,8 @@
 #version 450
 // RESIZE_BILINEAR: one work item = one output element. The taps (the two clamped source
-// rows/columns and the weight of the upper one, TFLite's coordinate rules) are computed
-// on the host exactly as engine/ops/resize.cpp does: OUT_H row taps, then OUT_W columns.
+// rows/columns and the weight of the upper one, TFLite's coordinate rules) are the
+// reference kernel's bilinear_taps() (engine/ops/resize_taps.h), computed on the host:
+// OUT_H row taps, then OUT_W columns.
 #include "common.glsl"
 
 layout(constant_id = 4) const uint IN_H = 1;
