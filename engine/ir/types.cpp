@@ -1,6 +1,7 @@
 #include "nn/ir/types.h"
 
 #include <cstddef>
+#include <limits>
 
 namespace nn {
 
@@ -87,6 +88,17 @@ size_t element_size(OperandType t) {
       return 1;
   }
   return 0;
+}
+
+ActivationRange fuse_code_range(int32_t fuse_code) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  switch (static_cast<FuseCode>(fuse_code)) {
+    case FuseCode::RELU: return {0.f, inf};
+    case FuseCode::RELU1: return {-1.f, 1.f};
+    case FuseCode::RELU6: return {0.f, 6.f};
+    case FuseCode::NONE: break;
+  }
+  return {-inf, inf};
 }
 
 }  // namespace nn

@@ -37,6 +37,19 @@ Result<uint32_t> read_extent(const Model& m, const Operation& op, size_t index, 
   return static_cast<uint32_t>(v);
 }
 
+// Explicit padding: pad_left, pad_right, pad_top, pad_bottom from input `first` on, each >= 0.
+Status read_explicit_pads(const Model& m, const Operation& op, size_t first, AxisPadding* pad_w,
+                          AxisPadding* pad_h) {
+  using conv_util::read_i32_at_least;
+  NN_ASSIGN_OR_RETURN(int32_t l, read_i32_at_least(m, op, first + 0, "pad_left", 0));
+  NN_ASSIGN_OR_RETURN(int32_t r, read_i32_at_least(m, op, first + 1, "pad_right", 0));
+  NN_ASSIGN_OR_RETURN(int32_t t, read_i32_at_least(m, op, first + 2, "pad_top", 0));
+  NN_ASSIGN_OR_RETURN(int32_t b, read_i32_at_least(m, op, first + 3, "pad_bottom", 0));
+  *pad_w = {l, r};
+  *pad_h = {t, b};
+  return Status::ok();
+}
+
 }  // namespace
 
 std::optional<ConvKind> conv_kind(OperationType type) {
@@ -125,14 +138,9 @@ Result<ConvParams> decode_conv(const Model& m, const Operation& op, ConvKind kin
 
   if (kind == ConvKind::kTranspose) {
     if (form.explicit_padding) {
-      NN_ASSIGN_OR_RETURN(int32_t l, read_i32_at_least(m, op, form.padding + 0, "pad_left", 0));
-      NN_ASSIGN_OR_RETURN(int32_t r, read_i32_at_least(m, op, form.padding + 1, "pad_right", 0));
-      NN_ASSIGN_OR_RETURN(int32_t t, read_i32_at_least(m, op, form.padding + 2, "pad_top", 0));
-      NN_ASSIGN_OR_RETURN(int32_t b, read_i32_at_least(m, op, form.padding + 3, "pad_bottom", 0));
-      p.pad_w = {l, r};
-      p.pad_h = {t, b};
-      const int64_t ow = (int64_t(p.in_w) - 1) * p.stride_w + p.k_w - l - r;
-      const int64_t oh = (int64_t(p.in_h) - 1) * p.stride_h + p.k_h - t - b;
+      NN_RETURN_IF_ERROR(read_explicit_pads(m, op, form.padding, &p.pad_w, &p.pad_h));
+      const int64_t ow = (int64_t(p.in_w) - 1) * p.stride_w + p.k_w - p.pad_w.before - p.pad_w.after;
+      const int64_t oh = (int64_t(p.in_h) - 1) * p.stride_h + p.k_h - p.pad_h.before - p.pad_h.after;
       if (ow < 1 || oh < 1 || ow >= (1 << 24) || oh >= (1 << 24))
         return invalid("output extent " + std::to_string(oh) + "x" + std::to_string(ow) +
                        " (from (in-1)*stride + filter - pads) must be in [1, 2^24)");
@@ -166,12 +174,7 @@ Result<ConvParams> decode_conv(const Model& m, const Operation& op, ConvKind kin
   }
 
   if (form.explicit_padding) {
-    NN_ASSIGN_OR_RETURN(int32_t l, read_i32_at_least(m, op, form.padding + 0, "pad_left", 0));
-    NN_ASSIGN_OR_RETURN(int32_t r, read_i32_at_least(m, op, form.padding + 1, "pad_right", 0));
-    NN_ASSIGN_OR_RETURN(int32_t t, read_i32_at_least(m, op, form.padding + 2, "pad_top", 0));
-    NN_ASSIGN_OR_RETURN(int32_t b, read_i32_at_least(m, op, form.padding + 3, "pad_bottom", 0));
-    p.pad_w = {l, r};
-    p.pad_h = {t, b};
+    NN_RETURN_IF_ERROR(read_explicit_pads(m, op, form.padding, &p.pad_w, &p.pad_h));
   } else {
     NN_ASSIGN_OR_RETURN(int32_t scheme, read_i32(m, op, form.padding, "padding"));
     NN_ASSIGN_OR_RETURN(p.pad_w, implicit_padding(scheme, p.in_w, p.k_w, p.stride_w, p.dil_w, "width"));
@@ -211,12 +214,7 @@ Result<PoolParams> decode_pool(const Model& m, const Operation& op) {
   NN_ASSIGN_OR_RETURN(p.fuse, read_fuse(m, op, s + 4));
   NN_RETURN_IF_ERROR(check_layout_nhwc(m, op, s + 5));
   if (explicit_padding) {
-    NN_ASSIGN_OR_RETURN(int32_t l, read_i32_at_least(m, op, 1, "pad_left", 0));
-    NN_ASSIGN_OR_RETURN(int32_t r, read_i32_at_least(m, op, 2, "pad_right", 0));
-    NN_ASSIGN_OR_RETURN(int32_t t, read_i32_at_least(m, op, 3, "pad_top", 0));
-    NN_ASSIGN_OR_RETURN(int32_t b, read_i32_at_least(m, op, 4, "pad_bottom", 0));
-    p.pad_w = {l, r};
-    p.pad_h = {t, b};
+    NN_RETURN_IF_ERROR(read_explicit_pads(m, op, 1, &p.pad_w, &p.pad_h));
   } else {
     NN_ASSIGN_OR_RETURN(int32_t scheme, read_i32(m, op, 1, "padding"));
     NN_ASSIGN_OR_RETURN(p.pad_w, implicit_padding(scheme, p.in_w, p.filter_w, p.stride_w, 1, "width"));

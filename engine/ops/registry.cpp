@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "ops/activation.h"
-
 namespace nn {
 
 const OpRegistry& OpRegistry::instance() {

@@ -130,7 +130,12 @@ inline constexpr bool is_extension(OperationType t) { return (static_cast<int32_
 
 // NNAPI's fused activation codes (FuseCode).
 enum class FuseCode : int32_t { NONE = 0, RELU = 1, RELU1 = 2, RELU6 = 3 };
-// The range each code clamps to: fuse_code_range() in engine/ops/activation.h.
+// The output range a FuseCode clamps to: [0, inf), [-1, 1], [0, 6], or unbounded (NONE and
+// any other code, which validation refuses before a kernel sees it).
+struct ActivationRange {
+  float lo, hi;
+};
+ActivationRange fuse_code_range(int32_t fuse_code);
 
 // NNAPI's implicit padding schemes (PaddingCode).
 enum class PaddingCode : int32_t { SAME = 1, VALID = 2 };
