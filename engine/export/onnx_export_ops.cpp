@@ -9,12 +9,11 @@
 
 #include "export/onnx_exporter.h"
 #include "ops/conv_util.h"
+#include "ops/op_params.h"
 
 namespace nn::onnx_export {
 
 namespace {
-
-constexpr size_t kAbsent = conv_util::kAbsentSlot;
 
 Status unsupported(std::string message) {
   return {StatusCode::kUnsupportedOp, std::move(message)};
@@ -60,12 +59,10 @@ Status finish(Exporter& e, uint32_t out, Layout layout, int32_t fuse, const std:
 // Convolutions
 
 using conv_util::ConvKind;
-using conv_util::ConvSlots;
 
 Status conv(Exporter& e, const Operation& op, ConvKind kind) {
   const Model& m = e.model();
-  NN_ASSIGN_OR_RETURN(const ConvSlots s, conv_util::pick_conv_slots(m, op, kind));
-  auto i32 = [&](size_t slot) { return m.scalar_i32(op.inputs[slot]); };
+  NN_ASSIGN_OR_RETURN(const ConvParams p, decode_conv(m, op, kind));
   const Operand& in = e.operand(op.inputs[0]);
   const Operand& filter = e.operand(op.inputs[1]);
   const Operand& out = e.operand(op.outputs[0]);
@@ -74,14 +71,9 @@ Status conv(Exporter& e, const Operation& op, ConvKind kind) {
   NN_ASSIGN_OR_RETURN(std::vector<float> w, e.const_f32(op.inputs[1]));
   NN_ASSIGN_OR_RETURN(std::vector<float> bias, e.const_f32(op.inputs[2]));
 
-  const int64_t stride_w = i32(s.stride), stride_h = i32(s.stride + 1);
-  int64_t dil_w = 1, dil_h = 1;
-  if (s.dilation != kAbsent && op.inputs.size() >= s.dilation + 2) {
-    dil_w = i32(s.dilation);
-    dil_h = i32(s.dilation + 1);
-  }
-  const int32_t fuse = i32(s.fuse);
-  const size_t in_h = in.dims[1], in_w = in.dims[2], in_c = in.dims[3];
+  const int64_t stride_w = p.stride_w, stride_h = p.stride_h, dil_w = p.dil_w, dil_h = p.dil_h;
+  const int32_t fuse = p.fuse;
+  const size_t in_c = in.dims[3];
   const size_t f0 = filter.dims[0], kh = filter.dims[1], kw = filter.dims[2], f3 = filter.dims[3];
 
   // Weights: OHWI -> OIHW (conv, grouped), [1,H,W,C] -> [C,1,H,W] (depthwise),
@@ -112,28 +104,18 @@ Status conv(Exporter& e, const Operation& op, ConvKind kind) {
             wt[((o * f3 + i) * kh + h) * kw + x] = w[((o * kh + h) * kw + x) * f3 + i];
     wdims = {static_cast<int64_t>(f0), static_cast<int64_t>(f3), static_cast<int64_t>(kh),
              static_cast<int64_t>(kw)};
-    if (kind == ConvKind::kGrouped) group = i32(s.groups);
+    if (kind == ConvKind::kGrouped) group = p.groups;
   }
 
   // Padding, explicit in ONNX order [top, left, bottom, right].
-  conv_util::AxisPadding pw, ph;
+  conv_util::AxisPadding pw = p.pad_w, ph = p.pad_h;
   int64_t out_pad_w = 0, out_pad_h = 0;
-  if (s.explicit_padding) {
-    pw = {i32(s.padding), i32(s.padding + 1)};
-    ph = {i32(s.padding + 2), i32(s.padding + 3)};
-  } else if (kind == ConvKind::kTranspose) {
-    const int32_t scheme = i32(s.padding);
-    pw = conv_util::transpose_conv_implicit_padding(scheme, out.dims[2], kw, stride_w);
-    ph = conv_util::transpose_conv_implicit_padding(scheme, out.dims[1], kh, stride_h);
-    // A negative tail pad means the output runs past the last input's window: ONNX says
-    // that with output_padding.
+  if (kind == ConvKind::kTranspose) {
+    // A negative tail pad (implicit SAME) means the output runs past the last input's
+    // window: ONNX says that with output_padding.
     if (pw.after < 0) out_pad_w = -std::exchange(pw.after, 0);
     if (ph.after < 0) out_pad_h = -std::exchange(ph.after, 0);
     if (pw.before < 0 || ph.before < 0) return unsupported("negative leading padding");
-  } else {
-    const int32_t scheme = i32(s.padding);
-    NN_ASSIGN_OR_RETURN(pw, conv_util::implicit_padding(scheme, in_w, kw, stride_w, dil_w, "width"));
-    NN_ASSIGN_OR_RETURN(ph, conv_util::implicit_padding(scheme, in_h, kh, stride_h, dil_h, "height"));
   }
 
   // OpenCV 4.6 refuses asymmetric ConvTranspose pads: pad the common part and crop the rest
@@ -180,21 +162,12 @@ Status conv(Exporter& e, const Operation& op, ConvKind kind) {
 
 Status pool(Exporter& e, const Operation& op, bool average) {
   const Model& m = e.model();
-  auto i32 = [&](size_t slot) { return m.scalar_i32(op.inputs[slot]); };
+  NN_ASSIGN_OR_RETURN(const PoolParams p, decode_pool(m, op));
   const Operand& in = e.operand(op.inputs[0]);
   const Operand& out = e.operand(op.outputs[0]);
-  const bool explicit_padding = op.inputs.size() >= 10;
-  const size_t first = explicit_padding ? 5 : 2;  // stride_w
-  const int64_t stride_w = i32(first), stride_h = i32(first + 1), fw = i32(first + 2), fh = i32(first + 3);
-  const int32_t fuse = i32(first + 4);
-  conv_util::AxisPadding pw, ph;
-  if (explicit_padding) {
-    pw = {i32(1), i32(2)};
-    ph = {i32(3), i32(4)};
-  } else {
-    NN_ASSIGN_OR_RETURN(pw, conv_util::implicit_padding(i32(1), in.dims[2], fw, stride_w, 1, "width"));
-    NN_ASSIGN_OR_RETURN(ph, conv_util::implicit_padding(i32(1), in.dims[1], fh, stride_h, 1, "height"));
-  }
+  const int64_t stride_w = p.stride_w, stride_h = p.stride_h, fw = p.filter_w, fh = p.filter_h;
+  const int32_t fuse = p.fuse;
+  const conv_util::AxisPadding pw = p.pad_w, ph = p.pad_h;
   NN_ASSIGN_OR_RETURN(std::string x, e.value(op.inputs[0], Layout::kNchw));
   const std::string y = result_name(e, op.outputs[0], Layout::kNchw, fuse);
   const bool global = fh == in.dims[1] && fw == in.dims[2] && out.dims[1] == 1 && out.dims[2] == 1 &&
