@@ -120,13 +120,6 @@ guint64 BackgroundInput::frames_received() const {
   return n;
 }
 
-bool BackgroundInput::has_frame() const {
-  g_mutex_lock(&lock_);
-  const bool has = newest_ != nullptr;
-  g_mutex_unlock(&lock_);
-  return has;
-}
-
 GstFlowReturn BackgroundInput::push_frame(GstBuffer* buffer) {
   g_mutex_lock(&lock_);
   if (flushing_) {

@@ -45,7 +45,6 @@ class BackgroundInput {
   void clear();
 
   guint64 frames_received() const;
-  bool has_frame() const;
 
  private:
   static GstFlowReturn chain(GstPad* pad, GstObject* parent, GstBuffer* buffer);

@@ -60,11 +60,8 @@ class DenoiseStream {
 
   int channels() const { return channels_; }
   const audio::StreamInfo& info() const { return info_; }
-  int fade_frames() const { return fade_; }
   // The most frames that can be inside after push(): the element's algorithmic delay.
   int delay_frames() const { return hop_ - 1 + latency_ + fade_; }
-  // Frames taken and not yet emitted.
-  size_t held_frames() const { return pending_in_.size() / channels_; }
 
   // Takes `frames` interleaved frames and appends to `out` every frame whose output is
   // decided. Live, each hop completed here gets until arrival + budget. Not live (a file),

@@ -56,7 +56,7 @@ typedef enum {
 } GstNnChannelOrder;
 
 /* The scheduling of the streaming thread that runs the element (thread_priority.h);
- * shared with nnbackground. */
+ * nndenoise's thread-priority property takes the same enum. */
 typedef enum {
   GST_NN_THREAD_PRIORITY_NORMAL,
   GST_NN_THREAD_PRIORITY_LOW_LATENCY,

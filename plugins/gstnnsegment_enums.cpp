@@ -1,5 +1,5 @@
 // The GTypes of nnsegment's enum properties (delegate, over-budget, output-mode, resize,
-// thread-priority, the last shared with nnbackground), declared in gstnnsegment.h.
+// thread-priority, the last shared with nndenoise), declared in gstnnsegment.h.
 #include "gstnnsegment.h"
 #include "thread_priority.h"
 

@@ -174,9 +174,8 @@ Result<std::unique_ptr<Segmenter>> Segmenter::open(const SegmenterOptions& optio
   s->output_is_logits_ = md.output_meaning == "logits";
   auto classes = choose_foreground_classes(*model, options);
   if (!classes.is_ok()) return classes.status();
-  s->foreground_classes_ = std::move(classes).value();
   s->foreground_.assign(s->out_c_, false);
-  for (int c : s->foreground_classes_) s->foreground_[c] = true;
+  for (int c : classes.value()) s->foreground_[c] = true;
 
   SessionOptions so;
   so.delegates = options.delegates;

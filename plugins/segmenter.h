@@ -103,7 +103,6 @@ class Segmenter {
   int input_width() const { return in_w_; }
   int input_height() const { return in_h_; }
   const Model& model() const { return *model_; }
-  std::shared_ptr<const Model> shared_model() const { return model_; }
 
   image::Sampling sampling() const { return sampling_; }
 
@@ -125,7 +124,8 @@ class Segmenter {
   std::optional<MaskResult> wait_for(uint64_t min_tag, std::chrono::microseconds timeout);
   AsyncSession::Counters counters() const { return async_->counters(); }
 
-  // "xnnpack-cpu x1, vulkan x2" style summary of the plan, and the partition count.
+  // The plan as "cpu (112 ops), vulkan (3 ops)" (delegates in first-use order; "none"
+  // without partitions), and the number of partitions.
   std::string delegate_summary() const;
   size_t num_partitions() const;
   // Delegates the options named that are unavailable, with why ("nnapi: ... not found").
@@ -147,13 +147,6 @@ class Segmenter {
   image::Sampling sampling_ = image::Sampling::kArea;
   int out_w_ = 0, out_h_ = 0, out_c_ = 1;
   std::vector<bool> foreground_;  // per output class (multi-class outputs)
-  std::vector<int> foreground_classes_;
-
- public:
-  const std::vector<int>& foreground_classes() const { return foreground_classes_; }
-  bool reads_bgr() const { return encoding_.bgr; }
-
- private:
   bool output_is_logits_ = false;
 };
 

@@ -1,7 +1,8 @@
 // Session: the model planned onto delegates (runtime/partitioner), each partition
 // compiled once, boundary tensors in session-owned buffers, run() = the partitions in
-// order. A partition a delegate refuses at compile time moves to the fallback delegate
-// (cpu) and the report says why.
+// order. When a delegate refuses a partition at compile time, its ops are excluded from
+// that delegate and the plan is made again: they go to the next delegate in the preference
+// order that supports them (the fallback, cpu or reference, last) and the report says why.
 #include "nn/runtime/session.h"
 
 #include <pthreadpool.h>
