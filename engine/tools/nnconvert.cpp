@@ -25,7 +25,7 @@ int convert_stream(const std::vector<std::string>& inputs, const std::string& st
   auto desc = nn::parse_stream_toml(stream_path);
   if (!desc) {
     std::fprintf(stderr, "nnconvert: %s\n", desc.status().to_string().c_str());
-    return nn::tools::kExitFailed;
+    return 2;
   }
   if (desc->stages.size() != inputs.size()) {
     std::fprintf(stderr, "nnconvert: %s describes %zu stages, %zu models given\n", stream_path.c_str(),
@@ -91,6 +91,10 @@ int quantize(std::shared_ptr<nn::Model>& model, const QuantizeArgs& args, bool q
   }
   if (args.calibration.empty()) {
     std::fprintf(stderr, "nnconvert: --quantize needs --calibration DIR (images the model will see)\n");
+    return 2;
+  }
+  if (!std::filesystem::is_directory(args.calibration)) {
+    std::fprintf(stderr, "nnconvert: --calibration %s: not a directory\n", args.calibration.c_str());
     return 2;
   }
   auto method = nn::quantize::calibration_method_from_name(args.method);
@@ -169,8 +173,7 @@ int main(int argc, char** argv) {
   app.add_option("--quantize", qa.type, "post-training quantization: int8 (needs --calibration)");
   app.add_option("--calibration", qa.calibration,
                  "folder of calibration images (pre-processed as the tools do per the model's metadata) or .npy "
-                 "input tensors (the source model's layout)")
-      ->check(CLI::ExistingDirectory);
+                 "input tensors (the source model's layout)");
   app.add_option("--calibration-method", qa.method, "minmax, percentile or entropy (default percentile)");
   app.add_option("--percentile", qa.percentile, "the percentile method's coverage (default 99.99)");
   bool per_channel = false;
