@@ -87,6 +87,7 @@ TEST(SamePadding, EveryWindowOpDecodesTensorFlowsPadsAndOutputSize) {
 // A transpose conv's SAME padding comes from its output (NNAPI): the delegates' form
 // (non-negative pads plus an adjustment below the stride) must give back that output.
 TEST(SamePadding, TransposeConvDelegateFormReproducesTheOutput) {
+  size_t parsed = 0;
   for (uint32_t in = 1; in <= 9; in += 2)
     for (uint32_t k = 1; k <= 5; ++k)
       for (int32_t stride = 1; stride <= 3; ++stride)
@@ -107,7 +108,9 @@ TEST(SamePadding, TransposeConvDelegateFormReproducesTheOutput) {
               (int64_t(in) - 1) * stride + k - p->pad_top - p->pad_bottom + int64_t(p->adjustment_h);
           EXPECT_EQ(produced, out);
           EXPECT_LT(p->adjustment_h, uint32_t(stride));
+          ++parsed;
         }
+  EXPECT_GT(parsed, 100u);
 }
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
