@@ -92,7 +92,7 @@
  * output caps equal the input caps, except with output-mode=mask: GRAY8 at the same size.
  * Changing output-mode to or from mask while playing renegotiates the src caps (a
  * reconfigure): downstream must accept GRAY8 (put videoconvert after nnsegment).
- * resize takes effect at the next caps or restart.
+ * resize is set in the NULL or READY state: it is read when the caps are negotiated.
  */
 #include "gstnnsegment.h"
 
@@ -521,7 +521,7 @@ static void gst_nn_segment_class_init(GstNnSegmentClass* klass) {
       g_param_spec_enum(
           "resize", "Resize",
           "How frames are fitted to the model input; letterbox keeps the aspect ratio and the mask meta's "
-          "rect then reaches outside the frame. Takes effect at the next caps or restart",
+          "rect then reaches outside the frame. Set in the NULL or READY state (read when the caps are negotiated)",
           GST_TYPE_NN_SEGMENT_RESIZE, DEFAULT_PROP_RESIZE,
           static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
   g_object_class_install_property(
