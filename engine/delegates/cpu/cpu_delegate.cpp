@@ -24,6 +24,7 @@
 
 #include "delegates/cpu/cpu_partition.h"
 #include "runtime/buffer.h"
+#include "runtime/partitioner.h"  // log_line
 
 namespace nn {
 
