@@ -104,6 +104,7 @@ class CpuPartition final : public CompiledPartition {
   Status run() override;
   std::vector<StepTiming> step_timings() const override;
   std::vector<StepTiming> kernels() const override;
+  uint64_t arena_bytes() const override { return arena_.size(); }
 
  private:
   // The passes of build(), in order. Each fusion pass makes some records heads of what

@@ -11,6 +11,7 @@
 
 #include "delegates/cpu/cpu_partition.h"
 #include "delegates/cpu/xnn_int8.h"
+#include "runtime/arena_planner.h"
 #include "runtime/partitioner.h"
 
 namespace nn::cpu {
@@ -223,15 +224,11 @@ void CpuPartition::group_steps() {
   }
 }
 
-// Tensors between steps share one arena: each lives from the op that writes it to the
-// last op that reads it, and tensors whose lives overlap get disjoint bytes (greedy by
-// size, first fit, as TFLite's arena planner). Besides memory, reuse keeps the working set
-// in cache: the selfie decoder's 1 MB tensors cycle through a few slots.
+// Tensors between steps share one arena (runtime/arena_planner.h): each lives from the op
+// that writes it to the last op that reads it, and tensors whose lives overlap get disjoint
+// bytes. Besides memory, reuse keeps the working set in cache: the selfie decoder's 1 MB
+// tensors cycle through a few slots.
 Status CpuPartition::plan_memory() {
-  struct Life {
-    uint32_t operand;
-    size_t first, last, bytes, offset = 0;
-  };
   // Lives in positions finer than steps: a native or reference step runs its ops one after
   // another, so each op (with the ops fused into it) is a position of its own and the
   // tensors inside such a step reuse bytes too (one step of MobileNetV2's native convs and
@@ -248,44 +245,23 @@ Status CpuPartition::plan_memory() {
     }
     ++pos;
   }
-  std::map<uint32_t, size_t> index;
-  std::vector<Life> lives;
-  for (size_t s = 0; s < steps_.size(); ++s)
-    for (uint32_t o : steps_[s].outputs)
-      if (!partition_outputs_.count(o) && !index.count(o)) {
-        index[o] = lives.size();
-        // XNNPACK's read slack past each tensor, 64-byte aligned starts.
-        const size_t bytes = (model_.operands[o].byte_size() + kTensorSlackBytes + 63) / 64 * 64;
+  std::vector<uint32_t> operands;
+  std::vector<ArenaTensor> lives;
+  for (const Step& step : steps_)
+    for (uint32_t o : step.outputs)
+      if (!partition_outputs_.count(o) && std::find(operands.begin(), operands.end(), o) == operands.end()) {
         const size_t first = written_at.at(o);
         auto r = last_read.find(o);
-        lives.push_back({o, first, r != last_read.end() ? std::max(first, r->second) : first, bytes});
+        operands.push_back(o);
+        // XNNPACK's read slack past each tensor, 64-byte aligned starts.
+        lives.push_back({first, r != last_read.end() ? std::max(first, r->second) : first,
+                         model_.operands[o].byte_size() + kTensorSlackBytes});
       }
-  std::vector<size_t> order(lives.size());
-  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return lives[a].bytes > lives[b].bytes; });
-  std::vector<size_t> placed;
-  size_t total = 0;
-  for (size_t k : order) {
-    Life& l = lives[k];
-    std::vector<std::pair<size_t, size_t>> taken;  // [offset, end) of overlapping lives
-    for (size_t p : placed)
-      if (lives[p].first <= l.last && l.first <= lives[p].last)
-        taken.push_back({lives[p].offset, lives[p].offset + lives[p].bytes});
-    std::sort(taken.begin(), taken.end());
-    size_t offset = 0;
-    for (auto [begin, end] : taken) {
-      if (offset + l.bytes <= begin) break;
-      offset = std::max(offset, end);
-    }
-    l.offset = offset;
-    total = std::max(total, offset + l.bytes);
-    placed.push_back(k);
-  }
-  arena_ = AlignedBuffer(total);
+  const ArenaPlan plan = plan_arena(lives, 64);
+  arena_ = AlignedBuffer(plan.bytes);
   NN_CHECK_OR_RETURN(arena_.ok(), StatusCode::kOutOfMemory,
-                     "cpu delegate: " + std::to_string(total) + " bytes for intermediate tensors");
-  for (const Life& l : lives) internal_[l.operand] = arena_.data() + l.offset;
+                     "cpu delegate: " + std::to_string(plan.bytes) + " bytes for intermediate tensors");
+  for (size_t i = 0; i < operands.size(); ++i) internal_[operands[i]] = arena_.data() + plan.offsets[i];
   return Status::ok();
 }
 
