@@ -12,6 +12,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "delegates/cpu/cpu_internal.h"
@@ -35,11 +36,22 @@ struct SubgraphDeleter {
   }
 };
 
-struct RefOp {
+// The ops of native and reference steps with their buffers, bound by prepare(): run() is
+// one call per op.
+struct KernelCall {  // a native kernel (native_kernels.h)
+  uint32_t op = 0;
+  const NativeOp* kernel = nullptr;
+  NativeArgs args;
+};
+struct DataCall {  // a native data op (native_data.h)
+  uint32_t op = 0;
+  const NativeDataOp* data = nullptr;
+  NativeDataArgs args;
+};
+using NativeCall = std::variant<KernelCall, DataCall>;
+struct ReferenceCall {  // a reference kernel (OpRegistry)
   uint32_t op = 0;
   const OpDef* def = nullptr;
-  const NativeDataOp* data = nullptr;  // native step: a data op (native_data.h), or
-  const NativeOp* native = nullptr;    // a native kernel
   std::vector<const void*> in;
   std::vector<void*> out;
 };
@@ -58,8 +70,9 @@ struct Step {
   std::unique_ptr<xnn_runtime, RuntimeDeleter> runtime;
   std::vector<uint32_t> external_operands;  // external id -> operand
   std::vector<xnn_external_value> external_values;
-  // reference / native step
-  std::vector<RefOp> ref_ops;
+  // native / reference step
+  std::vector<NativeCall> native_calls;
+  std::vector<ReferenceCall> reference_calls;
   double last_ms = 0;
 };
 
@@ -164,6 +177,7 @@ class CpuPartition final : public CompiledPartition {
   std::map<uint32_t, FusedOp> ops_;         // live op -> its record
   std::map<uint32_t, uint32_t> fused_into_;  // absorbed op -> the head running it
   std::map<uint32_t, void*> internal_;        // tensors between steps of this partition, in arena_
+  std::map<uint32_t, void*> scratch_;         // native head op -> its NativeArgs::scratch, in arena_
   AlignedBuffer arena_;
   std::vector<Step> steps_;
 };

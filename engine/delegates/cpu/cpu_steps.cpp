@@ -233,11 +233,12 @@ Status CpuPartition::plan_memory() {
   // another, so each op (with the ops fused into it) is a position of its own and the
   // tensors inside such a step reuse bytes too (one step of MobileNetV2's native convs and
   // depthwise held every tensor apart: 12% slower). An XNNPACK step is one position.
-  std::map<uint32_t, size_t> written_at, last_read;
+  std::map<uint32_t, size_t> written_at, last_read, runs_at;
   size_t pos = 0;
   for (const Step& step : steps_) {
     for (uint32_t k : step.ops) {
       if (!step.xnn && !absorbed(k) && k != step.ops.front()) ++pos;
+      if (!absorbed(k)) runs_at[k] = pos;
       const Operation& op = model_.operations[k];
       for (uint32_t o : op.outputs) written_at.emplace(o, pos);
       for (uint32_t i : op.inputs) last_read[i] = std::max(last_read[i], pos);
@@ -257,11 +258,22 @@ Status CpuPartition::plan_memory() {
         lives.push_back({first, r != last_read.end() ? std::max(first, r->second) : first,
                          model_.operands[o].byte_size() + kTensorSlackBytes});
       }
+  // A native kernel's scratch lives while it runs, in the same arena.
+  std::vector<uint32_t> scratch_ops;
+  for (const auto& [k, at] : runs_at) {
+    const FusedOp& r = rec(k);
+    if (r.kernel && r.kernel->scratch_bytes()) {
+      scratch_ops.push_back(k);
+      lives.push_back({at, at, r.kernel->scratch_bytes()});
+    }
+  }
   const ArenaPlan plan = plan_arena(lives, 64);
   arena_ = AlignedBuffer(plan.bytes);
   NN_CHECK_OR_RETURN(arena_.ok(), StatusCode::kOutOfMemory,
                      "cpu delegate: " + std::to_string(plan.bytes) + " bytes for intermediate tensors");
   for (size_t i = 0; i < operands.size(); ++i) internal_[operands[i]] = arena_.data() + plan.offsets[i];
+  for (size_t i = 0; i < scratch_ops.size(); ++i)
+    scratch_[scratch_ops[i]] = arena_.data() + plan.offsets[operands.size() + i];
   return Status::ok();
 }
 
@@ -289,43 +301,47 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
                          step.label + ": xnn_setup_runtime: " + xnn_status_name(s));
       continue;
     }
-    step.ref_ops.clear();
+    step.native_calls.clear();
+    step.reference_calls.clear();
     if (step.kind == kNativeStep) {
       for (uint32_t k : step.ops) {
         if (absorbed(k)) continue;
         const FusedOp& f = rec(k);
-        RefOp r;
-        r.op = k;
         if (f.data) {
-          r.data = f.data.get();
-          for (uint32_t i : r.data->operands()) r.in.push_back(pointer(i));
-          r.out.push_back(pointer(model_.operations[k].outputs[0]));
-          for (const void* p : r.in) NN_CHECK_OR_RETURN(p, StatusCode::kInternal, step.label + ": no input buffer");
-          NN_CHECK_OR_RETURN(r.out[0], StatusCode::kInternal, step.label + ": no output buffer");
-          step.ref_ops.push_back(std::move(r));
+          DataCall call{k, f.data.get(), {{}, pointer(model_.operations[k].outputs[0]), options_.threadpool}};
+          for (uint32_t i : f.data->operands()) call.args.inputs.push_back(pointer(i));
+          for (const void* p : call.args.inputs)
+            NN_CHECK_OR_RETURN(p, StatusCode::kInternal, step.label + ": no input buffer");
+          NN_CHECK_OR_RETURN(call.args.output, StatusCode::kInternal, step.label + ": no output buffer");
+          step.native_calls.push_back(std::move(call));
           continue;
         }
-        r.native = f.kernel.get();
-        r.in.push_back(pointer(f.gated    ? f.gated->x
-                               : f.resize ? model_.operations[*f.resize].inputs[0]
-                                          : model_.operations[k].inputs[0]));
-        r.in.push_back(f.residual ? pointer(*f.residual) : nullptr);
-        if (f.gated) {  // in[2] the gate, in[3] the sum (or null)
-          r.in.push_back(pointer(f.gated->gate));
-          r.in.push_back(f.gated->sum ? pointer(*f.gated->sum) : nullptr);
-          NN_CHECK_OR_RETURN(r.in[2] && (!f.gated->sum || r.in[3]), StatusCode::kInternal,
+        KernelCall call{k, f.kernel.get(), {}};
+        NativeArgs& a = call.args;
+        a.input = static_cast<const float*>(pointer(f.gated    ? f.gated->x
+                                                    : f.resize ? model_.operations[*f.resize].inputs[0]
+                                                               : model_.operations[k].inputs[0]));
+        a.residual = f.residual ? static_cast<const float*>(pointer(*f.residual)) : nullptr;
+        if (f.gated) {
+          a.gate = static_cast<const float*>(pointer(f.gated->gate));
+          a.gate_sum = f.gated->sum ? static_cast<const float*>(pointer(*f.gated->sum)) : nullptr;
+          NN_CHECK_OR_RETURN(a.gate && (!f.gated->sum || a.gate_sum), StatusCode::kInternal,
                              step.label + ": no buffer for the gated input");
         }
-        r.out.push_back(pointer(written(f)));
-        NN_CHECK_OR_RETURN(r.native && r.in[0] && r.out[0] && (!f.residual || r.in[1]), StatusCode::kInternal,
-                           step.label + ": no buffer");
-        step.ref_ops.push_back(std::move(r));
+        a.output = static_cast<float*>(pointer(written(f)));
+        auto scratch = scratch_.find(k);
+        a.scratch = scratch != scratch_.end() ? scratch->second : nullptr;
+        a.pool = options_.threadpool;
+        NN_CHECK_OR_RETURN(call.kernel && a.input && a.output && (!f.residual || a.residual) &&
+                               (a.scratch || !call.kernel->scratch_bytes()),
+                           StatusCode::kInternal, step.label + ": no buffer");
+        step.native_calls.push_back(call);
       }
       continue;
     }
     for (uint32_t k : step.ops) {
       const Operation& op = model_.operations[k];
-      RefOp r;
+      ReferenceCall r;
       r.op = k;
       r.def = registry.find(op.type);
       for (uint32_t i : op.inputs) {
@@ -340,7 +356,7 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
                            op_label(model_, k) + ": no buffer for output operand " + std::to_string(o));
         r.out.push_back(p);
       }
-      step.ref_ops.push_back(std::move(r));
+      step.reference_calls.push_back(std::move(r));
     }
   }
   return Status::ok();
@@ -355,18 +371,14 @@ Status CpuPartition::run() {
       NN_CHECK_OR_RETURN(s == xnn_status_success, StatusCode::kInternal,
                          step.label + ": xnn_invoke_runtime: " + xnn_status_name(s));
     } else if (step.kind == kNativeStep) {
-      for (const RefOp& r : step.ref_ops) {
-        auto in = [&](size_t i) { return static_cast<const float*>(r.in[i]); };
-        if (r.data)
-          r.data->run(r.in, r.out[0], options_.threadpool);
-        else if (r.in.size() > 2)
-          static_cast<const NativeConv&>(*r.native)
-              .run_scaled(in(0), in(2), in(3), in(1), static_cast<float*>(r.out[0]), options_.threadpool);
-        else
-          r.native->run(in(0), in(1), static_cast<float*>(r.out[0]), options_.threadpool);
+      for (const NativeCall& call : step.native_calls) {
+        if (const auto* k = std::get_if<KernelCall>(&call))
+          k->kernel->run(k->args);
+        else if (const auto* d = std::get_if<DataCall>(&call))
+          d->data->run(d->args);
       }
     } else {
-      for (const RefOp& r : step.ref_ops) {
+      for (const ReferenceCall& r : step.reference_calls) {
         OpContext ctx{model_, model_.operations[r.op], r.in, r.out};
         Status s = r.def->reference(ctx);
         if (!s.is_ok()) return s.with_context(op_label(model_, r.op));
