@@ -503,7 +503,7 @@ Status CpuPartition::fold_constants() {
       NN_CHECK_OR_RETURN(made.back().ok(), StatusCode::kOutOfMemory, op_label(model_, k) + ": folding");
       out.push_back(made.back().data());
     }
-    OpContext ctx{model_, op, in, out};
+    OpContext ctx{model_, op, in, out, options_.requantization};
     if (!def->reference(ctx).is_ok()) continue;  // left to run time, which reports it
     for (size_t j = 0; j < op.outputs.size(); ++j) folded_[op.outputs[j]] = std::move(made[j]);
     folded_ops_.insert(k);
@@ -1168,7 +1168,7 @@ Status CpuPartition::run() {
       }
     } else {
       for (const RefOp& r : step.ref_ops) {
-        OpContext ctx{model_, model_.operations[r.op], r.in, r.out};
+        OpContext ctx{model_, model_.operations[r.op], r.in, r.out, options_.requantization};
         Status s = r.def->reference(ctx);
         if (!s.is_ok()) return s.with_context(op_label(model_, r.op));
       }
