@@ -67,6 +67,26 @@ TEST(QuantMath, RoundingIsToNearestTiesAwayFromZero) {
     EXPECT_LE(std::abs(nn::quant::multiply_by_quantized_multiplier(x, m) - int32_t(std::round(x * 0.3))), 1) << x;
 }
 
+TEST(QuantMath, Fp32RequantizationRoundsOnceTiesToEven) {
+  using nn::quant::requantize_fp32;
+  EXPECT_EQ(requantize_fp32(5, 0.5f), 2);    // 2.5 -> 2 (NNAPI: 3)
+  EXPECT_EQ(requantize_fp32(7, 0.5f), 4);    // 3.5 -> 4
+  EXPECT_EQ(requantize_fp32(-5, 0.5f), -2);  // -2.5 -> -2 (NNAPI: -3)
+  // The example above that NNAPI rounds twice: -4958 * 0.3 = -1487.4 -> -1487 (NNAPI: -1488).
+  EXPECT_EQ(requantize_fp32(-4958, 0.3f), -1487);
+  EXPECT_EQ(requantize_fp32(INT32_MAX, 1.f), 1 << 20);  // bounded: clamped to 8 bits later anyway
+  // qnnpack's scale is (filter * input) * (1 / output) in float, not the double quotient.
+  EXPECT_EQ(nn::quant::fp32_scale(0.027f, 0.0113f, 0.061f), (0.0113f * 0.027f) * (1.f / 0.061f));
+  // q8vadd: ratios 0.5 and 0.34 -> shift 22, multipliers 2^21 and lrint(0.34 * 2^22); 3 * 0.5 + 1 * 0.34
+  // = 1.84 -> 2, and a tie (1 * 0.5 + 0 = 0.5) rounds away from zero as qnnpack's remainder test does.
+  const nn::quant::Fp32Add add(0.025f, 0.017f, 0.05f, /*subtract=*/false);
+  EXPECT_EQ(add.apply(3, 1), 2);
+  EXPECT_EQ(add.apply(1, 0), 1);
+  EXPECT_EQ(add.apply(-1, 0), -1);
+  const nn::quant::Fp32Add sub(0.025f, 0.017f, 0.05f, /*subtract=*/true);
+  EXPECT_EQ(sub.apply(3, 1), 1);  // 1.5 - 0.34 = 1.16
+}
+
 std::string golden_dir() { return std::string(NN_BINARY_DIR) + "/tests/ops/quant_golden"; }
 
 // Runs the generator once per test binary; skips every case when torch is missing.
