@@ -124,6 +124,7 @@ std::string compact_explain(const nn::Model& m, const nn::PlanReport& r, const s
   for (size_t i = 0; i < r.requested.size(); ++i) s += (i ? ", " : "") + r.requested[i];
   s += "\n";
   for (const auto& u : r.unavailable) s += "unavailable: " + u + "\n";
+  for (const auto& d : r.delegate_info) s += "delegate " + d + "\n";  // nnapi: its library, level, devices
   for (size_t p = 0; p < r.partitions.size(); ++p) {
     const auto& ops = r.partitions[p].op_indices;
     s += "partition " + std::to_string(p) + ": " + r.partitions[p].delegate + ", " + std::to_string(ops.size()) + " ops";
