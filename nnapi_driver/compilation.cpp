@@ -2,6 +2,7 @@
 // takes every op), opens an engine Session on that device's delegate, and keeps a
 // compilation cache entry keyed by the app's token.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -146,7 +147,15 @@ int ANeuralNetworksCompilation_finish(ANeuralNetworksCompilation* c) {
   }
   if (c->chosen->config.fail_compile)
     return fail(ANEURALNETWORKS_OP_FAILED, "Compilation_finish: " + c->chosen->config.name + " is set to fail compiling");
+  const std::optional<nn::Requantization> requantization = driver_requantization();
+  if (!requantization) {
+    // Said out loud, not only under NNPIPE_NNAPI_LOG: a client sees just OP_FAILED.
+    std::fprintf(stderr, "[nnpipe-nnapi] NNPIPE_NNAPI_REQUANTIZE=%s: expected nnapi or fp32\n",
+                 std::getenv("NNPIPE_NNAPI_REQUANTIZE"));
+    return fail(ANEURALNETWORKS_OP_FAILED, "Compilation_finish: bad NNPIPE_NNAPI_REQUANTIZE");
+  }
   nn::SessionOptions options;
+  options.requantization = *requantization;
   options.delegates = {c->chosen->config.engine_delegate};
   options.threads = 1;
   options.log = [](const std::string&) {};

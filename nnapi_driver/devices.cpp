@@ -23,6 +23,12 @@ int feature_level() {
   return level;
 }
 
+std::optional<nn::Requantization> driver_requantization() {
+  const char* v = std::getenv("NNPIPE_NNAPI_REQUANTIZE");
+  if (!v || !*v) return nn::Requantization::kNnapi;
+  return nn::parse_requantization(v);
+}
+
 Counters& counters() {
   static Counters c;
   return c;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,6 +23,10 @@ namespace nnpipe_driver {
 // The level this build exports (27, 29 or 30), lowered by NNPIPE_NNAPI_FEATURE_LEVEL.
 int build_feature_level();  // defined per library in level.cpp
 int feature_level();
+// The driver's quant8 arithmetic, a property of this driver like a vendor driver's:
+// NNPIPE_NNAPI_REQUANTIZE=nnapi (default: NNAPI's fixed point) or fp32 (qnnpack's, so
+// PyTorch's quantized models give eager PyTorch's results). nullopt for any other value.
+std::optional<nn::Requantization> driver_requantization();
 
 // A device and how it behaves. "nnpipe-reference" runs every op the engine has on its
 // reference kernels; "nnpipe-accel" is configured by NNPIPE_NNAPI_ACCEL (or the file

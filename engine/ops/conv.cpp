@@ -2,7 +2,7 @@
 // reference kernels (NHWC; filters OHWI, depthwise [1, H, W, Cout]). One loop nest per op,
 // templated on the accumulator: float for TENSOR_FLOAT32, int32 for quant8, where inputs and
 // filters enter minus their zero points, the int32 bias is added and the sum is requantized
-// with NNAPI's fixed-point multiplier (ops/quant_math.h), per output channel for
+// (ops/quant_math.h: NNAPI's fixed-point multiplier, or qnnpack's float one), per output channel for
 // TENSOR_QUANT8_SYMM_PER_CHANNEL filters.
 #include <algorithm>
 #include <cstring>
@@ -178,8 +178,9 @@ void run_conv_quant(const OpContext& ctx, const ConvParams& p) {
   if (ctx.has_input(2)) std::memcpy(bias.data(), ctx.input_data[2], p.out_c * sizeof(int32_t));
   std::vector<int32_t> acc(num_elements(output.dims));
   run_loop<int32_t>(p, x.data(), w.data(), bias.data(), acc.data());
-  quant::requantize_store(acc.data(), acc.size(), quant::conv_multipliers(input, filter, output, p.out_c),
-                          p.fuse, output, ctx.output_data[0]);
+  quant::requantize_store(acc.data(), acc.size(),
+                          quant::conv_requantizers(ctx.requantization, input, filter, output, p.out_c), p.fuse,
+                          output, ctx.output_data[0]);
 }
 
 template <ConvKind kKind>

@@ -1,6 +1,6 @@
 // FULLY_CONNECTED and BATCH_MATMUL: shape inference and reference kernels. Quantized
 // FULLY_CONNECTED accumulates (x - x_zp) * (w - w_zp) in int32 with the int32 bias and
-// requantizes with NNAPI's fixed-point multiplier (ops/quant_math.h); quantized
+// requantizes as ops/quant_math.h says (NNAPI's fixed point or qnnpack's float); quantized
 // BATCH_MATMUL dequantizes, multiplies in float and requantizes.
 #include <algorithm>
 #include <string>
@@ -80,8 +80,9 @@ void run_fc_quant(const OpContext& ctx, const FcParams& p) {
       for (size_t i = 0; i < p.input_size; ++i) sum += row[i] * wrow[i];
       acc[b * p.units + u] = sum;
     }
-  quant::requantize_store(acc.data(), acc.size(), quant::conv_multipliers(input, weights, output, 1), p.fuse,
-                          output, ctx.output_data[0]);
+  quant::requantize_store(acc.data(), acc.size(),
+                          quant::conv_requantizers(ctx.requantization, input, weights, output, 1), p.fuse, output,
+                          ctx.output_data[0]);
 }
 
 Status run_fc(const OpContext& ctx) {

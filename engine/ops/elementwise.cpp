@@ -15,6 +15,8 @@
 //   (ops/quant_math.h): ADD/SUB rescale both inputs to twice the larger input scale with 20
 //   bits of headroom, sum, and requantize; MUL requantizes the int32 product of the centred
 //   inputs by in1_scale * in2_scale / out_scale. Inputs and output may all differ in scale.
+//   With Requantization::kFp32, ADD/SUB are qnnpack's q8vadd (quant::Fp32Add) and MUL
+//   requantizes in float.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -174,7 +176,8 @@ int32_t floor_div(int32_t a, int32_t b) {
   return q;
 }
 
-// NNAPI's addQuant8 / mulQuant8 (TFLite's reference AddElementwise / MulElementwise).
+// NNAPI's addQuant8 / mulQuant8 (TFLite's reference AddElementwise / MulElementwise), or
+// qnnpack's arithmetic (Requantization::kFp32).
 template <OperationType kOp>
 void arith_quant(const OpContext& ctx) {
   const Operand& a = ctx.input(0);
@@ -184,10 +187,18 @@ void arith_quant(const OpContext& ctx) {
   const void* da = ctx.input_data[0];
   const void* db = ctx.input_data[1];
   if constexpr (kOp == OperationType::MUL) {
-    const quant::Multiplier m = quant::quantize_multiplier(double(a.scale) * b.scale / out.scale);
+    const quant::Requantizer m = quant::make_requantizer(ctx.requantization, a.scale, b.scale, out.scale);
     for_each_broadcast(out.dims, a.dims, b.dims, [&](size_t i, size_t ia, size_t ib) {
       const int32_t prod = (quant::load(da, a.type, ia) - a.zero_point) * (quant::load(db, b.type, ib) - b.zero_point);
-      const int32_t v = quant::multiply_by_quantized_multiplier(prod, m) + out.zero_point;
+      const int32_t v = m.apply(prod) + out.zero_point;
+      quant::store(ctx.output_data[0], out.type, i, std::clamp(v, r.lo, r.hi));
+    });
+  } else if (ctx.requantization == Requantization::kFp32) {
+    const quant::Fp32Add add(a.scale, b.scale, out.scale, kOp == OperationType::SUB);
+    for_each_broadcast(out.dims, a.dims, b.dims, [&](size_t i, size_t ia, size_t ib) {
+      const int32_t v =
+          add.apply(quant::load(da, a.type, ia) - a.zero_point, quant::load(db, b.type, ib) - b.zero_point) +
+          out.zero_point;
       quant::store(ctx.output_data[0], out.type, i, std::clamp(v, r.lo, r.hi));
     });
   } else {

@@ -50,6 +50,7 @@ void run_pool_quant(const OpContext& ctx, const PoolParams& p) {
   const Operand& input = ctx.input(0);
   const Operand& output = ctx.output(0);
   const quant::Range r = quant::activation_range(p.fuse, output);
+  const bool fp32 = ctx.requantization == Requantization::kFp32;
   const size_t c_count = p.channels;
   std::vector<int32_t> acc(c_count);
   for (size_t n = 0; n < p.batch; ++n)
@@ -68,11 +69,16 @@ void run_pool_quant(const OpContext& ctx, const PoolParams& p) {
         const int32_t count =
             int32_t(std::max<int64_t>(h_end - h_begin, 0) * std::max<int64_t>(w_end - w_begin, 0));
         const size_t dst = ((n * p.out_h + oh) * p.out_w + ow) * c_count;
+        // qnnpack: the centred sum times (in_scale / out_scale) / count in float, rounded
+        // to even (the scales are equal here, so the ratio is 1).
+        const float fp32_scale = count == 0 ? 0.f : 1.f / float(count);
         for (size_t c = 0; c < c_count; ++c) {
           int32_t v = acc[c];
           if (!kMax) {
             if (count == 0)
               v = output.zero_point;
+            else if (fp32)
+              v = quant::requantize_fp32(v - count * input.zero_point, fp32_scale) + output.zero_point;
             else
               v = v >= 0 ? (v + count / 2) / count : (v - count / 2) / count;
           }

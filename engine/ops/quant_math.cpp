@@ -48,6 +48,56 @@ int32_t multiply_by_quantized_multiplier(int32_t x, Multiplier m) {
                                 right);
 }
 
+float fp32_scale(float input_scale, float filter_scale, float output_scale) {
+  const float inverse_output_scale = 1.f / output_scale;
+  return (filter_scale * input_scale) * inverse_output_scale;
+}
+
+int32_t requantize_fp32(int32_t acc, float scale) {
+  // Past +-2^20 every 8-bit output is clamped: bounding keeps the conversion defined.
+  constexpr float kBound = 1 << 20;
+  return static_cast<int32_t>(round_half_even(std::clamp(static_cast<float>(acc) * scale, -kBound, kBound)));
+}
+
+Requantizer make_requantizer(Requantization mode, float input_scale, float filter_scale, float output_scale) {
+  Requantizer r;
+  r.mode = mode;
+  if (mode == Requantization::kFp32)
+    r.scale = fp32_scale(input_scale, filter_scale, output_scale);
+  else
+    r.fixed = quantize_multiplier(double(input_scale) * filter_scale / double(output_scale));
+  return r;
+}
+
+Fp32Add::Fp32Add(float a_scale, float b_scale, float out_scale, bool subtract) {
+  a_ratio_ = a_scale / out_scale;
+  b_ratio_ = b_scale / out_scale;
+  if (subtract) b_ratio_ = -b_ratio_;
+  const float max_ratio = std::max(std::abs(a_ratio_), std::abs(b_ratio_));
+  int exponent = 0;
+  std::frexp(max_ratio, &exponent);  // max_ratio in [2^(exponent-1), 2^exponent)
+  --exponent;                        // floor(log2(max_ratio)), the float's biased exponent - 127
+  in_range_ = std::isfinite(max_ratio) && exponent >= -10 && exponent < 8;
+  if (!in_range_) return;
+  shift_ = 21 - exponent;  // the larger multiplier lands in [2^21, 2^22)
+  const float scale_multiplier = std::ldexp(1.f, shift_);
+  a_multiplier_ = std::lrint(a_ratio_ * scale_multiplier);
+  b_multiplier_ = std::lrint(b_ratio_ * scale_multiplier);
+}
+
+int32_t Fp32Add::apply(int32_t a_centred, int32_t b_centred) const {
+  if (!in_range_)
+    return static_cast<int32_t>(round_half_even(std::clamp(
+        static_cast<float>(a_centred) * a_ratio_ + static_cast<float>(b_centred) * b_ratio_, -1e6f, 1e6f)));
+  const int64_t acc = int64_t{a_centred} * a_multiplier_ + int64_t{b_centred} * b_multiplier_;
+  // Rounding divide by 2^shift, ties away from zero (q8vadd's remainder test).
+  const int64_t mask = (int64_t{1} << shift_) - 1;
+  const int64_t remainder = acc & mask;
+  const int64_t threshold = (mask >> 1) + (acc < 0 ? 1 : 0);
+  const int64_t q = (acc >> shift_) + (remainder > threshold ? 1 : 0);
+  return static_cast<int32_t>(std::clamp<int64_t>(q, -(int64_t{1} << 20), int64_t{1} << 20));
+}
+
 Range type_range(OperandType type) {
   return type == OperandType::TENSOR_QUANT8_ASYMM ? Range{0, 255} : Range{-128, 127};
 }
@@ -86,25 +136,39 @@ std::vector<int32_t> centered(const Operand& operand, const void* data) {
   return v;
 }
 
-std::vector<Multiplier> conv_multipliers(const Operand& input, const Operand& filter, const Operand& output,
-                                         size_t channels) {
-  std::vector<Multiplier> m(channels);
+std::vector<Requantizer> conv_requantizers(Requantization mode, const Operand& input, const Operand& filter,
+                                           const Operand& output, size_t channels) {
+  std::vector<Requantizer> m(channels);
   const bool per_channel = filter.type == OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL;
   for (size_t c = 0; c < channels; ++c) {
-    const double filter_scale = per_channel ? filter.channel_quant.scales[c] : filter.scale;
-    m[c] = quantize_multiplier(double(input.scale) * filter_scale / double(output.scale));
+    const float filter_scale = per_channel ? filter.channel_quant.scales[c] : filter.scale;
+    m[c] = make_requantizer(mode, input.scale, filter_scale, output.scale);
   }
   return m;
 }
 
-void requantize_store(const int32_t* acc, size_t count, const std::vector<Multiplier>& multipliers,
+void requantize_store(const int32_t* acc, size_t count, const std::vector<Requantizer>& requantizers,
                       int32_t fuse_code, const Operand& output, void* out) {
   const Range r = activation_range(fuse_code, output);
-  const size_t channels = multipliers.size();
+  const size_t channels = requantizers.size();
   for (size_t i = 0; i < count; ++i) {
-    const int32_t v = multiply_by_quantized_multiplier(acc[i], multipliers[i % channels]) + output.zero_point;
+    const int32_t v = requantizers[i % channels].apply(acc[i]) + output.zero_point;
     store(out, output.type, i, std::clamp(v, r.lo, r.hi));
   }
 }
 
 }  // namespace nn::quant
+
+namespace nn {
+
+const char* requantization_name(Requantization mode) {
+  return mode == Requantization::kFp32 ? "fp32" : "nnapi";
+}
+
+std::optional<Requantization> parse_requantization(std::string_view name) {
+  if (name == "nnapi") return Requantization::kNnapi;
+  if (name == "fp32") return Requantization::kFp32;
+  return std::nullopt;
+}
+
+}  // namespace nn

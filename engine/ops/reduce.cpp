@@ -154,7 +154,8 @@ Status reduce_typed(const OpContext& ctx) {
 }
 
 // Quant8 MEAN: an exact int64 sum of the stored integers; the mean is requantized to the
-// output's scale and zero point rounding half away from zero (TFLite's reference Mean).
+// output's scale and zero point rounding half away from zero (TFLite's reference Mean), or
+// as qnnpack (Requantization::kFp32).
 Status mean_quant(const OpContext& ctx) {
   const Operand& in = ctx.input(0);
   const Operand& out = ctx.output(0);
@@ -166,6 +167,17 @@ Status mean_quant(const OpContext& ctx) {
                      [&](size_t i, size_t, size_t o) { acc[o] += quant::load(ctx.input_data[0], in.type, i); });
   const double count = double(num_elements(in.dims)) / double(std::max<size_t>(out_n, 1));
   const quant::Range r = quant::type_range(out.type);
+  if (ctx.requantization == Requantization::kFp32) {
+    // qnnpack's global average: the centred sum times (in_scale / out_scale) / count in
+    // float, rounded to even.
+    const float scale = (in.scale / out.scale) / float(count);
+    for (size_t o = 0; o < out_n; ++o) {
+      const int64_t centred = acc[o] - int64_t(count) * in.zero_point;
+      const int32_t v = quant::requantize_fp32(int32_t(std::clamp<int64_t>(centred, INT32_MIN, INT32_MAX)), scale);
+      quant::store(ctx.output_data[0], out.type, o, std::clamp(v + out.zero_point, r.lo, r.hi));
+    }
+    return Status::ok();
+  }
   for (size_t o = 0; o < out_n; ++o) {
     const double real = (double(acc[o]) / count - in.zero_point) * in.scale;
     const double q = std::round(real / out.scale) + out.zero_point;

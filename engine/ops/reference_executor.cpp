@@ -8,7 +8,7 @@
 namespace nn {
 
 Status run_reference(const Model& model, std::span<const void* const> inputs,
-                     std::span<void* const> outputs) {
+                     std::span<void* const> outputs, Requantization requantization) {
   NN_CHECK_OR_RETURN(inputs.size() == model.inputs.size(), StatusCode::kInvalidArgument,
                      "expected " + std::to_string(model.inputs.size()) + " inputs, got " +
                          std::to_string(inputs.size()));
@@ -37,7 +37,7 @@ Status run_reference(const Model& model, std::span<const void* const> inputs,
       data[i] = storage[i].data();
       out.push_back(storage[i].data());
     }
-    OpContext ctx{model, op, in, out};
+    OpContext ctx{model, op, in, out, requantization};
     Status s = def->reference(ctx);
     if (!s.is_ok()) return s.with_context("op " + std::to_string(k) + " " + std::string(operation_type_name(op.type)));
   }

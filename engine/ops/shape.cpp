@@ -601,15 +601,22 @@ Status prepare_join(Model& m, const Operation& op) {
 }
 
 // A quant8 input whose scale / zero point differ from the output's: TFLite's
-// ConcatenationWithScaling (round(q * s_in / s_out - zp_in * s_in / s_out) + zp_out, in float).
-void requantize_block(const Operand& in, const Operand& out, const void* src, void* dst, size_t count) {
+// ConcatenationWithScaling (round(q * s_in / s_out - zp_in * s_in / s_out) + zp_out, in float),
+// or with Requantization::kFp32 PyTorch's quantized cat (dequantize, quantize with
+// 1 / s_out, ties to even).
+void requantize_block(const Operand& in, const Operand& out, const void* src, void* dst, size_t count,
+                      Requantization mode) {
   const float scale = in.scale / out.scale;
   const float bias = -float(in.zero_point) * scale;
+  const float inverse_out_scale = 1.f / out.scale;
   const int32_t lo = in.type == OperandType::TENSOR_QUANT8_ASYMM ? 0 : -128, hi = lo + 255;
   for (size_t j = 0; j < count; ++j) {
     const int32_t q = in.type == OperandType::TENSOR_QUANT8_ASYMM ? int32_t(static_cast<const uint8_t*>(src)[j])
                                                                   : int32_t(static_cast<const int8_t*>(src)[j]);
-    const int32_t v = std::clamp(static_cast<int32_t>(std::round(float(q) * scale + bias)) + out.zero_point, lo, hi);
+    const float rounded = mode == Requantization::kFp32
+                              ? std::nearbyint(float(q - in.zero_point) * in.scale * inverse_out_scale)
+                              : std::round(float(q) * scale + bias);
+    const int32_t v = std::clamp(static_cast<int32_t>(rounded) + out.zero_point, lo, hi);
     if (in.type == OperandType::TENSOR_QUANT8_ASYMM)
       static_cast<uint8_t*>(dst)[j] = static_cast<uint8_t>(v);
     else
@@ -636,7 +643,7 @@ Status run_join(const OpContext& ctx) {
       const uint8_t* src = static_cast<const uint8_t*>(ctx.input_data[p.first + i]) + o * block[i];
       if (is_quant8_asymm(in.type) &&
           (in.scale != ctx.output(0).scale || in.zero_point != ctx.output(0).zero_point))
-        requantize_block(in, ctx.output(0), src, dst, block[i] / esize);
+        requantize_block(in, ctx.output(0), src, dst, block[i] / esize, ctx.requantization);
       else
         std::memcpy(dst, src, block[i]);
       dst += block[i];

@@ -372,16 +372,20 @@ Status dequantize_reference(const OpContext& ctx) {
   }
 }
 
+// NNAPI: round(x / scale), ties away from zero. Requantization::kFp32: PyTorch's
+// quantize_per_tensor, nearbyint(x * (1 / scale)), ties to even.
 template <typename Q>
-void quantize_loop(const float* in, Q* out, size_t n, float scale, int32_t zero_point) {
+void quantize_loop(const float* in, Q* out, size_t n, float scale, int32_t zero_point, Requantization mode) {
   constexpr float lo = std::numeric_limits<Q>::min(), hi = std::numeric_limits<Q>::max();
+  const float inverse_scale = 1.f / scale;
   for (size_t i = 0; i < n; ++i) {
     if (std::isnan(in[i])) {
       out[i] = static_cast<Q>(zero_point);
       continue;
     }
     // Clamp in float before converting: huge values would overflow an int cast.
-    const float q = std::round(in[i] / scale) + static_cast<float>(zero_point);
+    const float q = (mode == Requantization::kFp32 ? std::nearbyint(in[i] * inverse_scale) : std::round(in[i] / scale)) +
+                    static_cast<float>(zero_point);
     out[i] = static_cast<Q>(std::clamp(q, lo, hi));
   }
 }
@@ -397,9 +401,9 @@ Status quantize_reference(const OpContext& ctx) {
     in = converted.data();
   }
   if (out.type == kQ8Asymm)
-    quantize_loop(in, ctx.out<uint8_t>(0), n, out.scale, out.zero_point);
+    quantize_loop(in, ctx.out<uint8_t>(0), n, out.scale, out.zero_point, ctx.requantization);
   else
-    quantize_loop(in, ctx.out<int8_t>(0), n, out.scale, out.zero_point);
+    quantize_loop(in, ctx.out<int8_t>(0), n, out.scale, out.zero_point, ctx.requantization);
   return Status::ok();
 }
 

@@ -46,6 +46,7 @@ struct CompileOptions {
   bool profile = false;                // time each step (one XNNPACK runtime per node)
   double budget_ms = 0;                // SessionOptions::budget_ms
   CpuOptions cpu;                      // SessionOptions::cpu
+  Requantization requantization = Requantization::kNnapi;  // SessionOptions::requantization
 };
 
 class CompiledPartition {

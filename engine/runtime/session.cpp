@@ -118,6 +118,7 @@ Result<std::unique_ptr<Session>> PartitionedSession::open(std::shared_ptr<const 
   compile_options.profile = options.profile;
   compile_options.budget_ms = options.budget_ms;
   compile_options.cpu = options.cpu;
+  compile_options.requantization = options.requantization;
 
   PartitionRequest request;
   request.delegates = options.delegates;

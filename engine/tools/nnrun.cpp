@@ -124,6 +124,7 @@ std::string compact_explain(const nn::Model& m, const nn::PlanReport& r, const s
   for (size_t i = 0; i < r.requested.size(); ++i) s += (i ? ", " : "") + r.requested[i];
   s += "\n";
   for (const auto& u : r.unavailable) s += "unavailable: " + u + "\n";
+  for (const auto& d : r.delegate_info) s += "delegate " + d + "\n";  // nnapi: its library, level, devices
   for (size_t p = 0; p < r.partitions.size(); ++p) {
     const auto& ops = r.partitions[p].op_indices;
     s += "partition " + std::to_string(p) + ": " + r.partitions[p].delegate + ", " + std::to_string(ops.size()) + " ops";
@@ -254,6 +255,11 @@ int main(int argc, char** argv) {
                  "streaming models: the most (dB) any bin is turned down; 0 = no limit")
       ->check(CLI::Range(0.f, 200.f));
   app.add_flag("--strict-delegates", strict, "fail when a delegate named with -d is unavailable");
+  std::string requantize = "nnapi";
+  app.add_option("--requantize", requantize,
+                 "quant8 reference kernels' rounding: nnapi (NNAPI's fixed point) or fp32 (qnnpack's, as eager "
+                 "PyTorch); the nnapi delegate's driver decides its own")
+      ->check(CLI::IsMember({"nnapi", "fp32"}));
   NN_PARSE_COMMAND_LINE(app, argc, argv);
   // OpenCV's own "[ WARN ]" lines (imread on a missing file, ...) would repeat, in its words,
   // the error this tool reports; errors still come back as return values.
@@ -263,6 +269,7 @@ int main(int argc, char** argv) {
   options.cpu = nn::CpuOptions::from_environment();  // the NN_NO_* switches of the CPU delegate
   options.threads = threads;
   options.strict_delegates = strict;
+  options.requantization = *nn::parse_requantization(requantize);
   options.delegates.clear();
   for (size_t p = 0, q; p <= delegate.size(); p = q + 1) {
     q = delegate.find(',', p);

@@ -5,12 +5,14 @@
                  cpu, reference, vulkan (when a device is there) and nnapi (our driver)
   torch_runtime  torch.jit.load(model_nnapi.pt)(x) in this python with our
                  libneuralnetworks.so on LD_LIBRARY_PATH (torch's own NNAPI runtime)
-The qnnpack-quantized MobileNetV2 (QUANT8 ops, int32 bias) takes both paths too: same top-1
-as eager quantized PyTorch, torch's runtime on our driver bit-equal to nnrun, and the logits
-within QUANT_MAX_STEPS output steps (mean within QUANT_MEAN_STEPS). Not one step: NNAPI
-requantizes with a fixed-point multiplier (double rounding) where qnnpack multiplies in fp32,
-so ~0.3% of each conv's outputs differ by one step and the differences grow through 53
-layers; with qnnpack's fp32 requantization swapped into our kernels the logits are bit-equal.
+The qnnpack-quantized MobileNetV2 (QUANT8 ops, int32 bias) takes both paths too, in both of
+the engine's requantization modes (engine/ops/OPS.md, "Quantized arithmetic"):
+- nnapi (the default, NNAPI's fixed point): same top-1 as eager quantized PyTorch, torch's
+  runtime on our driver bit-equal to nnrun, the logits within QUANT_MAX_STEPS output steps
+  (mean within QUANT_MEAN_STEPS): NNAPI rounds twice where qnnpack multiplies in fp32 once, so
+  ~0.3% of each conv's outputs differ by one step and the differences grow through 53 layers;
+- fp32 (qnnpack's arithmetic: `nnrun --requantize fp32`, and the driver with
+  NNPIPE_NNAPI_REQUANTIZE=fp32): same top-1 and within FP32_MAX_STEPS of eager.
 Usage: torch_nnapi_test.py PART OUT_DIR NNCONVERT NNRUN DRIVER_DIR
 Exit 77 (skipped) when the fixture's files are missing because torch is not installed.
 """
@@ -23,9 +25,10 @@ import numpy as np
 TOLERANCE = 1e-4
 QUANT_MAX_STEPS = 32
 QUANT_MEAN_STEPS = 8
+FP32_MAX_STEPS = 1
 
 
-def check_quantized(name, got, out):
+def check_quantized(name, got, out, max_steps=QUANT_MAX_STEPS, mean_steps=QUANT_MEAN_STEPS):
     """Quantized logits against eager quantized PyTorch, in output quantization steps."""
     want = np.load(os.path.join(out, "mobilenet_v2_q_eager.npy"))
     step = float(open(os.path.join(out, "mobilenet_v2_q_scale.txt")).read())
@@ -33,7 +36,7 @@ def check_quantized(name, got, out):
     same_top1 = int(got.argmax()) == int(want.argmax())
     print(f"{name}: max {steps.max():.1f} steps, mean {steps.mean():.2f} steps (step {step:.4g}) vs eager "
           f"quantized PyTorch, top-1 {'same' if same_top1 else 'DIFFERENT'} ({int(got.argmax())})")
-    return same_top1 and steps.max() <= QUANT_MAX_STEPS and steps.mean() <= QUANT_MEAN_STEPS
+    return same_top1 and steps.max() <= max_steps and steps.mean() <= mean_steps
 
 
 def run_import_quantized(out, nnconvert, nnrun, driver_dir):
@@ -49,19 +52,24 @@ def run_import_quantized(out, nnconvert, nnrun, driver_dir):
         return False
     ok = True
     outputs = {}
-    for delegate in ("reference", "cpu", "nnapi"):
-        env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(driver_dir, "fl30"))
-        save = os.path.join(out, f"outputs_q_{delegate}")
-        proc = subprocess.run([nnrun, converted, "-d", delegate, "--strict-delegates", "--input",
-                               os.path.join(out, "mobilenet_v2_q_input.npy"), "--runs", "1", "--warmup", "0",
-                               "--save-outputs", save], env=env, capture_output=True, text=True)
-        if proc.returncode != 0:
-            print(f"nnrun -d {delegate} (quantized) failed: {proc.stderr}")
-            ok = False
-            continue
-        outputs[delegate] = np.load(os.path.join(save, "output_0.npy"))
-        ok = check_quantized(f"quantized: nnconvert + nnrun -d {delegate}", outputs[delegate], out) and ok
-    np.save(os.path.join(out, "quantized_reference.npy"), outputs.get("reference", np.zeros(1)))
+    for mode in ("nnapi", "fp32"):
+        bounds = (QUANT_MAX_STEPS, QUANT_MEAN_STEPS) if mode == "nnapi" else (FP32_MAX_STEPS, FP32_MAX_STEPS)
+        for delegate in ("reference", "cpu", "nnapi"):
+            # nnrun's --requantize sets the engine's kernels; the driver (-d nnapi) takes its own
+            # arithmetic from its environment, as a phone's driver would have its own.
+            env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(driver_dir, "fl30"), NNPIPE_NNAPI_REQUANTIZE=mode)
+            save = os.path.join(out, f"outputs_q_{mode}_{delegate}")
+            proc = subprocess.run([nnrun, converted, "-d", delegate, "--strict-delegates", "--requantize", mode,
+                                   "--input", os.path.join(out, "mobilenet_v2_q_input.npy"), "--runs", "1",
+                                   "--warmup", "0", "--save-outputs", save], env=env, capture_output=True, text=True)
+            if proc.returncode != 0:
+                print(f"nnrun -d {delegate} --requantize {mode} (quantized) failed: {proc.stderr}")
+                ok = False
+                continue
+            outputs[mode, delegate] = np.load(os.path.join(save, "output_0.npy"))
+            ok = check_quantized(f"quantized, {mode} arithmetic: nnconvert + nnrun -d {delegate}",
+                                 outputs[mode, delegate], out, *bounds) and ok
+        np.save(os.path.join(out, f"quantized_reference_{mode}.npy"), outputs.get((mode, "reference"), np.zeros(1)))
     return ok
 
 
@@ -178,18 +186,35 @@ y = model(x)
 y = y[0] if isinstance(y, (list, tuple)) else y
 np.save(out + "/torch_runtime_q.npy", y.detach().numpy())
 """
-    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(driver_dir, "fl30"))
+    ok = True
+    for mode in ("nnapi", "fp32"):
+        bounds = (QUANT_MAX_STEPS, QUANT_MEAN_STEPS) if mode == "nnapi" else (FP32_MAX_STEPS, FP32_MAX_STEPS)
+        env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(driver_dir, "fl30"))
+        if mode == "fp32":
+            env["NNPIPE_NNAPI_REQUANTIZE"] = "fp32"
+        else:
+            env.pop("NNPIPE_NNAPI_REQUANTIZE", None)  # the driver's default
+        proc = subprocess.run([sys.executable, "-c", code, out], env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"torch.jit.load of the quantized model on fl30 ({mode}): {proc.stderr[-2000:]}")
+            ok = False
+            continue
+        got = np.load(os.path.join(out, "torch_runtime_q.npy"))
+        ok = check_quantized(f"quantized: torch.jit.load(...)(x) on libneuralnetworks.so fl30, {mode} arithmetic",
+                             got, out, *bounds) and ok
+        ref = os.path.join(out, f"quantized_reference_{mode}.npy")
+        if os.path.exists(ref) and np.load(ref).shape == got.shape:
+            diff = float(np.abs(np.load(ref) - got).max())
+            print(f"quantized: torch runtime on our driver vs nnrun -d reference --requantize {mode}: "
+                  f"max abs difference {diff}")
+            ok = ok and diff == 0.0
+    # A value the driver does not know is said on stderr and fails the compilation.
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(driver_dir, "fl30"), NNPIPE_NNAPI_REQUANTIZE="fp16")
     proc = subprocess.run([sys.executable, "-c", code, out], env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        print(f"torch.jit.load of the quantized model on fl30: {proc.stderr[-2000:]}")
-        return False
-    got = np.load(os.path.join(out, "torch_runtime_q.npy"))
-    ok = check_quantized("quantized: torch.jit.load(...)(x) on libneuralnetworks.so fl30", got, out)
-    ref = os.path.join(out, "quantized_reference.npy")
-    if os.path.exists(ref) and np.load(ref).shape == got.shape:
-        diff = float(np.abs(np.load(ref) - got).max())
-        print(f"quantized: torch runtime on our driver vs nnrun -d reference: max abs difference {diff}")
-        ok = ok and diff == 0.0
+    if proc.returncode == 0 or "NNPIPE_NNAPI_REQUANTIZE=fp16: expected nnapi or fp32" not in proc.stderr:
+        print(f"NNPIPE_NNAPI_REQUANTIZE=fp16: expected a refusal naming it, got exit {proc.returncode}: "
+              f"{proc.stderr[-500:]}")
+        ok = False
     return ok
 
 

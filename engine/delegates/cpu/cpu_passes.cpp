@@ -32,7 +32,7 @@ Status CpuPartition::fold_constants() {
       NN_CHECK_OR_RETURN(made.back().ok(), StatusCode::kOutOfMemory, op_label(model_, k) + ": folding");
       out.push_back(made.back().data());
     }
-    OpContext ctx{model_, op, in, out};
+    OpContext ctx{model_, op, in, out, options_.requantization};
     if (!def->reference(ctx).is_ok()) continue;  // left to run time, which reports it
     for (size_t j = 0; j < op.outputs.size(); ++j) folded_[op.outputs[j]] = std::move(made[j]);
     folded_ops_.insert(k);

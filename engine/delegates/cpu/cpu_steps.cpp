@@ -379,7 +379,7 @@ Status CpuPartition::run() {
       }
     } else {
       for (const ReferenceCall& r : step.reference_calls) {
-        OpContext ctx{model_, model_.operations[r.op], r.in, r.out};
+        OpContext ctx{model_, model_.operations[r.op], r.in, r.out, options_.requantization};
         Status s = r.def->reference(ctx);
         if (!s.is_ok()) return s.with_context(op_label(model_, r.op));
       }

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "nn/ir/model.h"
+#include "nn/ops/requantization.h"
 #include "nn/status.h"
 
 namespace nn {
@@ -17,6 +18,8 @@ struct OpContext {
   std::span<const void* const> input_data;  // like op.inputs; constants point into the model;
                                             // nullptr for NO_VALUE
   std::span<void* const> output_data;       // like op.outputs
+  // How quant8 kernels round their rescale (SessionOptions::requantization).
+  Requantization requantization = Requantization::kNnapi;
   // Operand descriptions, valid for this run (dims already inferred).
   const Operand& input(size_t i) const { return model.operands[op.inputs[i]]; }
   const Operand& output(size_t i) const { return model.operands[op.outputs[i]]; }
@@ -55,7 +58,7 @@ class OpRegistry {
 // Runs a whole (validated) model with the reference kernels. inputs/outputs are raw
 // buffers in model.inputs / model.outputs order, sized by Operand::byte_size().
 Status run_reference(const Model& model, std::span<const void* const> inputs,
-                     std::span<void* const> outputs);
+                     std::span<void* const> outputs, Requantization requantization = Requantization::kNnapi);
 
 // Applies a fused activation (NNAPI FuseCode) in place.
 void apply_fused_activation(int32_t fuse_code, float* data, size_t count);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nn/ir/model.h"
+#include "nn/ops/requantization.h"
 #include "nn/runtime/tensor.h"
 #include "nn/status.h"
 
@@ -81,6 +82,10 @@ struct SessionOptions {
   double budget_ms = 0;
   // The CPU delegate's kernel and fusion switches.
   CpuOptions cpu;
+  // How the quant8 reference kernels round (nn/ops/requantization.h; OPS.md "Quantized
+  // arithmetic"): NNAPI's fixed point, or qnnpack's fp32 (PyTorch's eager results). The
+  // XNNPACK int8 path requantizes in fp32 itself and is used in either mode.
+  Requantization requantization = Requantization::kNnapi;
 };
 
 // One step's time in the last run (profiling): "op 12 CONV_2D [xnnpack]", 0.21 ms.
