@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <functional>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -129,7 +129,8 @@ TEST(NativeInt8, MulByAPerChannelGateOrASameShapedTensorEqualsTheReference) {
     check(one_op(T::MUL, {q8({c}, 0.03f, 11), q8({2, 3, 5, c}, 0.05f, -7)}, {0}, q8({2, 3, 5, c}, 0.07f, 2)),
           "gate-first MUL x" + std::to_string(c), "mul", "xnnpack");
     // Same shapes; a multiplier above 1 (a left shift of 5) with RELU6.
-    check(one_op(T::MUL, {q8({1, 5, 3, c}, 0.5f, 3), q8({1, 5, 3, c}, 0.5f, -9)}, {3}, q8({1, 5, 3, c}, 0.01f, -20)),
+    check(one_op(T::MUL, {q8({1, 5, 3, c}, 0.5f, 3), q8({1, 5, 3, c}, 0.5f, -9)}, {3},
+                 q8({1, 5, 3, c}, 0.01f, -20)),
           "same-shape MUL x" + std::to_string(c), "mul", "xnnpack");
   }
 }
@@ -151,8 +152,8 @@ TEST(NativeInt8, MeanOverHeightAndWidthEqualsTheReference) {
         ins.push_back(m.add_constant_i32({2}, hw));
         ins.push_back(m.add_scalar_i32(keep));
       };
-      check(one_op(T::MEAN, {q8({2, 7, 5, c}, 0.02f, -3)}, {}, q8(keep ? Dims{2, 1, 1, c} : Dims{2, c}, 0.011f, 7),
-                   axes),
+      check(one_op(T::MEAN, {q8({2, 7, 5, c}, 0.02f, -3)}, {},
+                   q8(keep ? Dims{2, 1, 1, c} : Dims{2, c}, 0.011f, 7), axes),
             "MEAN keep_dims " + std::to_string(keep) + " x" + std::to_string(c), "mean", "reference");
     }
 }
@@ -163,7 +164,8 @@ TEST(NativeInt8, BilinearResizeEqualsTheReference) {
     bool align_corners, half_pixel;
   };
   for (uint32_t c : kChannels)
-    for (Mode mode : {Mode{"half-pixel", false, true}, Mode{"align-corners", true, false}, Mode{"legacy", false, false}}) {
+    for (Mode mode : {Mode{"half-pixel", false, true}, Mode{"align-corners", true, false},
+                      Mode{"legacy", false, false}}) {
       auto sizes = [mode](Model& m, std::vector<uint32_t>& ins) {
         ins.push_back(m.add_scalar_i32(14));  // width
         ins.push_back(m.add_scalar_i32(11));  // height

@@ -29,7 +29,8 @@
 namespace nn::cpu {
 
 // The native int8 kernel of op `op_index`, or nullptr with *why.
-std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& model, uint32_t op_index, const StaticLookup& statics,
-                                                  const NativeIsa& isa, std::string* why);
+std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& model, uint32_t op_index,
+                                                  const StaticLookup& statics, const NativeIsa& isa,
+                                                  std::string* why);
 
 }  // namespace nn::cpu

@@ -22,6 +22,7 @@
 // (built for baseline x86-64) rounds one by one.
 #define NN_TARGET_INT8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2")))
 #define NN_TARGET_INT8_AVX2 __attribute__((target("avx2")))
+#define NN_INLINE_INT8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2"), always_inline)) inline
 #define NN_TARGET_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx2")))
 #endif
 
@@ -51,7 +52,9 @@ bool avx512_vbmi(const NativeIsa& isa) {
 #endif
 }
 
-bool avx2(const NativeIsa&) { return native_conv_supported(); }
+bool avx2(const NativeIsa&) {
+  return native_conv_supported();
+}
 
 // Rows of work of about `elements_per_row` bytes each, for for_each_row.
 size_t chunk_count(size_t units, size_t unit_bytes, size_t* per_chunk) {
@@ -75,26 +78,41 @@ struct FixedPoint {
 };
 
 #if NN_NATIVE_X86
-NN_TARGET_INT8_512 inline __m512i mbqm16(__m512i x, const FixedPoint& f) {
-  x = _mm512_sll_epi32(x, _mm_cvtsi32_si128(f.left));
-  const __m512i m = _mm512_set1_epi64(f.multiplier);
-  const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
-  const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, m), half), 31);
-  const __m512i odd = _mm512_slli_epi64(_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), m), half), 1);
-  const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
-  if (f.right == 0) return high;
-  const __m512i rem = _mm512_and_si512(high, _mm512_set1_epi32(f.mask));
-  const __m512i threshold = _mm512_add_epi32(_mm512_set1_epi32(f.mask >> 1), _mm512_srli_epi32(high, 31));
-  const __m512i q = _mm512_sra_epi32(high, _mm_cvtsi32_si128(f.right));
-  return _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(rem, threshold), q, _mm512_set1_epi32(1));
-}
+// FixedPoint's constants in zmm registers, made once per run of a kernel.
+struct Fixed16 {
+  __m128i left, right;
+  __m512i m, half, mask, threshold, one;
+  bool rounds;
+  NN_TARGET_INT8_512 explicit Fixed16(const FixedPoint& f)
+      : left(_mm_cvtsi32_si128(f.left)),
+        right(_mm_cvtsi32_si128(f.right)),
+        m(_mm512_set1_epi64(f.multiplier)),
+        half(_mm512_set1_epi64(int64_t{1} << 30)),
+        mask(_mm512_set1_epi32(f.mask)),
+        threshold(_mm512_set1_epi32(f.mask >> 1)),
+        one(_mm512_set1_epi32(1)),
+        rounds(f.right > 0) {}
+  NN_INLINE_INT8_512 __m512i apply(__m512i x) const {
+    x = _mm512_sll_epi32(x, left);
+    const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, m), half), 31);
+    const __m512i odd =
+        _mm512_slli_epi64(_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), m), half), 1);
+    const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+    if (!rounds) return high;
+    const __m512i rem = _mm512_and_si512(high, mask);
+    const __m512i limit = _mm512_add_epi32(threshold, _mm512_srli_epi32(high, 31));
+    const __m512i q = _mm512_sra_epi32(high, right);
+    return _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(rem, limit), q, one);
+  }
+};
 
 NN_TARGET_INT8_AVX2 inline __m256i mbqm8(__m256i x, const FixedPoint& f) {
   x = _mm256_sll_epi32(x, _mm_cvtsi32_si128(f.left));
   const __m256i m = _mm256_set1_epi64x(f.multiplier);
   const __m256i half = _mm256_set1_epi64x(int64_t{1} << 30);
   const __m256i even = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, m), half), 31);
-  const __m256i odd = _mm256_slli_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), m), half), 1);
+  const __m256i odd =
+      _mm256_slli_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), m), half), 1);
   const __m256i high = _mm256_blend_epi32(even, odd, 0xAA);
   if (f.right == 0) return high;
   const __m256i rem = _mm256_and_si256(high, _mm256_set1_epi32(f.mask));
@@ -105,7 +123,8 @@ NN_TARGET_INT8_AVX2 inline __m256i mbqm8(__m256i x, const FixedPoint& f) {
 
 // si * (q - zi) for 16 (masked) / 8 int8 values, as the reference dequantizes.
 NN_TARGET_INT8_512 inline __m512 dequantize16(const int8_t* p, __mmask16 k, __m512i zi, __m512 si) {
-  return _mm512_mul_ps(si, _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, p)), zi)));
+  return _mm512_mul_ps(
+      si, _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, p)), zi)));
 }
 NN_TARGET_INT8_AVX2 inline __m256 dequantize8(const int8_t* p, __m256i zi, __m256 si) {
   const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
@@ -124,8 +143,8 @@ NN_TARGET_INT8_AVX2 inline void store8(int8_t* dst, __m256i v) {
 // `a` is the full tensor, `b` per channel (broadcast over pixels) or shaped like `a`.
 class Int8Mul final : public NativeDataOp {
  public:
-  Int8Mul(const Operand& a, const Operand& b, const Operand& out, uint32_t a_index, uint32_t b_index, int32_t fuse,
-          bool b_per_channel, const NativeIsa& isa)
+  Int8Mul(const Operand& a, const Operand& b, const Operand& out, uint32_t a_index, uint32_t b_index,
+          int32_t fuse, bool b_per_channel, const NativeIsa& isa)
       : channels_(a.dims.back()),
         pixels_(num_elements(a.dims) / channels_),
         za_(a.zero_point),
@@ -147,8 +166,12 @@ class Int8Mul final : public NativeDataOp {
   }
 
   void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
-    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<const int8_t*>(inputs[1]),
-           static_cast<int8_t*>(output), {}, 0};
+    Task t{this,
+           static_cast<const int8_t*>(inputs[0]),
+           static_cast<const int8_t*>(inputs[1]),
+           static_cast<int8_t*>(output),
+           {},
+           0};
     if (per_channel_) {
       t.gate.resize(channels_ + 16);
       for (size_t c = 0; c < channels_; ++c) t.gate[c] = int32_t(t.b[c]) - zb_;
@@ -175,54 +198,77 @@ class Int8Mul final : public NativeDataOp {
     const Task& t = *static_cast<const Task*>(ctx);
     const Int8Mul& op = *t.op;
     const size_t p0 = row * t.per_chunk, p1 = std::min(op.pixels_, p0 + t.per_chunk);
-    const size_t c = op.channels_;
+#if NN_NATIVE_X86
+    if (op.avx512_) return op.pixels_avx512(t, p0, p1);
+    if (op.avx2_) return op.pixels_avx2(t, p0, p1);
+#endif
+    for (size_t p = p0; p < p1; ++p) op.pixel_tail(t, p, 0);
+  }
+
+  // Channels [from, C) of pixel p, as the reference computes them.
+  void pixel_tail(const Task& t, size_t p, size_t from) const {
+    const size_t c = channels_;
+    for (size_t i = from; i < c; ++i) {
+      const int32_t b = per_channel_ ? t.gate[i] : int32_t(t.b[p * c + i]) - zb_;
+      t.out[p * c + i] = static_cast<int8_t>(scalar(t.a[p * c + i], b));
+    }
+  }
+
+#if NN_NATIVE_X86
+  // Pixels [p0, p1): a same-shaped b as one flat run of elements, a gate pixel by pixel;
+  // masked tails.
+  NN_TARGET_INT8_512 void pixels_avx512(const Task& t, size_t p0, size_t p1) const {
+    const __m512i za = _mm512_set1_epi32(za_), zb = _mm512_set1_epi32(zb_), zo = _mm512_set1_epi32(zo_);
+    const __m512i lo = _mm512_set1_epi32(range_.lo), hi = _mm512_set1_epi32(range_.hi);
+    const Fixed16 fp(fp_);
+#define NN_MUL_BLOCK(a, vb, o, k)                                                               \
+  do {                                                                                          \
+    const __m512i va_ = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, a)), za); \
+    const __m512i v_ = _mm512_add_epi32(fp.apply(_mm512_mullo_epi32(va_, vb)), zo);             \
+    _mm512_mask_cvtepi32_storeu_epi8(o, k, _mm512_min_epi32(_mm512_max_epi32(v_, lo), hi));     \
+  } while (0)
+    const size_t c = channels_;
+    if (!per_channel_) {
+      const size_t n = (p1 - p0) * c;
+      const int8_t *a = t.a + p0 * c, *b = t.b + p0 * c;
+      int8_t* o = t.out + p0 * c;
+      for (size_t i = 0; i < n; i += 16) {
+        const __mmask16 k = __mmask16((1u << std::min<size_t>(16, n - i)) - 1);
+        const __m512i vb = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, b + i)), zb);
+        NN_MUL_BLOCK(a + i, vb, o + i, k);
+      }
+      return;
+    }
+    for (size_t p = p0; p < p1; ++p)
+      for (size_t i = 0; i < c; i += 16) {
+        const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - i)) - 1);
+        const __m512i vb = _mm512_maskz_loadu_epi32(k, t.gate.data() + i);
+        NN_MUL_BLOCK(t.a + p * c + i, vb, t.out + p * c + i, k);
+      }
+#undef NN_MUL_BLOCK
+  }
+
+  NN_TARGET_INT8_AVX2 void pixels_avx2(const Task& t, size_t p0, size_t p1) const {
+    const __m256i za = _mm256_set1_epi32(za_), zb = _mm256_set1_epi32(zb_), zo = _mm256_set1_epi32(zo_);
+    const __m256i lo = _mm256_set1_epi32(range_.lo), hi = _mm256_set1_epi32(range_.hi);
+    const size_t c = channels_;
     for (size_t p = p0; p < p1; ++p) {
       const int8_t* a = t.a + p * c;
       int8_t* o = t.out + p * c;
-      const int8_t* b = op.per_channel_ ? nullptr : t.b + p * c;
       size_t i = 0;
-#if NN_NATIVE_X86
-      if (op.avx512_)
-        i = op.pixel_avx512(a, b, t.gate.data(), o);
-      else if (op.avx2_)
-        i = op.pixel_avx2(a, b, t.gate.data(), o);
-#endif
-      for (; i < c; ++i) o[i] = static_cast<int8_t>(op.scalar(a[i], b ? int32_t(b[i]) - op.zb_ : t.gate[i]));
+      for (; i + 8 <= c; i += 8) {
+        const __m256i va = _mm256_sub_epi32(
+            _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + i))), za);
+        const __m256i vb = per_channel_
+                               ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.gate.data() + i))
+                               : _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64(
+                                                      reinterpret_cast<const __m128i*>(t.b + p * c + i))),
+                                                  zb);
+        const __m256i v = _mm256_add_epi32(mbqm8(_mm256_mullo_epi32(va, vb), fp_), zo);
+        store8(o + i, _mm256_min_epi32(_mm256_max_epi32(v, lo), hi));
+      }
+      pixel_tail(t, p, i);
     }
-  }
-
-#if NN_NATIVE_X86
-  // One pixel's channels, masked tail included; returns the channels done.
-  NN_TARGET_INT8_512 size_t pixel_avx512(const int8_t* a, const int8_t* b, const int32_t* gate, int8_t* o) const {
-    const __m512i za = _mm512_set1_epi32(za_), zb = _mm512_set1_epi32(zb_), zo = _mm512_set1_epi32(zo_);
-    const __m512i lo = _mm512_set1_epi32(range_.lo), hi = _mm512_set1_epi32(range_.hi);
-    for (size_t i = 0; i < channels_; i += 16) {
-      const size_t n = std::min<size_t>(16, channels_ - i);
-      const __mmask16 k = __mmask16((1u << n) - 1);
-      const __m512i va = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, a + i)), za);
-      const __m512i vb = b ? _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, b + i)), zb)
-                           : _mm512_maskz_loadu_epi32(k, gate + i);
-      __m512i v = _mm512_add_epi32(mbqm16(_mm512_mullo_epi32(va, vb), fp_), zo);
-      v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
-      _mm512_mask_cvtepi32_storeu_epi8(o + i, k, v);
-    }
-    return channels_;
-  }
-
-  NN_TARGET_INT8_AVX2 size_t pixel_avx2(const int8_t* a, const int8_t* b, const int32_t* gate, int8_t* o) const {
-    const __m256i za = _mm256_set1_epi32(za_), zb = _mm256_set1_epi32(zb_), zo = _mm256_set1_epi32(zo_);
-    const __m256i lo = _mm256_set1_epi32(range_.lo), hi = _mm256_set1_epi32(range_.hi);
-    size_t i = 0;
-    for (; i + 8 <= channels_; i += 8) {
-      const __m256i va =
-          _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + i))), za);
-      const __m256i vb =
-          b ? _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + i))), zb)
-            : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(gate + i));
-      __m256i v = _mm256_add_epi32(mbqm8(_mm256_mullo_epi32(va, vb), fp_), zo);
-      store8(o + i, _mm256_min_epi32(_mm256_max_epi32(v, lo), hi));
-    }
-    return i;
   }
 #endif
 
@@ -244,7 +290,9 @@ class Int8Table final : public NativeDataOp {
     for (size_t i = 0; i < 256; ++i) table_[i] = static_cast<int8_t>(table[i]);
     operands_ = {input};
   }
-  const char* kernel() const override { return vbmi_ ? "native int8 table AVX-512 VBMI" : "native int8 table"; }
+  const char* kernel() const override {
+    return vbmi_ ? "native int8 table AVX-512 VBMI" : "native int8 table";
+  }
 
   void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
     Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output), 0};
@@ -383,7 +431,8 @@ class Int8Mean final : public NativeDataOp {
 // order (ISO C++: no contraction), so the bytes match.
 class Int8Resize final : public NativeDataOp {
  public:
-  Int8Resize(const Operand& in, const Operand& out, uint32_t input, const ResizeParams& p, const NativeIsa& isa)
+  Int8Resize(const Operand& in, const Operand& out, uint32_t input, const ResizeParams& p,
+             const NativeIsa& isa)
       : batch_(in.dims[0]),
         in_h_(in.dims[1]),
         in_w_(in.dims[2]),
@@ -419,7 +468,8 @@ class Int8Resize final : public NativeDataOp {
   int8_t scalar(const int8_t* p00, const int8_t* p01, const int8_t* p10, const int8_t* p11, float v, float h,
                 size_t c) const {
     auto x = [&](const int8_t* p) { return si_ * (int32_t(p[c]) - zi_); };
-    const float y = x(p00) * (1.f - v) * (1.f - h) + x(p01) * (1.f - v) * h + x(p10) * v * (1.f - h) + x(p11) * v * h;
+    const float y =
+        x(p00) * (1.f - v) * (1.f - h) + x(p01) * (1.f - v) * h + x(p10) * v * (1.f - h) + x(p11) * v * h;
     const float q = std::clamp(std::round(y / so_) + static_cast<float>(zo_), -128.f, 127.f);
     return static_cast<int8_t>(q);
   }
@@ -432,59 +482,86 @@ class Int8Resize final : public NativeDataOp {
     const int8_t* r0 = t.in + (n * op.in_h_ + ty.lo) * op.in_w_ * c;
     const int8_t* r1 = t.in + (n * op.in_h_ + ty.hi) * op.in_w_ * c;
     int8_t* out = t.out + r * op.out_w_ * c;
+#if NN_NATIVE_X86
+    if (op.avx512_) {
+      const size_t n = op.in_w_ * c;
+      thread_local std::vector<float> rows;
+      if (rows.size() < 2 * n) rows.resize(2 * n);
+      float *a = rows.data(), *b = rows.data() + n;
+      op.weighted_rows_avx512(r0, r1, ty.frac, a, b);
+      op.row_avx512(a, b, out);
+      return;
+    }
+#endif
     for (size_t ox = 0; ox < op.out_w_; ++ox) {
       const BilinearTap& tx = op.cols_[ox];
       const int8_t *p00 = r0 + tx.lo * c, *p01 = r0 + tx.hi * c, *p10 = r1 + tx.lo * c, *p11 = r1 + tx.hi * c;
       int8_t* o = out + ox * c;
       size_t i = 0;
 #if NN_NATIVE_X86
-      if (op.avx512_)
-        i = op.pixel_avx512(p00, p01, p10, p11, ty.frac, tx.frac, o);
-      else if (op.avx2_)
-        i = op.pixel_avx2(p00, p01, p10, p11, ty.frac, tx.frac, o);
+      if (op.avx2_) i = op.pixel_avx2(p00, p01, p10, p11, ty.frac, tx.frac, o);
 #endif
       for (; i < c; ++i) o[i] = op.scalar(p00, p01, p10, p11, ty.frac, tx.frac, i);
     }
   }
 
 #if NN_NATIVE_X86
-  NN_TARGET_INT8_512 size_t pixel_avx512(const int8_t* p00, const int8_t* p01, const int8_t* p10, const int8_t* p11,
-                                         float v, float h, int8_t* o) const {
-    const __m512 si = _mm512_set1_ps(si_), so = _mm512_set1_ps(so_), zo = _mm512_set1_ps(float(zo_));
+  // The two input rows dequantized and weighted once per output row: a = x0 * (1 - v),
+  // b = x1 * v (the reference's first products, the same floats).
+  NN_TARGET_INT8_512 void weighted_rows_avx512(const int8_t* r0, const int8_t* r1, float v, float* a,
+                                               float* b) const {
+    const __m512 si = _mm512_set1_ps(si_), v1 = _mm512_set1_ps(1.f - v), vv = _mm512_set1_ps(v);
     const __m512i zi = _mm512_set1_epi32(zi_);
-    const __m512 v1 = _mm512_set1_ps(1.f - v), vv = _mm512_set1_ps(v), h1 = _mm512_set1_ps(1.f - h),
-                 hh = _mm512_set1_ps(h);
-    const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.f);
-    const __m512 lo = _mm512_set1_ps(-128.f), hi = _mm512_set1_ps(127.f);
-    for (size_t i = 0; i < channels_; i += 16) {
-      const __mmask16 k = __mmask16((1u << std::min<size_t>(16, channels_ - i)) - 1);
-      // AVX-512F has FMA: the register barriers keep GCC from contracting a product into the sum.
-      __m512 a = _mm512_mul_ps(_mm512_mul_ps(dequantize16(p00 + i, k, zi, si), v1), h1);
-      __m512 b = _mm512_mul_ps(_mm512_mul_ps(dequantize16(p01 + i, k, zi, si), v1), hh);
-      __m512 c = _mm512_mul_ps(_mm512_mul_ps(dequantize16(p10 + i, k, zi, si), vv), h1);
-      __m512 d = _mm512_mul_ps(_mm512_mul_ps(dequantize16(p11 + i, k, zi, si), vv), hh);
-      NN_KEEP_IN_REGISTER(a);
-      NN_KEEP_IN_REGISTER(b);
-      NN_KEEP_IN_REGISTER(c);
-      NN_KEEP_IN_REGISTER(d);
-      const __m512 y = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), c), d);
-      const __m512 q = _mm512_div_ps(y, so);
-      // round half away from zero: trunc, then one more step away from zero when the
-      // dropped fraction (exact) is at least one half.
-      const __m512 tq = _mm512_roundscale_ps(q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-      const __m512 frac = _mm512_abs_ps(_mm512_sub_ps(q, tq));
-      const __mmask16 up = _mm512_cmp_ps_mask(frac, half, _CMP_GE_OQ);
-      const __m512 step = _mm512_castsi512_ps(_mm512_or_si512(
-          _mm512_castps_si512(one), _mm512_and_si512(_mm512_castps_si512(q), _mm512_set1_epi32(int32_t(0x80000000u)))));
-      __m512 r = _mm512_add_ps(_mm512_mask_add_ps(tq, up, tq, step), zo);
-      r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
-      _mm512_mask_cvtepi32_storeu_epi8(o + i, k, _mm512_cvttps_epi32(r));
+    const size_t n = in_w_ * channels_;
+    for (size_t i = 0; i < n; i += 16) {
+      const __mmask16 k = __mmask16((1u << std::min<size_t>(16, n - i)) - 1);
+      _mm512_mask_storeu_ps(a + i, k, _mm512_mul_ps(dequantize16(r0 + i, k, zi, si), v1));
+      _mm512_mask_storeu_ps(b + i, k, _mm512_mul_ps(dequantize16(r1 + i, k, zi, si), vv));
     }
-    return channels_;
   }
 
-  NN_TARGET_INT8_AVX2 size_t pixel_avx2(const int8_t* p00, const int8_t* p01, const int8_t* p10, const int8_t* p11,
-                                   float v, float h, int8_t* o) const {
+  // One output row from the weighted rows a (row lo) and b (row hi).
+  NN_TARGET_INT8_512 void row_avx512(const float* wa, const float* wb, int8_t* out) const {
+    const __m512 so = _mm512_set1_ps(so_), zo = _mm512_set1_ps(float(zo_));
+    const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.f);
+    const __m512 lo = _mm512_set1_ps(-128.f), hi = _mm512_set1_ps(127.f);
+    const size_t c = channels_;
+    for (size_t ox = 0; ox < out_w_; ++ox) {
+      const BilinearTap& tx = cols_[ox];
+      const float *a_lo = wa + tx.lo * c, *a_hi = wa + tx.hi * c, *b_lo = wb + tx.lo * c,
+                  *b_hi = wb + tx.hi * c;
+      int8_t* o = out + ox * c;
+      const __m512 h1 = _mm512_set1_ps(1.f - tx.frac), hh = _mm512_set1_ps(tx.frac);
+      for (size_t i = 0; i < c; i += 16) {
+        const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - i)) - 1);
+        // AVX-512F has FMA: the register barriers keep GCC from contracting a product into the sum.
+        __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, a_lo + i), h1);
+        __m512 b = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, a_hi + i), hh);
+        __m512 c = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, b_lo + i), h1);
+        __m512 d = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, b_hi + i), hh);
+        NN_KEEP_IN_REGISTER(a);
+        NN_KEEP_IN_REGISTER(b);
+        NN_KEEP_IN_REGISTER(c);
+        NN_KEEP_IN_REGISTER(d);
+        const __m512 y = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), c), d);
+        const __m512 q = _mm512_div_ps(y, so);
+        // round half away from zero: trunc, then one more step away from zero when the
+        // dropped fraction (exact) is at least one half.
+        const __m512 tq = _mm512_roundscale_ps(q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        const __m512 frac = _mm512_abs_ps(_mm512_sub_ps(q, tq));
+        const __mmask16 up = _mm512_cmp_ps_mask(frac, half, _CMP_GE_OQ);
+        const __m512 step = _mm512_castsi512_ps(_mm512_or_si512(
+            _mm512_castps_si512(one),
+            _mm512_and_si512(_mm512_castps_si512(q), _mm512_set1_epi32(int32_t(0x80000000u)))));
+        __m512 r = _mm512_add_ps(_mm512_mask_add_ps(tq, up, tq, step), zo);
+        r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
+        _mm512_mask_cvtepi32_storeu_epi8(o + i, k, _mm512_cvttps_epi32(r));
+      }
+    }
+  }
+
+  NN_TARGET_INT8_AVX2 size_t pixel_avx2(const int8_t* p00, const int8_t* p01, const int8_t* p10,
+                                        const int8_t* p11, float v, float h, int8_t* o) const {
     const __m256 si = _mm256_set1_ps(si_), so = _mm256_set1_ps(so_), zo = _mm256_set1_ps(float(zo_));
     const __m256i zi = _mm256_set1_epi32(zi_);
     const __m256 v1 = _mm256_set1_ps(1.f - v), vv = _mm256_set1_ps(v), h1 = _mm256_set1_ps(1.f - h),
@@ -500,7 +577,8 @@ class Int8Resize final : public NativeDataOp {
       const __m256 q = _mm256_div_ps(y, so);
       const __m256 tq = _mm256_round_ps(q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
       const __m256 frac = _mm256_andnot_ps(sign, _mm256_sub_ps(q, tq));
-      const __m256 step = _mm256_and_ps(_mm256_cmp_ps(frac, half, _CMP_GE_OQ), _mm256_or_ps(one, _mm256_and_ps(q, sign)));
+      const __m256 step =
+          _mm256_and_ps(_mm256_cmp_ps(frac, half, _CMP_GE_OQ), _mm256_or_ps(one, _mm256_and_ps(q, sign)));
       __m256 r = _mm256_add_ps(_mm256_add_ps(tq, step), zo);
       r = _mm256_min_ps(_mm256_max_ps(r, lo), hi);
       store8(o + i, _mm256_cvttps_epi32(r));
@@ -545,7 +623,8 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
       bool per_channel = false;
       if (other.dims != full.dims) {
         const size_t channels = full.dims.back();
-        per_channel = !other.dims.empty() && other.dims.back() == channels && num_elements(other.dims) == channels;
+        per_channel =
+            !other.dims.empty() && other.dims.back() == channels && num_elements(other.dims) == channels;
         if (!per_channel) return no("int8 MUL broadcast other than per channel");
       }
       return std::make_unique<Int8Mul>(full, other, out, full_index, other_index,
@@ -554,14 +633,15 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
     case T::HARD_SWISH:
     case T::TANH: {
       const bool hs = op.type == T::HARD_SWISH;
-      const std::vector<int32_t> table = quant::lookup_table(in, out, [hs](double x) {
-        return hs ? x * std::clamp(x + 3.0, 0.0, 6.0) / 6.0 : std::tanh(x);
-      });
+      const std::vector<int32_t> table = quant::lookup_table(
+          in, out, [hs](double x) { return hs ? x * std::clamp(x + 3.0, 0.0, 6.0) / 6.0 : std::tanh(x); });
       return std::make_unique<Int8Table>(table, op.inputs[0], num_elements(in.dims), isa);
     }
     case T::MEAN:
-      if (in.dims.size() != 4 || !is_global_mean(m, op, statics)) return no("int8 MEAN over other than H and W");
-      if (size_t(in.dims[1]) * in.dims[2] >= (size_t{1} << 23)) return no("int8 MEAN over 2^23 pixels or more");
+      if (in.dims.size() != 4 || !is_global_mean(m, op, statics))
+        return no("int8 MEAN over other than H and W");
+      if (size_t(in.dims[1]) * in.dims[2] >= (size_t{1} << 23))
+        return no("int8 MEAN over 2^23 pixels or more");
       return std::make_unique<Int8Mean>(in, out, op.inputs[0], isa);
     case T::RESIZE_BILINEAR: {
       if (in.dims.size() != 4) return no("int8 resize of other than NHWC");
