@@ -39,6 +39,13 @@ bool has_avx512_int8() {
   return false;
 #endif
 }
+bool has_vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
 bool has_avx2() {
 #if defined(__x86_64__) || defined(__i386__)
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -68,7 +75,8 @@ std::vector<int8_t> run(const std::shared_ptr<Model>& m, const std::vector<std::
 // and with the switch off (`off_kernel`: the kernel that must run then).
 void check(const std::shared_ptr<Model>& m, const std::string& name, const std::string& native_kind,
            const std::string& off_kernel) {
-  ASSERT_TRUE(m->validate_and_infer_shapes().is_ok()) << name;
+  const Status valid = m->validate_and_infer_shapes();
+  ASSERT_TRUE(valid.is_ok()) << name << ": " << valid.to_string();
   std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(name)));
   std::vector<std::vector<int8_t>> x;
   for (uint32_t i : m->inputs) {
@@ -83,7 +91,10 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
       cpu.avx512 = avx512;
       std::string kernel;
       const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
-      const std::string isa = avx512 && has_avx512_int8() ? " AVX-512" : has_avx2() ? " AVX2" : "";
+      // The convs' AVX-512 form is VNNI's (else they take the AVX2 form).
+      const bool gemm = native_kind == "conv 1x1" || native_kind == "deconv";
+      const bool wide = avx512 && has_avx512_int8() && (!gemm || has_vnni());
+      const std::string isa = wide ? " AVX-512" : has_avx2() ? " AVX2" : "";
       EXPECT_EQ(kernel.rfind("native int8 " + native_kind + (native_kind == "table" ? "" : isa), 0), 0u)
           << name << ": ran on " << kernel;
       size_t differ = 0;
@@ -180,6 +191,72 @@ TEST(NativeInt8, BilinearResizeEqualsTheReference) {
               std::string("RESIZE_BILINEAR ") + mode.name + " x" + std::to_string(c) + " out scale " +
                   std::to_string(out_scale),
               "resize", out_scale == 0.0173f ? "xnnpack" : "reference");
+    }
+}
+
+// A CONV_2D 1x1 or a TRANSPOSE_CONV_2D (kernel == stride 2) with a constant filter, per channel
+// or per tensor, and an int32 bias (random, or zeros).
+std::shared_ptr<Model> conv_model(T type, Dims in_dims, uint32_t out_c, bool per_channel, bool with_bias,
+                                  int32_t fuse, uint32_t seed) {
+  const uint32_t in_c = in_dims[3], k = type == T::CONV_2D ? 1 : 2;
+  auto m = std::make_shared<Model>();
+  const float in_scale = 0.05f;
+  const uint32_t x = m->add_operand(q8(in_dims, in_scale, -17, Lifetime::MODEL_INPUT));
+  std::mt19937 rng(seed);
+  std::vector<int8_t> w(size_t(out_c) * k * k * in_c);
+  for (int8_t& v : w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  const uint32_t f = m->add_constant(
+      per_channel ? OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL : OperandType::TENSOR_QUANT8_ASYMM_SIGNED,
+      {out_c, k, k, in_c}, w.data(), w.size());
+  std::vector<float> scales(out_c);
+  for (uint32_t o = 0; o < out_c; ++o) scales[o] = 0.002f * (1.f + 0.37f * float(o % 7));
+  if (per_channel) {
+    m->operands[f].channel_quant.channel_dim = 0;
+    m->operands[f].channel_quant.scales = scales;
+  } else {
+    m->operands[f].scale = scales[0];
+  }
+  std::vector<int32_t> bias(out_c, 0);
+  if (with_bias)
+    for (int32_t& v : bias) v = static_cast<int32_t>(rng() % 20001) - 10000;
+  const uint32_t b = m->add_constant_i32({out_c}, bias);
+  m->operands[b].scale = per_channel ? 0.f : in_scale * scales[0];
+  const Dims out_dims = type == T::CONV_2D ? Dims{in_dims[0], in_dims[1], in_dims[2], out_c}
+                                           : Dims{in_dims[0], in_dims[1] * 2, in_dims[2] * 2, out_c};
+  const uint32_t y = m->add_operand(q8(out_dims, 0.11f, 5, Lifetime::MODEL_OUTPUT));
+  if (type == T::CONV_2D)  // implicit VALID padding, stride 1
+    m->add_operation(
+        T::CONV_2D,
+        {x, f, b, m->add_scalar_i32(2), m->add_scalar_i32(1), m->add_scalar_i32(1), m->add_scalar_i32(fuse)},
+        {y});
+  else  // output shape, implicit VALID padding, stride 2
+    m->add_operation(
+        T::TRANSPOSE_CONV_2D,
+        {x, f, b,
+         m->add_constant_i32({4}, std::vector<int32_t>{int32_t(out_dims[0]), int32_t(out_dims[1]),
+                                                       int32_t(out_dims[2]), int32_t(out_dims[3])}),
+         m->add_scalar_i32(2), m->add_scalar_i32(2), m->add_scalar_i32(2), m->add_scalar_i32(fuse),
+         m->add_scalar_bool(false)},
+        {y});
+  m->inputs = {x};
+  m->outputs = {y};
+  return m;
+}
+
+TEST(NativeInt8, PointwiseConvAndTiledTransposeConvEqualTheReference) {
+  uint32_t seed = 1;
+  for (uint32_t in_c : kChannels)
+    for (uint32_t out_c : {1u, 13u, 16u, 127u}) {
+      const bool per_channel = (in_c + out_c) % 2 == 0;
+      const bool with_bias = out_c != 13;
+      const int32_t fuse = out_c == 16 ? 3 : out_c == 127 ? 1 : 0;  // RELU6, RELU, none
+      const std::string shape = " " + std::to_string(in_c) + "->" + std::to_string(out_c) +
+                                (per_channel ? " per-channel" : " per-tensor") +
+                                (with_bias ? "" : " zero bias");
+      check(conv_model(T::CONV_2D, {1, 5, 7, in_c}, out_c, per_channel, with_bias, fuse, seed++),
+            "CONV_2D 1x1" + shape, "conv 1x1", "xnnpack");
+      check(conv_model(T::TRANSPOSE_CONV_2D, {1, 3, 5, in_c}, out_c, per_channel, with_bias, fuse, seed++),
+            "TRANSPOSE_CONV_2D 2x2/2" + shape, "deconv", "reference");
     }
 }
 

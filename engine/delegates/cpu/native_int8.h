@@ -29,8 +29,15 @@
 namespace nn::cpu {
 
 // The native int8 kernel of op `op_index`, or nullptr with *why.
+// (native_int8_elementwise.cpp; CONV_2D and TRANSPOSE_CONV_2D go to make_native_int8_conv.)
 std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& model, uint32_t op_index,
                                                   const StaticLookup& statics, const NativeIsa& isa,
                                                   std::string* why);
+
+// CONV_2D 1x1 (stride 1, unpadded) and TRANSPOSE_CONV_2D with kernel == stride as one int8
+// GEMM (native_int8_conv.cpp), or nullptr with *why.
+std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& model, uint32_t op_index,
+                                                    const StaticLookup& statics, const NativeIsa& isa,
+                                                    std::string* why);
 
 }  // namespace nn::cpu

@@ -650,6 +650,9 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
       if (!p) return no("int8 resize parameters");
       return std::make_unique<Int8Resize>(in, out, op.inputs[0], *p, isa);
     }
+    case T::CONV_2D:
+    case T::TRANSPOSE_CONV_2D:
+      return make_native_int8_conv(m, k, statics, isa, why);
     default:
       return no("no native int8 kernel");
   }
