@@ -25,6 +25,9 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #define NN_TARGET_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2")))
 #define NN_TARGET_I8_AVX2 __attribute__((target("avx2")))
+#define NN_INLINE_VNNI \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2"), always_inline)) inline
+#define NN_INLINE_I8_AVX2 __attribute__((target("avx2"), always_inline)) inline
 #endif
 
 namespace nn::cpu {
@@ -126,7 +129,7 @@ class Int8Gemm {
   // NNAPI's requantization of 16 int32 accumulators of columns [j, j + 16), per-column
   // multipliers and right shifts (quant_math.h; the rounding-doubling high multiply by
   // m >= 0 is floor((x * m + 2^30) / 2^31)).
-  NN_TARGET_VNNI __m512i requantize16(__m512i x, size_t j) const {
+  NN_INLINE_VNNI __m512i requantize16(__m512i x, size_t j) const {
     const __m512i m = _mm512_loadu_si512(mult_.data() + j);
     const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
     const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, m), half), 31);
@@ -143,47 +146,48 @@ class Int8Gemm {
     return _mm512_min_epi32(_mm512_max_epi32(v, _mm512_set1_epi32(range_.lo)), _mm512_set1_epi32(range_.hi));
   }
 
-  // The four bytes of row x at group g as one int32, bytes past k zero, flipped to unsigned.
-  static inline int32_t group4(const int8_t* row, size_t g, size_t k) {
-    int32_t v = 0;
-    std::memcpy(&v, row + 4 * g, std::min<size_t>(4, k - 4 * g));
-    return v ^ int32_t(0x80808080u);
-  }
-
+  // kRows rows from x: flipped to unsigned (x ^ 0x80) into u, which has 4 spare bytes at its
+  // end (the last group's bytes past k meet zero weights), then the tile for every 16 columns.
   template <size_t kRows>
-  NN_TARGET_VNNI void tile_vnni(const int8_t* x, int8_t* out, size_t ldo) const {
-    const size_t full = k_ / 4;
+  NN_TARGET_VNNI void tile_vnni(const int8_t* x, uint8_t* u, int8_t* out, size_t ldo) const {
+    const size_t bytes = kRows * k_;
+    const __m512i flip = _mm512_set1_epi8(char(0x80));
+    for (size_t i = 0; i < bytes; i += 64) {
+      const __mmask64 m = bytes - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (bytes - i)) - 1;
+      _mm512_mask_storeu_epi8(u + i, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, x + i), flip));
+    }
     for (size_t j = 0; j < n_; j += kVnniCols) {
       const int8_t* w = packed8_.data() + j * k_groups_ * 4;
       __m512i acc[kRows];
-      for (size_t r = 0; r < kRows; ++r) acc[r] = _mm512_loadu_si512(bias_.data() + j);
-      const __m512i flip = _mm512_set1_epi32(int32_t(0x80808080u));
-      for (size_t g = 0; g < full; ++g) {
+      const __m512i b = _mm512_loadu_si512(bias_.data() + j);
+#pragma GCC unroll 8
+      for (size_t r = 0; r < kRows; ++r) acc[r] = b;
+      for (size_t g = 0; g < k_groups_; ++g) {
         const __m512i wg = _mm512_loadu_si512(w + g * 64);
+#pragma GCC unroll 8
         for (size_t r = 0; r < kRows; ++r) {
           int32_t xv;
-          std::memcpy(&xv, x + r * k_ + 4 * g, 4);
-          acc[r] = _mm512_dpbusd_epi32(acc[r], _mm512_xor_si512(_mm512_set1_epi32(xv), flip), wg);
+          std::memcpy(&xv, u + r * k_ + 4 * g, 4);
+          acc[r] = _mm512_dpbusd_epi32(acc[r], _mm512_set1_epi32(xv), wg);
         }
       }
-      if (full < k_groups_) {
-        const __m512i wg = _mm512_loadu_si512(w + full * 64);
-        for (size_t r = 0; r < kRows; ++r)
-          acc[r] = _mm512_dpbusd_epi32(acc[r], _mm512_set1_epi32(group4(x + r * k_, full, k_)), wg);
-      }
       const __mmask16 keep = __mmask16((1u << std::min<size_t>(16, n_ - j)) - 1);
+#pragma GCC unroll 8
       for (size_t r = 0; r < kRows; ++r)
         _mm512_mask_cvtepi32_storeu_epi8(out + r * ldo + j, keep, requantize16(acc[r], j));
     }
   }
 
   NN_TARGET_VNNI void rows_vnni(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
+    thread_local std::vector<uint8_t> u;
+    u.resize(kVnniRows * k_ + 4);
     size_t r = r0;
-    for (; r + kVnniRows <= r1; r += kVnniRows) tile_vnni<kVnniRows>(x + r * k_, out + r * ldo, ldo);
-    for (; r < r1; ++r) tile_vnni<1>(x + r * k_, out + r * ldo, ldo);
+    for (; r + kVnniRows <= r1; r += kVnniRows)
+      tile_vnni<kVnniRows>(x + r * k_, u.data(), out + r * ldo, ldo);
+    for (; r < r1; ++r) tile_vnni<1>(x + r * k_, u.data(), out + r * ldo, ldo);
   }
 
-  NN_TARGET_I8_AVX2 __m256i requantize8(__m256i x, size_t j) const {
+  NN_INLINE_I8_AVX2 __m256i requantize8(__m256i x, size_t j) const {
     const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mult_.data() + j));
     const __m256i half = _mm256_set1_epi64x(int64_t{1} << 30);
     const __m256i even = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, m), half), 31);
@@ -213,10 +217,12 @@ class Int8Gemm {
     for (size_t j = 0; j < n_; j += kAvx2Cols) {
       const int16_t* w = packed16_.data() + j * k_groups_ * 2;
       __m256i acc[kRows];
+#pragma GCC unroll 8
       for (size_t r = 0; r < kRows; ++r)
         acc[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias_.data() + j));
       for (size_t g = 0; g < k_groups_; ++g) {
         const __m256i wg = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + g * 16));
+#pragma GCC unroll 8
         for (size_t r = 0; r < kRows; ++r) {
           int32_t xv;
           std::memcpy(&xv, wide + r * k2 + 2 * g, 4);
