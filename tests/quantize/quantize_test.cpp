@@ -301,6 +301,7 @@ TEST(QuantizeCpu, Int8ResizeAndGlobalPoolOnXnnpackWithinOneStepOfTheReference) {
     for (const char* d : {"reference", "cpu"}) {
       SessionOptions so;
       so.delegates = {d};
+      so.cpu.native_int8 = false;  // XNNPACK's lowering under test (native_int8_test has ours)
       auto s = Session::open(c.model, so);
       ASSERT_TRUE(s.is_ok()) << s.status().to_string();
       ASSERT_TRUE((*s)->set_input(0, x.data(), x.size()).is_ok());
@@ -522,6 +523,7 @@ TEST(QuantizeCpu, Int8AddMulLogisticOnXnnpackWithinOneStepOfTheReference) {
     for (const char* d : {"reference", "cpu"}) {
       SessionOptions so;
       so.delegates = {d};
+      so.cpu.native_int8 = false;  // XNNPACK's lowering under test (native_int8_test has ours)
       auto s = Session::open(m, so);
       ASSERT_TRUE(s.is_ok()) << s.status().to_string();
       for (size_t i = 0; i < x.size(); ++i) ASSERT_TRUE((*s)->set_input(i, x[i].data(), x[i].size()).is_ok());

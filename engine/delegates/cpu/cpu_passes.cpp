@@ -6,6 +6,7 @@
 #include <string>
 
 #include "delegates/cpu/cpu_partition.h"
+#include "delegates/cpu/native_int8.h"
 #include "delegates/cpu/xnn_int8.h"
 
 namespace nn::cpu {
@@ -50,8 +51,12 @@ Status CpuPartition::label_ops(bool use_xnnpack, const std::map<uint32_t, std::s
     FusedOp r;
     r.op = k;
     const bool allowed = use_xnnpack && !force_reference.count(k);
-    r.lowers = allowed && xnn_can_lower(model_, k, statics_).supported;
-    if (r.lowers) {
+    std::string why_not_int8;  // int8 ops XNNPACK runs slowly or not at all (native_int8.h)
+    if (allowed && options_.cpu.native_int8) r.data = make_native_int8_op(model_, k, statics_, isa_, &why_not_int8);
+    r.lowers = !r.data && allowed && xnn_can_lower(model_, k, statics_).supported;
+    if (r.data) {
+      r.step = kNativeStep;
+    } else if (r.lowers) {
       r.native = is_int8_op(model_, model_.operations[k])
                      ? NativeKind::kNone
                      : native_candidate(model_, k, readers_, statics_, options_.cpu, isa_);

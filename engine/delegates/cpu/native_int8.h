@@ -1,0 +1,43 @@
+// nnpipe's own kernels for int8 (TENSOR_QUANT8_ASYMM_SIGNED) ops that Debian's Feb-2022
+// XNNPACK runs slowly or has no node for, so a quantized block does not stall on a slow
+// kernel or a reference fallback between its convolutions (bench/README.md, "int8"):
+//
+// - MUL by a per-channel gate (squeeze-and-excitation) or by a same-shaped tensor: XNNPACK's
+//   broadcasting qs8 multiply calls its micro-kernel once per pixel (the selfie decoder's
+//   128x128x16 gate ran at 1.2 G elements/s). NNAPI's fixed-point requantization
+//   (ops/quant_math.h) in 16 (AVX-512) or 8 (AVX2) int32 lanes.
+// - HARD_SWISH and TANH: the reference kernel's 256-entry table (the exactly rounded
+//   function), looked up 64 bytes a step with AVX-512 VBMI's two-table byte permute, else a
+//   byte at a time. XNNPACK 2022 has no int8 hard-swish or tanh.
+// - MEAN over H and W (a global average): exact int32 sums per channel, then the
+//   reference's requantization. XNNPACK 2022 has no int8 MEAN node.
+// - RESIZE_BILINEAR: the reference's arithmetic (dequantize, blend in float in the same
+//   order, divide by the output scale, round half away from zero), 16 / 8 channels a step;
+//   XNNPACK's resize interpolates with 11-bit weights (within one step) and was slower.
+//
+// Every kernel gives the reference kernel's output exactly (tests/runtime/native_int8_test).
+// Forms not listed (uint8, other broadcasts, other axes) are left to XNNPACK or the reference.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "delegates/cpu/cpu_internal.h"
+#include "delegates/cpu/native_data.h"
+#include "delegates/cpu/native_kernels.h"
+
+namespace nn::cpu {
+
+// The native int8 kernel of op `op_index`, or nullptr with *why.
+// (native_int8_elementwise.cpp; CONV_2D and TRANSPOSE_CONV_2D go to make_native_int8_conv.)
+std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& model, uint32_t op_index,
+                                                  const StaticLookup& statics, const NativeIsa& isa,
+                                                  std::string* why);
+
+// CONV_2D 1x1 (stride 1, unpadded) and TRANSPOSE_CONV_2D with kernel == stride as one int8
+// GEMM (native_int8_conv.cpp), or nullptr with *why.
+std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& model, uint32_t op_index,
+                                                    const StaticLookup& statics, const NativeIsa& isa,
+                                                    std::string* why);
+
+}  // namespace nn::cpu

@@ -1,0 +1,417 @@
+// The int8 pointwise conv and tiled transpose conv of native_int8.h: one int8 GEMM,
+// out[p][j] = requantize(bias[j] + sum_k (x[p][k] - zx) * w[j][k]), int32 accumulators
+// exact, NNAPI's per-channel requantization (the reference's integers, so its bytes).
+//
+// - AVX-512 VNNI: vpdpbusd multiplies unsigned by signed bytes, four at a time. The input
+//   enters as x ^ 0x80 = x + 128 (unsigned), so the sum is short by (128 + zx) * sum_k w[j][k],
+//   which the bias absorbs when the weights are packed. 8 pixels x 16 channels a tile.
+// - AVX2 (and AVX-512 without VNNI): vpmaddwd on inputs widened to int16 (x - zx) and int16
+//   weights, pairs summed into int32. Not vpmaddubsw: (x + 128) * w + the next such product
+//   reaches 2 * 255 * 127 and saturates int16. 6 pixels x 8 channels a tile.
+//
+// A transpose conv whose kernel equals its stride (no padding: each output pixel has one
+// input pixel) is this GEMM with j over (ky, kx, o), its rows scattered to the output.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "delegates/cpu/native_int8.h"
+#include "delegates/cpu/op_params.h"
+#include "ops/quant_math.h"
+
+#if NN_NATIVE_X86
+// GCC 12 calls the AVX-512 intrinsics' unused pass-through operand uninitialized.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#define NN_TARGET_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2")))
+#define NN_TARGET_I8_AVX2 __attribute__((target("avx2")))
+#define NN_INLINE_VNNI \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2"), always_inline)) inline
+#define NN_INLINE_I8_AVX2 __attribute__((target("avx2"), always_inline)) inline
+#endif
+
+namespace nn::cpu {
+namespace {
+
+using T = OperationType;
+constexpr OperandType kQ8 = OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
+constexpr OperandType kPerChannel = OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL;
+
+bool has_vnni(const NativeIsa& isa) {
+#if NN_NATIVE_X86
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  return isa.avx512 && has;
+#else
+  (void)isa;
+  return false;
+#endif
+}
+
+constexpr size_t kVnniRows = 8, kVnniCols = 16;
+constexpr size_t kAvx2Rows = 6, kAvx2Cols = 8;
+constexpr size_t kTilesPerTask = 8;
+
+// The int8 GEMM: x [rows][k] int8 -> out [rows][n] int8, with per-column weights, bias
+// and requantization.
+class Int8Gemm {
+ public:
+  // w: [n][k] symmetric int8; bias [n] or null; mult: NNAPI's per column (shift <= 0).
+  Int8Gemm(size_t k, size_t n, const int8_t* w, const int32_t* bias,
+           const std::vector<quant::Multiplier>& mult, int32_t zx, int32_t zo, quant::Range range,
+           const NativeIsa& isa)
+      : k_(k),
+        n_(n),
+        zx_(zx),
+        zo_(zo),
+        range_(range),
+        vnni_(has_vnni(isa)),
+        avx2_(!vnni_ && native_conv_supported()) {
+    const size_t cols = vnni_ ? kVnniCols : kAvx2Cols;
+    n_pad_ = (n + cols - 1) / cols * cols;
+    mult_.assign(n_pad_, 0);
+    right_.assign(n_pad_, 0);
+    mask_.assign(n_pad_, 0);
+    threshold_.assign(n_pad_, 0);
+    bias_.assign(n_pad_, 0);
+    for (size_t j = 0; j < n; ++j) {
+      mult_[j] = mult[j].multiplier;
+      right_[j] = -mult[j].shift;
+      mask_[j] = static_cast<int32_t>((int64_t{1} << right_[j]) - 1);
+      threshold_[j] = mask_[j] >> 1;
+      int32_t wsum = 0;
+      for (size_t i = 0; i < k; ++i) wsum += w[j * k + i];
+      bias_[j] = (bias ? bias[j] : 0) - (vnni_ ? (128 + zx) * wsum : 0);
+    }
+    if (vnni_) {  // [n / 16][ceil(k / 4)][16 columns][4 bytes]
+      k_groups_ = (k + 3) / 4;
+      packed8_.assign(n_pad_ * k_groups_ * 4, 0);
+      for (size_t j = 0; j < n; ++j)
+        for (size_t i = 0; i < k; ++i)
+          packed8_[((j / 16 * k_groups_ + i / 4) * 16 + j % 16) * 4 + i % 4] = w[j * k + i];
+    } else {  // [n / 8][ceil(k / 2)][8 columns][2 int16]
+      k_groups_ = (k + 1) / 2;
+      packed16_.assign(n_pad_ * k_groups_ * 2, 0);
+      for (size_t j = 0; j < n; ++j)
+        for (size_t i = 0; i < k; ++i)
+          packed16_[((j / 8 * k_groups_ + i / 2) * 8 + j % 8) * 2 + i % 2] = w[j * k + i];
+    }
+    // scalar path: weights as given, bias uncorrected
+    w_.assign(w, w + n * k);
+    raw_bias_.assign(n, 0);
+    if (bias) std::copy(bias, bias + n, raw_bias_.begin());
+    mults_ = mult;
+  }
+
+  const char* isa_name() const { return vnni_ ? "AVX-512 VNNI" : avx2_ ? "AVX2" : "scalar"; }
+
+  // Rows [r0, r1) of x (row stride k) into out (row stride ldo).
+  void run_rows(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
+#if NN_NATIVE_X86
+    if (vnni_) return rows_vnni(x, r0, r1, out, ldo);
+    if (avx2_) return rows_avx2(x, r0, r1, out, ldo);
+#endif
+    for (size_t r = r0; r < r1; ++r)
+      for (size_t j = 0; j < n_; ++j) {
+        int32_t acc = raw_bias_[j];
+        for (size_t i = 0; i < k_; ++i) acc += (int32_t(x[r * k_ + i]) - zx_) * w_[j * k_ + i];
+        const int32_t v = quant::multiply_by_quantized_multiplier(acc, mults_[j]) + zo_;
+        out[r * ldo + j] = static_cast<int8_t>(std::clamp(v, range_.lo, range_.hi));
+      }
+  }
+
+  size_t rows_per_task() const {
+    return (vnni_ ? kVnniRows : kAvx2Rows) * kTilesPerTask;
+  }
+
+ private:
+#if NN_NATIVE_X86
+  // NNAPI's requantization of 16 int32 accumulators of columns [j, j + 16), per-column
+  // multipliers and right shifts (quant_math.h; the rounding-doubling high multiply by
+  // m >= 0 is floor((x * m + 2^30) / 2^31)).
+  NN_INLINE_VNNI __m512i requantize16(__m512i x, size_t j) const {
+    const __m512i m = _mm512_loadu_si512(mult_.data() + j);
+    const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
+    const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, m), half), 31);
+    const __m512i odd = _mm512_slli_epi64(
+        _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(m, 32)), half), 1);
+    const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+    const __m512i rem = _mm512_and_si512(high, _mm512_loadu_si512(mask_.data() + j));
+    const __m512i limit =
+        _mm512_add_epi32(_mm512_loadu_si512(threshold_.data() + j), _mm512_srli_epi32(high, 31));
+    const __m512i q = _mm512_srav_epi32(high, _mm512_loadu_si512(right_.data() + j));
+    const __m512i v = _mm512_add_epi32(
+        _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(rem, limit), q, _mm512_set1_epi32(1)),
+        _mm512_set1_epi32(zo_));
+    return _mm512_min_epi32(_mm512_max_epi32(v, _mm512_set1_epi32(range_.lo)), _mm512_set1_epi32(range_.hi));
+  }
+
+  // kRows rows from x: flipped to unsigned (x ^ 0x80) into u, which has 4 spare bytes at its
+  // end (the last group's bytes past k meet zero weights), then the tile for every 16 columns.
+  template <size_t kRows>
+  NN_TARGET_VNNI void tile_vnni(const int8_t* x, uint8_t* u, int8_t* out, size_t ldo) const {
+    const size_t bytes = kRows * k_;
+    const __m512i flip = _mm512_set1_epi8(char(0x80));
+    for (size_t i = 0; i < bytes; i += 64) {
+      const __mmask64 m = bytes - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (bytes - i)) - 1;
+      _mm512_mask_storeu_epi8(u + i, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, x + i), flip));
+    }
+    for (size_t j = 0; j < n_; j += kVnniCols) {
+      const int8_t* w = packed8_.data() + j * k_groups_ * 4;
+      __m512i acc[kRows];
+      const __m512i b = _mm512_loadu_si512(bias_.data() + j);
+#pragma GCC unroll 8
+      for (size_t r = 0; r < kRows; ++r) acc[r] = b;
+      for (size_t g = 0; g < k_groups_; ++g) {
+        const __m512i wg = _mm512_loadu_si512(w + g * 64);
+#pragma GCC unroll 8
+        for (size_t r = 0; r < kRows; ++r) {
+          int32_t xv;
+          std::memcpy(&xv, u + r * k_ + 4 * g, 4);
+          acc[r] = _mm512_dpbusd_epi32(acc[r], _mm512_set1_epi32(xv), wg);
+        }
+      }
+      const __mmask16 keep = __mmask16((1u << std::min<size_t>(16, n_ - j)) - 1);
+#pragma GCC unroll 8
+      for (size_t r = 0; r < kRows; ++r)
+        _mm512_mask_cvtepi32_storeu_epi8(out + r * ldo + j, keep, requantize16(acc[r], j));
+    }
+  }
+
+  NN_TARGET_VNNI void rows_vnni(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
+    thread_local std::vector<uint8_t> u;
+    u.resize(kVnniRows * k_ + 4);
+    size_t r = r0;
+    for (; r + kVnniRows <= r1; r += kVnniRows)
+      tile_vnni<kVnniRows>(x + r * k_, u.data(), out + r * ldo, ldo);
+    for (; r < r1; ++r) tile_vnni<1>(x + r * k_, u.data(), out + r * ldo, ldo);
+  }
+
+  NN_INLINE_I8_AVX2 __m256i requantize8(__m256i x, size_t j) const {
+    const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mult_.data() + j));
+    const __m256i half = _mm256_set1_epi64x(int64_t{1} << 30);
+    const __m256i even = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, m), half), 31);
+    const __m256i odd = _mm256_slli_epi64(
+        _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32)), half), 1);
+    const __m256i high = _mm256_blend_epi32(even, odd, 0xAA);
+    const __m256i rem =
+        _mm256_and_si256(high, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mask_.data() + j)));
+    const __m256i limit =
+        _mm256_add_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(threshold_.data() + j)),
+                         _mm256_srli_epi32(high, 31));
+    const __m256i q =
+        _mm256_srav_epi32(high, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(right_.data() + j)));
+    const __m256i v =
+        _mm256_add_epi32(_mm256_sub_epi32(q, _mm256_cmpgt_epi32(rem, limit)), _mm256_set1_epi32(zo_));
+    return _mm256_min_epi32(_mm256_max_epi32(v, _mm256_set1_epi32(range_.lo)), _mm256_set1_epi32(range_.hi));
+  }
+
+  // kRows rows widened to int16 (x - zx), k rounded up to even with a zero.
+  template <size_t kRows>
+  NN_TARGET_I8_AVX2 void tile_avx2(const int8_t* x, int16_t* wide, int8_t* out, size_t ldo) const {
+    const size_t k2 = k_groups_ * 2;
+    for (size_t r = 0; r < kRows; ++r) {
+      for (size_t i = 0; i < k_; ++i) wide[r * k2 + i] = static_cast<int16_t>(x[r * k_ + i] - zx_);
+      if (k2 > k_) wide[r * k2 + k_] = 0;
+    }
+    for (size_t j = 0; j < n_; j += kAvx2Cols) {
+      const int16_t* w = packed16_.data() + j * k_groups_ * 2;
+      __m256i acc[kRows];
+#pragma GCC unroll 8
+      for (size_t r = 0; r < kRows; ++r)
+        acc[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias_.data() + j));
+      for (size_t g = 0; g < k_groups_; ++g) {
+        const __m256i wg = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + g * 16));
+#pragma GCC unroll 8
+        for (size_t r = 0; r < kRows; ++r) {
+          int32_t xv;
+          std::memcpy(&xv, wide + r * k2 + 2 * g, 4);
+          acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(_mm256_set1_epi32(xv), wg));
+        }
+      }
+      const size_t cols = std::min<size_t>(kAvx2Cols, n_ - j);
+      for (size_t r = 0; r < kRows; ++r) {
+        const __m256i v = requantize8(acc[r], j);
+        const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        const __m128i b8 = _mm_packs_epi16(w16, w16);
+        if (cols == kAvx2Cols) {
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(out + r * ldo + j), b8);
+        } else {
+          alignas(16) int8_t tmp[16];
+          _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b8);
+          std::memcpy(out + r * ldo + j, tmp, cols);
+        }
+      }
+    }
+  }
+
+  NN_TARGET_I8_AVX2 void rows_avx2(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
+    thread_local std::vector<int16_t> wide;
+    wide.resize(kAvx2Rows * k_groups_ * 2);
+    size_t r = r0;
+    for (; r + kAvx2Rows <= r1; r += kAvx2Rows)
+      tile_avx2<kAvx2Rows>(x + r * k_, wide.data(), out + r * ldo, ldo);
+    for (; r < r1; ++r) tile_avx2<1>(x + r * k_, wide.data(), out + r * ldo, ldo);
+  }
+#endif
+
+  size_t k_, n_, n_pad_ = 0, k_groups_ = 0;
+  int32_t zx_, zo_;
+  quant::Range range_;
+  bool vnni_, avx2_;
+  std::vector<int32_t> mult_, right_, mask_, threshold_, bias_;  // per column, padded
+  std::vector<int8_t> packed8_;
+  std::vector<int16_t> packed16_;
+  std::vector<int8_t> w_;
+  std::vector<int32_t> raw_bias_;
+  std::vector<quant::Multiplier> mults_;
+};
+
+// CONV_2D 1x1, stride 1, unpadded: the GEMM over all pixels.
+class Int8PointwiseConv final : public NativeDataOp {
+ public:
+  Int8PointwiseConv(std::unique_ptr<Int8Gemm> gemm, size_t pixels, size_t n, uint32_t input)
+      : gemm_(std::move(gemm)), pixels_(pixels), n_(n) {
+    operands_ = {input};
+    name_ = std::string("native int8 conv 1x1 ") + gemm_->isa_name();
+  }
+  const char* kernel() const override { return name_.c_str(); }
+  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
+    const size_t per = gemm_->rows_per_task();
+    for_each_row(pool, (pixels_ + per - 1) / per, &Int8PointwiseConv::task, &t);
+  }
+
+ private:
+  struct Task {
+    const Int8PointwiseConv* op;
+    const int8_t* x;
+    int8_t* out;
+  };
+  static void task(void* ctx, size_t i) {
+    const Task& t = *static_cast<const Task*>(ctx);
+    const size_t per = t.op->gemm_->rows_per_task();
+    t.op->gemm_->run_rows(t.x, i * per, std::min(t.op->pixels_, (i + 1) * per), t.out, t.op->n_);
+  }
+  std::unique_ptr<Int8Gemm> gemm_;
+  size_t pixels_, n_;
+  std::string name_;
+};
+
+// TRANSPOSE_CONV_2D with kernel == stride, no padding: per input pixel the GEMM's
+// kh * kw * out_c columns (ky, kx, o) are its output block, written in place.
+class Int8TiledDeconv final : public NativeDataOp {
+ public:
+  Int8TiledDeconv(std::unique_ptr<Int8Gemm> gemm, size_t batch, size_t in_h, size_t in_w, size_t in_c,
+                  size_t kh, size_t kw, size_t out_c, uint32_t input)
+      : gemm_(std::move(gemm)),
+        batch_(batch),
+        in_h_(in_h),
+        in_w_(in_w),
+        in_c_(in_c),
+        kh_(kh),
+        kw_(kw),
+        out_c_(out_c) {
+    operands_ = {input};
+    name_ = std::string("native int8 deconv ") + gemm_->isa_name();
+  }
+  const char* kernel() const override { return name_.c_str(); }
+  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
+    for_each_row(pool, batch_ * in_h_, &Int8TiledDeconv::task, &t);
+  }
+
+ private:
+  struct Task {
+    const Int8TiledDeconv* op;
+    const int8_t* x;
+    int8_t* out;
+  };
+  // One input row: the GEMM into a scratch row, then each pixel's (ky, kx) blocks of out_c.
+  static void task(void* ctx, size_t row) {
+    const Task& t = *static_cast<const Task*>(ctx);
+    const Int8TiledDeconv& op = *t.op;
+    const size_t n = op.kh_ * op.kw_ * op.out_c_, c = op.out_c_;
+    thread_local std::vector<int8_t> scratch;
+    scratch.resize(op.in_w_ * n);
+    op.gemm_->run_rows(t.x + row * op.in_w_ * op.in_c_, 0, op.in_w_, scratch.data(), n);
+    const size_t b = row / op.in_h_, y = row % op.in_h_;
+    const size_t out_w = op.in_w_ * op.kw_;
+    for (size_t x = 0; x < op.in_w_; ++x)
+      for (size_t ky = 0; ky < op.kh_; ++ky) {
+        int8_t* dst = t.out + (((b * op.in_h_ + y) * op.kh_ + ky) * out_w + x * op.kw_) * c;
+        std::memcpy(dst, scratch.data() + x * n + ky * op.kw_ * c, op.kw_ * c);
+      }
+  }
+  std::unique_ptr<Int8Gemm> gemm_;
+  size_t batch_, in_h_, in_w_, in_c_, kh_, kw_, out_c_;
+  std::string name_;
+};
+
+}  // namespace
+
+std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, const StaticLookup& statics,
+                                                    const NativeIsa& isa, std::string* why) {
+  const Operation& op = m.operations[k];
+  auto no = [&](const char* reason) {
+    *why = reason;
+    return std::unique_ptr<NativeDataOp>();
+  };
+  if (!native_conv_supported() && !has_vnni(isa)) return no("no AVX2");
+  const Operand& in = m.operands[op.inputs[0]];
+  const Operand& filter = m.operands[op.inputs[1]];
+  const Operand& out = m.operands[op.outputs[0]];
+  if (in.dims.size() != 4 || out.dims.size() != 4) return no("not NHWC");
+  if (filter.type != kPerChannel && !(filter.type == kQ8 && filter.zero_point == 0))
+    return no("filter is not symmetric int8");
+  if (filter.type == kPerChannel && filter.channel_quant.channel_dim != 0)
+    return no("per-channel axis is not 0");
+  const auto* w = static_cast<const int8_t*>(statics(op.inputs[1]));
+  if (!w) return no("filter is not constant");
+  const bool has_bias = m.has_value(op.inputs[2]);
+  const auto* bias = has_bias ? static_cast<const int32_t*>(statics(op.inputs[2])) : nullptr;
+  if (has_bias && !bias) return no("bias is not constant");
+  std::string reason;
+  auto p = parse_window_op(m, op, &reason);
+  if (!p) return no("window parameters");
+  const size_t out_c = filter.dims[0], kh = filter.dims[1], kw = filter.dims[2], in_c = filter.dims[3];
+  if (in_c != in.dims[3] || out_c != out.dims[3]) return no("filter / tensor channels differ");
+  const std::vector<quant::Multiplier> per_channel = quant::conv_multipliers(in, filter, out, out_c);
+  for (const quant::Multiplier& mu : per_channel)
+    if (mu.shift > 0) return no("a requantization multiplier above 1");
+  const quant::Range range = quant::activation_range(p->fuse, out);
+  if (op.type == T::CONV_2D) {
+    if (kh != 1 || kw != 1 || p->stride_h != 1 || p->stride_w != 1 || p->pad_top || p->pad_bottom ||
+        p->pad_left || p->pad_right || p->groups != 1)
+      return no("int8 conv other than 1x1, stride 1, unpadded");
+    auto gemm = std::make_unique<Int8Gemm>(in_c, out_c, w, bias, per_channel, in.zero_point, out.zero_point,
+                                           range, isa);
+    return std::make_unique<Int8PointwiseConv>(std::move(gemm), num_elements(in.dims) / in_c, out_c,
+                                               op.inputs[0]);
+  }
+  if (op.type == T::TRANSPOSE_CONV_2D) {
+    if (kh != p->stride_h || kw != p->stride_w || p->pad_top || p->pad_bottom || p->pad_left ||
+        p->pad_right || p->adjustment_h || p->adjustment_w || out.dims[1] != in.dims[1] * kh ||
+        out.dims[2] != in.dims[2] * kw)
+      return no("int8 transpose conv other than kernel == stride, unpadded");
+    // GEMM columns j = (ky * kw + kx) * out_c + o read filter[o][ky][kx][:].
+    const size_t n = kh * kw * out_c;
+    std::vector<int8_t> wt(n * in_c);
+    std::vector<int32_t> bt(n, 0);
+    std::vector<quant::Multiplier> mt(n);
+    for (size_t o = 0; o < out_c; ++o)
+      for (size_t t = 0; t < kh * kw; ++t) {
+        const size_t j = t * out_c + o;
+        std::memcpy(wt.data() + j * in_c, w + (o * kh * kw + t) * in_c, in_c);
+        bt[j] = bias ? bias[o] : 0;
+        mt[j] = per_channel[o];
+      }
+    auto gemm = std::make_unique<Int8Gemm>(in_c, n, wt.data(), bt.data(), mt, in.zero_point, out.zero_point,
+                                           range, isa);
+    return std::make_unique<Int8TiledDeconv>(std::move(gemm), in.dims[0], in.dims[1], in.dims[2], in_c, kh,
+                                             kw, out_c, op.inputs[0]);
+  }
+  return no("not a conv");
+}
+
+}  // namespace nn::cpu

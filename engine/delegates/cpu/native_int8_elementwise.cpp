@@ -1,0 +1,661 @@
+// The native int8 kernels of native_int8.h: MUL, the table activations, MEAN over H and W,
+// bilinear resize. Each has an AVX-512 form (F, BW, VL; the tables also VBMI), an AVX2
+// form and scalar tails written as the reference kernels compute, so every path gives the
+// reference's bytes.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "delegates/cpu/native_int8.h"
+#include "delegates/cpu/op_params.h"
+#include "ops/quant_math.h"
+#include "ops/resize_taps.h"
+
+#if NN_NATIVE_X86
+// GCC 12 calls the AVX-512 intrinsics' unused pass-through operand (_mm512_undefined_*)
+// uninitialized wherever they inline.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// No "fma": GCC would contract the resize's multiplies and adds, which the reference
+// (built for baseline x86-64) rounds one by one.
+#define NN_TARGET_INT8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2")))
+#define NN_TARGET_INT8_AVX2 __attribute__((target("avx2")))
+#define NN_INLINE_INT8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2"), always_inline)) inline
+#define NN_TARGET_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx2")))
+#endif
+
+namespace nn::cpu {
+namespace {
+
+using T = OperationType;
+constexpr OperandType kQ8 = OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
+
+bool avx512_int8(const NativeIsa& isa) {
+#if NN_NATIVE_X86
+  static const bool has = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  return isa.avx512 && has;
+#else
+  (void)isa;
+  return false;
+#endif
+}
+
+bool avx512_vbmi(const NativeIsa& isa) {
+#if NN_NATIVE_X86
+  static const bool has = __builtin_cpu_supports("avx512vbmi");
+  return avx512_int8(isa) && has;
+#else
+  (void)isa;
+  return false;
+#endif
+}
+
+bool avx2(const NativeIsa&) {
+  return native_conv_supported();
+}
+
+// Rows of work of about `elements_per_row` bytes each, for for_each_row.
+size_t chunk_count(size_t units, size_t unit_bytes, size_t* per_chunk) {
+  *per_chunk = std::max<size_t>(1, 16384 / std::max<size_t>(unit_bytes, 1));
+  return (units + *per_chunk - 1) / *per_chunk;
+}
+
+// NNAPI's MultiplyByQuantizedMultiplier (quant_math.h) for x whose left shift cannot
+// overflow, in SIMD. gemmlowp's rounding doubling high multiply by a multiplier m >= 0 is
+// floor((x * m + 2^30) / 2^31) (its nudge toward zero for negative products and the
+// truncating division add up to that), then a rounding divide by 2^right, ties away from zero.
+struct FixedPoint {
+  int32_t multiplier = 0;
+  int left = 0, right = 0;
+  int32_t mask = 0;  // 2^right - 1
+  explicit FixedPoint(quant::Multiplier m)
+      : multiplier(m.multiplier),
+        left(m.shift > 0 ? m.shift : 0),
+        right(m.shift > 0 ? 0 : -m.shift),
+        mask(static_cast<int32_t>((int64_t{1} << right) - 1)) {}
+};
+
+#if NN_NATIVE_X86
+// FixedPoint's constants in zmm registers, made once per run of a kernel.
+struct Fixed16 {
+  __m128i left, right;
+  __m512i m, half, mask, threshold, one;
+  bool rounds;
+  NN_TARGET_INT8_512 explicit Fixed16(const FixedPoint& f)
+      : left(_mm_cvtsi32_si128(f.left)),
+        right(_mm_cvtsi32_si128(f.right)),
+        m(_mm512_set1_epi64(f.multiplier)),
+        half(_mm512_set1_epi64(int64_t{1} << 30)),
+        mask(_mm512_set1_epi32(f.mask)),
+        threshold(_mm512_set1_epi32(f.mask >> 1)),
+        one(_mm512_set1_epi32(1)),
+        rounds(f.right > 0) {}
+  NN_INLINE_INT8_512 __m512i apply(__m512i x) const {
+    x = _mm512_sll_epi32(x, left);
+    const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, m), half), 31);
+    const __m512i odd =
+        _mm512_slli_epi64(_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), m), half), 1);
+    const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+    if (!rounds) return high;
+    const __m512i rem = _mm512_and_si512(high, mask);
+    const __m512i limit = _mm512_add_epi32(threshold, _mm512_srli_epi32(high, 31));
+    const __m512i q = _mm512_sra_epi32(high, right);
+    return _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(rem, limit), q, one);
+  }
+};
+
+NN_TARGET_INT8_AVX2 inline __m256i mbqm8(__m256i x, const FixedPoint& f) {
+  x = _mm256_sll_epi32(x, _mm_cvtsi32_si128(f.left));
+  const __m256i m = _mm256_set1_epi64x(f.multiplier);
+  const __m256i half = _mm256_set1_epi64x(int64_t{1} << 30);
+  const __m256i even = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, m), half), 31);
+  const __m256i odd =
+      _mm256_slli_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), m), half), 1);
+  const __m256i high = _mm256_blend_epi32(even, odd, 0xAA);
+  if (f.right == 0) return high;
+  const __m256i rem = _mm256_and_si256(high, _mm256_set1_epi32(f.mask));
+  const __m256i threshold = _mm256_add_epi32(_mm256_set1_epi32(f.mask >> 1), _mm256_srli_epi32(high, 31));
+  const __m256i q = _mm256_sra_epi32(high, _mm_cvtsi32_si128(f.right));
+  return _mm256_sub_epi32(q, _mm256_cmpgt_epi32(rem, threshold));  // + 1 where rem > threshold
+}
+
+// si * (q - zi) for 16 (masked) / 8 int8 values, as the reference dequantizes.
+NN_TARGET_INT8_512 inline __m512 dequantize16(const int8_t* p, __mmask16 k, __m512i zi, __m512 si) {
+  return _mm512_mul_ps(
+      si, _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, p)), zi)));
+}
+NN_TARGET_INT8_AVX2 inline __m256 dequantize8(const int8_t* p, __m256i zi, __m256 si) {
+  const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_mul_ps(si, _mm256_cvtepi32_ps(_mm256_sub_epi32(q, zi)));
+}
+
+// 8 int32 (already in the int8 range) to 8 bytes.
+NN_TARGET_INT8_AVX2 inline void store8(int8_t* dst, __m256i v) {
+  const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), _mm_packs_epi16(w, w));
+}
+#endif
+
+// ---------------------------------------------------------------------------------------
+// MUL: out = clamp(MBQM((a - za) * (b - zb), a.scale * b.scale / out.scale) + zo, act).
+// `a` is the full tensor, `b` per channel (broadcast over pixels) or shaped like `a`.
+class Int8Mul final : public NativeDataOp {
+ public:
+  Int8Mul(const Operand& a, const Operand& b, const Operand& out, uint32_t a_index, uint32_t b_index,
+          int32_t fuse, bool b_per_channel, const NativeIsa& isa)
+      : channels_(a.dims.back()),
+        pixels_(num_elements(a.dims) / channels_),
+        za_(a.zero_point),
+        zb_(b.zero_point),
+        zo_(out.zero_point),
+        per_channel_(b_per_channel),
+        m_(quant::quantize_multiplier(double(a.scale) * b.scale / out.scale)),
+        fp_(m_),
+        range_(quant::activation_range(fuse, out)) {
+    operands_ = {a_index, b_index};
+    // |(a - za) * (b - zb)| < 2^16: a left shift below 16 cannot overflow int32.
+    simd_ = fp_.left < 16;
+    avx512_ = simd_ && avx512_int8(isa);
+    avx2_ = simd_ && !avx512_ && avx2(isa);
+  }
+
+  const char* kernel() const override {
+    return avx512_ ? "native int8 mul AVX-512" : avx2_ ? "native int8 mul AVX2" : "native int8 mul";
+  }
+
+  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+    Task t{this,
+           static_cast<const int8_t*>(inputs[0]),
+           static_cast<const int8_t*>(inputs[1]),
+           static_cast<int8_t*>(output),
+           {},
+           0};
+    if (per_channel_) {
+      t.gate.resize(channels_ + 16);
+      for (size_t c = 0; c < channels_; ++c) t.gate[c] = int32_t(t.b[c]) - zb_;
+    }
+    const size_t rows = chunk_count(pixels_, channels_, &t.per_chunk);
+    for_each_row(pool, rows, &Int8Mul::chunk, &t);
+  }
+
+ private:
+  struct Task {
+    const Int8Mul* op;
+    const int8_t *a, *b;
+    int8_t* out;
+    std::vector<int32_t> gate;  // b - zb per channel (per_channel_)
+    size_t per_chunk;
+  };
+
+  int32_t scalar(int32_t a, int32_t b) const {
+    const int32_t v = quant::multiply_by_quantized_multiplier((a - za_) * b, m_) + zo_;
+    return std::clamp(v, range_.lo, range_.hi);
+  }
+
+  static void chunk(void* ctx, size_t row) {
+    const Task& t = *static_cast<const Task*>(ctx);
+    const Int8Mul& op = *t.op;
+    const size_t p0 = row * t.per_chunk, p1 = std::min(op.pixels_, p0 + t.per_chunk);
+#if NN_NATIVE_X86
+    if (op.avx512_) return op.pixels_avx512(t, p0, p1);
+    if (op.avx2_) return op.pixels_avx2(t, p0, p1);
+#endif
+    for (size_t p = p0; p < p1; ++p) op.pixel_tail(t, p, 0);
+  }
+
+  // Channels [from, C) of pixel p, as the reference computes them.
+  void pixel_tail(const Task& t, size_t p, size_t from) const {
+    const size_t c = channels_;
+    for (size_t i = from; i < c; ++i) {
+      const int32_t b = per_channel_ ? t.gate[i] : int32_t(t.b[p * c + i]) - zb_;
+      t.out[p * c + i] = static_cast<int8_t>(scalar(t.a[p * c + i], b));
+    }
+  }
+
+#if NN_NATIVE_X86
+  // Pixels [p0, p1): a same-shaped b as one flat run of elements, a gate pixel by pixel;
+  // masked tails.
+  NN_TARGET_INT8_512 void pixels_avx512(const Task& t, size_t p0, size_t p1) const {
+    const __m512i za = _mm512_set1_epi32(za_), zb = _mm512_set1_epi32(zb_), zo = _mm512_set1_epi32(zo_);
+    const __m512i lo = _mm512_set1_epi32(range_.lo), hi = _mm512_set1_epi32(range_.hi);
+    const Fixed16 fp(fp_);
+#define NN_MUL_BLOCK(a, vb, o, k)                                                               \
+  do {                                                                                          \
+    const __m512i va_ = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, a)), za); \
+    const __m512i v_ = _mm512_add_epi32(fp.apply(_mm512_mullo_epi32(va_, vb)), zo);             \
+    _mm512_mask_cvtepi32_storeu_epi8(o, k, _mm512_min_epi32(_mm512_max_epi32(v_, lo), hi));     \
+  } while (0)
+    const size_t c = channels_;
+    if (!per_channel_) {
+      const size_t n = (p1 - p0) * c;
+      const int8_t *a = t.a + p0 * c, *b = t.b + p0 * c;
+      int8_t* o = t.out + p0 * c;
+      for (size_t i = 0; i < n; i += 16) {
+        const __mmask16 k = __mmask16((1u << std::min<size_t>(16, n - i)) - 1);
+        const __m512i vb = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, b + i)), zb);
+        NN_MUL_BLOCK(a + i, vb, o + i, k);
+      }
+      return;
+    }
+    for (size_t p = p0; p < p1; ++p)
+      for (size_t i = 0; i < c; i += 16) {
+        const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - i)) - 1);
+        const __m512i vb = _mm512_maskz_loadu_epi32(k, t.gate.data() + i);
+        NN_MUL_BLOCK(t.a + p * c + i, vb, t.out + p * c + i, k);
+      }
+#undef NN_MUL_BLOCK
+  }
+
+  NN_TARGET_INT8_AVX2 void pixels_avx2(const Task& t, size_t p0, size_t p1) const {
+    const __m256i za = _mm256_set1_epi32(za_), zb = _mm256_set1_epi32(zb_), zo = _mm256_set1_epi32(zo_);
+    const __m256i lo = _mm256_set1_epi32(range_.lo), hi = _mm256_set1_epi32(range_.hi);
+    const size_t c = channels_;
+    for (size_t p = p0; p < p1; ++p) {
+      const int8_t* a = t.a + p * c;
+      int8_t* o = t.out + p * c;
+      size_t i = 0;
+      for (; i + 8 <= c; i += 8) {
+        const __m256i va = _mm256_sub_epi32(
+            _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + i))), za);
+        const __m256i vb = per_channel_
+                               ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.gate.data() + i))
+                               : _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64(
+                                                      reinterpret_cast<const __m128i*>(t.b + p * c + i))),
+                                                  zb);
+        const __m256i v = _mm256_add_epi32(mbqm8(_mm256_mullo_epi32(va, vb), fp_), zo);
+        store8(o + i, _mm256_min_epi32(_mm256_max_epi32(v, lo), hi));
+      }
+      pixel_tail(t, p, i);
+    }
+  }
+#endif
+
+  size_t channels_, pixels_;
+  int32_t za_, zb_, zo_;
+  bool per_channel_;
+  quant::Multiplier m_;
+  FixedPoint fp_;
+  quant::Range range_;
+  bool simd_ = false, avx512_ = false, avx2_ = false;
+};
+
+// ---------------------------------------------------------------------------------------
+// HARD_SWISH / TANH through the reference's table: out[i] = table[in[i] + 128].
+class Int8Table final : public NativeDataOp {
+ public:
+  Int8Table(const std::vector<int32_t>& table, uint32_t input, size_t count, const NativeIsa& isa)
+      : count_(count), vbmi_(avx512_vbmi(isa)) {
+    for (size_t i = 0; i < 256; ++i) table_[i] = static_cast<int8_t>(table[i]);
+    operands_ = {input};
+  }
+  const char* kernel() const override {
+    return vbmi_ ? "native int8 table AVX-512 VBMI" : "native int8 table";
+  }
+
+  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output), 0};
+    const size_t rows = chunk_count(count_, 1, &t.per_chunk);
+    for_each_row(pool, rows, &Int8Table::chunk, &t);
+  }
+
+ private:
+  struct Task {
+    const Int8Table* op;
+    const int8_t* in;
+    int8_t* out;
+    size_t per_chunk;
+  };
+  static void chunk(void* ctx, size_t row) {
+    const Task& t = *static_cast<const Task*>(ctx);
+    const size_t i0 = row * t.per_chunk, n = std::min(t.op->count_, i0 + t.per_chunk) - i0;
+    size_t i = 0;
+#if NN_NATIVE_X86
+    if (t.op->vbmi_) i = t.op->lookup_vbmi(t.in + i0, t.out + i0, n);
+#endif
+    for (; i < n; ++i) t.out[i0 + i] = t.op->table_[static_cast<uint8_t>(t.in[i0 + i]) ^ 0x80u];
+  }
+
+#if NN_NATIVE_X86
+  // 64 bytes a step: two 128-entry permutes (index bits 0-6), chosen by bit 7.
+  NN_TARGET_VBMI size_t lookup_vbmi(const int8_t* in, int8_t* out, size_t n) const {
+    const __m512i t0 = _mm512_loadu_si512(table_.data()), t1 = _mm512_loadu_si512(table_.data() + 64);
+    const __m512i t2 = _mm512_loadu_si512(table_.data() + 128), t3 = _mm512_loadu_si512(table_.data() + 192);
+    const __m512i flip = _mm512_set1_epi8(char(0x80));
+    for (size_t i = 0; i < n; i += 64) {
+      const __mmask64 k = n - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (n - i)) - 1;
+      const __m512i idx = _mm512_xor_si512(_mm512_maskz_loadu_epi8(k, in + i), flip);
+      const __m512i low = _mm512_permutex2var_epi8(t0, idx, t1);
+      const __m512i high = _mm512_permutex2var_epi8(t2, idx, t3);
+      _mm512_mask_storeu_epi8(out + i, k, _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), low, high));
+    }
+    return n;
+  }
+#endif
+
+  size_t count_;
+  bool vbmi_;
+  alignas(64) std::array<int8_t, 256> table_{};
+};
+
+// ---------------------------------------------------------------------------------------
+// MEAN over H and W of NHWC: the reference sums exactly, then requantizes
+// round((sum / count - zi) * si / so) + zo in double. int32 sums are exact below 2^23 pixels.
+class Int8Mean final : public NativeDataOp {
+ public:
+  Int8Mean(const Operand& in, const Operand& out, uint32_t input, const NativeIsa& isa)
+      : batch_(in.dims[0]),
+        pixels_(size_t(in.dims[1]) * in.dims[2]),
+        channels_(in.dims[3]),
+        in_(in),
+        out_(out),
+        avx512_(avx512_int8(isa)),
+        avx2_(!avx512_ && avx2(isa)) {
+    operands_ = {input};
+  }
+  const char* kernel() const override {
+    return avx512_ ? "native int8 mean AVX-512" : avx2_ ? "native int8 mean AVX2" : "native int8 mean";
+  }
+
+  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
+    for_each_row(pool, batch_ * ((channels_ + 63) / 64), &Int8Mean::chunk, &t);
+  }
+
+ private:
+  struct Task {
+    const Int8Mean* op;
+    const int8_t* in;
+    int8_t* out;
+  };
+  // 64 channels of one image.
+  static void chunk(void* ctx, size_t row) {
+    const Task& t = *static_cast<const Task*>(ctx);
+    const Int8Mean& op = *t.op;
+    const size_t blocks = (op.channels_ + 63) / 64, n = row / blocks, c0 = row % blocks * 64;
+    const size_t c1 = std::min(op.channels_, c0 + 64);
+    std::array<int32_t, 64> sum{};
+    const int8_t* image = t.in + n * op.pixels_ * op.channels_;
+    size_t c = c0;
+#if NN_NATIVE_X86
+    if (op.avx512_)
+      c = op.sums_avx512(image, c0, c1, sum.data());
+    else if (op.avx2_)
+      c = op.sums_avx2(image, c0, c1, sum.data());
+#endif
+    for (; c < c1; ++c)
+      for (size_t p = 0; p < op.pixels_; ++p) sum[c - c0] += image[p * op.channels_ + c];
+    const double count = double(op.pixels_);  // the reference: elements in / elements out
+    const quant::Range r = quant::type_range(op.out_.type);
+    for (c = c0; c < c1; ++c) {
+      const double real = (double(sum[c - c0]) / count - op.in_.zero_point) * op.in_.scale;
+      const double q = std::round(real / op.out_.scale) + op.out_.zero_point;
+      t.out[n * op.channels_ + c] = static_cast<int8_t>(std::clamp(q, double(r.lo), double(r.hi)));
+    }
+  }
+
+#if NN_NATIVE_X86
+  NN_TARGET_INT8_512 size_t sums_avx512(const int8_t* image, size_t c0, size_t c1, int32_t* sum) const {
+    for (size_t c = c0; c < c1; c += 16) {
+      const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c1 - c)) - 1);
+      __m512i acc = _mm512_setzero_si512();
+      for (size_t p = 0; p < pixels_; ++p)
+        acc = _mm512_add_epi32(acc, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, image + p * channels_ + c)));
+      _mm512_mask_storeu_epi32(sum + (c - c0), k, acc);
+    }
+    return c1;
+  }
+  NN_TARGET_INT8_AVX2 size_t sums_avx2(const int8_t* image, size_t c0, size_t c1, int32_t* sum) const {
+    size_t c = c0;
+    for (; c + 8 <= c1; c += 8) {
+      __m256i acc = _mm256_setzero_si256();
+      for (size_t p = 0; p < pixels_; ++p)
+        acc = _mm256_add_epi32(acc, _mm256_cvtepi8_epi32(_mm_loadl_epi64(
+                                        reinterpret_cast<const __m128i*>(image + p * channels_ + c))));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(sum + (c - c0)), acc);
+    }
+    return c;
+  }
+#endif
+
+  size_t batch_, pixels_, channels_;
+  Operand in_, out_;
+  bool avx512_, avx2_;
+};
+
+// ---------------------------------------------------------------------------------------
+// RESIZE_BILINEAR as the reference computes it for quant8: x = si * (q - zi) per input,
+// y = x00 (1-v)(1-h) + x01 (1-v) h + x10 v (1-h) + x11 v h (left to right), then
+// round(y / so) + zo, half away from zero, clamped. The same float operations in the same
+// order (ISO C++: no contraction), so the bytes match.
+class Int8Resize final : public NativeDataOp {
+ public:
+  Int8Resize(const Operand& in, const Operand& out, uint32_t input, const ResizeParams& p,
+             const NativeIsa& isa)
+      : batch_(in.dims[0]),
+        in_h_(in.dims[1]),
+        in_w_(in.dims[2]),
+        channels_(in.dims[3]),
+        out_h_(p.out_h),
+        out_w_(p.out_w),
+        si_(in.scale),
+        so_(out.scale),
+        zi_(in.zero_point),
+        zo_(out.zero_point),
+        rows_(bilinear_taps(in_h_, out_h_, p.align_corners, p.half_pixel_centers)),
+        cols_(bilinear_taps(in_w_, out_w_, p.align_corners, p.half_pixel_centers)),
+        avx512_(avx512_int8(isa)),
+        avx2_(!avx512_ && avx2(isa)) {
+    operands_ = {input};
+  }
+  const char* kernel() const override {
+    return avx512_ ? "native int8 resize AVX-512" : avx2_ ? "native int8 resize AVX2" : "native int8 resize";
+  }
+
+  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
+    for_each_row(pool, batch_ * out_h_, &Int8Resize::row, &t);
+  }
+
+ private:
+  struct Task {
+    const Int8Resize* op;
+    const int8_t* in;
+    int8_t* out;
+  };
+
+  int8_t scalar(const int8_t* p00, const int8_t* p01, const int8_t* p10, const int8_t* p11, float v, float h,
+                size_t c) const {
+    auto x = [&](const int8_t* p) { return si_ * (int32_t(p[c]) - zi_); };
+    const float y =
+        x(p00) * (1.f - v) * (1.f - h) + x(p01) * (1.f - v) * h + x(p10) * v * (1.f - h) + x(p11) * v * h;
+    const float q = std::clamp(std::round(y / so_) + static_cast<float>(zo_), -128.f, 127.f);
+    return static_cast<int8_t>(q);
+  }
+
+  static void row(void* ctx, size_t r) {
+    const Task& t = *static_cast<const Task*>(ctx);
+    const Int8Resize& op = *t.op;
+    const size_t n = r / op.out_h_, oy = r % op.out_h_, c = op.channels_;
+    const BilinearTap& ty = op.rows_[oy];
+    const int8_t* r0 = t.in + (n * op.in_h_ + ty.lo) * op.in_w_ * c;
+    const int8_t* r1 = t.in + (n * op.in_h_ + ty.hi) * op.in_w_ * c;
+    int8_t* out = t.out + r * op.out_w_ * c;
+#if NN_NATIVE_X86
+    if (op.avx512_) {
+      const size_t n = op.in_w_ * c;
+      thread_local std::vector<float> rows;
+      if (rows.size() < 2 * n) rows.resize(2 * n);
+      float *a = rows.data(), *b = rows.data() + n;
+      op.weighted_rows_avx512(r0, r1, ty.frac, a, b);
+      op.row_avx512(a, b, out);
+      return;
+    }
+#endif
+    for (size_t ox = 0; ox < op.out_w_; ++ox) {
+      const BilinearTap& tx = op.cols_[ox];
+      const int8_t *p00 = r0 + tx.lo * c, *p01 = r0 + tx.hi * c, *p10 = r1 + tx.lo * c, *p11 = r1 + tx.hi * c;
+      int8_t* o = out + ox * c;
+      size_t i = 0;
+#if NN_NATIVE_X86
+      if (op.avx2_) i = op.pixel_avx2(p00, p01, p10, p11, ty.frac, tx.frac, o);
+#endif
+      for (; i < c; ++i) o[i] = op.scalar(p00, p01, p10, p11, ty.frac, tx.frac, i);
+    }
+  }
+
+#if NN_NATIVE_X86
+  // The two input rows dequantized and weighted once per output row: a = x0 * (1 - v),
+  // b = x1 * v (the reference's first products, the same floats).
+  NN_TARGET_INT8_512 void weighted_rows_avx512(const int8_t* r0, const int8_t* r1, float v, float* a,
+                                               float* b) const {
+    const __m512 si = _mm512_set1_ps(si_), v1 = _mm512_set1_ps(1.f - v), vv = _mm512_set1_ps(v);
+    const __m512i zi = _mm512_set1_epi32(zi_);
+    const size_t n = in_w_ * channels_;
+    for (size_t i = 0; i < n; i += 16) {
+      const __mmask16 k = __mmask16((1u << std::min<size_t>(16, n - i)) - 1);
+      _mm512_mask_storeu_ps(a + i, k, _mm512_mul_ps(dequantize16(r0 + i, k, zi, si), v1));
+      _mm512_mask_storeu_ps(b + i, k, _mm512_mul_ps(dequantize16(r1 + i, k, zi, si), vv));
+    }
+  }
+
+  // One output row from the weighted rows a (row lo) and b (row hi).
+  NN_TARGET_INT8_512 void row_avx512(const float* wa, const float* wb, int8_t* out) const {
+    const __m512 so = _mm512_set1_ps(so_), zo = _mm512_set1_ps(float(zo_));
+    const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.f);
+    const __m512 lo = _mm512_set1_ps(-128.f), hi = _mm512_set1_ps(127.f);
+    const size_t c = channels_;
+    for (size_t ox = 0; ox < out_w_; ++ox) {
+      const BilinearTap& tx = cols_[ox];
+      const float *a_lo = wa + tx.lo * c, *a_hi = wa + tx.hi * c, *b_lo = wb + tx.lo * c,
+                  *b_hi = wb + tx.hi * c;
+      int8_t* o = out + ox * c;
+      const __m512 h1 = _mm512_set1_ps(1.f - tx.frac), hh = _mm512_set1_ps(tx.frac);
+      for (size_t i = 0; i < c; i += 16) {
+        const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - i)) - 1);
+        // AVX-512F has FMA: the register barriers keep GCC from contracting a product into the sum.
+        __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, a_lo + i), h1);
+        __m512 b = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, a_hi + i), hh);
+        __m512 c = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, b_lo + i), h1);
+        __m512 d = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, b_hi + i), hh);
+        NN_KEEP_IN_REGISTER(a);
+        NN_KEEP_IN_REGISTER(b);
+        NN_KEEP_IN_REGISTER(c);
+        NN_KEEP_IN_REGISTER(d);
+        const __m512 y = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), c), d);
+        const __m512 q = _mm512_div_ps(y, so);
+        // round half away from zero: trunc, then one more step away from zero when the
+        // dropped fraction (exact) is at least one half.
+        const __m512 tq = _mm512_roundscale_ps(q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        const __m512 frac = _mm512_abs_ps(_mm512_sub_ps(q, tq));
+        const __mmask16 up = _mm512_cmp_ps_mask(frac, half, _CMP_GE_OQ);
+        const __m512 step = _mm512_castsi512_ps(_mm512_or_si512(
+            _mm512_castps_si512(one),
+            _mm512_and_si512(_mm512_castps_si512(q), _mm512_set1_epi32(int32_t(0x80000000u)))));
+        __m512 r = _mm512_add_ps(_mm512_mask_add_ps(tq, up, tq, step), zo);
+        r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
+        _mm512_mask_cvtepi32_storeu_epi8(o + i, k, _mm512_cvttps_epi32(r));
+      }
+    }
+  }
+
+  NN_TARGET_INT8_AVX2 size_t pixel_avx2(const int8_t* p00, const int8_t* p01, const int8_t* p10,
+                                        const int8_t* p11, float v, float h, int8_t* o) const {
+    const __m256 si = _mm256_set1_ps(si_), so = _mm256_set1_ps(so_), zo = _mm256_set1_ps(float(zo_));
+    const __m256i zi = _mm256_set1_epi32(zi_);
+    const __m256 v1 = _mm256_set1_ps(1.f - v), vv = _mm256_set1_ps(v), h1 = _mm256_set1_ps(1.f - h),
+                 hh = _mm256_set1_ps(h);
+    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.f), sign = _mm256_set1_ps(-0.f);
+    const __m256 lo = _mm256_set1_ps(-128.f), hi = _mm256_set1_ps(127.f);
+    size_t i = 0;
+    for (; i + 8 <= channels_; i += 8) {
+      __m256 y = _mm256_mul_ps(_mm256_mul_ps(dequantize8(p00 + i, zi, si), v1), h1);
+      y = _mm256_add_ps(y, _mm256_mul_ps(_mm256_mul_ps(dequantize8(p01 + i, zi, si), v1), hh));
+      y = _mm256_add_ps(y, _mm256_mul_ps(_mm256_mul_ps(dequantize8(p10 + i, zi, si), vv), h1));
+      y = _mm256_add_ps(y, _mm256_mul_ps(_mm256_mul_ps(dequantize8(p11 + i, zi, si), vv), hh));
+      const __m256 q = _mm256_div_ps(y, so);
+      const __m256 tq = _mm256_round_ps(q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+      const __m256 frac = _mm256_andnot_ps(sign, _mm256_sub_ps(q, tq));
+      const __m256 step =
+          _mm256_and_ps(_mm256_cmp_ps(frac, half, _CMP_GE_OQ), _mm256_or_ps(one, _mm256_and_ps(q, sign)));
+      __m256 r = _mm256_add_ps(_mm256_add_ps(tq, step), zo);
+      r = _mm256_min_ps(_mm256_max_ps(r, lo), hi);
+      store8(o + i, _mm256_cvttps_epi32(r));
+    }
+    return i;
+  }
+#endif
+
+  size_t batch_, in_h_, in_w_, channels_, out_h_, out_w_;
+  float si_, so_;
+  int32_t zi_, zo_;
+  std::vector<BilinearTap> rows_, cols_;
+  bool avx512_, avx2_;
+};
+
+}  // namespace
+
+std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, const StaticLookup& statics,
+                                                  const NativeIsa& isa, std::string* why) {
+  const Operation& op = m.operations[k];
+  auto no = [&](const char* reason) {
+    *why = reason;
+    return std::unique_ptr<NativeDataOp>();
+  };
+  if (op.outputs.size() != 1 || op.inputs.empty()) return no("not a one-output op");
+  const Operand& in = m.operands[op.inputs[0]];
+  const Operand& out = m.operands[op.outputs[0]];
+  if (in.type != kQ8 || out.type != kQ8) return no("not int8 (TENSOR_QUANT8_ASYMM_SIGNED) in and out");
+  if (in.dims.empty() || num_elements(in.dims) == 0) return no("empty tensor");
+  switch (op.type) {
+    case T::MUL: {
+      const Operand& b = m.operands[op.inputs[1]];
+      const void* fuse = statics(op.inputs[2]);
+      if (b.type != kQ8 || !fuse) return no("int8 MUL with a non-int8 input or a non-constant fuse code");
+      // The full tensor first: MUL is symmetric in its inputs, so is its arithmetic.
+      const bool a_full = in.dims == out.dims;
+      const Operand& full = a_full ? in : b;
+      const Operand& other = a_full ? b : in;
+      const uint32_t full_index = a_full ? op.inputs[0] : op.inputs[1];
+      const uint32_t other_index = a_full ? op.inputs[1] : op.inputs[0];
+      if (full.dims != out.dims) return no("int8 MUL whose output is shaped like neither input");
+      bool per_channel = false;
+      if (other.dims != full.dims) {
+        const size_t channels = full.dims.back();
+        per_channel =
+            !other.dims.empty() && other.dims.back() == channels && num_elements(other.dims) == channels;
+        if (!per_channel) return no("int8 MUL broadcast other than per channel");
+      }
+      return std::make_unique<Int8Mul>(full, other, out, full_index, other_index,
+                                       *static_cast<const int32_t*>(fuse), per_channel, isa);
+    }
+    case T::HARD_SWISH:
+    case T::TANH: {
+      const bool hs = op.type == T::HARD_SWISH;
+      const std::vector<int32_t> table = quant::lookup_table(
+          in, out, [hs](double x) { return hs ? x * std::clamp(x + 3.0, 0.0, 6.0) / 6.0 : std::tanh(x); });
+      return std::make_unique<Int8Table>(table, op.inputs[0], num_elements(in.dims), isa);
+    }
+    case T::MEAN:
+      if (in.dims.size() != 4 || !is_global_mean(m, op, statics))
+        return no("int8 MEAN over other than H and W");
+      if (size_t(in.dims[1]) * in.dims[2] >= (size_t{1} << 23))
+        return no("int8 MEAN over 2^23 pixels or more");
+      return std::make_unique<Int8Mean>(in, out, op.inputs[0], isa);
+    case T::RESIZE_BILINEAR: {
+      if (in.dims.size() != 4) return no("int8 resize of other than NHWC");
+      std::string reason;
+      auto p = parse_resize(m, op, &reason);
+      if (!p) return no("int8 resize parameters");
+      return std::make_unique<Int8Resize>(in, out, op.inputs[0], *p, isa);
+    }
+    case T::CONV_2D:
+    case T::TRANSPOSE_CONV_2D:
+      return make_native_int8_conv(m, k, statics, isa, why);
+    default:
+      return no("no native int8 kernel");
+  }
+}
+
+}  // namespace nn::cpu

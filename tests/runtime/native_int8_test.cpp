@@ -1,0 +1,264 @@
+// The CPU delegate's native int8 kernels (delegates/cpu/native_int8.h) against the reference
+// kernels (NNAPI's integer arithmetic), one op at a time: every output byte equal, at 1, 13,
+// 16, 64 and 127 channels (vector tails and full vectors), on 1 and 2 threads, on the AVX-512
+// and the AVX2 forms; each case also checks which kernel ran, and that with
+// CpuOptions::native_int8 off the op goes back to XNNPACK or the reference.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nn/ir/model.h"
+#include "nn/runtime/session.h"
+
+namespace nn {
+namespace {
+
+using T = OperationType;
+
+Operand q8(Dims d, float scale, int32_t zp, Lifetime life = Lifetime::TEMPORARY) {
+  Operand o;
+  o.type = OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
+  o.dims = std::move(d);
+  o.scale = scale;
+  o.zero_point = zp;
+  o.lifetime = life;
+  return o;
+}
+
+bool has_avx512_int8() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
+#else
+  return false;
+#endif
+}
+bool has_vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+bool has_avx2() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
+std::vector<int8_t> run(const std::shared_ptr<Model>& m, const std::vector<std::vector<int8_t>>& x,
+                        const char* delegate, const CpuOptions& cpu, int threads, std::string* kernel) {
+  SessionOptions so;
+  so.delegates = {delegate};
+  so.cpu = cpu;
+  so.threads = threads;
+  auto s = Session::open(m, so);
+  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+  if (!s.is_ok()) return {};
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_TRUE((*s)->set_input(i, x[i].data(), x[i].size()).is_ok());
+  EXPECT_TRUE((*s)->run().is_ok());
+  const auto* o = static_cast<const int8_t*>((*s)->output_data(0));
+  if (kernel) *kernel = (*s)->kernels().empty() ? "" : (*s)->kernels().at(0).kernel;
+  return std::vector<int8_t>(o, o + num_elements(m->operands[m->outputs[0]].dims));
+}
+
+// Runs the one-op model `m` on seeded random int8 inputs: reference vs cpu with the native
+// int8 kernels (AVX-512 where the CPU has it, then AVX2; 1 and 2 threads), byte for byte,
+// and with the switch off (`off_kernel`: the kernel that must run then).
+void check(const std::shared_ptr<Model>& m, const std::string& name, const std::string& native_kind,
+           const std::string& off_kernel) {
+  const Status valid = m->validate_and_infer_shapes();
+  ASSERT_TRUE(valid.is_ok()) << name << ": " << valid.to_string();
+  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(name)));
+  std::vector<std::vector<int8_t>> x;
+  for (uint32_t i : m->inputs) {
+    x.emplace_back(num_elements(m->operands[i].dims));
+    for (int8_t& v : x.back()) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
+  }
+  const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
+  ASSERT_FALSE(expected.empty()) << name;
+  for (bool avx512 : {true, false}) {
+    for (int threads : {1, 2}) {
+      CpuOptions cpu;
+      cpu.avx512 = avx512;
+      std::string kernel;
+      const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
+      // The convs' AVX-512 form is VNNI's (else they take the AVX2 form).
+      const bool gemm = native_kind == "conv 1x1" || native_kind == "deconv";
+      const bool wide = avx512 && has_avx512_int8() && (!gemm || has_vnni());
+      const std::string isa = wide ? " AVX-512" : has_avx2() ? " AVX2" : "";
+      EXPECT_EQ(kernel.rfind("native int8 " + native_kind + (native_kind == "table" ? "" : isa), 0), 0u)
+          << name << ": ran on " << kernel;
+      size_t differ = 0;
+      for (size_t i = 0; i < got.size(); ++i) differ += got[i] != expected[i];
+      EXPECT_EQ(differ, 0u) << name << " (" << kernel << ", " << threads << " threads): " << differ << " of "
+                            << got.size() << " bytes differ from the reference";
+    }
+  }
+  CpuOptions off;
+  off.native_int8 = false;
+  std::string kernel;
+  run(m, x, "cpu", off, 1, &kernel);
+  EXPECT_EQ(kernel, off_kernel) << name << " with native_int8 off";
+}
+
+std::shared_ptr<Model> one_op(T type, std::vector<Operand> inputs, std::vector<uint32_t> params, Operand out,
+                              const std::function<void(Model&, std::vector<uint32_t>&)>& add_params = {}) {
+  auto m = std::make_shared<Model>();
+  std::vector<uint32_t> ins;
+  for (Operand& o : inputs) {
+    o.lifetime = Lifetime::MODEL_INPUT;
+    ins.push_back(m->add_operand(o));
+  }
+  m->inputs = ins;
+  for (uint32_t p : params) ins.push_back(m->add_scalar_i32(static_cast<int32_t>(p)));
+  if (add_params) add_params(*m, ins);
+  out.lifetime = Lifetime::MODEL_OUTPUT;
+  const uint32_t y = m->add_operand(out);
+  m->add_operation(type, ins, {y});
+  m->outputs = {y};
+  return m;
+}
+
+constexpr uint32_t kChannels[] = {1, 13, 16, 64, 127};
+
+TEST(NativeInt8, MulByAPerChannelGateOrASameShapedTensorEqualsTheReference) {
+  for (uint32_t c : kChannels) {
+    // The squeeze-and-excitation gate: a LOGISTIC output (1/256, -128) per channel, with ReLU.
+    check(one_op(T::MUL, {q8({1, 7, 9, c}, 0.105f, -124), q8({1, 1, 1, c}, 1.f / 256, -128)}, {1},
+                 q8({1, 7, 9, c}, 0.053f, -122)),
+          "gate MUL x" + std::to_string(c), "mul", "xnnpack");
+    // The gate first, as [C]; no activation.
+    check(one_op(T::MUL, {q8({c}, 0.03f, 11), q8({2, 3, 5, c}, 0.05f, -7)}, {0}, q8({2, 3, 5, c}, 0.07f, 2)),
+          "gate-first MUL x" + std::to_string(c), "mul", "xnnpack");
+    // Same shapes; a multiplier above 1 (a left shift of 5) with RELU6.
+    check(one_op(T::MUL, {q8({1, 5, 3, c}, 0.5f, 3), q8({1, 5, 3, c}, 0.5f, -9)}, {3},
+                 q8({1, 5, 3, c}, 0.01f, -20)),
+          "same-shape MUL x" + std::to_string(c), "mul", "xnnpack");
+  }
+}
+
+TEST(NativeInt8, HardSwishAndTanhTablesEqualTheReference) {
+  for (uint32_t c : kChannels) {
+    check(one_op(T::HARD_SWISH, {q8({1, 5, 7, c}, 0.0367f, -46)}, {}, q8({1, 5, 7, c}, 0.0264f, -114)),
+          "HARD_SWISH x" + std::to_string(c), "table", "reference");
+    check(one_op(T::TANH, {q8({1, 3, 11, c}, 0.031f, 5)}, {}, q8({1, 3, 11, c}, 1.f / 128, 0)),
+          "TANH x" + std::to_string(c), "table", "reference");
+  }
+}
+
+TEST(NativeInt8, MeanOverHeightAndWidthEqualsTheReference) {
+  for (uint32_t c : kChannels)
+    for (int keep : {1, 0}) {
+      auto axes = [keep](Model& m, std::vector<uint32_t>& ins) {
+        const int32_t hw[] = {2, 1};
+        ins.push_back(m.add_constant_i32({2}, hw));
+        ins.push_back(m.add_scalar_i32(keep));
+      };
+      check(one_op(T::MEAN, {q8({2, 7, 5, c}, 0.02f, -3)}, {},
+                   q8(keep ? Dims{2, 1, 1, c} : Dims{2, c}, 0.011f, 7), axes),
+            "MEAN keep_dims " + std::to_string(keep) + " x" + std::to_string(c), "mean", "reference");
+    }
+}
+
+TEST(NativeInt8, BilinearResizeEqualsTheReference) {
+  struct Mode {
+    const char* name;
+    bool align_corners, half_pixel;
+  };
+  for (uint32_t c : kChannels)
+    for (Mode mode : {Mode{"half-pixel", false, true}, Mode{"align-corners", true, false},
+                      Mode{"legacy", false, false}}) {
+      auto sizes = [mode](Model& m, std::vector<uint32_t>& ins) {
+        ins.push_back(m.add_scalar_i32(14));  // width
+        ins.push_back(m.add_scalar_i32(11));  // height
+        ins.push_back(m.add_scalar_bool(false));
+        ins.push_back(m.add_scalar_bool(mode.align_corners));
+        ins.push_back(m.add_scalar_bool(mode.half_pixel));
+      };
+      // The selfie decoder's form (same scale in and out) and a requantizing one.
+      for (float out_scale : {0.0173f, 0.031f})
+        check(one_op(T::RESIZE_BILINEAR, {q8({1, 5, 7, c}, 0.0173f, -128)}, {},
+                     q8({1, 11, 14, c}, out_scale, out_scale == 0.0173f ? -128 : 9), sizes),
+              std::string("RESIZE_BILINEAR ") + mode.name + " x" + std::to_string(c) + " out scale " +
+                  std::to_string(out_scale),
+              "resize", out_scale == 0.0173f ? "xnnpack" : "reference");
+    }
+}
+
+// A CONV_2D 1x1 or a TRANSPOSE_CONV_2D (kernel == stride 2) with a constant filter, per channel
+// or per tensor, and an int32 bias (random, or zeros).
+std::shared_ptr<Model> conv_model(T type, Dims in_dims, uint32_t out_c, bool per_channel, bool with_bias,
+                                  int32_t fuse, uint32_t seed) {
+  const uint32_t in_c = in_dims[3], k = type == T::CONV_2D ? 1 : 2;
+  auto m = std::make_shared<Model>();
+  const float in_scale = 0.05f;
+  const uint32_t x = m->add_operand(q8(in_dims, in_scale, -17, Lifetime::MODEL_INPUT));
+  std::mt19937 rng(seed);
+  std::vector<int8_t> w(size_t(out_c) * k * k * in_c);
+  for (int8_t& v : w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  const uint32_t f = m->add_constant(
+      per_channel ? OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL : OperandType::TENSOR_QUANT8_ASYMM_SIGNED,
+      {out_c, k, k, in_c}, w.data(), w.size());
+  std::vector<float> scales(out_c);
+  for (uint32_t o = 0; o < out_c; ++o) scales[o] = 0.002f * (1.f + 0.37f * float(o % 7));
+  if (per_channel) {
+    m->operands[f].channel_quant.channel_dim = 0;
+    m->operands[f].channel_quant.scales = scales;
+  } else {
+    m->operands[f].scale = scales[0];
+  }
+  std::vector<int32_t> bias(out_c, 0);
+  if (with_bias)
+    for (int32_t& v : bias) v = static_cast<int32_t>(rng() % 20001) - 10000;
+  const uint32_t b = m->add_constant_i32({out_c}, bias);
+  m->operands[b].scale = per_channel ? 0.f : in_scale * scales[0];
+  const Dims out_dims = type == T::CONV_2D ? Dims{in_dims[0], in_dims[1], in_dims[2], out_c}
+                                           : Dims{in_dims[0], in_dims[1] * 2, in_dims[2] * 2, out_c};
+  const uint32_t y = m->add_operand(q8(out_dims, 0.11f, 5, Lifetime::MODEL_OUTPUT));
+  if (type == T::CONV_2D)  // implicit VALID padding, stride 1
+    m->add_operation(
+        T::CONV_2D,
+        {x, f, b, m->add_scalar_i32(2), m->add_scalar_i32(1), m->add_scalar_i32(1), m->add_scalar_i32(fuse)},
+        {y});
+  else  // output shape, implicit VALID padding, stride 2
+    m->add_operation(
+        T::TRANSPOSE_CONV_2D,
+        {x, f, b,
+         m->add_constant_i32({4}, std::vector<int32_t>{int32_t(out_dims[0]), int32_t(out_dims[1]),
+                                                       int32_t(out_dims[2]), int32_t(out_dims[3])}),
+         m->add_scalar_i32(2), m->add_scalar_i32(2), m->add_scalar_i32(2), m->add_scalar_i32(fuse),
+         m->add_scalar_bool(false)},
+        {y});
+  m->inputs = {x};
+  m->outputs = {y};
+  return m;
+}
+
+TEST(NativeInt8, PointwiseConvAndTiledTransposeConvEqualTheReference) {
+  uint32_t seed = 1;
+  for (uint32_t in_c : kChannels)
+    for (uint32_t out_c : {1u, 13u, 16u, 127u}) {
+      const bool per_channel = (in_c + out_c) % 2 == 0;
+      const bool with_bias = out_c != 13;
+      const int32_t fuse = out_c == 16 ? 3 : out_c == 127 ? 1 : 0;  // RELU6, RELU, none
+      const std::string shape = " " + std::to_string(in_c) + "->" + std::to_string(out_c) +
+                                (per_channel ? " per-channel" : " per-tensor") +
+                                (with_bias ? "" : " zero bias");
+      check(conv_model(T::CONV_2D, {1, 5, 7, in_c}, out_c, per_channel, with_bias, fuse, seed++),
+            "CONV_2D 1x1" + shape, "conv 1x1", "xnnpack");
+      check(conv_model(T::TRANSPOSE_CONV_2D, {1, 3, 5, in_c}, out_c, per_channel, with_bias, fuse, seed++),
+            "TRANSPOSE_CONV_2D 2x2/2" + shape, "deconv", "reference");
+    }
+}
+
+}  // namespace
+}  // namespace nn
