@@ -2,6 +2,7 @@
 // choice of ops, the rewrite and the report (nn/quantize/quantize.h).
 #include "nn/quantize/quantize.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -109,11 +110,12 @@ struct ErrorSum {
 // `readers_clip`: per operand, the range outside which its readers cannot tell values apart
 // (a HARD_SWISH reader's -3): the reference is clamped to it before comparing.
 Result<double> op_error(const Model& model, uint32_t k, const Ranges& ranges, const Ranges& readers_clip,
-                        const Calibration& cal, bool per_channel) {
+                        const Calibration& cal, bool per_channel, const std::vector<float>& bias_shift) {
   Ranges sub_ranges;
   std::vector<uint32_t> input_operands;
   Model sub = extract_op(model, k, ranges, &sub_ranges, &input_operands);
-  NN_ASSIGN_OR_RETURN(Model qsub, rewrite_quantized(sub, {true}, sub_ranges, per_channel));
+  const BiasShifts shifts = {bias_shift};
+  NN_ASSIGN_OR_RETURN(Model qsub, rewrite_quantized(sub, {true}, sub_ranges, per_channel, &shifts));
   const Operation& op = model.operations[k];
   ErrorSum sum;
   std::vector<std::vector<float>> outs(op.outputs.size());
@@ -138,6 +140,35 @@ Result<double> op_error(const Model& model, uint32_t k, const Ranges& ranges, co
     }
   }
   return sum.relative();
+}
+
+// Bias correction (Nagel et al. 2019, "Data-Free Quantization", empirical form): the mean
+// per output channel of what op k's int8 filter values (in float, activation off) add to
+// its output on the kept samples' inputs. Rounding a filter is not zero-mean once the
+// input's mean is not zero, and the shift passes through every later layer.
+Result<std::vector<float>> bias_shift(const Model& model, uint32_t k, const Ranges& ranges, const Calibration& cal,
+                                      bool per_channel) {
+  Ranges sub_ranges;
+  std::vector<uint32_t> input_operands;
+  const Model sub = extract_op(model, k, ranges, &sub_ranges, &input_operands);
+  const Model exact = without_activation(sub), rounded = with_int8_filter_values(sub, per_channel);
+  const Dims& dims = model.operands[model.operations[k].outputs[0]].dims;
+  const size_t n = num_elements(dims), channels = dims.empty() ? 1 : dims.back();
+  std::vector<float> a(n), b(n);
+  std::vector<double> sum(channels, 0.0);
+  for (const auto& sample : cal.kept) {
+    std::vector<const void*> in;
+    for (uint32_t t : input_operands) in.push_back(sample[t].data());
+    void* out_a[] = {a.data()};
+    void* out_b[] = {b.data()};
+    NN_RETURN_IF_ERROR(run_reference(exact, in, out_a));
+    NN_RETURN_IF_ERROR(run_reference(rounded, in, out_b));
+    for (size_t i = 0; i < n; ++i) sum[i % channels] += static_cast<double>(b[i]) - a[i];
+  }
+  std::vector<float> shift(channels);
+  const double count = static_cast<double>(n / channels) * static_cast<double>(cal.kept.size());
+  for (size_t c = 0; c < channels; ++c) shift[c] = static_cast<float>(sum[c] / count);
+  return shift;
 }
 
 // The model's outputs from `q` against the float model's over the kept samples, per output.
@@ -209,6 +240,17 @@ std::string QuantizeReport::to_string() const {
   std::snprintf(line, sizeof line, "%zu of %zu ops int8 (calibration: %s, %zu samples)\n", quantized_ops(),
                 ops.size(), std::string(calibration_method_name(method)).c_str(), samples);
   s += line;
+  if (!budget_steps.empty()) {
+    std::snprintf(line, sizeof line, "output budget %.4g: %zu int8 ops at output error %.4f", output_budget,
+                  budget_steps.front().quantized_ops, budget_steps.front().output_error);
+    s += line;
+    for (size_t i = 1; i < budget_steps.size(); ++i) {
+      std::snprintf(line, sizeof line, "; op %u float -> %zu at %.4f", *budget_steps[i].op_index,
+                    budget_steps[i].quantized_ops, budget_steps[i].output_error);
+      s += line;
+    }
+    s += "\n";
+  }
   for (size_t i = 0; i < output_errors.size(); ++i) {
     std::snprintf(line, sizeof line, "output %zu: relative RMS error of the int8 model vs float %.4f\n", i,
                   output_errors[i]);
@@ -280,6 +322,8 @@ Result<Model> quantize_model(const Model& source, size_t num_samples, const Inpu
   QuantizeReport rep;
   rep.method = opt.method;
   rep.samples = num_samples;
+  rep.output_budget = opt.max_output_error;
+  BiasShifts shifts(model.operations.size());
   std::vector<bool> quantize_op(model.operations.size(), false);
   for (uint32_t k = 0; k < model.operations.size(); ++k) {
     const Operation& op = model.operations[k];
@@ -294,7 +338,11 @@ Result<Model> quantize_model(const Model& source, size_t num_samples, const Inpu
     if (std::find(opt.keep_float.begin(), opt.keep_float.end(), k) != opt.keep_float.end()) {
       r.reason = "kept float (asked)";
     } else if (is_candidate(model, k, &r.reason)) {
-      auto err = op_error(model, k, ranges, readers_clip, cal, opt.per_channel);
+      if (opt.bias_correction && has_quantizable_bias(model, k)) {
+        auto shift = bias_shift(model, k, ranges, cal, opt.per_channel);
+        if (shift.is_ok()) shifts[k] = std::move(*shift);
+      }
+      auto err = op_error(model, k, ranges, readers_clip, cal, opt.per_channel, shifts[k]);
       if (!err.is_ok()) {
         r.reason = "no valid int8 form: " + err.status().message();
       } else {
@@ -316,25 +364,51 @@ Result<Model> quantize_model(const Model& source, size_t num_samples, const Inpu
     if (!r.quantized || model.outputs.empty()) continue;
     std::vector<bool> only(model.operations.size(), false);
     only[r.op_index] = true;
-    NN_ASSIGN_OR_RETURN(Model single, rewrite_quantized(model, only, ranges, opt.per_channel));
+    NN_ASSIGN_OR_RETURN(Model single, rewrite_quantized(model, only, ranges, opt.per_channel, &shifts));
     NN_ASSIGN_OR_RETURN(std::vector<double> e, output_errors(model, single, cal, opt));
     r.output_error = e[0];
-    if (r.output_error > opt.max_output_error) {
+    if (r.output_error > opt.max_op_output_error) {
       char why[96];
-      std::snprintf(why, sizeof why, "output error over the limit %.3g", opt.max_output_error);
+      std::snprintf(why, sizeof why, "output error over the limit %.3g", opt.max_op_output_error);
       r.reason = why;
       r.quantized = false;
       quantize_op[r.op_index] = false;
     }
   }
-  NN_ASSIGN_OR_RETURN(Model q, rewrite_quantized(model, quantize_op, ranges, opt.per_channel));
+  NN_ASSIGN_OR_RETURN(Model q, rewrite_quantized(model, quantize_op, ranges, opt.per_channel, &shifts));
+  // The whole int8 model against the float one on the kept samples.
+  NN_ASSIGN_OR_RETURN(rep.output_errors, output_errors(model, q, cal, opt));
+
+  // The whole-model budget: the int8 op whose own output error is largest returns to float
+  // until the model's output 0 is within the budget (or nothing is int8).
+  if (opt.max_output_error > 0 && !rep.output_errors.empty()) {
+    std::vector<uint32_t> order;
+    for (const OpQuantReport& r : rep.ops)
+      if (r.quantized) order.push_back(r.op_index);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return rep.ops[a].output_error > rep.ops[b].output_error; });
+    size_t int8_ops = order.size();
+    rep.budget_steps.push_back({std::nullopt, int8_ops, rep.output_errors[0]});
+    for (uint32_t k : order) {
+      if (rep.output_errors[0] <= opt.max_output_error) break;
+      OpQuantReport& r = rep.ops[k];
+      r.quantized = false;
+      r.returned_by_budget = true;
+      char why[128];
+      std::snprintf(why, sizeof why, "returned to float: the model's output error %.4f was over the budget %.3g",
+                    rep.output_errors[0], opt.max_output_error);
+      r.reason = why;
+      quantize_op[k] = false;
+      NN_ASSIGN_OR_RETURN(q, rewrite_quantized(model, quantize_op, ranges, opt.per_channel, &shifts));
+      NN_ASSIGN_OR_RETURN(rep.output_errors, output_errors(model, q, cal, opt));
+      rep.budget_steps.push_back({k, --int8_ops, rep.output_errors[0]});
+    }
+  }
   q.metadata.extra["quantization"] = "int8 post-training, calibration " +
                                      std::string(calibration_method_name(opt.method)) + " on " +
                                      std::to_string(num_samples) + " samples" +
-                                     (opt.per_channel ? ", per-channel filters" : ", per-tensor filters");
-
-  // The whole int8 model against the float one on the kept samples.
-  NN_ASSIGN_OR_RETURN(rep.output_errors, output_errors(model, q, cal, opt));
+                                     (opt.per_channel ? ", per-channel filters" : ", per-tensor filters") +
+                                     (opt.bias_correction ? ", bias correction" : "");
   if (report) *report = std::move(rep);
   return q;
 }
