@@ -18,11 +18,15 @@ namespace nn::quantize {
 namespace {
 
 constexpr OperandType kF32 = OperandType::TENSOR_FLOAT32;
+// The automatic range margin's held-out chunks.
+constexpr size_t kMarginChunks = 4;
 
 // What calibration keeps: each float activation's observer, and every float activation of
 // the first few samples (to measure each op's error on real inputs).
 struct Calibration {
   std::vector<std::unique_ptr<RangeObserver>> observers;  // per operand of the float model
+  // The same per contiguous chunk of the samples (the automatic margin): [chunk][operand].
+  std::vector<std::vector<std::unique_ptr<RangeObserver>>> chunks;
   std::vector<std::vector<std::vector<float>>> kept;     // [sample][operand]
 };
 
@@ -63,6 +67,12 @@ Result<Calibration> calibrate(const Model& model, size_t samples, const InputPro
   for (uint32_t i : model.inputs)
     if (is_float_activation(model.operands[i])) cal.observers[i] = std::make_unique<RangeObserver>();
   for (uint32_t o : observed) cal.observers[o] = std::make_unique<RangeObserver>();
+  cal.chunks.resize(std::min(kMarginChunks, samples));
+  for (auto& chunk : cal.chunks) {
+    chunk.resize(model.operands.size());
+    for (size_t i = 0; i < cal.observers.size(); ++i)
+      if (cal.observers[i]) chunk[i] = std::make_unique<RangeObserver>();
+  }
 
   std::vector<Tensor> inputs;
   for (uint32_t i : model.inputs) inputs.push_back(Tensor::like(model.operands[i]));
@@ -79,6 +89,7 @@ Result<Calibration> calibrate(const Model& model, size_t samples, const InputPro
       const size_t n = num_elements(model.operands[operand].dims);
       const float* f = static_cast<const float*>(data);
       cal.observers[operand]->observe(f, n);
+      cal.chunks[s * cal.chunks.size() / samples][operand]->observe(f, n);
       if (keep) cal.kept.back()[operand].assign(f, f + n);
     };
     for (size_t i = 0; i < inputs.size(); ++i)
@@ -86,6 +97,14 @@ Result<Calibration> calibrate(const Model& model, size_t samples, const InputPro
     for (size_t j = 0; j < observed.size(); ++j) take(observed[j], session->output_data(j));
   }
   return cal;
+}
+
+// How far one side of a held-out chunk's range (lo or hi) reaches past the same side
+// calibrated without it, as a fraction of the latter: |held| / |rest| - 1, within [0, cap].
+double overshoot(float held, float rest, double cap) {
+  const double x = std::fabs(static_cast<double>(held)), y = std::fabs(static_cast<double>(rest));
+  if (x <= y) return 0.0;
+  return y > 0 ? std::min(cap, x / y - 1) : cap;
 }
 
 // Relative RMS error accumulated over samples: sqrt(sum (q - f)^2 / sum f^2), so a sample
@@ -275,7 +294,27 @@ Result<Model> quantize_model(const Model& source, size_t num_samples, const Inpu
 
   Ranges ranges(model.operands.size());
   for (size_t i = 0; i < model.operands.size(); ++i)
-    if (cal.observers[i] && !cal.observers[i]->empty()) ranges[i] = cal.observers[i]->range(opt.method, opt.percentile);
+    if (cal.observers[i] && !cal.observers[i]->empty()) {
+      FloatRange r = cal.observers[i]->range(opt.method, opt.percentile);
+      double lo_margin = opt.range_margin.value_or(0), hi_margin = lo_margin;
+      if (!opt.range_margin && cal.chunks.size() > 1) {
+        // Each chunk held out: how far its range reaches past the other chunks' (the
+        // calibrated range's miss on data it did not see); the largest miss is the margin.
+        std::vector<FloatRange> per_chunk;
+        for (const auto& chunk : cal.chunks)
+          if (!chunk[i]->empty()) per_chunk.push_back(chunk[i]->range(opt.method, opt.percentile));
+        for (size_t c = 0; c < per_chunk.size() && per_chunk.size() > 1; ++c) {
+          FloatRange rest{0.f, 0.f};
+          for (size_t d = 0; d < per_chunk.size(); ++d)
+            if (d != c) rest = {std::min(rest.lo, per_chunk[d].lo), std::max(rest.hi, per_chunk[d].hi)};
+          lo_margin = std::max(lo_margin, overshoot(per_chunk[c].lo, rest.lo, opt.max_auto_margin));
+          hi_margin = std::max(hi_margin, overshoot(per_chunk[c].hi, rest.hi, opt.max_auto_margin));
+        }
+      }
+      r.lo *= static_cast<float>(1 + lo_margin);
+      r.hi *= static_cast<float>(1 + hi_margin);
+      ranges[i] = r;
+    }
 
   // A tensor only HARD_SWISH reads needs no int8 values below -3 (all give 0), one only
   // LOGISTIC reads none outside [-8, 8] (within 1/256 of 0 and 1, the int8 output's step).

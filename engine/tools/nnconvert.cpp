@@ -4,6 +4,7 @@
 // (nn/quantize/quantize.h), or of WAV files for a streaming audio model (nn/quantize/stream.h).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -40,6 +41,7 @@ struct QuantizeArgs {
   std::string type, calibration, method = "percentile";
   bool per_tensor = false;
   double percentile = 99.99, max_op_error = 0.25, max_op_output_error = 0.01, max_output_error = 0;
+  std::string range_margin = "auto";
   bool no_bias_correction = false;
   size_t limit = 0, error_samples = 8;
   int threads = 1;
@@ -79,6 +81,15 @@ int quantize_options(const QuantizeArgs& args, nn::quantize::QuantizeOptions* op
   opt->max_output_error = args.max_output_error;
   opt->bias_correction = !args.no_bias_correction;
   opt->error_samples = args.error_samples;
+  if (args.range_margin != "auto") {
+    char* end = nullptr;
+    const double m = std::strtod(args.range_margin.c_str(), &end);
+    if (end == args.range_margin.c_str() || *end != '\0' || !(m >= 0)) {
+      std::fprintf(stderr, "nnconvert: --range-margin %s: expected auto or a fraction >= 0\n", args.range_margin.c_str());
+      return 2;
+    }
+    opt->range_margin = m;
+  }
   opt->threads = args.threads;
   opt->delegates = {args.delegate};
   opt->keep_float = args.keep_float;
@@ -263,6 +274,9 @@ int main(int argc, char** argv) {
                  "(relative RMS on the error samples), the int8 op costing it most returns to float (default 0: none)");
   app.add_flag("--no-bias-correction", qa.no_bias_correction,
                "quantize conv/FC biases as they are, without absorbing the mean shift of their int8 filters");
+  app.add_option("--range-margin", qa.range_margin,
+                 "headroom for inputs calibration did not see: widen every activation range by this fraction, or auto "
+                 "(default): per tensor, by how much its range differs between the calibration set's two halves");
   app.add_option("--error-samples", qa.error_samples,
                  "calibration samples (spread over the set) on which errors are measured (default 8)");
   app.add_option("--calibration-limit", qa.limit, "use at most this many calibration images (sorted by name)");

@@ -43,6 +43,15 @@ std::string_view calibration_method_name(CalibrationMethod method);
 struct QuantizeOptions {
   CalibrationMethod method = CalibrationMethod::kPercentile;
   double percentile = 99.99;
+  // Headroom: each calibrated activation range widened by a fraction on each side away
+  // from zero. A few correlated calibration samples (a video's frames) see less than the
+  // tails new inputs reach, and an int8 tensor clips whatever lies outside its range.
+  // Unset: per tensor, the samples in 4 contiguous chunks, each held out in turn: the most
+  // a held-out chunk's range reaches past the range of the other three (a fraction of it,
+  // per side, at most max_auto_margin). A tensor whose range the rest of the data predicts
+  // keeps its resolution; one that new data overshoots gets the headroom it needed.
+  std::optional<double> range_margin;
+  double max_auto_margin = 1.0;
   // Filters per output channel (NNAPI's TENSOR_QUANT8_SYMM_PER_CHANNEL), else one scale.
   bool per_channel = true;
   // An op whose output error, quantized alone, exceeds this (relative RMS: ||q - f|| / ||f||
