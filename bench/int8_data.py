@@ -9,6 +9,10 @@ Writes, under assets/calib/ (git-ignored):
   photos/         every 4th photo (sorted by path): MobileNetV2's calibration set
   photos-test/    the other photos: MobileNetV2's agreement test
   photos.txt      where every photo came from
+  audio/          DTLN's calibration set: the LibriSpeech clip's first 4 s (assets/media) alone and
+                  under the Fire1 / Fire2 recordings at 0, 5 and 10 dB SNR, 16 kHz mono
+  audio-test/     its test set: the clip's last 3.3 s under Fire3 at 0, 5 and 10 dB (noisy/ and
+                  clean/ beside each other); no sample of it is in audio/
 
 Photos are the JPEG/WebP files of at least 200 px and 30 KB in these Debian packages' folders.
 """
@@ -19,12 +23,17 @@ import subprocess
 import sys
 
 import cv2
+import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "assets", "calib")
 PACKAGES = ["opencv-doc", "mate-backgrounds", "ukui-wallpapers", "gnome-backgrounds", "lomiri-wallpapers"]
 PHOTO_DIRS = ["/usr/share/doc/opencv-doc", "/usr/share/backgrounds"]
 MEGAMIND = os.path.join(ROOT, "assets", "media", "Megamind.avi")
+SPEECH = os.path.join(ROOT, "assets", "media", "librispeech-7729-102255-0000.wav")
+NOISE = os.path.join(ROOT, "assets", "media", "noise")
+AUDIO_RATE = 16000
+AUDIO_SPLIT_S = 4.0  # speech before this calibrates, after it tests
 CALIB_FRAMES = range(0, 90, 3)
 TEST_FRAMES = range(90, 270, 3)
 
@@ -74,6 +83,42 @@ def photos():
     return unique
 
 
+def mix(speech, noise, snr_db):
+    """speech + noise (looped to its length) at snr_db (power over the whole clip)."""
+    reps = int(np.ceil(len(speech) / len(noise)))
+    n = np.tile(noise, reps)[:len(speech)]
+    gain = np.sqrt(np.mean(speech ** 2) / (np.mean(n ** 2) * 10 ** (snr_db / 10)))
+    return (speech + gain * n).astype(np.float32)
+
+
+def audio_sets():
+    sys.path.insert(0, os.path.join(ROOT, "bench", "denoise"))
+    from wavio import read_wav, resample, write_wav
+
+    def load(path):
+        x, rate = read_wav(path)
+        x = x if x.ndim == 1 else x.mean(axis=1)
+        return resample(x.astype(np.float64), rate, AUDIO_RATE)
+
+    speech = load(SPEECH)
+    split = int(AUDIO_SPLIT_S * AUDIO_RATE)
+    calib, test = speech[:split], speech[split:]
+    os.makedirs(os.path.join(OUT, "audio"))
+    write_wav(os.path.join(OUT, "audio", "speech.wav"), calib.astype(np.float32), AUDIO_RATE, float32=True)
+    for name in ("Fire1", "Fire2"):
+        noise = load(os.path.join(NOISE, name + ".wav"))
+        for snr in (0, 5, 10):
+            write_wav(os.path.join(OUT, "audio", f"speech_{name}_{snr}dB.wav"), mix(calib, noise, snr), AUDIO_RATE,
+                      float32=True)
+    for sub in ("noisy", "clean"):
+        os.makedirs(os.path.join(OUT, "audio-test", sub))
+    noise = load(os.path.join(NOISE, "Fire3.wav"))
+    for snr in (0, 5, 10):
+        name = f"speech_Fire3_{snr}dB.wav"
+        write_wav(os.path.join(OUT, "audio-test", "noisy", name), mix(test, noise, snr), AUDIO_RATE, float32=True)
+        write_wav(os.path.join(OUT, "audio-test", "clean", name), test.astype(np.float32), AUDIO_RATE, float32=True)
+
+
 def main():
     install_packages()
     if os.path.isdir(OUT):
@@ -95,7 +140,9 @@ def main():
         listing.append(f"{sub}\t{f}")
     with open(os.path.join(OUT, "photos.txt"), "w") as fh:
         fh.write("\n".join(listing) + "\n")
-    counts = {s: len(os.listdir(os.path.join(OUT, s))) for s in ("selfie", "selfie-test", "photos", "photos-test")}
+    audio_sets()
+    counts = {s: len(os.listdir(os.path.join(OUT, s))) for s in ("selfie", "selfie-test", "photos", "photos-test",
+                                                                 "audio")}
     print(f"int8_data: {OUT}: {counts}")
 
 

@@ -56,6 +56,7 @@ class Processor final : public StreamProcessor {
   Processor(std::shared_ptr<const StreamModel> model, const StreamOptions& options)
       : model_(std::move(model)),
         desc_(model_->description()),
+        on_stage_inputs_(options.on_stage_inputs),
         fft_(desc_.block),
         block_(desc_.block),
         hop_(desc_.hop),
@@ -130,6 +131,7 @@ class Processor final : public StreamProcessor {
             break;  // the previous hop's state output is already there
         }
       }
+      if (on_stage_inputs_) on_stage_inputs_(s, session);
       Status run = session.run();
       if (!run.is_ok()) return run.with_context("stage " + std::to_string(s + 1));
       for (size_t o = 0; o < st.outputs.size(); ++o) {
@@ -276,6 +278,7 @@ class Processor final : public StreamProcessor {
 
   std::shared_ptr<const StreamModel> model_;
   const StreamDescription& desc_;
+  std::function<void(size_t, Session&)> on_stage_inputs_;
   RealFft fft_;
   const size_t block_, hop_, bins_;
   FftwPtr<float> history_, windowed_, scratch_, overlap_;

@@ -2,6 +2,7 @@
 // choice of ops, the rewrite and the report (nn/quantize/quantize.h).
 #include "nn/quantize/quantize.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -17,11 +18,15 @@ namespace nn::quantize {
 namespace {
 
 constexpr OperandType kF32 = OperandType::TENSOR_FLOAT32;
+// The automatic range margin's held-out chunks.
+constexpr size_t kMarginChunks = 4;
 
 // What calibration keeps: each float activation's observer, and every float activation of
 // the first few samples (to measure each op's error on real inputs).
 struct Calibration {
   std::vector<std::unique_ptr<RangeObserver>> observers;  // per operand of the float model
+  // The same per contiguous chunk of the samples (the automatic margin): [chunk][operand].
+  std::vector<std::vector<std::unique_ptr<RangeObserver>>> chunks;
   std::vector<std::vector<std::vector<float>>> kept;     // [sample][operand]
 };
 
@@ -62,6 +67,12 @@ Result<Calibration> calibrate(const Model& model, size_t samples, const InputPro
   for (uint32_t i : model.inputs)
     if (is_float_activation(model.operands[i])) cal.observers[i] = std::make_unique<RangeObserver>();
   for (uint32_t o : observed) cal.observers[o] = std::make_unique<RangeObserver>();
+  cal.chunks.resize(std::min(kMarginChunks, samples));
+  for (auto& chunk : cal.chunks) {
+    chunk.resize(model.operands.size());
+    for (size_t i = 0; i < cal.observers.size(); ++i)
+      if (cal.observers[i]) chunk[i] = std::make_unique<RangeObserver>();
+  }
 
   std::vector<Tensor> inputs;
   for (uint32_t i : model.inputs) inputs.push_back(Tensor::like(model.operands[i]));
@@ -78,6 +89,7 @@ Result<Calibration> calibrate(const Model& model, size_t samples, const InputPro
       const size_t n = num_elements(model.operands[operand].dims);
       const float* f = static_cast<const float*>(data);
       cal.observers[operand]->observe(f, n);
+      cal.chunks[s * cal.chunks.size() / samples][operand]->observe(f, n);
       if (keep) cal.kept.back()[operand].assign(f, f + n);
     };
     for (size_t i = 0; i < inputs.size(); ++i)
@@ -85,6 +97,14 @@ Result<Calibration> calibrate(const Model& model, size_t samples, const InputPro
     for (size_t j = 0; j < observed.size(); ++j) take(observed[j], session->output_data(j));
   }
   return cal;
+}
+
+// How far one side of a held-out chunk's range (lo or hi) reaches past the same side
+// calibrated without it, as a fraction of the latter: |held| / |rest| - 1, within [0, cap].
+double overshoot(float held, float rest, double cap) {
+  const double x = std::fabs(static_cast<double>(held)), y = std::fabs(static_cast<double>(rest));
+  if (x <= y) return 0.0;
+  return y > 0 ? std::min(cap, x / y - 1) : cap;
 }
 
 // Relative RMS error accumulated over samples: sqrt(sum (q - f)^2 / sum f^2), so a sample
@@ -109,11 +129,12 @@ struct ErrorSum {
 // `readers_clip`: per operand, the range outside which its readers cannot tell values apart
 // (a HARD_SWISH reader's -3): the reference is clamped to it before comparing.
 Result<double> op_error(const Model& model, uint32_t k, const Ranges& ranges, const Ranges& readers_clip,
-                        const Calibration& cal, bool per_channel) {
+                        const Calibration& cal, bool per_channel, const std::vector<float>& bias_shift) {
   Ranges sub_ranges;
   std::vector<uint32_t> input_operands;
   Model sub = extract_op(model, k, ranges, &sub_ranges, &input_operands);
-  NN_ASSIGN_OR_RETURN(Model qsub, rewrite_quantized(sub, {true}, sub_ranges, per_channel));
+  const BiasShifts shifts = {bias_shift};
+  NN_ASSIGN_OR_RETURN(Model qsub, rewrite_quantized(sub, {true}, sub_ranges, per_channel, &shifts));
   const Operation& op = model.operations[k];
   ErrorSum sum;
   std::vector<std::vector<float>> outs(op.outputs.size());
@@ -138,6 +159,35 @@ Result<double> op_error(const Model& model, uint32_t k, const Ranges& ranges, co
     }
   }
   return sum.relative();
+}
+
+// Bias correction (Nagel et al. 2019, "Data-Free Quantization", empirical form): the mean
+// per output channel of what op k's int8 filter values (in float, activation off) add to
+// its output on the kept samples' inputs. Rounding a filter is not zero-mean once the
+// input's mean is not zero, and the shift passes through every later layer.
+Result<std::vector<float>> bias_shift(const Model& model, uint32_t k, const Ranges& ranges, const Calibration& cal,
+                                      bool per_channel) {
+  Ranges sub_ranges;
+  std::vector<uint32_t> input_operands;
+  const Model sub = extract_op(model, k, ranges, &sub_ranges, &input_operands);
+  const Model exact = without_activation(sub), rounded = with_int8_filter_values(sub, per_channel);
+  const Dims& dims = model.operands[model.operations[k].outputs[0]].dims;
+  const size_t n = num_elements(dims), channels = dims.empty() ? 1 : dims.back();
+  std::vector<float> a(n), b(n);
+  std::vector<double> sum(channels, 0.0);
+  for (const auto& sample : cal.kept) {
+    std::vector<const void*> in;
+    for (uint32_t t : input_operands) in.push_back(sample[t].data());
+    void* out_a[] = {a.data()};
+    void* out_b[] = {b.data()};
+    NN_RETURN_IF_ERROR(run_reference(exact, in, out_a));
+    NN_RETURN_IF_ERROR(run_reference(rounded, in, out_b));
+    for (size_t i = 0; i < n; ++i) sum[i % channels] += static_cast<double>(b[i]) - a[i];
+  }
+  std::vector<float> shift(channels);
+  const double count = static_cast<double>(n / channels) * static_cast<double>(cal.kept.size());
+  for (size_t c = 0; c < channels; ++c) shift[c] = static_cast<float>(sum[c] / count);
+  return shift;
 }
 
 // The model's outputs from `q` against the float model's over the kept samples, per output.
@@ -209,6 +259,17 @@ std::string QuantizeReport::to_string() const {
   std::snprintf(line, sizeof line, "%zu of %zu ops int8 (calibration: %s, %zu samples)\n", quantized_ops(),
                 ops.size(), std::string(calibration_method_name(method)).c_str(), samples);
   s += line;
+  if (!budget_steps.empty()) {
+    std::snprintf(line, sizeof line, "output budget %.4g: %zu int8 ops at output error %.4f", output_budget,
+                  budget_steps.front().quantized_ops, budget_steps.front().output_error);
+    s += line;
+    for (size_t i = 1; i < budget_steps.size(); ++i) {
+      std::snprintf(line, sizeof line, "; op %u float -> %zu at %.4f", *budget_steps[i].op_index,
+                    budget_steps[i].quantized_ops, budget_steps[i].output_error);
+      s += line;
+    }
+    s += "\n";
+  }
   for (size_t i = 0; i < output_errors.size(); ++i) {
     std::snprintf(line, sizeof line, "output %zu: relative RMS error of the int8 model vs float %.4f\n", i,
                   output_errors[i]);
@@ -233,7 +294,27 @@ Result<Model> quantize_model(const Model& source, size_t num_samples, const Inpu
 
   Ranges ranges(model.operands.size());
   for (size_t i = 0; i < model.operands.size(); ++i)
-    if (cal.observers[i] && !cal.observers[i]->empty()) ranges[i] = cal.observers[i]->range(opt.method, opt.percentile);
+    if (cal.observers[i] && !cal.observers[i]->empty()) {
+      FloatRange r = cal.observers[i]->range(opt.method, opt.percentile);
+      double lo_margin = opt.range_margin.value_or(0), hi_margin = lo_margin;
+      if (!opt.range_margin && cal.chunks.size() > 1) {
+        // Each chunk held out: how far its range reaches past the other chunks' (the
+        // calibrated range's miss on data it did not see); the largest miss is the margin.
+        std::vector<FloatRange> per_chunk;
+        for (const auto& chunk : cal.chunks)
+          if (!chunk[i]->empty()) per_chunk.push_back(chunk[i]->range(opt.method, opt.percentile));
+        for (size_t c = 0; c < per_chunk.size() && per_chunk.size() > 1; ++c) {
+          FloatRange rest{0.f, 0.f};
+          for (size_t d = 0; d < per_chunk.size(); ++d)
+            if (d != c) rest = {std::min(rest.lo, per_chunk[d].lo), std::max(rest.hi, per_chunk[d].hi)};
+          lo_margin = std::max(lo_margin, overshoot(per_chunk[c].lo, rest.lo, opt.max_auto_margin));
+          hi_margin = std::max(hi_margin, overshoot(per_chunk[c].hi, rest.hi, opt.max_auto_margin));
+        }
+      }
+      r.lo *= static_cast<float>(1 + lo_margin);
+      r.hi *= static_cast<float>(1 + hi_margin);
+      ranges[i] = r;
+    }
 
   // A tensor only HARD_SWISH reads needs no int8 values below -3 (all give 0), one only
   // LOGISTIC reads none outside [-8, 8] (within 1/256 of 0 and 1, the int8 output's step).
@@ -280,6 +361,8 @@ Result<Model> quantize_model(const Model& source, size_t num_samples, const Inpu
   QuantizeReport rep;
   rep.method = opt.method;
   rep.samples = num_samples;
+  rep.output_budget = opt.max_output_error;
+  BiasShifts shifts(model.operations.size());
   std::vector<bool> quantize_op(model.operations.size(), false);
   for (uint32_t k = 0; k < model.operations.size(); ++k) {
     const Operation& op = model.operations[k];
@@ -294,7 +377,11 @@ Result<Model> quantize_model(const Model& source, size_t num_samples, const Inpu
     if (std::find(opt.keep_float.begin(), opt.keep_float.end(), k) != opt.keep_float.end()) {
       r.reason = "kept float (asked)";
     } else if (is_candidate(model, k, &r.reason)) {
-      auto err = op_error(model, k, ranges, readers_clip, cal, opt.per_channel);
+      if (opt.bias_correction && has_quantizable_bias(model, k)) {
+        auto shift = bias_shift(model, k, ranges, cal, opt.per_channel);
+        if (shift.is_ok()) shifts[k] = std::move(*shift);
+      }
+      auto err = op_error(model, k, ranges, readers_clip, cal, opt.per_channel, shifts[k]);
       if (!err.is_ok()) {
         r.reason = "no valid int8 form: " + err.status().message();
       } else {
@@ -316,25 +403,51 @@ Result<Model> quantize_model(const Model& source, size_t num_samples, const Inpu
     if (!r.quantized || model.outputs.empty()) continue;
     std::vector<bool> only(model.operations.size(), false);
     only[r.op_index] = true;
-    NN_ASSIGN_OR_RETURN(Model single, rewrite_quantized(model, only, ranges, opt.per_channel));
+    NN_ASSIGN_OR_RETURN(Model single, rewrite_quantized(model, only, ranges, opt.per_channel, &shifts));
     NN_ASSIGN_OR_RETURN(std::vector<double> e, output_errors(model, single, cal, opt));
     r.output_error = e[0];
-    if (r.output_error > opt.max_output_error) {
+    if (r.output_error > opt.max_op_output_error) {
       char why[96];
-      std::snprintf(why, sizeof why, "output error over the limit %.3g", opt.max_output_error);
+      std::snprintf(why, sizeof why, "output error over the limit %.3g", opt.max_op_output_error);
       r.reason = why;
       r.quantized = false;
       quantize_op[r.op_index] = false;
     }
   }
-  NN_ASSIGN_OR_RETURN(Model q, rewrite_quantized(model, quantize_op, ranges, opt.per_channel));
+  NN_ASSIGN_OR_RETURN(Model q, rewrite_quantized(model, quantize_op, ranges, opt.per_channel, &shifts));
+  // The whole int8 model against the float one on the kept samples.
+  NN_ASSIGN_OR_RETURN(rep.output_errors, output_errors(model, q, cal, opt));
+
+  // The whole-model budget: the int8 op whose own output error is largest returns to float
+  // until the model's output 0 is within the budget (or nothing is int8).
+  if (opt.max_output_error > 0 && !rep.output_errors.empty()) {
+    std::vector<uint32_t> order;
+    for (const OpQuantReport& r : rep.ops)
+      if (r.quantized) order.push_back(r.op_index);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return rep.ops[a].output_error > rep.ops[b].output_error; });
+    size_t int8_ops = order.size();
+    rep.budget_steps.push_back({std::nullopt, int8_ops, rep.output_errors[0]});
+    for (uint32_t k : order) {
+      if (rep.output_errors[0] <= opt.max_output_error) break;
+      OpQuantReport& r = rep.ops[k];
+      r.quantized = false;
+      r.returned_by_budget = true;
+      char why[128];
+      std::snprintf(why, sizeof why, "returned to float: the model's output error %.4f was over the budget %.3g",
+                    rep.output_errors[0], opt.max_output_error);
+      r.reason = why;
+      quantize_op[k] = false;
+      NN_ASSIGN_OR_RETURN(q, rewrite_quantized(model, quantize_op, ranges, opt.per_channel, &shifts));
+      NN_ASSIGN_OR_RETURN(rep.output_errors, output_errors(model, q, cal, opt));
+      rep.budget_steps.push_back({k, --int8_ops, rep.output_errors[0]});
+    }
+  }
   q.metadata.extra["quantization"] = "int8 post-training, calibration " +
                                      std::string(calibration_method_name(opt.method)) + " on " +
                                      std::to_string(num_samples) + " samples" +
-                                     (opt.per_channel ? ", per-channel filters" : ", per-tensor filters");
-
-  // The whole int8 model against the float one on the kept samples.
-  NN_ASSIGN_OR_RETURN(rep.output_errors, output_errors(model, q, cal, opt));
+                                     (opt.per_channel ? ", per-channel filters" : ", per-tensor filters") +
+                                     (opt.bias_correction ? ", bias correction" : "");
   if (report) *report = std::move(rep);
   return q;
 }

@@ -47,6 +47,36 @@ int8_t quantize_value(float x, QuantParams p) {
   return static_cast<int8_t>(std::clamp(q, -128.0, 127.0));
 }
 
+// A filter's symmetric int8 form: one scale per channel along channel_dim (or one in all
+// when channel_dim < 0), values in [-127, 127].
+struct Int8Filter {
+  std::vector<int8_t> values;
+  std::vector<float> scales;  // per channel along channel_dim, or one
+  size_t inner = 1;           // elements after channel_dim (the stride of a channel step)
+};
+Int8Filter int8_filter(const Operand& w, int channel_dim) {
+  const size_t n = num_elements(w.dims);
+  const float* v = w.as<float>();
+  const bool per_channel = channel_dim >= 0;
+  const size_t channels = per_channel ? w.dims[static_cast<size_t>(channel_dim)] : 1;
+  Int8Filter f;
+  if (per_channel)
+    for (size_t d = static_cast<size_t>(channel_dim) + 1; d < w.dims.size(); ++d) f.inner *= w.dims[d];
+  std::vector<float> max_abs(channels, 0.f);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t c = per_channel ? (i / f.inner) % channels : 0;
+    max_abs[c] = std::max(max_abs[c], std::fabs(v[i]));
+  }
+  f.scales.resize(channels);
+  for (size_t c = 0; c < channels; ++c) f.scales[c] = max_abs[c] > 0 ? max_abs[c] / 127.f : 1.f;
+  f.values.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t c = per_channel ? (i / f.inner) % channels : 0;
+    f.values[i] = static_cast<int8_t>(std::clamp(std::round(v[i] / f.scales[c]), -127.f, 127.f));
+  }
+  return f;
+}
+
 struct Builder {
   const Model& f;
   Model q;
@@ -80,51 +110,37 @@ struct Builder {
     return id;
   }
 
-  // A filter as symmetric int8: one scale per channel along channel_dim, or one in all.
+  // A filter as symmetric int8 (int8_filter), with its scales on the operand.
   // Returns the operand and the scales (one per output channel either way).
   std::pair<uint32_t, std::vector<float>> quantize_filter(const Operand& w, int channel_dim, size_t out_channels) {
-    const size_t n = num_elements(w.dims);
-    const float* v = w.as<float>();
+    Int8Filter f = int8_filter(w, channel_dim);
     const bool per_channel = channel_dim >= 0;
-    const size_t channels = per_channel ? w.dims[static_cast<size_t>(channel_dim)] : 1;
-    size_t inner = 1;
-    if (per_channel)
-      for (size_t d = static_cast<size_t>(channel_dim) + 1; d < w.dims.size(); ++d) inner *= w.dims[d];
-    std::vector<float> max_abs(channels, 0.f);
-    for (size_t i = 0; i < n; ++i) {
-      const size_t c = per_channel ? (i / inner) % channels : 0;
-      max_abs[c] = std::max(max_abs[c], std::fabs(v[i]));
-    }
-    std::vector<float> scales(channels);
-    for (size_t c = 0; c < channels; ++c) scales[c] = max_abs[c] > 0 ? max_abs[c] / 127.f : 1.f;
-    std::vector<int8_t> data(n);
-    for (size_t i = 0; i < n; ++i) {
-      const size_t c = per_channel ? (i / inner) % channels : 0;
-      data[i] = static_cast<int8_t>(std::clamp(std::round(v[i] / scales[c]), -127.f, 127.f));
-    }
-    const uint32_t id = q.add_constant(per_channel ? kPerChannel : kQ8, w.dims, data.data(), n, w.name + "/int8");
+    const uint32_t id =
+        q.add_constant(per_channel ? kPerChannel : kQ8, w.dims, f.values.data(), f.values.size(), w.name + "/int8");
     Operand& o = q.operands[id];
     if (per_channel) {
       o.channel_quant.channel_dim = static_cast<uint32_t>(channel_dim);
-      o.channel_quant.scales = scales;
+      o.channel_quant.scales = f.scales;
     } else {
-      o.scale = scales[0];
+      o.scale = f.scales[0];
       o.zero_point = 0;
-      scales.assign(out_channels, scales[0]);
+      f.scales.assign(out_channels, f.scales[0]);
     }
-    return {id, scales};
+    return {id, f.scales};
   }
 
   // A float bias as NNAPI's TENSOR_INT32: scale input_scale x filter_scale[c], zero point 0
   // (the operand's scale is 0 for per-channel filters, whose scales say it per channel).
+  // `shift`, when not empty, is subtracted from the float bias first (bias correction).
   uint32_t quantize_bias(const Operand& b, float input_scale, const std::vector<float>& filter_scales,
-                         bool per_channel) {
+                         bool per_channel, const std::vector<float>& shift) {
     const size_t n = num_elements(b.dims);
     const float* v = b.as<float>();
     std::vector<int32_t> data(n);
     for (size_t c = 0; c < n; ++c) {
       const double s = static_cast<double>(input_scale) * filter_scales[std::min(c, filter_scales.size() - 1)];
-      const double x = std::round(static_cast<double>(v[c]) / s);
+      const double value = static_cast<double>(v[c]) - (c < shift.size() ? shift[c] : 0.f);
+      const double x = std::round(value / s);
       data[c] = static_cast<int32_t>(std::clamp(x, -2147483648.0, 2147483647.0));
     }
     const uint32_t id = q.add_constant(OperandType::TENSOR_INT32, b.dims, data.data(), n * 4, b.name + "/int32");
@@ -231,7 +247,8 @@ bool is_candidate(const Model& m, uint32_t k, std::string* reason) {
 }
 
 Result<Model> rewrite_quantized(const Model& f, const std::vector<bool>& quantize_op, const Ranges& ranges,
-                                bool per_channel) {
+                                bool per_channel, const BiasShifts* shifts) {
+  static const std::vector<float> kNoShift;
   Builder b{f, {}};
   Model& q = b.q;
   q.metadata = f.metadata;
@@ -283,7 +300,8 @@ Result<Model> rewrite_quantized(const Model& f, const std::vector<bool>& quantiz
         out.inputs[s] = id;
         filter_scales = std::move(scales);
       } else if (slots.has && s == 2) {
-        out.inputs[s] = b.quantize_bias(o, input_scale, filter_scales, filter_per_channel);
+        const std::vector<float>& shift = shifts && k < shifts->size() ? (*shifts)[k] : kNoShift;
+        out.inputs[s] = b.quantize_bias(o, input_scale, filter_scales, filter_per_channel, shift);
       } else if (o.is_constant()) {
         out.inputs[s] = b.quantize_constant(o);
       } else {
@@ -339,6 +357,36 @@ std::optional<size_t> fuse_slot(const Model& m, const Operation& op) {
   return slots->fuse;
 }
 }  // namespace
+
+bool has_quantizable_bias(const Model& m, uint32_t k) {
+  const Operation& op = m.operations[k];
+  if (!weight_slots(op.type).has || op.inputs.size() < 3) return false;
+  const Operand& w = m.operands[op.inputs[1]];
+  return w.type == kF32 && w.is_constant() && m.has_value(op.inputs[2]) && m.operands[op.inputs[2]].type == kF32 &&
+         m.operands[op.inputs[2]].is_constant();
+}
+
+Model without_activation(const Model& one_op) {
+  Model m = one_op;
+  Operation& op = m.operations[0];
+  if (auto slot = fuse_slot(m, op); slot && m.operands[op.inputs[*slot]].is_constant())
+    op.inputs[*slot] = m.add_scalar_i32(0);
+  return m;
+}
+
+Model with_int8_filter_values(const Model& one_op, bool per_channel) {
+  Model m = without_activation(one_op);
+  Operation& op = m.operations[0];
+  const WeightSlots slots = weight_slots(op.type);
+  if (!slots.has) return m;
+  const Operand w = m.operands[op.inputs[1]];
+  const Int8Filter f = int8_filter(w, per_channel ? slots.channel_dim : -1);
+  const size_t channels = f.scales.size();
+  std::vector<float> values(f.values.size());
+  for (size_t i = 0; i < values.size(); ++i) values[i] = f.values[i] * f.scales[channels > 1 ? (i / f.inner) % channels : 0];
+  op.inputs[1] = m.add_constant_f32(w.dims, values, w.name + "/int8_values");
+  return m;
+}
 
 Result<Model> fold_activations(const Model& f) {
   Model m = f;

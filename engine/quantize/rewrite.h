@@ -14,6 +14,9 @@
 namespace nn::quantize {
 
 using Ranges = std::vector<std::optional<FloatRange>>;  // per operand; set for float activations
+// Per op: what to subtract from its float bias (per output channel) before quantizing it,
+// bias correction's estimate of the mean shift its int8 filter brings. Empty: nothing.
+using BiasShifts = std::vector<std::vector<float>>;
 
 // TENSOR_QUANT8_ASYMM_SIGNED parameters covering `range` widened to hold 0 (so zero, ReLU's
 // floor and zero padding are exact).
@@ -34,8 +37,19 @@ bool output_takes_input_params(OperationType type);
 // The quantized model: ops with quantize_op[k] get int8 activations (params from `ranges`),
 // int8 weights (per channel when per_channel and NNAPI allows it) and int32 biases; QUANTIZE
 // and DEQUANTIZE where int8 meets float. Operands no longer used are dropped. Validated.
+// `shifts`, when given, holds one entry per op of `model`.
 Result<Model> rewrite_quantized(const Model& model, const std::vector<bool>& quantize_op, const Ranges& ranges,
-                                bool per_channel);
+                                bool per_channel, const BiasShifts* shifts = nullptr);
+
+// Whether op k has a constant float filter and bias that quantization would turn int8 and
+// int32 (what bias correction applies to).
+bool has_quantizable_bias(const Model& model, uint32_t k);
+
+// A one-op model (extract_op's) in float with its fused activation off, and the same with
+// its filter replaced by what its int8 form dequantizes to: their outputs differ by what
+// the filter's rounding alone brings.
+Model without_activation(const Model& one_op);
+Model with_int8_filter_values(const Model& one_op, bool per_channel);
 
 // The float model with each RELU / RELU1 / RELU6 folded into the fuse code of the conv,
 // depthwise, transpose conv, FULLY_CONNECTED, ADD, SUB or MUL that is its input's only

@@ -1,9 +1,10 @@
 // nnconvert: a TFLite or ONNX model -> a .nnapi file; several models plus a stream
 // description (--stream) -> one streaming .nnapi file (engine/format/SPEC.md); with
 // --quantize int8, post-training quantization calibrated on a folder of images
-// (nn/quantize/quantize.h).
+// (nn/quantize/quantize.h), or of WAV files for a streaming audio model (nn/quantize/stream.h).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -14,14 +15,180 @@
 #include "nn/format/nnapi_file.h"
 #include "nn/format/stream_file.h"
 #include "nn/import/import.h"
+#include "nn/audio/wav.h"
 #include "nn/quantize/quantize.h"
+#include "nn/quantize/stream.h"
 #include "tensor_io.h"
 
 namespace {
 
+// The calibration samples of a folder, sorted by name: images (for an image model) or .npy
+// tensors in the source model's layout (any single-input model).
+std::vector<std::string> calibration_images(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::string ext = e.path().extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (e.is_regular_file() && (ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp" || ext == ".npy"))
+      files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+struct QuantizeArgs {
+  std::string type, calibration, method = "percentile";
+  bool per_tensor = false;
+  double percentile = 99.99, max_op_error = 0.25, max_op_output_error = 0.01, max_output_error = 0;
+  std::string range_margin = "auto";
+  bool no_bias_correction = false;
+  size_t limit = 0, error_samples = 8;
+  int threads = 1;
+  std::string delegate = "cpu";
+  std::vector<uint32_t> keep_float;
+};
+
+// The library's options from the command line's, or the exit code of what is wrong.
+int quantize_options(const QuantizeArgs& args, nn::quantize::QuantizeOptions* opt) {
+  if (args.type != "int8") {
+    std::fprintf(stderr, "nnconvert: --quantize %s: only int8 is supported\n", args.type.c_str());
+    return 2;
+  }
+  if (args.calibration.empty()) {
+    std::fprintf(stderr, "nnconvert: --quantize needs --calibration DIR (images or audio the model will see)\n");
+    return 2;
+  }
+  if (!std::filesystem::is_directory(args.calibration)) {
+    std::fprintf(stderr, "nnconvert: --calibration %s: not a directory\n", args.calibration.c_str());
+    return 2;
+  }
+  auto method = nn::quantize::calibration_method_from_name(args.method);
+  if (!method) {
+    std::fprintf(stderr, "nnconvert: --calibration-method %s: expected minmax, percentile or entropy\n",
+                 args.method.c_str());
+    return 2;
+  }
+  if (args.error_samples == 0) {
+    std::fprintf(stderr, "nnconvert: --error-samples must be at least 1\n");
+    return 2;
+  }
+  opt->method = *method;
+  opt->percentile = args.percentile;
+  opt->per_channel = !args.per_tensor;
+  opt->max_op_error = args.max_op_error;
+  opt->max_op_output_error = args.max_op_output_error;
+  opt->max_output_error = args.max_output_error;
+  opt->bias_correction = !args.no_bias_correction;
+  opt->error_samples = args.error_samples;
+  if (args.range_margin != "auto") {
+    char* end = nullptr;
+    const double m = std::strtod(args.range_margin.c_str(), &end);
+    if (end == args.range_margin.c_str() || *end != '\0' || !(m >= 0)) {
+      std::fprintf(stderr, "nnconvert: --range-margin %s: expected auto or a fraction >= 0\n", args.range_margin.c_str());
+      return 2;
+    }
+    opt->range_margin = m;
+  }
+  opt->threads = args.threads;
+  opt->delegates = {args.delegate};
+  opt->keep_float = args.keep_float;
+  return 0;
+}
+
+// Quantizes `model` in place per `args`, printing the per-op report unless quiet.
+int quantize(std::shared_ptr<nn::Model>& model, const QuantizeArgs& args, bool quiet) {
+  nn::quantize::QuantizeOptions opt;
+  if (int rc = quantize_options(args, &opt)) return rc;
+  const nn::Model& m = *model;
+  if (m.inputs.size() != 1) {
+    std::fprintf(stderr, "nnconvert: --quantize calibrates models with one input; this one has %zu inputs\n",
+                 m.inputs.size());
+    return 2;
+  }
+  std::vector<std::string> images = calibration_images(args.calibration);
+  if (args.limit > 0 && images.size() > args.limit) images.resize(args.limit);
+  if (images.empty()) {
+    std::fprintf(stderr, "nnconvert: --calibration %s: no .jpg/.jpeg/.png/.bmp images or .npy tensors\n",
+                 args.calibration.c_str());
+    return 2;
+  }
+  auto provider = [&](size_t i, std::vector<nn::Tensor>& inputs) -> nn::Status {
+    if (std::filesystem::path(images[i]).extension() != ".npy")
+      return nn::tools::image_to_input(images[i], m, 0, inputs[0].data());
+    auto array = nn::tools::read_npy(images[i]);
+    if (!array) return array.status().with_context(images[i]);
+    const std::string layout = m.metadata.input_source_layouts.empty() ? "" : m.metadata.input_source_layouts[0];
+    return nn::tools::npy_to_input(*array, m.operands[m.inputs[0]], layout, inputs[0].data()).with_context(images[i]);
+  };
+  nn::quantize::QuantizeReport report;
+  auto q = nn::quantize::quantize_model(m, images.size(), provider, opt, &report);
+  if (!q) {
+    std::fprintf(stderr, "nnconvert: quantizing: %s\n", q.status().to_string().c_str());
+    return 1;
+  }
+  if (!quiet) std::printf("%s", report.to_string().c_str());
+  model = std::make_shared<nn::Model>(std::move(*q));
+  return 0;
+}
+
+// The WAV files of a folder, sorted by name.
+std::vector<std::string> calibration_audio(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::string ext = e.path().extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (e.is_regular_file() && (ext == ".wav" || ext == ".flac")) files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Quantizes a streaming model's stages in place per `args`, calibrated on the folder's audio.
+int quantize_stream(const nn::StreamDescription& desc, std::vector<std::shared_ptr<nn::Model>>& stages,
+                    const QuantizeArgs& args, bool quiet) {
+  nn::quantize::QuantizeOptions opt;
+  if (int rc = quantize_options(args, &opt)) return rc;
+  std::vector<std::string> files = calibration_audio(args.calibration);
+  if (args.limit > 0 && files.size() > args.limit) files.resize(args.limit);
+  if (files.empty()) {
+    std::fprintf(stderr, "nnconvert: --calibration %s: no .wav/.flac files (a streaming audio model calibrates on audio)\n",
+                 args.calibration.c_str());
+    return 2;
+  }
+  std::vector<nn::audio::AudioBuffer> clips;
+  for (const std::string& f : files) {
+    auto clip = nn::audio::read_audio(f);
+    if (!clip) {
+      std::fprintf(stderr, "nnconvert: %s\n", clip.status().to_string().c_str());
+      return 1;
+    }
+    clips.push_back(std::move(*clip));
+  }
+  auto model = nn::audio::make_stream_model(desc, stages);
+  if (!model) {
+    std::fprintf(stderr, "nnconvert: %s\n", model.status().to_string().c_str());
+    return 1;
+  }
+  nn::quantize::StreamQuantizeOptions so;
+  so.stage = opt;
+  nn::quantize::StreamQuantizeReport report;
+  auto q = nn::quantize::quantize_stream(*model, clips, so, &report);
+  if (!q) {
+    std::fprintf(stderr, "nnconvert: quantizing: %s\n", q.status().to_string().c_str());
+    return 1;
+  }
+  if (!quiet) std::printf("%s", report.to_string().c_str());
+  for (size_t i = 0; i < stages.size(); ++i) stages[i] = std::make_shared<nn::Model>(*(*q)->stage(i));
+  return 0;
+}
+
 // Stages from their source files, the framing from the description: one streaming file.
+// With --quantize, every stage is quantized on the WAV files of the calibration folder
+// run through the float stream (nn/quantize/stream.h).
 int convert_stream(const std::vector<std::string>& inputs, const std::string& stream_path, std::string output,
-                   bool quiet) {
+                   const QuantizeArgs& qa, bool quiet) {
   auto desc = nn::parse_stream_toml(stream_path);
   if (!desc) {
     std::fprintf(stderr, "nnconvert: %s\n", desc.status().to_string().c_str());
@@ -43,6 +210,11 @@ int convert_stream(const std::vector<std::string>& inputs, const std::string& st
     models.push_back(*model);
     views.push_back(models.back().get());
   }
+  if (!qa.type.empty()) {
+    if (int rc = quantize_stream(*desc, models, qa, quiet)) return rc;
+    views.clear();
+    for (const auto& m : models) views.push_back(m.get());
+  }
   if (output.empty()) output = std::filesystem::path(inputs[0]).replace_extension(".nnapi").string();
   nn::Status s = nn::save_stream_file(*desc, views, output);
   if (!s.is_ok()) {
@@ -55,92 +227,6 @@ int convert_stream(const std::vector<std::string>& inputs, const std::string& st
       std::printf("  stage %zu from %s: %zu operations: %s\n", i + 1, inputs[i].c_str(), models[i]->operations.size(),
                   models[i]->op_summary().c_str());
   }
-  return 0;
-}
-
-// The calibration samples of a folder, sorted by name: images (for an image model) or .npy
-// tensors in the source model's layout (any single-input model).
-std::vector<std::string> calibration_images(const std::string& dir) {
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    std::string ext = e.path().extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (e.is_regular_file() && (ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp" || ext == ".npy"))
-      files.push_back(e.path().string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-struct QuantizeArgs {
-  std::string type, calibration, method = "percentile";
-  bool per_tensor = false;
-  double percentile = 99.99, max_op_error = 0.25, max_output_error = 0.01;
-  size_t limit = 0;
-  int threads = 1;
-  std::string delegate = "cpu";
-  std::vector<uint32_t> keep_float;
-};
-
-// Quantizes `model` in place per `args`, printing the per-op report unless quiet.
-int quantize(std::shared_ptr<nn::Model>& model, const QuantizeArgs& args, bool quiet) {
-  if (args.type != "int8") {
-    std::fprintf(stderr, "nnconvert: --quantize %s: only int8 is supported\n", args.type.c_str());
-    return 2;
-  }
-  if (args.calibration.empty()) {
-    std::fprintf(stderr, "nnconvert: --quantize needs --calibration DIR (images the model will see)\n");
-    return 2;
-  }
-  if (!std::filesystem::is_directory(args.calibration)) {
-    std::fprintf(stderr, "nnconvert: --calibration %s: not a directory\n", args.calibration.c_str());
-    return 2;
-  }
-  auto method = nn::quantize::calibration_method_from_name(args.method);
-  if (!method) {
-    std::fprintf(stderr, "nnconvert: --calibration-method %s: expected minmax, percentile or entropy\n",
-                 args.method.c_str());
-    return 2;
-  }
-  const nn::Model& m = *model;
-  if (m.inputs.size() != 1) {
-    std::fprintf(stderr, "nnconvert: --quantize calibrates models with one input; this one has %zu inputs\n",
-                 m.inputs.size());
-    return 2;
-  }
-  std::vector<std::string> images = calibration_images(args.calibration);
-  if (args.limit > 0 && images.size() > args.limit) images.resize(args.limit);
-  if (images.empty()) {
-    std::fprintf(stderr, "nnconvert: --calibration %s: no .jpg/.jpeg/.png/.bmp images or .npy tensors\n",
-                 args.calibration.c_str());
-    return 2;
-  }
-  nn::quantize::QuantizeOptions opt;
-  opt.method = *method;
-  opt.percentile = args.percentile;
-  opt.per_channel = !args.per_tensor;
-  opt.max_op_error = args.max_op_error;
-  opt.max_output_error = args.max_output_error;
-  opt.threads = args.threads;
-  opt.delegates = {args.delegate};
-  opt.keep_float = args.keep_float;
-  auto provider = [&](size_t i, std::vector<nn::Tensor>& inputs) -> nn::Status {
-    if (std::filesystem::path(images[i]).extension() != ".npy")
-      return nn::tools::image_to_input(images[i], m, 0, inputs[0].data());
-    auto array = nn::tools::read_npy(images[i]);
-    if (!array) return array.status().with_context(images[i]);
-    const std::string layout = m.metadata.input_source_layouts.empty() ? "" : m.metadata.input_source_layouts[0];
-    return nn::tools::npy_to_input(*array, m.operands[m.inputs[0]], layout, inputs[0].data()).with_context(images[i]);
-  };
-  nn::quantize::QuantizeReport report;
-  auto q = nn::quantize::quantize_model(m, images.size(), provider, opt, &report);
-  if (!q) {
-    std::fprintf(stderr, "nnconvert: quantizing: %s\n", q.status().to_string().c_str());
-    return 1;
-  }
-  if (!quiet) std::printf("%s", report.to_string().c_str());
-  model = std::make_shared<nn::Model>(std::move(*q));
   return 0;
 }
 
@@ -172,8 +258,8 @@ int main(int argc, char** argv) {
   QuantizeArgs qa;
   app.add_option("--quantize", qa.type, "post-training quantization: int8 (needs --calibration)");
   app.add_option("--calibration", qa.calibration,
-                 "folder of calibration images (pre-processed as the tools do per the model's metadata) or .npy "
-                 "input tensors (the source model's layout)");
+                 "folder of calibration images (pre-processed as the tools do per the model's metadata), .npy "
+                 "input tensors (the source model's layout), or, with --stream, .wav files run through the stream");
   app.add_option("--calibration-method", qa.method, "minmax, percentile or entropy (default percentile)");
   app.add_option("--percentile", qa.percentile, "the percentile method's coverage (default 99.99)");
   bool per_channel = false;
@@ -183,14 +269,24 @@ int main(int argc, char** argv) {
       ->excludes(per_channel_flag);
   app.add_option("--max-op-error", qa.max_op_error,
                  "ops whose output error quantized alone (relative RMS) exceeds this stay float (default 0.25)");
-  app.add_option("--max-output-error", qa.max_output_error,
+  app.add_option("--max-op-output-error", qa.max_op_output_error,
                  "ops that alone move the model's output 0 by more than this (relative RMS) stay float (default 0.01)");
+  app.add_option("--max-output-error", qa.max_output_error,
+                 "the whole int8 model's budget: while its output 0 is further than this from the float model's "
+                 "(relative RMS on the error samples), the int8 op costing it most returns to float (default 0: none)");
+  app.add_flag("--no-bias-correction", qa.no_bias_correction,
+               "quantize conv/FC biases as they are, without absorbing the mean shift of their int8 filters");
+  app.add_option("--range-margin", qa.range_margin,
+                 "headroom for inputs calibration did not see: widen every activation range by this fraction, or auto "
+                 "(default): per tensor, by how much its range differs between the calibration set's two halves");
+  app.add_option("--error-samples", qa.error_samples,
+                 "calibration samples (spread over the set) on which errors are measured (default 8)");
   app.add_option("--calibration-limit", qa.limit, "use at most this many calibration images (sorted by name)");
   app.add_option("--keep-float", qa.keep_float, "op indices to keep float");
   app.add_option("--threads", qa.threads, "threads for the calibration runs (default 1)");
   app.add_option("--calibration-delegate", qa.delegate, "where calibration runs the model: cpu (default) or reference");
   NN_PARSE_COMMAND_LINE(app, argc, argv);
-  if (!stream.empty()) return convert_stream(inputs, stream, output, quiet);
+  if (!stream.empty()) return convert_stream(inputs, stream, output, qa, quiet);
   if (inputs.size() != 1) {
     std::fprintf(stderr, "nnconvert: %zu models given: several models make one streaming file only with --stream\n",
                  inputs.size());

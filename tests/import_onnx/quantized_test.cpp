@@ -445,3 +445,374 @@ TEST(OnnxQuantized, SigmoidAtNnapiScaleFolds) {
 }
 
 }  // namespace
+
+// One QDQ-wrapped op per test, as ONNX Runtime's quantizer writes it: the op must fold into
+// its quantized IR form (int8 in and out, no DEQUANTIZE -> float op -> QUANTIZE left: one
+// QUANTIZE per model input, one DEQUANTIZE at the output) and, run by the reference kernels,
+// stay within one output step of the QDQ float semantics computed here.
+namespace {
+
+using nn::OperationType;
+
+// NCHW <-> NHWC for one image.
+std::vector<float> to_nhwc(const std::vector<float>& x, int C, int H, int W) {
+  std::vector<float> y(x.size());
+  for (int c = 0; c < C; ++c)
+    for (int h = 0; h < H; ++h)
+      for (int w = 0; w < W; ++w) y[(size_t(h) * W + w) * C + c] = x[(size_t(c) * H + h) * W + w];
+  return y;
+}
+std::vector<float> to_nchw(const std::vector<float>& y, int C, int H, int W) {
+  std::vector<float> x(y.size());
+  for (int c = 0; c < C; ++c)
+    for (int h = 0; h < H; ++h)
+      for (int w = 0; w < W; ++w) x[(size_t(c) * H + h) * W + w] = y[(size_t(h) * W + w) * C + c];
+  return x;
+}
+
+std::vector<float> uniform(size_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// The op folded: `type` writes an int8 tensor, its quantized inputs are int8 too, and the
+// only QUANTIZE / DEQUANTIZE are the model's entries and exit.
+void expect_folded(const nn::Model& m, OperationType type, size_t model_inputs) {
+  std::printf("  %s\n", m.op_summary().c_str());
+  EXPECT_EQ(count(m, type), 1u) << nn::operation_type_name(type);
+  EXPECT_EQ(count(m, OperationType::QUANTIZE), model_inputs);
+  EXPECT_EQ(count(m, OperationType::DEQUANTIZE), 1u);
+  for (const auto& op : m.operations) {
+    if (op.type != type) continue;
+    EXPECT_EQ(m.operands[op.outputs[0]].type, nn::OperandType::TENSOR_QUANT8_ASYMM_SIGNED)
+        << nn::operation_type_name(type) << " writes a float tensor: not folded";
+    const nn::Operand& in = m.operands[op.inputs[0]];
+    EXPECT_EQ(in.type, nn::OperandType::TENSOR_QUANT8_ASYMM_SIGNED) << nn::operation_type_name(type);
+  }
+}
+
+// Runs `m` on NCHW inputs and returns the largest difference of its output from `want`
+// (NCHW) in output steps. A 4-D input or output the IR holds as NHWC is transposed here.
+double steps_off(const nn::Model& m, std::vector<std::vector<float>> inputs, const std::vector<float>& want,
+                 float out_scale) {
+  auto nhwc_of = [](const nn::Dims& ir, const std::string& layout) { return ir.size() == 4 && layout == "NCHW"; };
+  std::vector<const void*> ins;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const nn::Dims& d = m.operands[m.inputs[i]].dims;
+    const std::string layout = i < m.metadata.input_source_layouts.size() ? m.metadata.input_source_layouts[i] : "";
+    if (nhwc_of(d, layout)) inputs[i] = to_nhwc(inputs[i], int(d[3]), int(d[1]), int(d[2]));
+    ins.push_back(inputs[i].data());
+  }
+  std::vector<float> got(want.size());
+  void* outs[] = {got.data()};
+  const nn::Status s = nn::run_reference(m, ins, outs);
+  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  const nn::Dims& d = m.operands[m.outputs[0]].dims;
+  const std::string layout = m.metadata.output_source_layouts.empty() ? "" : m.metadata.output_source_layouts[0];
+  if (nhwc_of(d, layout)) got = to_nchw(got, int(d[3]), int(d[1]), int(d[2]));
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - want[i]) / out_scale);
+  return worst;
+}
+
+constexpr double kOneStep = 1.0 + 1e-3;  // one step, plus float noise in the difference
+
+TEST(OnnxQuantizedFolds, DepthwiseConvPerChannel) {
+  constexpr int C = 5, H = 7, W = 6;
+  const float s_in = 0.03f, s_out = 0.05f;
+  const int zp_in = -7, zp_out = 4;
+  const std::vector<double> ws = {0.002, 0.011, 0.006, 0.0035, 0.009};
+  std::mt19937 rng(21);
+  std::uniform_int_distribution<int> wi(-127, 127), bi(-2000, 2000);
+  std::vector<double> w, bias;
+  for (int k = 0; k < C * 9; ++k) w.push_back(wi(rng));
+  for (int c = 0; c < C; ++c) bias.push_back(bi(rng));
+  Builder b;
+  b.input("x", 1, {1, C, H, W});
+  const std::string x = b.qdq("x", "in", s_in, zp_in);
+  b.init("w", 3, {C, 1, 3, 3}, w);
+  b.init("w_s", 1, {C}, ws);
+  b.init("w_zp", 3, {C}, std::vector<double>(C, 0));
+  Builder::i(b.node("DequantizeLinear", {"w", "w_s", "w_zp"}, "w_dq"), "axis", 0);
+  std::vector<double> bs;
+  for (int c = 0; c < C; ++c) bs.push_back(double(s_in) * float(ws[c]));
+  b.init("b", 6, {C}, bias);
+  b.init("b_s", 1, {C}, bs);
+  b.init("b_zp", 6, {C}, std::vector<double>(C, 0));
+  Builder::i(b.node("DequantizeLinear", {"b", "b_s", "b_zp"}, "b_dq"), "axis", 0);
+  auto* conv = b.node("Conv", {x, "w_dq", "b_dq"}, "dw");
+  Builder::ints(conv, "pads", {1, 1, 1, 1});
+  Builder::i(conv, "group", C);
+  const std::string y = b.qdq("dw", "o", s_out, zp_out);
+  b.node("Identity", {y}, "y");
+  b.output("y", 1, {1, C, H, W});
+  auto model = import(b);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  const nn::Model& m = **model;
+  expect_folded(m, OperationType::DEPTHWISE_CONV_2D, 1);
+  for (const auto& op : m.operations)
+    if (op.type == OperationType::DEPTHWISE_CONV_2D) {
+      const nn::Operand& f = m.operands[op.inputs[1]];
+      ASSERT_EQ(f.type, nn::OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL);
+      EXPECT_EQ(f.channel_quant.channel_dim, 3u);  // [1, H, W, C]
+      ASSERT_EQ(f.channel_quant.scales.size(), size_t(C));
+      EXPECT_FLOAT_EQ(f.channel_quant.scales[1], float(ws[1]));
+      EXPECT_EQ(m.operands[op.inputs[2]].type, nn::OperandType::TENSOR_INT32);
+    }
+  const std::vector<float> xin = uniform(size_t(C) * H * W, 5, -3.5f, 3.2f);
+  std::vector<float> want(xin.size());
+  for (int c = 0; c < C; ++c)
+    for (int h = 0; h < H; ++h)
+      for (int q = 0; q < W; ++q) {
+        double acc = float(bias[c]) * float(float(s_in) * float(ws[c]));
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 3; ++j) {
+            const int hh = h + i - 1, qq = q + j - 1;
+            if (hh < 0 || hh >= H || qq < 0 || qq >= W) continue;
+            acc += double(fq(xin[(size_t(c) * H + hh) * W + qq], s_in, zp_in)) * (float(w[c * 9 + i * 3 + j]) * float(ws[c]));
+          }
+        want[(size_t(c) * H + h) * W + q] = fq(float(acc), s_out, zp_out);
+      }
+  const double worst = steps_off(m, {xin}, want, s_out);
+  std::printf("depthwise per-channel: max %.2f output steps from the QDQ semantics\n", worst);
+  EXPECT_LE(worst, kOneStep);
+}
+
+TEST(OnnxQuantizedFolds, ConcatOfDifferentScales) {
+  Builder b;
+  b.input("a", 1, {1, 4});
+  b.input("c", 1, {1, 6});
+  const std::string a = b.qdq("a", "qa", 0.02f, -10);
+  const std::string c = b.qdq("c", "qc", 0.05f, 20);
+  Builder::i(b.node("Concat", {a, c}, "cat"), "axis", 1);
+  const std::string y = b.qdq("cat", "o", 0.04f, 3);
+  b.node("Identity", {y}, "y");
+  b.output("y", 1, {1, 10});
+  auto model = import(b);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  const nn::Model& m = **model;
+  expect_folded(m, OperationType::CONCATENATION, 2);
+  const std::vector<float> av = uniform(4, 8, -2.5f, 2.6f), cv = uniform(6, 9, -6.f, 5.f);
+  std::vector<float> want;
+  for (float v : av) want.push_back(fq(fq(v, 0.02f, -10), 0.04f, 3));
+  for (float v : cv) want.push_back(fq(fq(v, 0.05f, 20), 0.04f, 3));
+  const double worst = steps_off(m, {av, cv}, want, 0.04f);
+  std::printf("concat: max %.2f output steps\n", worst);
+  EXPECT_LE(worst, kOneStep);
+}
+
+TEST(OnnxQuantizedFolds, Mul) {
+  Builder b;
+  b.input("a", 1, {1, 12});
+  b.input("c", 1, {1, 12});
+  const std::string a = b.qdq("a", "qa", 0.03f, 5);
+  const std::string c = b.qdq("c", "qc", 0.015f, -30);
+  b.node("Mul", {a, c}, "mul");
+  const std::string y = b.qdq("mul", "o", 0.02f, -3);
+  b.node("Identity", {y}, "y");
+  b.output("y", 1, {1, 12});
+  auto model = import(b);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  const nn::Model& m = **model;
+  expect_folded(m, OperationType::MUL, 2);
+  const std::vector<float> av = uniform(12, 10, -3.f, 3.f), cv = uniform(12, 11, -1.4f, 2.2f);
+  std::vector<float> want;
+  for (size_t i = 0; i < av.size(); ++i) want.push_back(fq(fq(av[i], 0.03f, 5) * fq(cv[i], 0.015f, -30), 0.02f, -3));
+  const double worst = steps_off(m, {av, cv}, want, 0.02f);
+  std::printf("mul: max %.2f output steps\n", worst);
+  EXPECT_LE(worst, kOneStep);
+}
+
+// AveragePool keeps its input's quantization (NNAPI's rule; ORT writes the same Q after it).
+TEST(OnnxQuantizedFolds, AveragePool) {
+  constexpr int C = 3, H = 7, W = 8;
+  const float s = 0.04f;
+  const int zp = 9;
+  Builder b;
+  b.input("x", 1, {1, C, H, W});
+  const std::string x = b.qdq("x", "in", s, zp);
+  auto* p = b.node("AveragePool", {x}, "ap");
+  Builder::ints(p, "kernel_shape", {3, 2});
+  Builder::ints(p, "strides", {2, 2});
+  const int Ho = (H - 3) / 2 + 1, Wo = (W - 2) / 2 + 1;
+  const std::string y = b.qdq("ap", "o", s, zp);
+  b.node("Identity", {y}, "y");
+  b.output("y", 1, {1, C, Ho, Wo});
+  auto model = import(b);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  const nn::Model& m = **model;
+  expect_folded(m, OperationType::AVERAGE_POOL_2D, 1);
+  const std::vector<float> xin = uniform(size_t(C) * H * W, 12, -5.f, 4.5f);
+  std::vector<float> want(size_t(C) * Ho * Wo);
+  for (int c = 0; c < C; ++c)
+    for (int h = 0; h < Ho; ++h)
+      for (int q = 0; q < Wo; ++q) {
+        double acc = 0;
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 2; ++j) acc += fq(xin[(size_t(c) * H + 2 * h + i) * W + 2 * q + j], s, zp);
+        want[(size_t(c) * Ho + h) * Wo + q] = fq(float(acc / 6), s, zp);
+      }
+  const double worst = steps_off(m, {xin}, want, s);
+  std::printf("average pool: max %.2f output steps\n", worst);
+  EXPECT_LE(worst, kOneStep);
+}
+
+// GlobalAveragePool and ReduceMean over H, W both become a quantized MEAN.
+void mean_test(const std::string& op_type) {
+  constexpr int C = 4, H = 5, W = 6;
+  const float s_in = 0.05f, s_out = 0.02f;
+  const int zp_in = -20, zp_out = 11;
+  Builder b;
+  b.input("x", 1, {1, C, H, W});
+  const std::string x = b.qdq("x", "in", s_in, zp_in);
+  auto* n = b.node(op_type, {x}, "mean");
+  if (op_type == "ReduceMean") {
+    Builder::ints(n, "axes", {2, 3});
+    Builder::i(n, "keepdims", 1);
+  }
+  const std::string y = b.qdq("mean", "o", s_out, zp_out);
+  b.node("Identity", {y}, "y");
+  b.output("y", 1, {1, C, 1, 1});
+  auto model = import(b);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  const nn::Model& m = **model;
+  expect_folded(m, OperationType::MEAN, 1);
+  const std::vector<float> xin = uniform(size_t(C) * H * W, 13, -4.f, 7.f);
+  std::vector<float> want(C);
+  for (int c = 0; c < C; ++c) {
+    double acc = 0;
+    for (int k = 0; k < H * W; ++k) acc += fq(xin[size_t(c) * H * W + k], s_in, zp_in);
+    want[c] = fq(float(acc / (H * W)), s_out, zp_out);
+  }
+  const double worst = steps_off(m, {xin}, want, s_out);
+  std::printf("%s: max %.2f output steps\n", op_type.c_str(), worst);
+  EXPECT_LE(worst, kOneStep);
+}
+TEST(OnnxQuantizedFolds, GlobalAveragePoolAsMean) { mean_test("GlobalAveragePool"); }
+TEST(OnnxQuantizedFolds, ReduceMeanAsMean) { mean_test("ReduceMean"); }
+
+TEST(OnnxQuantizedFolds, HardSwish) {
+  Builder b;
+  b.m.mutable_opset_import(0)->set_version(14);  // HardSwish is opset 14
+  b.input("x", 1, {1, 16});
+  const std::string x = b.qdq("x", "in", 0.05f, 2);
+  b.node("HardSwish", {x}, "hs");
+  const std::string y = b.qdq("hs", "o", 0.025f, -110);
+  b.node("Identity", {y}, "y");
+  b.output("y", 1, {1, 16});
+  auto model = import(b);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  const nn::Model& m = **model;
+  expect_folded(m, OperationType::HARD_SWISH, 1);
+  const std::vector<float> xin = uniform(16, 14, -5.f, 5.5f);
+  std::vector<float> want;
+  for (float v : xin) {
+    const float q = fq(v, 0.05f, 2);
+    want.push_back(fq(q * std::clamp(q + 3.f, 0.f, 6.f) / 6.f, 0.025f, -110));
+  }
+  const double worst = steps_off(m, {xin}, want, 0.025f);
+  std::printf("hard-swish: max %.2f output steps\n", worst);
+  EXPECT_LE(worst, kOneStep);
+}
+
+// Resize 2x, linear, half_pixel (what torch's bilinear upsampling exports), same Q params.
+TEST(OnnxQuantizedFolds, ResizeBilinear) {
+  constexpr int C = 2, H = 3, W = 4;
+  const float s = 0.03f;
+  const int zp = -4;
+  Builder b;
+  b.input("x", 1, {1, C, H, W});
+  const std::string x = b.qdq("x", "in", s, zp);
+  b.init("roi", 1, {0}, {});
+  b.init("scales", 1, {4}, {1, 1, 2, 2});
+  auto* r = b.node("Resize", {x, "roi", "scales"}, "rs");
+  auto* mode = r->add_attribute();
+  mode->set_name("mode");
+  mode->set_type(onnx::AttributeProto::STRING);
+  mode->set_s("linear");
+  auto* ctm = r->add_attribute();
+  ctm->set_name("coordinate_transformation_mode");
+  ctm->set_type(onnx::AttributeProto::STRING);
+  ctm->set_s("half_pixel");
+  const std::string y = b.qdq("rs", "o", s, zp);
+  b.node("Identity", {y}, "y");
+  b.output("y", 1, {1, C, 2 * H, 2 * W});
+  auto model = import(b);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  const nn::Model& m = **model;
+  expect_folded(m, OperationType::RESIZE_BILINEAR, 1);
+  const std::vector<float> xin = uniform(size_t(C) * H * W, 15, -3.5f, 3.6f);
+  auto src = [](int o, int n) {  // half-pixel source coordinate, clamped to the image
+    const float v = std::clamp((o + 0.5f) / 2.f - 0.5f, 0.f, float(n - 1));
+    const int lo = int(std::floor(v));
+    return std::tuple<int, int, float>(lo, std::min(lo + 1, n - 1), v - lo);
+  };
+  std::vector<float> want(size_t(C) * 4 * H * W);
+  for (int c = 0; c < C; ++c)
+    for (int h = 0; h < 2 * H; ++h)
+      for (int q = 0; q < 2 * W; ++q) {
+        auto [y0, y1, fy] = src(h, H);
+        auto [x0, x1, fx] = src(q, W);
+        auto at = [&](int yy, int xx) { return fq(xin[(size_t(c) * H + yy) * W + xx], s, zp); };
+        const float top = at(y0, x0) + (at(y0, x1) - at(y0, x0)) * fx;
+        const float bot = at(y1, x0) + (at(y1, x1) - at(y1, x0)) * fx;
+        want[(size_t(c) * 2 * H + h) * 2 * W + q] = fq(top + (bot - top) * fy, s, zp);
+      }
+  const double worst = steps_off(m, {xin}, want, s);
+  std::printf("resize bilinear: max %.2f output steps\n", worst);
+  EXPECT_LE(worst, kOneStep);
+}
+
+// QLinearMatMul: uint8 a, int8 per-tensor b (a constant), uint8 out -> FULLY_CONNECTED.
+TEST(OnnxQuantizedFolds, QLinearMatMul) {
+  constexpr int M = 3, K = 10, N = 4;
+  const float sa = 0.02f, sb = 0.01f, sy = 0.05f;
+  const int za = 130, zy = 120;
+  std::mt19937 rng(16);
+  std::uniform_int_distribution<int> bi(-127, 127), ai(0, 255);
+  std::vector<double> bw;
+  for (int k = 0; k < K * N; ++k) bw.push_back(bi(rng));
+  Builder b;
+  b.input("a", 2, {M, K});
+  b.init("as", 1, {}, {sa});
+  b.init("az", 2, {}, {double(za)});
+  b.init("b", 3, {K, N}, bw);
+  b.init("bs", 1, {}, {sb});
+  b.init("bz", 3, {}, {0});
+  b.init("ys", 1, {}, {sy});
+  b.init("yz", 2, {}, {double(zy)});
+  b.node("QLinearMatMul", {"a", "as", "az", "b", "bs", "bz", "ys", "yz"}, "y");
+  b.output("y", 2, {M, N});
+  auto model = import(b);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  const nn::Model& m = **model;
+  std::printf("  %s\n", m.op_summary().c_str());
+  EXPECT_EQ(count(m, OperationType::FULLY_CONNECTED), 1u);
+  EXPECT_EQ(count(m, OperationType::QUANTIZE), 0u);
+  EXPECT_EQ(count(m, OperationType::DEQUANTIZE), 0u);
+  for (const auto& op : m.operations)
+    if (op.type == OperationType::FULLY_CONNECTED) {
+      EXPECT_EQ(m.operands[op.outputs[0]].type, nn::OperandType::TENSOR_QUANT8_ASYMM);
+      EXPECT_EQ(m.operands[op.inputs[1]].type, nn::OperandType::TENSOR_QUANT8_ASYMM);  // int8 b as uint8 + 128
+    }
+  std::vector<uint8_t> a(size_t(M) * K), got(size_t(M) * N);
+  for (auto& v : a) v = static_cast<uint8_t>(ai(rng));
+  const void* ins[] = {a.data()};
+  void* outs[] = {got.data()};
+  NN_ASSERT_OK(nn::run_reference(m, ins, outs));
+  int worst = 0;
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      int64_t acc = 0;
+      for (int k = 0; k < K; ++k) acc += int64_t(a[size_t(i) * K + k] - za) * int64_t(bw[size_t(k) * N + j]);
+      const int want = int(std::clamp<double>(std::nearbyint(double(acc) * sa * sb / sy) + zy, 0, 255));
+      worst = std::max(worst, std::abs(int(got[size_t(i) * N + j]) - want));
+    }
+  std::printf("QLinearMatMul: max %d steps from ONNX's QLinearMatMul\n", worst);
+  EXPECT_LE(worst, 1);
+}
+
+}  // namespace

@@ -80,7 +80,7 @@ TEST(Quantize, IntModelFollowsNnapiRulesAndRoundTripsThroughTheFile) {
   auto f = small_float_model();
   quantize::QuantizeOptions opt;
   opt.delegates = {"reference"};
-  opt.max_output_error = 1;  // every op int8 (random weights: the output error is not the point here)
+  opt.max_op_output_error = 1;  // every op int8 (random weights: the output error is not the point here)
   quantize::QuantizeReport report;
   auto q = quantize::quantize_model(*f, 16, random_inputs(), opt, &report);
   ASSERT_TRUE(q.is_ok()) << q.status().to_string();
@@ -206,7 +206,7 @@ TEST(QuantizeCpu, Int8OpsOnXnnpackMatchTheReferenceWithinOneStep) {
   auto f = small_float_model();
   quantize::QuantizeOptions opt;
   opt.delegates = {"reference"};
-  opt.max_output_error = 1;
+  opt.max_op_output_error = 1;
   auto q = quantize::quantize_model(*f, 16, random_inputs(), opt);
   ASSERT_TRUE(q.is_ok()) << q.status().to_string();
   for (uint32_t k = 1; k <= 3; ++k) {  // CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED
@@ -339,7 +339,7 @@ TEST(QuantizeExport, Int8ModelExportsAsQdqWithTheIrWeightsAndScales) {
   auto f = small_float_model();
   quantize::QuantizeOptions opt;
   opt.delegates = {"reference"};
-  opt.max_output_error = 1;
+  opt.max_op_output_error = 1;
   auto q = quantize::quantize_model(*f, 16, random_inputs(), opt);
   ASSERT_TRUE(q.is_ok()) << q.status().to_string();
   auto bytes = export_onnx_buffer(*q);

@@ -490,7 +490,7 @@ bool Converter::fold_quantized(const onnx::NodeProto& node, std::vector<Value*> 
 bool Converter::try_fold_qdq(Status* status) {
   static const std::unordered_set<std::string> compute = {
       "Conv",    "Gemm",      "MatMul", "Add",  "Mul",  "MaxPool", "AveragePool", "GlobalAveragePool",
-      "Concat",  "Sigmoid",   "HardSwish", "Relu", "Clip", "Resize"};
+      "Concat",  "Sigmoid",   "HardSwish", "Relu", "Clip", "Resize", "ReduceMean"};
   static const std::unordered_set<std::string> movement = {"Reshape", "Flatten", "Transpose", "Squeeze",
                                                             "Unsqueeze"};
   const onnx::NodeProto& n = *node_;

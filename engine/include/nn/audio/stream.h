@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +50,9 @@ Result<std::shared_ptr<const StreamModel>> make_stream_model(const StreamDescrip
 struct StreamOptions {
   SessionOptions session;          // delegates, threads for every stage
   float attenuation_limit_db = 0;  // the most any bin is turned down; 0 = no limit
+  // Called with each stage's session once its inputs are written, before it runs (its
+  // input_f32(k) are what the stage sees: post-training quantization calibrates on them).
+  std::function<void(size_t stage, Session& session)> on_stage_inputs;
 };
 
 // One channel's stream: framing buffers, recurrent state and the stages' sessions.

@@ -3,7 +3,9 @@
 //
 //   float model --calibrate (every activation's range)--> ranges
 //     --per op: quantize it alone, run it on the calibration samples' float inputs--> op error
-//     --ops that validate quantized and stay under the error limit--> rewrite --> int8 model
+//     --ops that validate quantized and stay under the per-op limits--> candidates
+//     --whole model over the output budget: the candidate costing the model's output most
+//       returns to float, until under it--> rewrite --> int8 model
 //
 // The int8 model follows NNAPI's rules: activations TENSOR_QUANT8_ASYMM_SIGNED (per tensor,
 // asymmetric), conv/depthwise/transpose-conv filters TENSOR_QUANT8_SYMM_PER_CHANNEL
@@ -41,6 +43,15 @@ std::string_view calibration_method_name(CalibrationMethod method);
 struct QuantizeOptions {
   CalibrationMethod method = CalibrationMethod::kPercentile;
   double percentile = 99.99;
+  // Headroom: each calibrated activation range widened by a fraction on each side away
+  // from zero. A few correlated calibration samples (a video's frames) see less than the
+  // tails new inputs reach, and an int8 tensor clips whatever lies outside its range.
+  // Unset: per tensor, the samples in 4 contiguous chunks, each held out in turn: the most
+  // a held-out chunk's range reaches past the range of the other three (a fraction of it,
+  // per side, at most max_auto_margin). A tensor whose range the rest of the data predicts
+  // keeps its resolution; one that new data overshoots gets the headroom it needed.
+  std::optional<double> range_margin;
+  double max_auto_margin = 1.0;
   // Filters per output channel (NNAPI's TENSOR_QUANT8_SYMM_PER_CHANNEL), else one scale.
   bool per_channel = true;
   // An op whose output error, quantized alone, exceeds this (relative RMS: ||q - f|| / ||f||
@@ -50,9 +61,17 @@ struct QuantizeOptions {
   // RMS of output 0 against the float model) stays float: the error that reaches the
   // result, which a local error does not tell (an op early in the model, or before a
   // sensitive one, weighs more).
-  double max_output_error = 0.01;
+  double max_op_output_error = 0.01;
+  // The whole-model budget: per-op limits do not bound how the errors add up, so while the
+  // int8 model's output 0 is further than this from the float model's (relative RMS over
+  // the error samples), the int8 op whose own output error (max_op_output_error's measure)
+  // is largest returns to float. 0: no budget.
+  double max_output_error = 0;
+  // Bias correction: each quantized conv/FC's bias absorbs the mean shift (per output
+  // channel, over the error samples) that quantizing its filter brings to its output.
+  bool bias_correction = true;
   // Calibration samples (spread evenly over the set) whose every intermediate is kept to
-  // measure each op's error.
+  // measure each op's error and the model's.
   size_t error_samples = 8;
   // Where calibration runs the float model (every intermediate readable).
   std::vector<std::string> delegates = {"cpu"};
@@ -73,6 +92,15 @@ struct OpQuantReport {
   double output_error = -1;  // relative RMS error of the model's output 0 with only this op quantized
   float range_lo = 0, range_hi = 0;  // the calibrated range of output 0 (float outputs)
   std::string reason;     // why it stays float ("" when quantized)
+  bool returned_by_budget = false;  // passed the per-op limits, returned to float by the budget
+};
+
+// One step of the whole-model budget: after op `op_index` returned to float (none for the
+// first step), `quantized_ops` stay int8 and the model's output 0 is `output_error` off.
+struct BudgetStep {
+  std::optional<uint32_t> op_index;
+  size_t quantized_ops = 0;
+  double output_error = 0;
 };
 
 struct QuantizeReport {
@@ -82,6 +110,8 @@ struct QuantizeReport {
   // Per model output: relative RMS error of the whole quantized model (reference kernels)
   // against the float model over the error samples.
   std::vector<double> output_errors;
+  double output_budget = 0;  // QuantizeOptions::max_output_error
+  std::vector<BudgetStep> budget_steps;  // the trade-off the budget walked (empty: no budget)
   size_t quantized_ops() const;
   // One line per op, then the summary: what nnconvert prints.
   std::string to_string() const;
