@@ -57,14 +57,21 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# glibc gives each new thread its own malloc arena (up to 8 per core) and keeps what is freed
-# in it: every restart makes new streaming and inference threads, so without a cap RSS
-# climbs ~1.3 MiB per nnsegment restart until the arenas are all made (measured: flat with
-# the cap, 0 leaked objects either way). The cap makes RSS measure leaks, not arena count.
-# glibc reads it at the first malloc, so the script re-executes itself with it set.
-# --glibc-arenas default keeps glibc's own setting.
-if "MALLOC_ARENA_MAX" not in os.environ and "--glibc-arenas" not in sys.argv:
-    os.execve(sys.executable, [sys.executable] + sys.argv, dict(os.environ, MALLOC_ARENA_MAX="2"))
+# Two glibc settings make RSS measure leaks rather than the allocator's bookkeeping:
+# - MALLOC_ARENA_MAX=2: glibc gives each new thread its own malloc arena (up to 8 per core)
+#   and keeps what is freed in it; every restart makes new streaming and inference threads,
+#   so without a cap RSS climbs ~1.3 MiB per nnsegment restart until the arenas are all made
+#   (measured: flat with the cap, 0 leaked objects either way).
+# - MALLOC_MMAP_THRESHOLD_=131072: glibc's default threshold moves up to the size of the
+#   largest block freed (a frame: 3.5 MiB at 720p RGBA), after which frames come from the
+#   heap and, freed, stay in it, where malloc_trim cannot give all of it back (a non-main
+#   arena's top); RSS at identical checkpoints then spread over 7 MiB. Fixed, blocks above
+#   128 KiB are mapped and unmapped, and checkpoint RSS follows the heap in use.
+# glibc reads them at the first malloc, so the script re-executes itself with them set.
+# --glibc-arenas default keeps glibc's own settings.
+GLIBC_ENV = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": "131072"}
+if "--glibc-arenas" not in sys.argv and any(k not in os.environ for k in GLIBC_ENV):
+    os.execve(sys.executable, [sys.executable] + sys.argv, dict(GLIBC_ENV, **os.environ))
 os.environ.setdefault("GST_TRACERS", "leaks")
 os.environ.setdefault("GST_DEBUG", "GST_TRACER:7")
 # The tracer's reports (live objects on demand, leaks at exit) are read back from this file.
@@ -394,7 +401,7 @@ def main():
                     help="actions between RSS checkpoints (default 30: about a minute at 2 s)")
     ap.add_argument("--checkpoint-settle", type=float, default=5.0, metavar="K",
                     help="seconds of frames in the checkpoint configuration before the sample")
-    ap.add_argument("--checkpoint-window", type=int, default=5, metavar="M",
+    ap.add_argument("--checkpoint-window", type=int, default=10, metavar="M",
                     help="checkpoints whose median is compared, first after warm-up vs last")
     ap.add_argument("--checkpoint-delegate", default="cpu")
     ap.add_argument("--no-trim", action="store_true",
@@ -402,7 +409,8 @@ def main():
     ap.add_argument("--max-rss-growth-mib", type=float, default=1.0)
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--glibc-arenas", choices=["default"],
-                    help="leave MALLOC_ARENA_MAX unset (RSS then also counts per-thread arenas)")
+                    help="leave MALLOC_ARENA_MAX and MALLOC_MMAP_THRESHOLD_ unset (RSS then also counts "
+                         "per-thread arenas and heap glibc keeps)")
     args = ap.parse_args()
     args.delegates = args.delegates.split(",")
     args.actions = args.actions.split(",")
@@ -483,7 +491,7 @@ def main():
         "checkpoints_after_warmup": len(measured), "memory_after_warmup": memory,
         "rss_max_mib": round(max((r for _, r in samples), default=0) / 1024, 2),
         "checkpoints": soak.checkpoints,
-        "malloc_arena_max": os.environ.get("MALLOC_ARENA_MAX", "glibc default"),
+        "glibc_env": {k: os.environ.get(k, "glibc default") for k in GLIBC_ENV},
         "errors": errors, "warm_up_errors": warm_errors, "warnings": soak.warnings,
         "error_messages": soak.errors[:10],
     }
