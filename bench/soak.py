@@ -16,42 +16,62 @@ The main loop takes one action every --interval seconds, in a fixed rotation:
 while another thread changes nnbackground's blur-strength/feather and nnsegment's
 threshold/smoothing every 20 ms.
 
+Every --checkpoint-every actions the soak stops the rotation for an RSS checkpoint, one
+fixed configuration each time so that checkpoints compare like with like:
+  the pipeline to NULL; the largest size, RGBA, the cpu delegate with 2 threads, fixed
+  property values; PLAYING from the start of the video for --checkpoint-settle seconds of
+  frames; PAUSED (the sink holds its preroll frame, no frame is being made); Python's gc,
+  then glibc's malloc_trim(0), which hands freed pages of every arena back to the kernel, so
+  memory that is free but kept by the allocator does not count; then the sample: VmRSS, and
+  mallinfo2's heap bytes in use (allocated chunks, mmapped ones included) - the heap in use
+  is what a leak grows, RSS is what the user sees. Then the rotation's configuration again.
+
 Checks (exit 1 when one fails):
   leaks    objects (GstObject and mini objects: buffers, caps, events...) alive after the
            pipeline is gone, minus those alive after a warm-up pipeline was created and
            destroyed the same way (plugin, type and delegate one-time state): must be 0.
-  rss      resident memory growth from the end of warm-up to the end of the run: the peak of
-           the one-second samples over one cycle through every size x format x delegate
-           combination right after warm-up, against the peak over the last cycle:
-           <= --max-rss-growth-mib (1 MiB). Judged when the run lasts warm-up + two cycles
-           (240 s cycles at the default 2 s interval); shorter runs check leaks and errors.
+  rss      the median of the last --checkpoint-window checkpoints minus the median of the
+           first ones after --warmup seconds: <= --max-rss-growth-mib (1 MiB); also
+           reported: the heap in use the same way, and each one's least-squares slope over
+           every checkpoint after warm-up (MiB/hour). Judged when the run has twice the window
+           of checkpoints after warm-up; shorter runs report the checkpoints and check the rest.
+  frames   every checkpoint saw frames (a stalled pipeline fails), and the run did.
   errors   ERROR messages on the bus: must be 0 (warnings are counted, not failed).
 
   bench/soak.py                       # an hour
-  bench/soak.py --duration 60 --interval 1   # a CI-sized slice: leaks and errors
+  bench/soak.py --duration 60 --interval 1 --checkpoint-every 12   # CI's minute (ctest soak_slice)
 Env: GST_TRACERS=leaks and GST_DEBUG=GST_TRACER:7 are set here unless already set; the
 leaks tracer's own report at exit goes to stderr. Uses Debian's python3 (python3-gst-1.0).
 """
 import argparse
 import collections
+import ctypes
 import gc
 import json
 import math
 import os
 import random
+import statistics
 import sys
 import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# glibc gives each new thread its own malloc arena (up to 8 per core) and keeps what is freed
-# in it: every restart makes new streaming and inference threads, so without a cap RSS
-# climbs ~1.3 MiB per nnsegment restart until the arenas are all made (measured: flat with
-# the cap, 0 leaked objects either way). The cap makes RSS measure leaks, not arena count.
-# glibc reads it at the first malloc, so the script re-executes itself with it set.
-# --glibc-arenas default keeps glibc's own setting.
-if "MALLOC_ARENA_MAX" not in os.environ and "--glibc-arenas" not in sys.argv:
-    os.execve(sys.executable, [sys.executable] + sys.argv, dict(os.environ, MALLOC_ARENA_MAX="2"))
+# Two glibc settings make RSS measure leaks rather than the allocator's bookkeeping:
+# - MALLOC_ARENA_MAX=2: glibc gives each new thread its own malloc arena (up to 8 per core)
+#   and keeps what is freed in it; every restart makes new streaming and inference threads,
+#   so without a cap RSS climbs ~1.3 MiB per nnsegment restart until the arenas are all made
+#   (measured: flat with the cap, 0 leaked objects either way).
+# - MALLOC_MMAP_THRESHOLD_=131072: glibc's default threshold moves up to the size of the
+#   largest block freed (a frame: 3.5 MiB at 720p RGBA), after which frames come from the
+#   heap and, freed, stay in it, where malloc_trim cannot give all of it back (a non-main
+#   arena's top); RSS at identical checkpoints then spread over 7 MiB. Fixed, blocks above
+#   128 KiB are mapped and unmapped, and checkpoint RSS follows the heap in use.
+# glibc reads them at the first malloc, so the script re-executes itself with them set.
+# --glibc-arenas default keeps glibc's own settings.
+GLIBC_ENV = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": "131072"}
+if "--glibc-arenas" not in sys.argv and any(k not in os.environ for k in GLIBC_ENV):
+    os.execve(sys.executable, [sys.executable] + sys.argv, dict(GLIBC_ENV, **os.environ))
 os.environ.setdefault("GST_TRACERS", "leaks")
 os.environ.setdefault("GST_DEBUG", "GST_TRACER:7")
 # The tracer's reports (live objects on demand, leaks at exit) are read back from this file.
@@ -73,12 +93,47 @@ def combination_cycle(args):
     return combos * len(args.actions) * args.interval
 
 
-def rss_kib():
+def rss_kib(field="VmRSS"):
+    """VmRSS: all resident memory; RssAnon: its anonymous part (heap, stacks, anonymous maps),
+    without the pages of mapped files (code, the model), which come and go with page cache
+    pressure."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
+
+
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+        "keepcost")]
+
+
+LIBC = ctypes.CDLL("libc.so.6")
+LIBC.mallinfo2.restype = MallInfo2
+LIBC.malloc_trim.argtypes = [ctypes.c_size_t]
+
+
+def heap_mib():
+    """glibc's heap over every arena: bytes in allocated chunks (mmapped ones included), and
+    bytes the allocator holds from the kernel (in use + free but kept)."""
+    m = LIBC.mallinfo2()
+    return (m.uordblks + m.hblkhd) / 2**20, (m.arena + m.hblkhd) / 2**20
+
+
+def median_growth(values, window):
+    return statistics.median(values[-window:]) - statistics.median(values[:window])
+
+
+def slope_per_hour(times, values):
+    """Least-squares slope, per hour of `times` (seconds)."""
+    n = len(times)
+    if n < 2:
+        return 0.0
+    mt, mv = sum(times) / n, sum(values) / n
+    var = sum((t - mt) ** 2 for t in times)
+    return 3600 * sum((t - mt) * (v - mv) for t, v in zip(times, values)) / var if var else 0.0
 
 
 def live_objects(tracer, log_path):
@@ -112,6 +167,9 @@ class Soak:
         self.delegate_i = 0
         self.pipeline = None
         self.lock = threading.Lock()  # the property thread vs. pipeline rebuilds
+        self.props_paused = threading.Event()  # set during checkpoints: fixed property values
+        self.checkpoints = []  # dicts: t, rss_mib, heap_in_use_mib, heap_held_mib, settle_frames
+        self.checkpoint_t0 = None  # time.monotonic() the soak's checkpoint times count from
 
     def build(self):
         a = self.args
@@ -182,17 +240,78 @@ class Soak:
         self.pipeline.set_state(state)
         self.wait_state(state)
 
+    def configure(self, size, fmt):
+        w, h = size
+        self.pipeline.get_by_name("size").set_property(
+            "caps", Gst.Caps.from_string(f"video/x-raw,width={w},height={h}"))
+        self.pipeline.get_by_name("format").set_property("caps", Gst.Caps.from_string(f"video/x-raw,format={fmt}"))
+
+    def set_delegate(self, delegate, threads):
+        seg = self.pipeline.get_by_name("seg")
+        seg.set_property("delegate", delegate)
+        seg.set_property("threads", threads)
+
+    def run_main_context(self, seconds):
+        """Lets bus messages (EOS -> seek) and timeouts run for `seconds` inside an action."""
+        ctx = GLib.MainContext.default()
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if not ctx.iteration(False):
+                time.sleep(0.01)
+
+    def checkpoint(self):
+        """The fixed configuration, K seconds of frames, PAUSED, trim, sample; then back to the
+        rotation's configuration."""
+        a = self.args
+        self.actions["checkpoint"] += 1
+        self.props_paused.set()
+        with self.lock:  # the property thread has finished its round and holds off
+            bg, seg = self.pipeline.get_by_name("bg"), self.pipeline.get_by_name("seg")
+            bg.set_property("blur-strength", 16.0)
+            bg.set_property("feather", 2.0)
+            seg.set_property("threshold", 0.5)
+            seg.set_property("smoothing", 0.5)
+            del bg, seg
+        self.set_state(Gst.State.NULL)
+        self.configure(max(SIZES, key=lambda s: s[0] * s[1]), "RGBA")
+        self.set_delegate(a.checkpoint_delegate, 2)
+        self.set_state(Gst.State.PLAYING)
+        frames = self.frames
+        self.run_main_context(a.checkpoint_settle)
+        settle_frames = self.frames - frames
+        c = {"t": round(time.monotonic() - self.checkpoint_t0, 1), "settle_frames": settle_frames}
+        for state, prefix in ((Gst.State.PAUSED, ""), (Gst.State.READY, "ready_")):
+            self.set_state(state)
+            gc.collect()
+            if not a.no_trim:
+                LIBC.malloc_trim(0)
+            in_use, held = heap_mib()
+            c.update({prefix + "rss_mib": round(rss_kib() / 1024, 3),
+                      prefix + "rss_anon_mib": round(rss_kib("RssAnon") / 1024, 3),
+                      prefix + "heap_in_use_mib": round(in_use, 3),
+                      prefix + "heap_held_mib": round(held, 3)})
+        self.checkpoints.append(c)
+        print(f"[soak] checkpoint {len(self.checkpoints)} at {c['t']:.0f} s: PAUSED rss {c['rss_mib']:.2f} MiB, "
+              f"heap in use {c['heap_in_use_mib']:.2f} MiB (held {c['heap_held_mib']:.2f}); READY rss "
+              f"{c['ready_rss_mib']:.2f}, heap in use {c['ready_heap_in_use_mib']:.2f} (held "
+              f"{c['ready_heap_held_mib']:.2f}); {settle_frames} frames", file=sys.stderr)
+        if settle_frames == 0:
+            self.errors.append(f"checkpoint {len(self.checkpoints)}: no frame in {a.checkpoint_settle} s")
+            print(f"[soak] ERROR {self.errors[-1]}", file=sys.stderr)
+        self.set_state(Gst.State.NULL)
+        self.configure(SIZES[self.size_i], FORMATS[self.format_i])
+        self.set_delegate(a.delegates[self.delegate_i], 1 + self.delegate_i % 2)
+        self.set_state(Gst.State.PLAYING)
+        self.props_paused.clear()
+
     def act(self, action):
-        p = self.pipeline
         self.actions[action] += 1
         if action == "size":
             self.size_i = (self.size_i + 1) % len(SIZES)
-            w, h = SIZES[self.size_i]
-            p.get_by_name("size").set_property("caps", Gst.Caps.from_string(f"video/x-raw,width={w},height={h}"))
+            self.configure(SIZES[self.size_i], FORMATS[self.format_i])
         elif action == "format":
             self.format_i = (self.format_i + 1) % len(FORMATS)
-            p.get_by_name("format").set_property(
-                "caps", Gst.Caps.from_string(f"video/x-raw,format={FORMATS[self.format_i]}"))
+            self.configure(SIZES[self.size_i], FORMATS[self.format_i])
         elif action == "pause":
             self.set_state(Gst.State.PAUSED)
             time.sleep(0.2)
@@ -200,10 +319,7 @@ class Soak:
         elif action == "delegate":
             self.set_state(Gst.State.READY)
             self.delegate_i = (self.delegate_i + 1) % len(self.args.delegates)
-            seg = p.get_by_name("seg")
-            seg.set_property("delegate", self.args.delegates[self.delegate_i])
-            seg.set_property("threads", 1 + self.delegate_i % 2)
-            del seg
+            self.set_delegate(self.args.delegates[self.delegate_i], 1 + self.delegate_i % 2)
             self.set_state(Gst.State.PLAYING)
         elif action == "restart":
             self.set_state(Gst.State.NULL)
@@ -216,7 +332,7 @@ class Soak:
         while not stop.is_set():
             with self.lock:
                 p = self.pipeline
-                if p is not None:
+                if p is not None and not self.props_paused.is_set():
                     bg, seg = p.get_by_name("bg"), p.get_by_name("seg")
                     bg.set_property("blur-strength", rng.uniform(2.0, 30.0))
                     bg.set_property("feather", rng.uniform(0.0, 4.0))
@@ -225,8 +341,9 @@ class Soak:
                     del bg, seg, p
             stop.wait(0.02)
 
-    def run_pipeline(self, seconds, on_tick=None):
-        """Builds the pipeline, drives it for `seconds`, then NULL and drops every reference."""
+    def run_pipeline(self, seconds, on_tick=None, checkpoints=False):
+        """Builds the pipeline, drives it for `seconds` (with RSS checkpoints if asked), then NULL
+        and drops every reference."""
         loop = GLib.MainLoop()
         with self.lock:
             self.pipeline = self.build()
@@ -245,6 +362,8 @@ class Soak:
             if now >= state["next_action"]:
                 self.act(self.args.actions[state["i"] % len(self.args.actions)])
                 state["i"] += 1
+                if checkpoints and state["i"] % self.args.checkpoint_every == 0:
+                    self.checkpoint()
                 state["next_action"] = time.monotonic() + self.args.interval
             if on_tick and now >= state["next_tick"]:
                 on_tick(now - start)
@@ -278,16 +397,28 @@ def main():
     ap.add_argument("--actions", default=",".join(ACTIONS), help="actions to rotate through, comma separated")
     ap.add_argument("--delegates", default="cpu,auto", help="delegates to switch between, comma separated")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build dir holding plugins/")
+    ap.add_argument("--checkpoint-every", type=int, default=30, metavar="N",
+                    help="actions between RSS checkpoints (default 30: about a minute at 2 s)")
+    ap.add_argument("--checkpoint-settle", type=float, default=5.0, metavar="K",
+                    help="seconds of frames in the checkpoint configuration before the sample")
+    ap.add_argument("--checkpoint-window", type=int, default=10, metavar="M",
+                    help="checkpoints whose median is compared, first after warm-up vs last")
+    ap.add_argument("--checkpoint-delegate", default="cpu")
+    ap.add_argument("--no-trim", action="store_true",
+                    help="sample without malloc_trim(0) (RSS then also counts freed pages glibc keeps)")
     ap.add_argument("--max-rss-growth-mib", type=float, default=1.0)
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--glibc-arenas", choices=["default"],
-                    help="leave MALLOC_ARENA_MAX unset (RSS then also counts per-thread arenas)")
+                    help="leave MALLOC_ARENA_MAX and MALLOC_MMAP_THRESHOLD_ unset (RSS then also counts "
+                         "per-thread arenas and heap glibc keeps)")
     args = ap.parse_args()
     args.delegates = args.delegates.split(",")
     args.actions = args.actions.split(",")
     unknown = set(args.actions) - set(ACTIONS)
     if unknown:
         sys.exit(f"bench/soak.py: unknown actions {sorted(unknown)} (known: {ACTIONS})")
+    if args.checkpoint_every < 1 or args.checkpoint_window < 1:
+        sys.exit("bench/soak.py: --checkpoint-every and --checkpoint-window must be at least 1")
     if args.warmup is None:
         # At least one full cycle through every combination (the largest frames' buffers).
         args.warmup = min(300.0, max(combination_cycle(args), args.duration * 0.1))
@@ -312,7 +443,7 @@ def main():
     baseline = live_objects(tracer, os.environ["GST_DEBUG_FILE"])
     warm_errors = len(soak.errors)
 
-    samples = []  # (seconds, rss KiB)
+    samples = []  # (seconds, rss KiB) once a second: progress and the maximum only
     t0 = time.monotonic()
 
     def on_tick(elapsed):
@@ -321,37 +452,46 @@ def main():
             print(f"[soak] {elapsed:6.0f} s  rss {samples[-1][1] / 1024:.1f} MiB  frames {soak.frames}  "
                   f"loops {soak.loops}  errors {len(soak.errors)}", file=sys.stderr)
 
-    print(f"[soak] soak: {args.duration:.0f} s, action every {args.interval} s", file=sys.stderr)
+    print(f"[soak] soak: {args.duration:.0f} s, action every {args.interval} s, checkpoint every "
+          f"{args.checkpoint_every} actions, warm-up {args.warmup:.0f} s", file=sys.stderr)
     soak.frames = 0
+    soak.loops = 0
     soak.actions.clear()
-    soak.run_pipeline(args.duration, on_tick)
+    soak.checkpoint_t0 = t0
+    soak.run_pipeline(args.duration, on_tick, checkpoints=True)
     wall = time.monotonic() - t0
     final = live_objects(tracer, os.environ["GST_DEBUG_FILE"])
     leaked = {k: v - baseline.get(k, 0) for k, v in final.items() if v > baseline.get(k, 0)}
 
-    # RSS follows the frame size and format (buffer pools: ~25 MiB between the smallest and
-    # the largest), so compare like with like: the peak over one full cycle of every
-    # size x format x delegate combination right after warm-up, and over the last cycle.
-    window = combination_cycle(args)
-    measured = [(t, r) for t, r in samples if t >= args.warmup]
-    first = [r for t, r in measured if t < args.warmup + window]
-    last = [r for t, r in measured if t >= samples[-1][0] - window] if samples else []
-    rss_measured = bool(samples) and samples[-1][0] >= args.warmup + 2 * window
-    rss_ref = max(first) if first else 0
-    rss_end = max(last) if last else 0
-    growth_mib = (rss_end - rss_ref) / 1024 if rss_measured else 0.0
+    # Growth: the median of the last M checkpoints after warm-up minus the median of the first M.
+    measured = [c for c in soak.checkpoints if c["t"] >= args.warmup]
+    window = args.checkpoint_window
+    rss_judged = len(measured) >= 2 * window
+    memory = {}
+    for key in ("rss_mib", "rss_anon_mib", "heap_in_use_mib", "heap_held_mib", "ready_rss_mib",
+                "ready_rss_anon_mib", "ready_heap_in_use_mib", "ready_heap_held_mib"):
+        values = [c[key] for c in measured]
+        memory[key] = {
+            "first": values[0] if values else None, "last": values[-1] if values else None,
+            "median": round(statistics.median(values), 3) if values else None,
+            "min": min(values, default=None), "max": max(values, default=None),
+            "growth": round(median_growth(values, window), 3) if rss_judged else None,
+            "slope_per_hour": round(slope_per_hour([c["t"] for c in measured], values), 3),
+        }
+    growth_mib = memory["rss_mib"]["growth"] or 0.0
     errors = len(soak.errors)
     figures = {
         "duration_s": round(wall, 1), "frames": soak.frames, "loops": soak.loops,
         "actions": dict(soak.actions), "delegates": args.delegates,
         "leaked_objects": sum(leaked.values()), "leaked_by_type": leaked,
         "baseline_live_objects": sum(baseline.values()),
-        "rss_after_warmup_mib": round(rss_ref / 1024, 2), "rss_end_mib": round(rss_end / 1024, 2),
-        "rss_growth_mib": round(growth_mib, 3),
+        "warmup_s": args.warmup, "checkpoint_every": args.checkpoint_every,
+        "checkpoint_settle_s": args.checkpoint_settle, "checkpoint_window": window,
+        "malloc_trim": not args.no_trim, "rss_judged": rss_judged,
+        "checkpoints_after_warmup": len(measured), "memory_after_warmup": memory,
         "rss_max_mib": round(max((r for _, r in samples), default=0) / 1024, 2),
-        "rss_cycle_s": window, "rss_judged": rss_measured,
-        "rss_samples_mib": [round(r / 1024, 1) for _, r in samples],
-        "malloc_arena_max": os.environ.get("MALLOC_ARENA_MAX", "glibc default"),
+        "checkpoints": soak.checkpoints,
+        "glibc_env": {k: os.environ.get(k, "glibc default") for k in GLIBC_ENV},
         "errors": errors, "warm_up_errors": warm_errors, "warnings": soak.warnings,
         "error_messages": soak.errors[:10],
     }
@@ -362,9 +502,9 @@ def main():
     failures = []
     if leaked:
         failures.append(f"{sum(leaked.values())} leaked objects: {leaked}")
-    if not rss_measured:
-        print(f"[soak] RSS not judged: the run needs warm-up + two {window:.0f} s cycles "
-              f"({args.warmup + 2 * window:.0f} s)", file=sys.stderr)
+    if not rss_judged:
+        print(f"[soak] RSS not judged: {len(measured)} checkpoints after the {args.warmup:.0f} s warm-up, "
+              f"{2 * window} needed", file=sys.stderr)
     if growth_mib > args.max_rss_growth_mib:
         failures.append(f"RSS grew {growth_mib:.2f} MiB (limit {args.max_rss_growth_mib})")
     if errors:
@@ -374,7 +514,8 @@ def main():
     for f in failures:
         print(f"[soak] FAIL {f}", file=sys.stderr)
     if not failures:
-        rss = f"RSS {growth_mib:+.2f} MiB" if rss_measured else "RSS not judged"
+        rss = (f"RSS {growth_mib:+.2f} MiB ({memory['rss_mib']['slope_per_hour']:+.2f} MiB/h), heap in use "
+               f"{memory['heap_in_use_mib']['growth']:+.2f} MiB" if rss_judged else "RSS not judged")
         print(f"[soak] ok: {soak.frames} frames, {soak.loops} loops, {sum(soak.actions.values())} actions, "
               f"0 leaked objects, {rss}, 0 errors", file=sys.stderr)
     if not failures:

@@ -745,10 +745,14 @@ static gboolean gst_nn_background_sink_event(GstBaseTransform* trans, GstEvent* 
 static GstStateChangeReturn gst_nn_background_change_state(GstElement* element, GstStateChange transition) {
   GstNnBackground* self = GST_NN_BACKGROUND(element);
   const GstStateChangeReturn ret = GST_ELEMENT_CLASS(parent_class)->change_state(element, transition);
-  // Pads are deactivated now (no streaming thread inside): drop the background frame.
+  // Pads are deactivated now (no streaming thread inside): drop the background frame, and
+  // the compositor's frame-size buffers (the blurred background, coefficients, alpha: ~10 MiB
+  // at 1080p) a stopped pipeline has no use for. mode=image loads its image again at start.
   if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
     self->state->input->clear();
     self->state->forget_converted();
+    self->state->compositor = nn::plugins::Compositor();
+    self->state->loaded_location.clear();
   }
   return ret;
 }
