@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "delegates/cpu/native_int8.h"
-#include "delegates/cpu/op_params.h"
+#include "ops/op_params.h"
 #include "ops/quant_math.h"
 #include "ops/resize_taps.h"
 
