@@ -276,7 +276,10 @@ class Int8PointwiseConv final : public NativeDataOp {
     name_ = std::string("native int8 conv 1x1 ") + gemm_->isa_name();
   }
   const char* kernel() const override { return name_.c_str(); }
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+  void run(const NativeDataArgs& args) const override {
+    [[maybe_unused]] const std::span<const void* const> inputs(args.inputs);
+    [[maybe_unused]] void* output = args.output;
+    [[maybe_unused]] pthreadpool_t pool = args.pool;
     Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
     const size_t per = gemm_->rows_per_task();
     for_each_row(pool, (pixels_ + per - 1) / per, &Int8PointwiseConv::task, &t);
@@ -316,7 +319,10 @@ class Int8TiledDeconv final : public NativeDataOp {
     name_ = std::string("native int8 deconv ") + gemm_->isa_name();
   }
   const char* kernel() const override { return name_.c_str(); }
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+  void run(const NativeDataArgs& args) const override {
+    [[maybe_unused]] const std::span<const void* const> inputs(args.inputs);
+    [[maybe_unused]] void* output = args.output;
+    [[maybe_unused]] pthreadpool_t pool = args.pool;
     Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
     for_each_row(pool, batch_ * in_h_, &Int8TiledDeconv::task, &t);
   }
@@ -376,7 +382,9 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
   if (!p) return no("window parameters");
   const size_t out_c = filter.dims[0], kh = filter.dims[1], kw = filter.dims[2], in_c = filter.dims[3];
   if (in_c != in.dims[3] || out_c != out.dims[3]) return no("filter / tensor channels differ");
-  const std::vector<quant::Multiplier> per_channel = quant::conv_multipliers(in, filter, out, out_c);
+  std::vector<quant::Multiplier> per_channel;  // NNAPI's fixed point (the kernels implement no other mode)
+  for (const quant::Requantizer& r : quant::conv_requantizers(Requantization::kNnapi, in, filter, out, out_c))
+    per_channel.push_back(r.fixed);
   for (const quant::Multiplier& mu : per_channel)
     if (mu.shift > 0) return no("a requantization multiplier above 1");
   const quant::Range range = quant::activation_range(p->fuse, out);

@@ -165,7 +165,10 @@ class Int8Mul final : public NativeDataOp {
     return avx512_ ? "native int8 mul AVX-512" : avx2_ ? "native int8 mul AVX2" : "native int8 mul";
   }
 
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+  void run(const NativeDataArgs& args) const override {
+    [[maybe_unused]] const std::span<const void* const> inputs(args.inputs);
+    [[maybe_unused]] void* output = args.output;
+    [[maybe_unused]] pthreadpool_t pool = args.pool;
     Task t{this,
            static_cast<const int8_t*>(inputs[0]),
            static_cast<const int8_t*>(inputs[1]),
@@ -294,7 +297,10 @@ class Int8Table final : public NativeDataOp {
     return vbmi_ ? "native int8 table AVX-512 VBMI" : "native int8 table";
   }
 
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+  void run(const NativeDataArgs& args) const override {
+    [[maybe_unused]] const std::span<const void* const> inputs(args.inputs);
+    [[maybe_unused]] void* output = args.output;
+    [[maybe_unused]] pthreadpool_t pool = args.pool;
     Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output), 0};
     const size_t rows = chunk_count(count_, 1, &t.per_chunk);
     for_each_row(pool, rows, &Int8Table::chunk, &t);
@@ -358,7 +364,10 @@ class Int8Mean final : public NativeDataOp {
     return avx512_ ? "native int8 mean AVX-512" : avx2_ ? "native int8 mean AVX2" : "native int8 mean";
   }
 
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+  void run(const NativeDataArgs& args) const override {
+    [[maybe_unused]] const std::span<const void* const> inputs(args.inputs);
+    [[maybe_unused]] void* output = args.output;
+    [[maybe_unused]] pthreadpool_t pool = args.pool;
     Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
     for_each_row(pool, batch_ * ((channels_ + 63) / 64), &Int8Mean::chunk, &t);
   }
@@ -453,7 +462,10 @@ class Int8Resize final : public NativeDataOp {
     return avx512_ ? "native int8 resize AVX-512" : avx2_ ? "native int8 resize AVX2" : "native int8 resize";
   }
 
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+  void run(const NativeDataArgs& args) const override {
+    [[maybe_unused]] const std::span<const void* const> inputs(args.inputs);
+    [[maybe_unused]] void* output = args.output;
+    [[maybe_unused]] pthreadpool_t pool = args.pool;
     Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
     for_each_row(pool, batch_ * out_h_, &Int8Resize::row, &t);
   }
