@@ -123,6 +123,18 @@ void bind_result(Converter& c, const std::string& final_name, Value v) {
   c.set_out(0, std::move(v));
 }
 
+// A conv or pool made as a 2-D NHWC op writing `operand` ([N,C,H,W] `out` in ONNX order);
+// a 1-D one ([N,C,W], run with H = 1) is reshaped back to rank 3.
+Status bind_window_result(Converter& c, const std::string& final_name, uint32_t operand, const Shape& out,
+                          bool one_d) {
+  Value v = c.runtime(operand, out, kNhwc, kFloat);
+  if (one_d) {
+    NN_ASSIGN_OR_RETURN(v, c.reshaped(v, {out[0], out[1], out[3]}));
+  }
+  bind_result(c, final_name, std::move(v));
+  return Status::ok();
+}
+
 Status t_conv(Converter& c) {
   Value x = c.in(0);
   const bool one_d = x.rank() == 3;
@@ -203,12 +215,7 @@ Status t_conv(Converter& c) {
   }
   const Shape out = {x.dims[0], M, win.out[0], win.out[1]};
   uint32_t o = c.emit(type, ops, OperandType::TENSOR_FLOAT32, permute(out, kNhwc));
-  Value v = c.runtime(o, out, kNhwc, kFloat);
-  if (one_d) {
-    NN_ASSIGN_OR_RETURN(v, c.reshaped(v, {out[0], out[1], out[3]}));
-  }
-  bind_result(c, name, std::move(v));
-  return Status::ok();
+  return bind_window_result(c, name, o, out, one_d);
 }
 
 Status t_conv_transpose(Converter& c) {
@@ -441,12 +448,7 @@ Status t_pool(Converter& c) {
        md.add_scalar_i32(static_cast<int32_t>(w.k[1])), md.add_scalar_i32(static_cast<int32_t>(w.k[0])),
        md.add_scalar_i32(fuse)},
       OperandType::TENSOR_FLOAT32, permute(out, kNhwc));
-  Value v = c.runtime(o, out, kNhwc, kFloat);
-  if (one_d) {
-    NN_ASSIGN_OR_RETURN(v, c.reshaped(v, {out[0], out[1], out[3]}));
-  }
-  bind_result(c, name, std::move(v));
-  return Status::ok();
+  return bind_window_result(c, name, o, out, one_d);
 }
 
 Status t_global_pool(Converter& c) {
