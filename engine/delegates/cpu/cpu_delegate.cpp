@@ -28,10 +28,9 @@
 #include "delegates/cpu/cpu_internal.h"
 #include "delegates/cpu/native_data.h"
 #include "delegates/cpu/native_kernels.h"
+#include "ops/op_params.h"
 #include "delegates/cpu/xnn_int8.h"
 #include "nn/ops/registry.h"
-#include "ops/activation.h"
-#include "ops/op_params.h"
 #include "runtime/buffer.h"
 #include "runtime/partitioner.h"
 
@@ -92,7 +91,7 @@ struct Step {
 };
 
 bool is_activation(OperationType t) {
-  return clamp_activation_code(t).has_value();
+  return t == OperationType::RELU || t == OperationType::RELU1 || t == OperationType::RELU6;
 }
 
 // Ops nnpipe's own kernels run (native_kernels.h says why), among those XNNPACK could
