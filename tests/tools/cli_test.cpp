@@ -94,6 +94,7 @@ TEST_F(ToolCli, CommandLineErrorsExitTwoForEveryTool) {
     EXPECT_EQ(run(name, "--no-such-option x").exit_code, 2);   // CLI11 alone: 109
     EXPECT_EQ(run(name, "--help").exit_code, 0);
   }
+  std::ofstream(dir_ / "model.nnapi") << "the value check comes before the model is read";
   ToolRun range = run("nnrun", "model.nnapi --threads 99 --random");
   EXPECT_EQ(range.exit_code, 2) << range.err;                  // CLI11 alone: 105
   EXPECT_NE(range.err.find("--threads"), std::string::npos) << range.err;

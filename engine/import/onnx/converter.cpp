@@ -148,8 +148,6 @@ int32_t Converter::absorb_activation(const std::string& name, std::string* out_n
 
 namespace nn {
 
-namespace nn {
-
 Result<std::shared_ptr<Model>> import_onnx_buffer(std::span<const uint8_t> bytes,
                                                   const std::string& source_name) {
   if (bytes.empty()) return Status(StatusCode::kInvalidModel, source_name + ": empty ONNX buffer");
@@ -174,7 +172,5 @@ Result<std::shared_ptr<Model>> import_onnx_file(const std::string& path) {
   if (f.bad()) return Status(StatusCode::kIoError, path + ": read failed");
   return import_onnx_buffer(bytes, path);
 }
-
-}  // namespace nn
 
 }  // namespace nn

@@ -123,11 +123,9 @@ void bind_result(Converter& c, const std::string& final_name, Value v) {
   c.set_out(0, std::move(v));
 }
 
-Status t_conv(Converter& c) {
-  Value x = c.in(0);
-  const bool one_d = x.rank() == 3;
-  if (x.rank() != 4 && !one_d) return c.unsupported("Conv on a rank-" + std::to_string(x.rank()) + " input");
-  if (c.ir_type(x) != OperandType::TENSOR_FLOAT32) return c.unsupported("non-float Conv (use QLinearConv)");
+// Conv / ConvTranspose weights: a constant of the input's rank. A 1-D op ([N,C,W]) runs
+// as a 2-D one with H = 1: the input and the weights get that axis.
+Result<HostTensor> window_weights(Converter& c, Value& x, bool one_d) {
   NN_ASSIGN_OR_RETURN(const HostTensor* wt, c.const_in(1, "weights"));
   HostTensor w = *wt;
   if (w.dims.size() != x.rank()) return c.invalid("weights " + dims_str(w.dims) + " do not match input rank");
@@ -135,6 +133,27 @@ Status t_conv(Converter& c) {
     w.dims.insert(w.dims.begin() + 2, 1);
     NN_ASSIGN_OR_RETURN(x, lift_1d(c, x));
   }
+  return w;
+}
+
+// A conv or pool made as a 2-D NHWC op writing `operand` ([N,C,H,W] `out` in ONNX order);
+// a 1-D one ([N,C,W], run with H = 1) is reshaped back to rank 3.
+Status bind_window_result(Converter& c, const std::string& final_name, uint32_t operand, const Shape& out,
+                          bool one_d) {
+  Value v = c.runtime(operand, out, kNhwc, kFloat);
+  if (one_d) {
+    NN_ASSIGN_OR_RETURN(v, c.reshaped(v, {out[0], out[1], out[3]}));
+  }
+  bind_result(c, final_name, std::move(v));
+  return Status::ok();
+}
+
+Status t_conv(Converter& c) {
+  Value x = c.in(0);
+  const bool one_d = x.rank() == 3;
+  if (x.rank() != 4 && !one_d) return c.unsupported("Conv on a rank-" + std::to_string(x.rank()) + " input");
+  if (c.ir_type(x) != OperandType::TENSOR_FLOAT32) return c.unsupported("non-float Conv (use QLinearConv)");
+  NN_ASSIGN_OR_RETURN(HostTensor w, window_weights(c, x, one_d));
   const int64_t M = w.dims[0], Cg = w.dims[1], kh = w.dims[2], kw = w.dims[3], C = x.dims[1];
   const int64_t group = c.attr_i("group", 1);
   if (group < 1 || Cg * group != C || M % group != 0)
@@ -203,12 +222,7 @@ Status t_conv(Converter& c) {
   }
   const Shape out = {x.dims[0], M, win.out[0], win.out[1]};
   uint32_t o = c.emit(type, ops, OperandType::TENSOR_FLOAT32, permute(out, kNhwc));
-  Value v = c.runtime(o, out, kNhwc, kFloat);
-  if (one_d) {
-    NN_ASSIGN_OR_RETURN(v, c.reshaped(v, {out[0], out[1], out[3]}));
-  }
-  bind_result(c, name, std::move(v));
-  return Status::ok();
+  return bind_window_result(c, name, o, out, one_d);
 }
 
 Status t_conv_transpose(Converter& c) {
@@ -216,13 +230,7 @@ Status t_conv_transpose(Converter& c) {
   const bool one_d = x.rank() == 3;
   if (x.rank() != 4 && !one_d)
     return c.unsupported("ConvTranspose on a rank-" + std::to_string(x.rank()) + " input");
-  NN_ASSIGN_OR_RETURN(const HostTensor* wt, c.const_in(1, "weights"));
-  HostTensor w = *wt;
-  if (w.dims.size() != x.rank()) return c.invalid("weights " + dims_str(w.dims) + " do not match input rank");
-  if (one_d) {
-    w.dims.insert(w.dims.begin() + 2, 1);
-    NN_ASSIGN_OR_RETURN(x, lift_1d(c, x));
-  }
+  NN_ASSIGN_OR_RETURN(HostTensor w, window_weights(c, x, one_d));
   if (c.attr_i("group", 1) != 1) return c.unsupported("grouped ConvTranspose");
   const int64_t C = w.dims[0], M = w.dims[1], kh = w.dims[2], kw = w.dims[3];
   if (C != x.dims[1])
@@ -441,12 +449,7 @@ Status t_pool(Converter& c) {
        md.add_scalar_i32(static_cast<int32_t>(w.k[1])), md.add_scalar_i32(static_cast<int32_t>(w.k[0])),
        md.add_scalar_i32(fuse)},
       OperandType::TENSOR_FLOAT32, permute(out, kNhwc));
-  Value v = c.runtime(o, out, kNhwc, kFloat);
-  if (one_d) {
-    NN_ASSIGN_OR_RETURN(v, c.reshaped(v, {out[0], out[1], out[3]}));
-  }
-  bind_result(c, name, std::move(v));
-  return Status::ok();
+  return bind_window_result(c, name, o, out, one_d);
 }
 
 Status t_global_pool(Converter& c) {
