@@ -10,8 +10,11 @@
 //
 //   ops --fold constants--> live ops --label_ops: xnn|native|ref--> fuse_* passes
 //       --> make_native_kernels --> group_steps (group_by_label) --> plan_memory
-//   step boundary tensors: partition boundary -> session buffer, else a buffer here;
-//   everything inside an XNNPACK step stays in XNNPACK's workspace.
+//       --> one XNNPACK runtime per XNNPACK step; prepare() binds each native / reference
+//       op's buffers into one record (NativeArgs, ...) that run() hands its kernel.
+//   step boundary tensors: partition boundary -> session buffer, else the arena here
+//   (runtime/arena_planner.h), which also holds each native kernel's scratch while it
+//   runs; everything inside an XNNPACK step stays in XNNPACK's workspace.
 //
 // Files: native_choice.cpp (which ops a native kernel runs), cpu_passes.cpp (folding,
 // labelling, the fusion passes, building native kernels), cpu_steps.cpp (steps, XNNPACK
@@ -45,9 +48,7 @@ const Status& xnnpack_ready() {
 
 }  // namespace
 
-//   fold constants -> label ops (xnnpack | native | reference) -> fusions, each a pass:
-//   conv before resize, add+mean, SE gates, epilogues, expand+depthwise -> native kernels
-//   -> steps (group_by_label) -> memory plan -> one XNNPACK runtime per XNNPACK step.
+// The pipeline above; each fusion pass runs unless its CpuOptions switch is off.
 Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::string>& force_reference,
                            int64_t* retry_op) {
   *retry_op = -1;
@@ -66,7 +67,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
   group_steps();
   NN_RETURN_IF_ERROR(plan_memory());
   for (Step& step : steps_)
-    if (step.xnn) NN_RETURN_IF_ERROR(build_xnn_step(step, retry_op));
+    if (step.kind == kXnnStep) NN_RETURN_IF_ERROR(build_xnn_step(step, retry_op));
   return Status::ok();
 }
 

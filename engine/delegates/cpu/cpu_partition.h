@@ -61,7 +61,6 @@ enum StepKind : int { kReferenceStep = 0, kXnnStep = 1, kNativeStep = 2 };
 
 struct Step {
   StepKind kind = kReferenceStep;
-  bool xnn = false;
   std::vector<uint32_t> ops;      // in execution order (fused activations included)
   std::vector<uint32_t> inputs;   // non-static operands read, produced before the step
   std::vector<uint32_t> outputs;  // operands produced here and read later

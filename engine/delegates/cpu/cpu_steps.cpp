@@ -191,7 +191,6 @@ void CpuPartition::group_steps() {
   for (size_t g = 0; g < groups.size(); ++g) {
     Step& step = steps_[g];
     step.kind = static_cast<StepKind>(groups[g].label);
-    step.xnn = step.kind == kXnnStep;
     step.ops = groups[g].ops;
     std::set<uint32_t> written_here;
     for (uint32_t k : step.ops)
@@ -201,7 +200,7 @@ void CpuPartition::group_steps() {
         if (!written_here.count(i) && std::find(step.inputs.begin(), step.inputs.end(), i) == step.inputs.end())
           step.inputs.push_back(i);
       for (uint32_t o : writes(k)) {
-        bool needed = partition_outputs_.count(o) || model_outputs_.count(o) || !step.xnn;
+        bool needed = partition_outputs_.count(o) || model_outputs_.count(o) || step.kind != kXnnStep;
         auto rd = readers_.find(o);
         if (rd != readers_.end())
           for (uint32_t r : rd->second) {
@@ -237,7 +236,7 @@ Status CpuPartition::plan_memory() {
   size_t pos = 0;
   for (const Step& step : steps_) {
     for (uint32_t k : step.ops) {
-      if (!step.xnn && !absorbed(k) && k != step.ops.front()) ++pos;
+      if (step.kind != kXnnStep && !absorbed(k) && k != step.ops.front()) ++pos;
       if (!absorbed(k)) runs_at[k] = pos;
       const Operation& op = model_.operations[k];
       for (uint32_t o : op.outputs) written_at.emplace(o, pos);
@@ -286,7 +285,7 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
   };
   const OpRegistry& registry = OpRegistry::instance();
   for (Step& step : steps_) {
-    if (step.xnn) {
+    if (step.kind == kXnnStep) {
       step.external_values.clear();
       for (size_t id = 0; id < step.external_operands.size(); ++id) {
         void* p = pointer(step.external_operands[id]);
@@ -366,7 +365,7 @@ Status CpuPartition::run() {
   const bool cpu_clock = options_.threadpool == nullptr;
   for (Step& step : steps_) {
     const double t0 = options_.profile ? profile_clock_ms(cpu_clock) : 0;
-    if (step.xnn) {
+    if (step.kind == kXnnStep) {
       xnn_status s = xnn_invoke_runtime(step.runtime.get());
       NN_CHECK_OR_RETURN(s == xnn_status_success, StatusCode::kInternal,
                          step.label + ": xnn_invoke_runtime: " + xnn_status_name(s));

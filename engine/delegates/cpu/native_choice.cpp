@@ -14,9 +14,6 @@ bool is_activation(OperationType t) {
   return clamp_activation_code(t).has_value();
 }
 
-// When `add` is an ADD of `out` and another tensor of the same shape (no broadcast, a
-// constant fuse code), that other operand: the residual a native epilogue can add. The one
-// rule for both choosing native kernels and fusing.
 std::optional<uint32_t> residual_operand(const Model& m, const Operation& add, uint32_t out,
                                          const StaticLookup& statics) {
   if (add.type != OperationType::ADD || add.inputs.size() != 3 || !statics(add.inputs[2]))
@@ -29,8 +26,6 @@ std::optional<uint32_t> residual_operand(const Model& m, const Operation& add, u
   return other;
 }
 
-// Whether op k's output (after a RELU*) feeds only a HARD_SWISH or a residual ADD: work a
-// native kernel's epilogue absorbs.
 bool feeds_epilogue_op(const Model& m, uint32_t k, const Readers& readers,
                        const StaticLookup& statics) {
   uint32_t out = m.operations[k].outputs[0];
@@ -97,7 +92,6 @@ NativeKind native_candidate(const Model& m, uint32_t k,
   }
 }
 
-// The NativeResize of RESIZE_BILINEAR `op` for images of `channels` channels.
 std::optional<NativeResizeShape> resize_shape(const Model& m, const Operation& op, uint32_t channels) {
   std::string why;
   auto r = parse_resize(m, op, &why);
@@ -107,7 +101,6 @@ std::optional<NativeResizeShape> resize_shape(const Model& m, const Operation& o
                            r->out_h,        r->out_w,        r->align_corners, r->half_pixel_centers};
 }
 
-// The NHWC shape of a conv, depthwise or transpose conv op.
 std::optional<NativeConvShape> conv_shape(const Model& m, const Operation& op) {
   std::string why;
   auto p = parse_window_op(m, op, &why);
@@ -125,11 +118,6 @@ std::optional<NativeConvShape> conv_shape(const Model& m, const Operation& op) {
   return s;
 }
 
-// Whether running the conv that feeds depthwise op d together with it
-// (NativeExpandDepthwise) pays at this thread count: the tensor between them is large
-// enough to leave the caches between two separate ops (512 KB); each further thread's range
-// recomputes at most 4% of its rows; and one row fills the conv's micro-tiles (the conv
-// runs a row at a time: a 28-pixel row wastes 12% of 32).
 bool expand_depthwise_pays(const Model& m, uint32_t d, int threads, const NativeIsa& isa) {
   auto s = conv_shape(m, m.operations[d]);
   if (!s) return false;
@@ -140,11 +128,6 @@ bool expand_depthwise_pays(const Model& m, uint32_t d, int threads, const Native
   return bytes >= (size_t(512) << 10) && halo * 25 <= s->in_h && tiled * 100 <= width * 103;
 }
 
-// Drops the kernel rows / columns at either end that read only padding for every output
-// pixel (a dilation wider than the image: DeepLabV3's ASPP convs at dilation 24 and 36 on
-// a 16x16 map read the image with their centre tap only, so they are 1x1 convs): *s gets
-// the smaller kernel and padding, *live the filter's remaining taps. False when every tap
-// reads the image somewhere.
 bool drop_dead_taps(NativeConvShape* s, const float* filter, std::vector<float>* live) {
   // [first, last] taps along one axis that read input in [0, in) for some output in [0, out).
   auto live_range = [](uint32_t kernel, uint32_t dilation, uint32_t pad, uint32_t stride, uint32_t in,
@@ -177,7 +160,6 @@ bool drop_dead_taps(NativeConvShape* s, const float* filter, std::vector<float>*
   return true;
 }
 
-// A conv op's static filter and bias (nullptr when it has none).
 std::pair<const float*, const float*> conv_weights(const Model& m, const Operation& op,
                                                    const StaticLookup& statics) {
   return {static_cast<const float*>(statics(op.inputs[1])),
@@ -239,9 +221,6 @@ bool pointwise_conv(const Model& m, const Operation& op) {
          out.size() == 4 && in[1] == out[1] && in[2] == out[2];
 }
 
-// `only_reader` says whether an operand feeds exactly the given op and is not visible
-// outside the partition; `producer` which fusable op (XNNPACK-lowered, not yet fused)
-// writes it, or -1.
 std::optional<ScaledInput> scaled_input_of(const Model& m, uint32_t conv, const StaticLookup& statics,
                                            const std::function<bool(uint32_t, uint32_t)>& only_reader,
                                            const std::function<int64_t(uint32_t)>& producer) {

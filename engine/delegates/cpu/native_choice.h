@@ -21,7 +21,8 @@ namespace nn::cpu {
 bool is_activation(OperationType t);
 
 // Ops nnpipe's own kernels run (native_kernels.h says why), among those XNNPACK could
-// also take (fp32, static weights, NHWC). NN_NO_NATIVE_CONV=1 leaves them all to XNNPACK.
+// also take (fp32, static weights, NHWC). CpuOptions::native_kernels off leaves them all to
+// XNNPACK.
 enum class NativeKind { kNone, kConv, kDepthwise, kDeconv, kResize, kAddMean };
 
 // Operand -> the ops reading it (whole model).
@@ -75,7 +76,7 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
                                          const StaticLookup& statics, const Epilogue& epilogue,
                                          const NativeIsa& isa, bool dead_taps, const Dims* at_size = nullptr);
 
-// A squeeze-and-excitation tail a native 1x1 conv reads in place (NativeConv::run_scaled):
+// A squeeze-and-excitation tail a native 1x1 conv reads in place (NativeConv::enable_scaled_input):
 // conv(MUL(x, gate)) or conv(ADD(MUL(x, gate), skip)), gate one value per channel. The
 // selfie decoder's MUL + ADD at 128x128 were 7% of the model; folded, they cost a second
 // GEMM segment of 16 channels.

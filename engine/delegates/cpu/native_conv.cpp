@@ -422,8 +422,8 @@ struct NativeConv::Task {
   const float* input;
   const float* residual;
   float* output;
-  const float* weights;  // packed_, or run_scaled's copy
-  // run_scaled with a sum (pointwise only): the A matrix is input * gate + sum, gate one
+  const float* weights;  // packed_, or the gated copy in the scratch
+  // A scaled input with a sum (pointwise only): the A matrix is input * gate + sum, gate one
   // value per input channel, built per tile in cache. Both null otherwise.
   const float* gate;
   const float* sum;
