@@ -92,7 +92,7 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
       std::string kernel;
       const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
       // The convs' AVX-512 form is VNNI's (else they take the AVX2 form).
-      const bool gemm = native_kind == "conv 1x1" || native_kind == "deconv";
+      const bool gemm = native_kind.rfind("conv", 0) == 0 || native_kind == "deconv";
       const bool wide = avx512 && has_avx512_int8() && (!gemm || has_vnni());
       const std::string isa = wide ? " AVX-512" : has_avx2() ? " AVX2" : "";
       EXPECT_EQ(kernel.rfind("native int8 " + native_kind + (native_kind == "table" ? "" : isa), 0), 0u)
@@ -196,9 +196,11 @@ TEST(NativeInt8, BilinearResizeEqualsTheReference) {
 
 // A CONV_2D 1x1 or a TRANSPOSE_CONV_2D (kernel == stride 2) with a constant filter, per channel
 // or per tensor, and an int32 bias (random, or zeros).
+// CONV_2D: `kernel` x `kernel`, SAME padding, `stride`, `dilation`.
 std::shared_ptr<Model> conv_model(T type, Dims in_dims, uint32_t out_c, bool per_channel, bool with_bias,
-                                  int32_t fuse, uint32_t seed) {
-  const uint32_t in_c = in_dims[3], k = type == T::CONV_2D ? 1 : 2;
+                                  int32_t fuse, uint32_t seed, uint32_t kernel = 1, uint32_t stride = 1,
+                                  uint32_t dilation = 1) {
+  const uint32_t in_c = in_dims[3], k = type == T::CONV_2D ? kernel : 2;
   auto m = std::make_shared<Model>();
   const float in_scale = 0.05f;
   const uint32_t x = m->add_operand(q8(in_dims, in_scale, -17, Lifetime::MODEL_INPUT));
@@ -221,14 +223,16 @@ std::shared_ptr<Model> conv_model(T type, Dims in_dims, uint32_t out_c, bool per
     for (int32_t& v : bias) v = static_cast<int32_t>(rng() % 20001) - 10000;
   const uint32_t b = m->add_constant_i32({out_c}, bias);
   m->operands[b].scale = per_channel ? 0.f : in_scale * scales[0];
-  const Dims out_dims = type == T::CONV_2D ? Dims{in_dims[0], in_dims[1], in_dims[2], out_c}
+  const Dims out_dims = type == T::CONV_2D ? Dims{in_dims[0], (in_dims[1] + stride - 1) / stride,
+                                                  (in_dims[2] + stride - 1) / stride, out_c}
                                            : Dims{in_dims[0], in_dims[1] * 2, in_dims[2] * 2, out_c};
   const uint32_t y = m->add_operand(q8(out_dims, 0.11f, 5, Lifetime::MODEL_OUTPUT));
-  if (type == T::CONV_2D)  // implicit VALID padding, stride 1
-    m->add_operation(
-        T::CONV_2D,
-        {x, f, b, m->add_scalar_i32(2), m->add_scalar_i32(1), m->add_scalar_i32(1), m->add_scalar_i32(fuse)},
-        {y});
+  if (type == T::CONV_2D)  // implicit SAME padding (VALID for 1x1 is the same), NHWC, dilation
+    m->add_operation(T::CONV_2D,
+                     {x, f, b, m->add_scalar_i32(1), m->add_scalar_i32(int32_t(stride)),
+                      m->add_scalar_i32(int32_t(stride)), m->add_scalar_i32(fuse), m->add_scalar_bool(false),
+                      m->add_scalar_i32(int32_t(dilation)), m->add_scalar_i32(int32_t(dilation))},
+                     {y});
   else  // output shape, implicit VALID padding, stride 2
     m->add_operation(
         T::TRANSPOSE_CONV_2D,
@@ -255,6 +259,10 @@ TEST(NativeInt8, PointwiseConvAndTiledTransposeConvEqualTheReference) {
                                 (with_bias ? "" : " zero bias");
       check(conv_model(T::CONV_2D, {1, 5, 7, in_c}, out_c, per_channel, with_bias, fuse, seed++),
             "CONV_2D 1x1" + shape, "conv 1x1", "xnnpack");
+      check(conv_model(T::CONV_2D, {1, 9, 7, in_c}, out_c, per_channel, with_bias, fuse, seed++, 3, 2),
+            "CONV_2D 3x3/2 SAME" + shape, "conv", "xnnpack");
+      check(conv_model(T::CONV_2D, {2, 6, 5, in_c}, out_c, !per_channel, with_bias, fuse, seed++, 3, 1, 2),
+            "CONV_2D 3x3 dilation 2 SAME" + shape, "conv", "xnnpack");
       check(conv_model(T::TRANSPOSE_CONV_2D, {1, 3, 5, in_c}, out_c, per_channel, with_bias, fuse, seed++),
             "TRANSPOSE_CONV_2D 2x2/2" + shape, "deconv", "reference");
     }

@@ -298,6 +298,60 @@ class Int8PointwiseConv final : public NativeDataOp {
   std::string name_;
 };
 
+// Any other CONV_2D (groups 1): each task gathers its output pixels' windows into rows of
+// kh * kw * in_c bytes (taps in the padding read the input zero point, adding nothing), then
+// the GEMM.
+class Int8WindowConv final : public NativeDataOp {
+ public:
+  Int8WindowConv(std::unique_ptr<Int8Gemm> gemm, const NativeConvShape& s, int32_t zx, uint32_t input)
+      : gemm_(std::move(gemm)), s_(s), zx_(zx) {
+    operands_ = {input};
+    name_ = std::string("native int8 conv ") + gemm_->isa_name();
+  }
+  const char* kernel() const override { return name_.c_str(); }
+  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
+    const size_t pixels = size_t(s_.batch) * s_.out_h * s_.out_w, per = gemm_->rows_per_task();
+    for_each_row(pool, (pixels + per - 1) / per, &Int8WindowConv::task, &t);
+  }
+
+ private:
+  struct Task {
+    const Int8WindowConv* op;
+    const int8_t* x;
+    int8_t* out;
+  };
+  static void task(void* ctx, size_t i) {
+    const Task& t = *static_cast<const Task*>(ctx);
+    const Int8WindowConv& op = *t.op;
+    const NativeConvShape& s = op.s_;
+    const size_t pixels = size_t(s.batch) * s.out_h * s.out_w, per = op.gemm_->rows_per_task();
+    const size_t p0 = i * per, p1 = std::min(pixels, p0 + per), c = s.in_c;
+    const size_t k = size_t(s.kernel_h) * s.kernel_w * c;
+    thread_local std::vector<int8_t> rows;
+    rows.resize(per * k + 64);
+    for (size_t p = p0; p < p1; ++p) {
+      const size_t n = p / (size_t(s.out_h) * s.out_w), oy = p / s.out_w % s.out_h, ox = p % s.out_w;
+      int8_t* row = rows.data() + (p - p0) * k;
+      for (size_t ky = 0; ky < s.kernel_h; ++ky) {
+        const int64_t iy = int64_t(oy * s.stride_h + ky * s.dilation_h) - s.pad_top;
+        for (size_t kx = 0; kx < s.kernel_w; ++kx, row += c) {
+          const int64_t ix = int64_t(ox * s.stride_w + kx * s.dilation_w) - s.pad_left;
+          if (iy < 0 || iy >= int64_t(s.in_h) || ix < 0 || ix >= int64_t(s.in_w))
+            std::memset(row, static_cast<int8_t>(op.zx_), c);
+          else
+            std::memcpy(row, t.x + ((n * s.in_h + size_t(iy)) * s.in_w + size_t(ix)) * c, c);
+        }
+      }
+    }
+    op.gemm_->run_rows(rows.data(), 0, p1 - p0, t.out + p0 * s.out_c, s.out_c);
+  }
+  std::unique_ptr<Int8Gemm> gemm_;
+  NativeConvShape s_;
+  int32_t zx_;
+  std::string name_;
+};
+
 // TRANSPOSE_CONV_2D with kernel == stride, no padding: per input pixel the GEMM's
 // kh * kw * out_c columns (ky, kx, o) are its output block, written in place.
 class Int8TiledDeconv final : public NativeDataOp {
@@ -381,13 +435,20 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
     if (mu.shift > 0) return no("a requantization multiplier above 1");
   const quant::Range range = quant::activation_range(p->fuse, out);
   if (op.type == T::CONV_2D) {
-    if (kh != 1 || kw != 1 || p->stride_h != 1 || p->stride_w != 1 || p->pad_top || p->pad_bottom ||
-        p->pad_left || p->pad_right || p->groups != 1)
-      return no("int8 conv other than 1x1, stride 1, unpadded");
-    auto gemm = std::make_unique<Int8Gemm>(in_c, out_c, w, bias, per_channel, in.zero_point, out.zero_point,
-                                           range, isa);
-    return std::make_unique<Int8PointwiseConv>(std::move(gemm), num_elements(in.dims) / in_c, out_c,
-                                               op.inputs[0]);
+    if (p->groups != 1) return no("grouped int8 conv");
+    auto gemm = std::make_unique<Int8Gemm>(kh * kw * in_c, out_c, w, bias, per_channel, in.zero_point,
+                                           out.zero_point, range, isa);
+    if (kh == 1 && kw == 1 && p->stride_h == 1 && p->stride_w == 1 && !p->pad_top && !p->pad_bottom &&
+        !p->pad_left && !p->pad_right)
+      return std::make_unique<Int8PointwiseConv>(std::move(gemm), num_elements(in.dims) / in_c, out_c,
+                                                 op.inputs[0]);
+    NativeConvShape shape;
+    shape.batch = in.dims[0], shape.in_h = in.dims[1], shape.in_w = in.dims[2], shape.in_c = in_c;
+    shape.out_h = out.dims[1], shape.out_w = out.dims[2], shape.out_c = out_c;
+    shape.kernel_h = kh, shape.kernel_w = kw, shape.stride_h = p->stride_h, shape.stride_w = p->stride_w;
+    shape.dilation_h = p->dilation_h, shape.dilation_w = p->dilation_w;
+    shape.pad_top = p->pad_top, shape.pad_left = p->pad_left;
+    return std::make_unique<Int8WindowConv>(std::move(gemm), shape, in.zero_point, op.inputs[0]);
   }
   if (op.type == T::TRANSPOSE_CONV_2D) {
     if (kh != p->stride_h || kw != p->stride_w || p->pad_top || p->pad_bottom || p->pad_left ||
