@@ -259,10 +259,12 @@ TEST(NativeInt8, PointwiseConvAndTiledTransposeConvEqualTheReference) {
                                 (with_bias ? "" : " zero bias");
       check(conv_model(T::CONV_2D, {1, 5, 7, in_c}, out_c, per_channel, with_bias, fuse, seed++),
             "CONV_2D 1x1" + shape, "conv 1x1", "xnnpack");
-      check(conv_model(T::CONV_2D, {1, 9, 7, in_c}, out_c, per_channel, with_bias, fuse, seed++, 3, 2),
-            "CONV_2D 3x3/2 SAME" + shape, "conv", "xnnpack");
-      check(conv_model(T::CONV_2D, {2, 6, 5, in_c}, out_c, !per_channel, with_bias, fuse, seed++, 3, 1, 2),
-            "CONV_2D 3x3 dilation 2 SAME" + shape, "conv", "xnnpack");
+      if (in_c >= 16) {  // narrower window convs stay on XNNPACK
+        check(conv_model(T::CONV_2D, {1, 9, 7, in_c}, out_c, per_channel, with_bias, fuse, seed++, 3, 2),
+              "CONV_2D 3x3/2 SAME" + shape, "conv", "xnnpack");
+        check(conv_model(T::CONV_2D, {2, 6, 5, in_c}, out_c, !per_channel, with_bias, fuse, seed++, 3, 1, 2),
+              "CONV_2D 3x3 dilation 2 SAME" + shape, "conv", "xnnpack");
+      }
       check(conv_model(T::TRANSPOSE_CONV_2D, {1, 3, 5, in_c}, out_c, per_channel, with_bias, fuse, seed++),
             "TRANSPOSE_CONV_2D 2x2/2" + shape, "deconv", "reference");
     }
