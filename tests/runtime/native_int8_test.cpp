@@ -92,7 +92,7 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
       std::string kernel;
       const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
       // The convs' AVX-512 form is VNNI's (else they take the AVX2 form).
-      const bool gemm = native_kind.rfind("conv", 0) == 0 || native_kind == "deconv";
+      const bool gemm = native_kind.rfind("conv", 0) == 0 || native_kind == "deconv";  // not depthwise
       const bool wide = avx512 && has_avx512_int8() && (!gemm || has_vnni());
       const std::string isa = wide ? " AVX-512" : has_avx2() ? " AVX2" : "";
       EXPECT_EQ(kernel.rfind("native int8 " + native_kind + (native_kind == "table" ? "" : isa), 0), 0u)
@@ -268,6 +268,61 @@ TEST(NativeInt8, PointwiseConvAndTiledTransposeConvEqualTheReference) {
       check(conv_model(T::TRANSPOSE_CONV_2D, {1, 3, 5, in_c}, out_c, per_channel, with_bias, fuse, seed++),
             "TRANSPOSE_CONV_2D 2x2/2" + shape, "deconv", "reference");
     }
+}
+
+// DEPTHWISE_CONV_2D, multiplier 1: `kernel` x `kernel`, SAME padding, `stride`, `dilation`.
+std::shared_ptr<Model> depthwise_model(Dims in_dims, bool per_channel, int32_t fuse, uint32_t seed,
+                                       uint32_t kernel, uint32_t stride, uint32_t dilation) {
+  const uint32_t c = in_dims[3];
+  auto m = std::make_shared<Model>();
+  const float in_scale = 0.04f;
+  const uint32_t x = m->add_operand(q8(in_dims, in_scale, 23, Lifetime::MODEL_INPUT));
+  std::mt19937 rng(seed);
+  std::vector<int8_t> w(size_t(kernel) * kernel * c);
+  for (int8_t& v : w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  const uint32_t f = m->add_constant(
+      per_channel ? OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL : OperandType::TENSOR_QUANT8_ASYMM_SIGNED,
+      {1, kernel, kernel, c}, w.data(), w.size());
+  std::vector<float> scales(c);
+  for (uint32_t o = 0; o < c; ++o) scales[o] = 0.003f * (1.f + 0.29f * float(o % 5));
+  if (per_channel) {
+    m->operands[f].channel_quant.channel_dim = 3;
+    m->operands[f].channel_quant.scales = scales;
+  } else {
+    m->operands[f].scale = scales[0];
+  }
+  std::vector<int32_t> bias(c);
+  for (int32_t& v : bias) v = static_cast<int32_t>(rng() % 4001) - 2000;
+  const uint32_t b = m->add_constant_i32({c}, bias);
+  m->operands[b].scale = per_channel ? 0.f : in_scale * scales[0];
+  const Dims out_dims{in_dims[0], (in_dims[1] + stride - 1) / stride, (in_dims[2] + stride - 1) / stride, c};
+  const uint32_t y = m->add_operand(q8(out_dims, 0.09f, -3, Lifetime::MODEL_OUTPUT));
+  m->add_operation(
+      T::DEPTHWISE_CONV_2D,
+      {x, f, b, m->add_scalar_i32(1), m->add_scalar_i32(int32_t(stride)), m->add_scalar_i32(int32_t(stride)),
+       m->add_scalar_i32(1), m->add_scalar_i32(fuse), m->add_scalar_bool(false),
+       m->add_scalar_i32(int32_t(dilation)), m->add_scalar_i32(int32_t(dilation))},
+      {y});
+  m->inputs = {x};
+  m->outputs = {y};
+  return m;
+}
+
+TEST(NativeInt8, DepthwiseConvEqualsTheReference) {
+  struct Form {
+    uint32_t kernel, stride, dilation;
+  };
+  uint32_t seed = 100;
+  for (uint32_t c : kChannels)
+    for (Form f : {Form{3, 1, 1}, Form{3, 2, 1}, Form{5, 1, 1}, Form{5, 2, 1}, Form{3, 1, 2}})
+      for (bool per_channel : {true, false}) {
+        const int32_t fuse = f.kernel == 5 ? 3 : int32_t(c % 2);  // RELU6 / RELU / none
+        check(depthwise_model({1, 9, 11, c}, per_channel, fuse, seed++, f.kernel, f.stride, f.dilation),
+              "DEPTHWISE_CONV_2D " + std::to_string(f.kernel) + "x" + std::to_string(f.kernel) + "/" +
+                  std::to_string(f.stride) + " dilation " + std::to_string(f.dilation) + " x" +
+                  std::to_string(c) + (per_channel ? " per-channel" : " per-tensor"),
+              "depthwise", "xnnpack");
+      }
 }
 
 }  // namespace

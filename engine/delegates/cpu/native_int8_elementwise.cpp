@@ -651,6 +651,7 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
       return std::make_unique<Int8Resize>(in, out, op.inputs[0], *p, isa);
     }
     case T::CONV_2D:
+    case T::DEPTHWISE_CONV_2D:
     case T::TRANSPOSE_CONV_2D:
       return make_native_int8_conv(m, k, statics, isa, why);
     default:
