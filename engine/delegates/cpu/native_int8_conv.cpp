@@ -233,8 +233,15 @@ class Int8Gemm {
   template <size_t kRows>
   NN_TARGET_I8_AVX2 void tile_avx2(const int8_t* x, int16_t* wide, int8_t* out, size_t ldo) const {
     const size_t k2 = k_groups_ * 2;
+    const __m256i zx = _mm256_set1_epi16(static_cast<int16_t>(zx_));
     for (size_t r = 0; r < kRows; ++r) {
-      for (size_t i = 0; i < k_; ++i) wide[r * k2 + i] = static_cast<int16_t>(x[r * k_ + i] - zx_);
+      size_t i = 0;
+      for (; i + 16 <= k_; i += 16)
+        _mm256_storeu_si256(
+            reinterpret_cast<__m256i*>(wide + r * k2 + i),
+            _mm256_sub_epi16(
+                _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + r * k_ + i))), zx));
+      for (; i < k_; ++i) wide[r * k2 + i] = static_cast<int16_t>(x[r * k_ + i] - zx_);
       if (k2 > k_) wide[r * k2 + k_] = 0;
     }
     for (size_t j = 0; j < n_; j += kAvx2Cols) {
@@ -466,6 +473,10 @@ class Int8Depthwise final : public NativeDataOp {
     const bool row_inside = iy0 >= 0 && iy0 + int64_t((s.kernel_h - 1) * s.dilation_h) < int64_t(s.in_h);
     size_t skip_lo = s.out_w, skip_hi = s.out_w;  // columns the fast path did
 #if NN_NATIVE_X86
+    if (row_inside && op.avx2_ && op.ox_lo_ < op.ox_hi_) {
+      op.inner_avx2(t.x + (n * s.in_h + size_t(iy0)) * s.in_w * c, t.out + r * s.out_w * c);
+      skip_lo = op.ox_lo_, skip_hi = op.ox_hi_;
+    }
     if (row_inside && op.avx512_ && op.ox_lo_ < op.ox_hi_) {
       const int8_t* x0 = t.x + (n * s.in_h + size_t(iy0)) * s.in_w * c;
       int8_t* out_row = t.out + r * s.out_w * c;
@@ -535,6 +546,37 @@ class Int8Depthwise final : public NativeDataOp {
         _mm512_mask_cvtepi32_storeu_epi8(out_row + ox * c + ch, k, requant_.apply16(acc, ch));
       }
     }
+  }
+
+  // inner_avx512 on 8 lanes, whole blocks of 8 channels (the rest in scalar).
+  NN_TARGET_I8_AVX2 void inner_avx2(const int8_t* x0, int8_t* out_row) const {
+    const size_t c = s_.out_c, taps = rel_.size();
+    size_t ch = 0;
+    for (; ch + 8 <= c; ch += 8) {
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(inner_bias_.data() + ch));
+      for (size_t ox = ox_lo_; ox < ox_hi_; ++ox) {
+        const int8_t* px = x0 + (ox * s_.stride_w - s_.pad_left) * c + ch;
+        __m256i acc = b;
+        for (size_t t = 0; t < taps; ++t) {
+          const __m256i xv =
+              _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(px + rel_[t])));
+          acc = _mm256_add_epi32(
+              acc,
+              _mm256_mullo_epi32(
+                  xv, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w_.data() + t * c_pad_ + ch))));
+        }
+        const __m256i v = requant_.apply8(acc, ch);
+        const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(out_row + ox * c + ch), _mm_packs_epi16(w16, w16));
+      }
+    }
+    for (; ch < c; ++ch)
+      for (size_t ox = ox_lo_; ox < ox_hi_; ++ox) {
+        const int8_t* px = x0 + (ox * s_.stride_w - s_.pad_left) * c + ch;
+        int32_t acc = inner_bias_[ch];
+        for (size_t t = 0; t < taps; ++t) acc += int32_t(px[rel_[t]]) * w_[t * c_pad_ + ch];
+        out_row[ox * c + ch] = requant_.scalar(acc, ch);
+      }
   }
 
   NN_TARGET_I8_512 size_t pixel_avx512(const int8_t* x, const int64_t* offsets, bool inner, int8_t* o) const {
