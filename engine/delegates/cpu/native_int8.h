@@ -13,7 +13,11 @@
 //   reference's requantization. XNNPACK 2022 has no int8 MEAN node.
 // - RESIZE_BILINEAR: the reference's arithmetic (dequantize, blend in float in the same
 //   order, divide by the output scale, round half away from zero), 16 / 8 channels a step;
-//   XNNPACK's resize interpolates with 11-bit weights (within one step) and was slower.
+//   XNNPACK's resize interpolates with 11-bit weights (within one step).
+// - CONV_2D (groups 1) and TRANSPOSE_CONV_2D with kernel == stride: one int8 GEMM, AVX-512
+//   VNNI (vpdpbusd) or AVX2 (vpmaddwd on int16), NNAPI's per-channel requantization fused
+//   (XNNPACK 2022 has no VNNI kernels and no per-channel transpose conv).
+// - DEPTHWISE_CONV_2D, multiplier 1: int32 lanes, the same requantization.
 //
 // Every kernel gives the reference kernel's output exactly (tests/runtime/native_int8_test).
 // Forms not listed (uint8, other broadcasts, other axes) are left to XNNPACK or the reference.
