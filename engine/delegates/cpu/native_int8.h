@@ -17,7 +17,9 @@
 // - CONV_2D (groups 1) and TRANSPOSE_CONV_2D with kernel == stride: one int8 GEMM, AVX-512
 //   VNNI (vpdpbusd) or AVX2 (vpmaddwd on int16), NNAPI's per-channel requantization fused
 //   (XNNPACK 2022 has no VNNI kernels and no per-channel transpose conv).
-// - DEPTHWISE_CONV_2D, multiplier 1: int32 lanes, the same requantization.
+// - DEPTHWISE_CONV_2D, multiplier 1: AVX-512 int32 lanes, the same requantization.
+//   Without VNNI, convs and depthwise convs stay on XNNPACK (faster than our AVX2 forms as
+//   measured here); the AVX2 GEMM runs the transpose conv.
 //
 // Every kernel gives the reference kernel's output exactly (tests/runtime/native_int8_test).
 // Forms not listed (uint8, other broadcasts, other axes) are left to XNNPACK or the reference.

@@ -5,7 +5,7 @@
 // - AVX-512 VNNI: vpdpbusd multiplies unsigned by signed bytes, four at a time. The input
 //   enters as x ^ 0x80 = x + 128 (unsigned), so the sum is short by (128 + zx) * sum_k w[j][k],
 //   which the bias absorbs when the weights are packed. 8 pixels x 16 channels a tile.
-// - AVX2 (and AVX-512 without VNNI): vpmaddwd on inputs widened to int16 (x - zx) and int16
+// - AVX2 (the transpose conv without VNNI): vpmaddwd on inputs widened to int16 (x - zx) and int16
 //   weights, pairs summed into int32. Not vpmaddubsw: (x + 128) * w + the next such product
 //   reaches 2 * 255 * 127 and saturates int16. 6 pixels x 8 channels a tile.
 //
@@ -412,7 +412,6 @@ class Int8Depthwise final : public NativeDataOp {
         c_pad_((s.out_c + 15) / 16 * 16),
         zx_(zx),
         avx512_(isa.avx512 && avx512_int8()),
-        avx2_(!avx512_ && native_conv_supported()),
         requant_(mult, c_pad_, zo, range) {
     operands_ = {input};
     const size_t taps = size_t(s.kernel_h) * s.kernel_w, c = s.out_c;
@@ -437,7 +436,7 @@ class Int8Depthwise final : public NativeDataOp {
     ox_hi_ = ox_lo_;
     while (ox_hi_ < s.out_w && int64_t(ox_hi_ * s.stride_w) - s.pad_left + reach_w < int64_t(s.in_w))
       ++ox_hi_;
-    name_ = std::string("native int8 depthwise ") + (avx512_ ? "AVX-512" : avx2_ ? "AVX2" : "scalar");
+    name_ = std::string("native int8 depthwise ") + (avx512_ ? "AVX-512" : "scalar");
   }
   const char* kernel() const override { return name_.c_str(); }
   void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
@@ -473,10 +472,6 @@ class Int8Depthwise final : public NativeDataOp {
     const bool row_inside = iy0 >= 0 && iy0 + int64_t((s.kernel_h - 1) * s.dilation_h) < int64_t(s.in_h);
     size_t skip_lo = s.out_w, skip_hi = s.out_w;  // columns the fast path did
 #if NN_NATIVE_X86
-    if (row_inside && op.avx2_ && op.ox_lo_ < op.ox_hi_) {
-      op.inner_avx2(t.x + (n * s.in_h + size_t(iy0)) * s.in_w * c, t.out + r * s.out_w * c);
-      skip_lo = op.ox_lo_, skip_hi = op.ox_hi_;
-    }
     if (row_inside && op.avx512_ && op.ox_lo_ < op.ox_hi_) {
       const int8_t* x0 = t.x + (n * s.in_h + size_t(iy0)) * s.in_w * c;
       int8_t* out_row = t.out + r * s.out_w * c;
@@ -506,10 +501,7 @@ class Int8Depthwise final : public NativeDataOp {
       int8_t* o = t.out + (r * s.out_w + ox) * c;
       size_t ch = 0;
 #if NN_NATIVE_X86
-      if (op.avx512_)
-        ch = op.pixel_avx512(t.x, offsets.data(), inner, o);
-      else if (op.avx2_)
-        ch = op.pixel_avx2(t.x, offsets.data(), inner, o);
+      if (op.avx512_) ch = op.pixel_avx512(t.x, offsets.data(), inner, o);
 #endif
       for (; ch < c; ++ch) {
         int32_t acc = op.bias_[ch];
@@ -548,37 +540,6 @@ class Int8Depthwise final : public NativeDataOp {
     }
   }
 
-  // inner_avx512 on 8 lanes, whole blocks of 8 channels (the rest in scalar).
-  NN_TARGET_I8_AVX2 void inner_avx2(const int8_t* x0, int8_t* out_row) const {
-    const size_t c = s_.out_c, taps = rel_.size();
-    size_t ch = 0;
-    for (; ch + 8 <= c; ch += 8) {
-      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(inner_bias_.data() + ch));
-      for (size_t ox = ox_lo_; ox < ox_hi_; ++ox) {
-        const int8_t* px = x0 + (ox * s_.stride_w - s_.pad_left) * c + ch;
-        __m256i acc = b;
-        for (size_t t = 0; t < taps; ++t) {
-          const __m256i xv =
-              _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(px + rel_[t])));
-          acc = _mm256_add_epi32(
-              acc,
-              _mm256_mullo_epi32(
-                  xv, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w_.data() + t * c_pad_ + ch))));
-        }
-        const __m256i v = requant_.apply8(acc, ch);
-        const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(out_row + ox * c + ch), _mm_packs_epi16(w16, w16));
-      }
-    }
-    for (; ch < c; ++ch)
-      for (size_t ox = ox_lo_; ox < ox_hi_; ++ox) {
-        const int8_t* px = x0 + (ox * s_.stride_w - s_.pad_left) * c + ch;
-        int32_t acc = inner_bias_[ch];
-        for (size_t t = 0; t < taps; ++t) acc += int32_t(px[rel_[t]]) * w_[t * c_pad_ + ch];
-        out_row[ox * c + ch] = requant_.scalar(acc, ch);
-      }
-  }
-
   NN_TARGET_I8_512 size_t pixel_avx512(const int8_t* x, const int64_t* offsets, bool inner, int8_t* o) const {
     const size_t c = s_.out_c, taps = size_t(s_.kernel_h) * s_.kernel_w;
     const __m512i zx = _mm512_set1_epi32(zx_);
@@ -596,34 +557,12 @@ class Int8Depthwise final : public NativeDataOp {
     return c;
   }
 
-  NN_TARGET_I8_AVX2 size_t pixel_avx2(const int8_t* x, const int64_t* offsets, bool inner, int8_t* o) const {
-    const size_t c = s_.out_c, taps = size_t(s_.kernel_h) * s_.kernel_w;
-    const __m256i zx = _mm256_set1_epi32(zx_);
-    size_t ch = 0;
-    for (; ch + 8 <= c; ch += 8) {
-      __m256i acc =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>((inner ? inner_bias_ : bias_).data() + ch));
-      for (size_t t = 0; t < taps; ++t) {
-        if (offsets[t] < 0) continue;
-        __m256i xv =
-            _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x + offsets[t] + ch)));
-        if (!inner) xv = _mm256_sub_epi32(xv, zx);
-        acc = _mm256_add_epi32(
-            acc, _mm256_mullo_epi32(
-                     xv, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w_.data() + t * c_pad_ + ch))));
-      }
-      const __m256i v = requant_.apply8(acc, ch);
-      const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(o + ch), _mm_packs_epi16(w16, w16));
-    }
-    return ch;
-  }
 #endif
 
   NativeConvShape s_;
   size_t c_pad_;
   int32_t zx_;
-  bool avx512_, avx2_;
+  bool avx512_;
   ChannelRequant requant_;
   std::vector<int32_t> w_;                  // [taps][c_pad]
   std::vector<int32_t> bias_, inner_bias_;  // [c_pad]
@@ -706,7 +645,12 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
   std::string reason;
   auto p = parse_window_op(m, op, &reason);
   if (!p) return no("window parameters");
+  // Without AVX-512 VNNI, XNNPACK's conv and depthwise kernels ran faster than ours (on this
+  // host's AVX2 mode, where XNNPACK keeps its AVX-512 ones: bench/README.md); the AVX2 GEMM
+  // runs the transpose conv, which XNNPACK has no per-channel int8 node for.
+  const bool wide = has_vnni(isa);
   if (op.type == T::DEPTHWISE_CONV_2D) {
+    if (!wide) return no("int8 depthwise without AVX-512 VNNI: XNNPACK's");
     // filter [1, kh, kw, C]: the per-channel axis is 3
     if (p->depth_multiplier != 1 || in.dims[3] != out.dims[3]) return no("int8 depthwise with a multiplier");
     const size_t c = filter.dims[3];
@@ -734,6 +678,7 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
     if (mu.shift > 0) return no("a requantization multiplier above 1");
   const quant::Range range = quant::activation_range(p->fuse, out);
   if (op.type == T::CONV_2D) {
+    if (!wide) return no("int8 conv without AVX-512 VNNI: XNNPACK's");
     if (p->groups != 1) return no("grouped int8 conv");
     auto gemm = std::make_unique<Int8Gemm>(kh * kw * in_c, out_c, w, bias, per_channel, in.zero_point,
                                            out.zero_point, range, isa);
