@@ -1,4 +1,4 @@
-// The int8 pointwise conv and tiled transpose conv of native_int8.h: one int8 GEMM,
+// The int8 convs of native_int8.h. CONV_2D and the tiled TRANSPOSE_CONV_2D are one int8 GEMM,
 // out[p][j] = requantize(bias[j] + sum_k (x[p][k] - zx) * w[j][k]), int32 accumulators
 // exact, NNAPI's per-channel requantization (the reference's integers, so its bytes).
 //
