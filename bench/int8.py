@@ -15,6 +15,7 @@ import argparse
 import glob
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -178,6 +179,18 @@ def nnrun_median(model, threads=1, runs=50, env=None):
     return r["median_ms"]
 
 
+def nnrun_cpu_ms(model, env=None, runs=(10, 60)):
+    """CPU time of one inference at 1 thread: the process's user + system time at two run
+    counts, differenced (loading cancels). Steadier than latency on a loaded host."""
+    cpu = []
+    for n in runs:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        run([NNRUN, model, "--random", "-d", "cpu", "--threads", "1", "--runs", str(n), "--warmup", "0"], env=env)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+    return (cpu[1] - cpu[0]) * 1000 / (runs[1] - runs[0])
+
+
 def ort_median(onnx_model, threads=1, runs=50):
     peers = os.path.join(ROOT, "bench", "peers")
     out = run(["node", os.path.join(peers, "ort_bench.js"), onnx_model, str(threads), str(runs), "10"], cwd=peers)
@@ -214,20 +227,28 @@ def latency(args):
         for label, extra in env_variants:
             env = dict(os.environ, **extra)
             times = {"float": [], "int8": [], "int8_no_native": [], "ort_qdq": []}
+            cpu = {"float": [], "int8": [], "int8_no_native": []}
             for _ in range(args.rounds):
                 times["float"].append(nnrun_median(f, env=env))
                 times["int8"].append(nnrun_median(q, env=env))
                 times["int8_no_native"].append(nnrun_median(q, env=dict(env, NN_NO_NATIVE_INT8="1")))
+                cpu["float"].append(nnrun_cpu_ms(f, env=env))
+                cpu["int8"].append(nnrun_cpu_ms(q, env=env))
+                cpu["int8_no_native"].append(nnrun_cpu_ms(q, env=dict(env, NN_NO_NATIVE_INT8="1")))
                 if have_ort and exported and not extra:
                     times["ort_qdq"].append(ort_median(qdq))
             med = {k: statistics.median(v) for k, v in times.items() if v}
             nn_env = tuple(sorted((k, v) for k, v in env.items() if k.startswith("NN_")))
             no_native = tuple(sorted(dict(nn_env, NN_NO_NATIVE_INT8="1").items()))
             med["min"] = {"float": MINS[(f, nn_env)], "int8": MINS[(q, nn_env)], "int8_no_native": MINS[(q, no_native)]}
+            med["cpu"] = {k: statistics.median(v) for k, v in cpu.items()}
             results[name + label] = med
             line = f"{name}{label}: float {med['float']:.3f} ms, int8 {med['int8']:.3f} ms " \
                    f"(int8/float {med['int8'] / med['float']:.2f}; native int8 kernels off " \
                    f"{med['int8_no_native']:.3f} ms, {med['int8_no_native'] / med['float']:.2f})"
+            c = med["cpu"]
+            line += f"; CPU time: float {c['float']:.3f}, int8 {c['int8']:.3f} ({c['int8'] / c['float']:.2f}), " \
+                    f"native off {c['int8_no_native']:.3f} ({c['int8_no_native'] / c['float']:.2f})"
             mins = med["min"]
             line += f"; fastest runs: float {mins['float']:.3f}, int8 {mins['int8']:.3f} " \
                     f"({mins['int8'] / mins['float']:.2f}), native off {mins['int8_no_native']:.3f}"

@@ -651,6 +651,11 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
   const bool wide = has_vnni(isa);
   if (op.type == T::DEPTHWISE_CONV_2D) {
     if (!wide) return no("int8 depthwise without AVX-512 VNNI: XNNPACK's");
+    // Ours pays where XNNPACK's per-pixel overhead dominates (few channels) or the taps are
+    // many (5x5); on MobileNetV2's wide 3x3 layers XNNPACK's (fp32 requantization, 16-bit
+    // products) was 1.6-2x faster than our exact int32 lanes.
+    if (filter.dims[3] > 32 && size_t(filter.dims[1]) * filter.dims[2] < 25)
+      return no("int8 3x3 depthwise on more than 32 channels: XNNPACK's");
     // filter [1, kh, kw, C]: the per-channel axis is 3
     if (p->depth_multiplier != 1 || in.dims[3] != out.dims[3]) return no("int8 depthwise with a multiplier");
     const size_t c = filter.dims[3];
