@@ -630,7 +630,6 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
     *why = reason;
     return std::unique_ptr<NativeDataOp>();
   };
-  if (!native_conv_supported() && !has_vnni(isa)) return no("no AVX2");
   const Operand& in = m.operands[op.inputs[0]];
   const Operand& filter = m.operands[op.inputs[1]];
   const Operand& out = m.operands[op.outputs[0]];
