@@ -4,6 +4,7 @@
   /usr/bin/python3 bench/int8_data.py            # calibration/test data under assets/calib
   /usr/bin/python3 bench/int8.py accuracy        # selfie IoU, MobileNetV2 top-1 agreement
   /usr/bin/python3 bench/int8.py latency         # int8 vs float (1 thread) and vs ONNX Runtime
+  /usr/bin/python3 bench/int8.py latency --all-int8 --no-avx512   # + every op int8, + AVX2
   /usr/bin/python3 bench/int8.py all
 
 Models are quantized by `nnconvert --quantize int8` into assets/out/int8/ (calibration:
@@ -14,6 +15,7 @@ import argparse
 import glob
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -165,10 +167,28 @@ def accuracy(args):
     return results
 
 
+MINS = {}  # (model, env) -> the fastest run seen: on a shared host, the least disturbed
+
+
 def nnrun_median(model, threads=1, runs=50, env=None):
     out = run([NNRUN, model, "--random", "-d", "cpu", "--threads", str(threads), "--runs", str(runs),
                "--warmup", "10", "--json"], env=env)
-    return json.loads(out)["median_ms"]
+    r = json.loads(out)
+    key = (model, tuple(sorted((k, v) for k, v in (env or {}).items() if k.startswith("NN_"))))
+    MINS[key] = min(MINS.get(key, float("inf")), r["min_ms"])
+    return r["median_ms"]
+
+
+def nnrun_cpu_ms(model, env=None, runs=(10, 60)):
+    """CPU time of one inference at 1 thread: the process's user + system time at two run
+    counts, differenced (loading cancels). Steadier than latency on a loaded host."""
+    cpu = []
+    for n in runs:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        run([NNRUN, model, "--random", "-d", "cpu", "--threads", "1", "--runs", str(n), "--warmup", "0"], env=env)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+    return (cpu[1] - cpu[0]) * 1000 / (runs[1] - runs[0])
 
 
 def ort_median(onnx_model, threads=1, runs=50):
@@ -177,30 +197,61 @@ def ort_median(onnx_model, threads=1, runs=50):
     return json.loads(out.strip().splitlines()[-1])["median_ms"]
 
 
+# Every op int8 whose int8 form validates (no error limits): what the int8 kernels give when
+# nothing stays float, apart from what accuracy allows (--all-int8).
+ALL_INT8_ARGS = ["--max-op-error", "1e9", "--max-output-error", "1e9"]
+
+
 def latency(args):
-    """Medians of alternating rounds at 1 thread: our float, our int8, ORT on the int8 model's
-    QDQ export (when nnexport can write it and bench/peers has onnxruntime-node)."""
+    """Medians of alternating rounds at 1 thread: our float, our int8, the int8 model with the
+    native int8 kernels off (NN_NO_NATIVE_INT8=1: XNNPACK's and the reference's), ORT on the
+    int8 model's QDQ export (when nnexport can write it and bench/peers has onnxruntime-node)."""
     results = {}
-    env_variants = [("", None)]
+    env_variants = [("", {})]
     if args.no_avx512:
-        env_variants.append((" NN_NO_AVX512=1", dict(os.environ, NN_NO_AVX512="1")))
+        env_variants.append((" NN_NO_AVX512=1", {"NN_NO_AVX512": "1"}))
+    models = []
     for spec in (SELFIE, MNV2):
+        models.append((spec["name"], spec, convert(spec)[0]))
+        if args.all_int8:
+            saved = QUANTIZE_ARGS[:]
+            QUANTIZE_ARGS[:] = saved + ALL_INT8_ARGS
+            models.append((spec["name"] + " (every op int8)", spec, convert(spec, tag="_all")[0]))
+            QUANTIZE_ARGS[:] = saved
+    for name, spec, q in models:
         f, _ = convert(spec, quantize=False)
-        q, _ = convert(spec)
         qdq = os.path.join(OUT, f"{spec['name']}_int8_qdq.onnx")
         have_ort = os.path.isdir(os.path.join(ROOT, "bench", "peers", "node_modules", "onnxruntime-node"))
-        exported = subprocess.run([NNEXPORT, q, "-o", qdq], capture_output=True, text=True).returncode == 0
-        for label, env in env_variants:
-            times = {"float": [], "int8": [], "ort_qdq": []}
+        exported = os.path.exists(NNEXPORT) and \
+            subprocess.run([NNEXPORT, q, "-o", qdq], capture_output=True, text=True).returncode == 0
+        for label, extra in env_variants:
+            env = dict(os.environ, **extra)
+            times = {"float": [], "int8": [], "int8_no_native": [], "ort_qdq": []}
+            cpu = {"float": [], "int8": [], "int8_no_native": []}
             for _ in range(args.rounds):
                 times["float"].append(nnrun_median(f, env=env))
                 times["int8"].append(nnrun_median(q, env=env))
-                if have_ort and exported and not env:
+                times["int8_no_native"].append(nnrun_median(q, env=dict(env, NN_NO_NATIVE_INT8="1")))
+                cpu["float"].append(nnrun_cpu_ms(f, env=env))
+                cpu["int8"].append(nnrun_cpu_ms(q, env=env))
+                cpu["int8_no_native"].append(nnrun_cpu_ms(q, env=dict(env, NN_NO_NATIVE_INT8="1")))
+                if have_ort and exported and not extra:
                     times["ort_qdq"].append(ort_median(qdq))
             med = {k: statistics.median(v) for k, v in times.items() if v}
-            results[spec["name"] + label] = med
-            line = f"{spec['name']}{label}: float {med['float']:.3f} ms, int8 {med['int8']:.3f} ms " \
-                   f"(int8/float {med['int8'] / med['float']:.2f})"
+            nn_env = tuple(sorted((k, v) for k, v in env.items() if k.startswith("NN_")))
+            no_native = tuple(sorted(dict(nn_env, NN_NO_NATIVE_INT8="1").items()))
+            med["min"] = {"float": MINS[(f, nn_env)], "int8": MINS[(q, nn_env)], "int8_no_native": MINS[(q, no_native)]}
+            med["cpu"] = {k: statistics.median(v) for k, v in cpu.items()}
+            results[name + label] = med
+            line = f"{name}{label}: float {med['float']:.3f} ms, int8 {med['int8']:.3f} ms " \
+                   f"(int8/float {med['int8'] / med['float']:.2f}; native int8 kernels off " \
+                   f"{med['int8_no_native']:.3f} ms, {med['int8_no_native'] / med['float']:.2f})"
+            c = med["cpu"]
+            line += f"; CPU time: float {c['float']:.3f}, int8 {c['int8']:.3f} ({c['int8'] / c['float']:.2f}), " \
+                    f"native off {c['int8_no_native']:.3f} ({c['int8_no_native'] / c['float']:.2f})"
+            mins = med["min"]
+            line += f"; fastest runs: float {mins['float']:.3f}, int8 {mins['int8']:.3f} " \
+                    f"({mins['int8'] / mins['float']:.2f}), native off {mins['int8_no_native']:.3f}"
             if "ort_qdq" in med:
                 line += f", ORT on the QDQ export {med['ort_qdq']:.3f} ms (int8/ORT {med['int8'] / med['ort_qdq']:.2f})"
             print(line, flush=True)
@@ -215,6 +266,8 @@ def main():
     ap.add_argument("--no-mobilenet", dest="mobilenet", action="store_false")
     ap.add_argument("--rounds", type=int, default=3, help="alternating latency rounds")
     ap.add_argument("--no-avx512", action="store_true", help="also time with NN_NO_AVX512=1")
+    ap.add_argument("--all-int8", action="store_true",
+                    help="also time models with every op int8 (no error limits: speed only, not accuracy)")
     ap.add_argument("--quantize-args", default="", help="extra nnconvert options, e.g. '--max-output-error 0.01'")
     args = ap.parse_args()
     QUANTIZE_ARGS.extend(args.quantize_args.split())

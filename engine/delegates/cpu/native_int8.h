@@ -13,7 +13,13 @@
 //   reference's requantization. XNNPACK 2022 has no int8 MEAN node.
 // - RESIZE_BILINEAR: the reference's arithmetic (dequantize, blend in float in the same
 //   order, divide by the output scale, round half away from zero), 16 / 8 channels a step;
-//   XNNPACK's resize interpolates with 11-bit weights (within one step) and was slower.
+//   XNNPACK's resize interpolates with 11-bit weights (within one step).
+// - CONV_2D (groups 1) and TRANSPOSE_CONV_2D with kernel == stride: one int8 GEMM, AVX-512
+//   VNNI (vpdpbusd) or AVX2 (vpmaddwd on int16), NNAPI's per-channel requantization fused
+//   (XNNPACK 2022 has no VNNI kernels and no per-channel transpose conv).
+// - DEPTHWISE_CONV_2D, multiplier 1: AVX-512 int32 lanes, the same requantization.
+//   Without VNNI, convs and depthwise convs stay on XNNPACK (faster than our AVX2 forms as
+//   measured here); the AVX2 GEMM runs the transpose conv.
 //
 // Every kernel gives the reference kernel's output exactly (tests/runtime/native_int8_test).
 // Forms not listed (uint8, other broadcasts, other axes) are left to XNNPACK or the reference.
@@ -34,8 +40,9 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& model, uint32_t o
                                                   const StaticLookup& statics, const NativeIsa& isa,
                                                   std::string* why);
 
-// CONV_2D 1x1 (stride 1, unpadded) and TRANSPOSE_CONV_2D with kernel == stride as one int8
-// GEMM (native_int8_conv.cpp), or nullptr with *why.
+// CONV_2D (groups 1; windows gathered into rows unless 1x1, stride 1, unpadded) and
+// TRANSPOSE_CONV_2D with kernel == stride as one int8 GEMM, DEPTHWISE_CONV_2D (multiplier 1)
+// in int32 lanes (native_int8_conv.cpp), or nullptr with *why.
 std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& model, uint32_t op_index,
                                                     const StaticLookup& statics, const NativeIsa& isa,
                                                     std::string* why);

@@ -1,11 +1,11 @@
-// The int8 pointwise conv and tiled transpose conv of native_int8.h: one int8 GEMM,
+// The int8 convs of native_int8.h. CONV_2D and the tiled TRANSPOSE_CONV_2D are one int8 GEMM,
 // out[p][j] = requantize(bias[j] + sum_k (x[p][k] - zx) * w[j][k]), int32 accumulators
 // exact, NNAPI's per-channel requantization (the reference's integers, so its bytes).
 //
 // - AVX-512 VNNI: vpdpbusd multiplies unsigned by signed bytes, four at a time. The input
 //   enters as x ^ 0x80 = x + 128 (unsigned), so the sum is short by (128 + zx) * sum_k w[j][k],
 //   which the bias absorbs when the weights are packed. 8 pixels x 16 channels a tile.
-// - AVX2 (and AVX-512 without VNNI): vpmaddwd on inputs widened to int16 (x - zx) and int16
+// - AVX2 (the transpose conv without VNNI): vpmaddwd on inputs widened to int16 (x - zx) and int16
 //   weights, pairs summed into int32. Not vpmaddubsw: (x + 128) * w + the next such product
 //   reaches 2 * 255 * 127 and saturates int16. 6 pixels x 8 channels a tile.
 //
@@ -27,6 +27,8 @@
 #define NN_TARGET_I8_AVX2 __attribute__((target("avx2")))
 #define NN_INLINE_VNNI \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2"), always_inline)) inline
+#define NN_INLINE_I8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2"), always_inline)) inline
+#define NN_TARGET_I8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2")))
 #define NN_INLINE_I8_AVX2 __attribute__((target("avx2"), always_inline)) inline
 #endif
 
@@ -52,6 +54,78 @@ constexpr size_t kVnniRows = 8, kVnniCols = 16;
 constexpr size_t kAvx2Rows = 6, kAvx2Cols = 8;
 constexpr size_t kTilesPerTask = 8;
 
+// NNAPI's requantization per output channel (ops/quant_math.h): acc * multiplier[j] by the
+// rounding doubling high multiply, a rounding right shift, + zo, clamped to the activation
+// range. Right shifts only (multipliers below 1, as convs have). In SIMD the high multiply
+// by m >= 0 is floor((x * m + 2^30) / 2^31), gemmlowp's nudge and truncation combined.
+struct ChannelRequant {
+  ChannelRequant(const std::vector<quant::Multiplier>& multipliers, size_t padded, int32_t zo_,
+                 quant::Range range_)
+      : mult(padded, 0),
+        right(padded, 0),
+        mask(padded, 0),
+        threshold(padded, 0),
+        mults(multipliers),
+        zo(zo_),
+        range(range_) {
+    for (size_t j = 0; j < multipliers.size(); ++j) {
+      mult[j] = multipliers[j].multiplier;
+      right[j] = -multipliers[j].shift;
+      mask[j] = static_cast<int32_t>((int64_t{1} << right[j]) - 1);
+      threshold[j] = mask[j] >> 1;
+    }
+  }
+  int8_t scalar(int32_t acc, size_t j) const {
+    const int32_t v = quant::multiply_by_quantized_multiplier(acc, mults[j]) + zo;
+    return static_cast<int8_t>(std::clamp(v, range.lo, range.hi));
+  }
+#if NN_NATIVE_X86
+  // NNAPI's requantization of 16 int32 accumulators of columns [j, j + 16), per-column
+  // multipliers and right shifts (quant_math.h; the rounding-doubling high multiply by
+  // m >= 0 is floor((x * m + 2^30) / 2^31)).
+  NN_INLINE_I8_512 __m512i apply16(__m512i x, size_t j) const {
+    const __m512i m = _mm512_loadu_si512(mult.data() + j);
+    const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
+    const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, m), half), 31);
+    const __m512i odd = _mm512_slli_epi64(
+        _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(m, 32)), half), 1);
+    const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+    const __m512i rem = _mm512_and_si512(high, _mm512_loadu_si512(mask.data() + j));
+    const __m512i limit =
+        _mm512_add_epi32(_mm512_loadu_si512(threshold.data() + j), _mm512_srli_epi32(high, 31));
+    const __m512i q = _mm512_srav_epi32(high, _mm512_loadu_si512(right.data() + j));
+    const __m512i v = _mm512_add_epi32(
+        _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(rem, limit), q, _mm512_set1_epi32(1)),
+        _mm512_set1_epi32(zo));
+    return _mm512_min_epi32(_mm512_max_epi32(v, _mm512_set1_epi32(range.lo)), _mm512_set1_epi32(range.hi));
+  }
+
+  NN_INLINE_I8_AVX2 __m256i apply8(__m256i x, size_t j) const {
+    const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mult.data() + j));
+    const __m256i half = _mm256_set1_epi64x(int64_t{1} << 30);
+    const __m256i even = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, m), half), 31);
+    const __m256i odd = _mm256_slli_epi64(
+        _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32)), half), 1);
+    const __m256i high = _mm256_blend_epi32(even, odd, 0xAA);
+    const __m256i rem =
+        _mm256_and_si256(high, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mask.data() + j)));
+    const __m256i limit =
+        _mm256_add_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(threshold.data() + j)),
+                         _mm256_srli_epi32(high, 31));
+    const __m256i q =
+        _mm256_srav_epi32(high, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(right.data() + j)));
+    const __m256i v =
+        _mm256_add_epi32(_mm256_sub_epi32(q, _mm256_cmpgt_epi32(rem, limit)), _mm256_set1_epi32(zo));
+    return _mm256_min_epi32(_mm256_max_epi32(v, _mm256_set1_epi32(range.lo)), _mm256_set1_epi32(range.hi));
+  }
+
+#endif
+  std::vector<int32_t> mult, right, mask, threshold;  // per channel, padded
+  std::vector<quant::Multiplier> mults;
+  int32_t zo;
+  quant::Range range;
+};
+
 // The int8 GEMM: x [rows][k] int8 -> out [rows][n] int8, with per-column weights, bias
 // and requantization.
 class Int8Gemm {
@@ -62,23 +136,13 @@ class Int8Gemm {
            const NativeIsa& isa)
       : k_(k),
         n_(n),
+        n_pad_((n + kVnniCols - 1) / kVnniCols * kVnniCols),
         zx_(zx),
-        zo_(zo),
-        range_(range),
         vnni_(has_vnni(isa)),
-        avx2_(!vnni_ && native_conv_supported()) {
-    const size_t cols = vnni_ ? kVnniCols : kAvx2Cols;
-    n_pad_ = (n + cols - 1) / cols * cols;
-    mult_.assign(n_pad_, 0);
-    right_.assign(n_pad_, 0);
-    mask_.assign(n_pad_, 0);
-    threshold_.assign(n_pad_, 0);
+        avx2_(!vnni_ && native_conv_supported()),
+        requant_(mult, n_pad_, zo, range) {
     bias_.assign(n_pad_, 0);
     for (size_t j = 0; j < n; ++j) {
-      mult_[j] = mult[j].multiplier;
-      right_[j] = -mult[j].shift;
-      mask_[j] = static_cast<int32_t>((int64_t{1} << right_[j]) - 1);
-      threshold_[j] = mask_[j] >> 1;
       int32_t wsum = 0;
       for (size_t i = 0; i < k; ++i) wsum += w[j * k + i];
       bias_[j] = (bias ? bias[j] : 0) - (vnni_ ? (128 + zx) * wsum : 0);
@@ -100,7 +164,6 @@ class Int8Gemm {
     w_.assign(w, w + n * k);
     raw_bias_.assign(n, 0);
     if (bias) std::copy(bias, bias + n, raw_bias_.begin());
-    mults_ = mult;
   }
 
   const char* isa_name() const { return vnni_ ? "AVX-512 VNNI" : avx2_ ? "AVX2" : "scalar"; }
@@ -115,8 +178,7 @@ class Int8Gemm {
       for (size_t j = 0; j < n_; ++j) {
         int32_t acc = raw_bias_[j];
         for (size_t i = 0; i < k_; ++i) acc += (int32_t(x[r * k_ + i]) - zx_) * w_[j * k_ + i];
-        const int32_t v = quant::multiply_by_quantized_multiplier(acc, mults_[j]) + zo_;
-        out[r * ldo + j] = static_cast<int8_t>(std::clamp(v, range_.lo, range_.hi));
+        out[r * ldo + j] = requant_.scalar(acc, j);
       }
   }
 
@@ -126,26 +188,6 @@ class Int8Gemm {
 
  private:
 #if NN_NATIVE_X86
-  // NNAPI's requantization of 16 int32 accumulators of columns [j, j + 16), per-column
-  // multipliers and right shifts (quant_math.h; the rounding-doubling high multiply by
-  // m >= 0 is floor((x * m + 2^30) / 2^31)).
-  NN_INLINE_VNNI __m512i requantize16(__m512i x, size_t j) const {
-    const __m512i m = _mm512_loadu_si512(mult_.data() + j);
-    const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
-    const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, m), half), 31);
-    const __m512i odd = _mm512_slli_epi64(
-        _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(m, 32)), half), 1);
-    const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
-    const __m512i rem = _mm512_and_si512(high, _mm512_loadu_si512(mask_.data() + j));
-    const __m512i limit =
-        _mm512_add_epi32(_mm512_loadu_si512(threshold_.data() + j), _mm512_srli_epi32(high, 31));
-    const __m512i q = _mm512_srav_epi32(high, _mm512_loadu_si512(right_.data() + j));
-    const __m512i v = _mm512_add_epi32(
-        _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(rem, limit), q, _mm512_set1_epi32(1)),
-        _mm512_set1_epi32(zo_));
-    return _mm512_min_epi32(_mm512_max_epi32(v, _mm512_set1_epi32(range_.lo)), _mm512_set1_epi32(range_.hi));
-  }
-
   // kRows rows from x: flipped to unsigned (x ^ 0x80) into u, which has 4 spare bytes at its
   // end (the last group's bytes past k meet zero weights), then the tile for every 16 columns.
   template <size_t kRows>
@@ -174,7 +216,7 @@ class Int8Gemm {
       const __mmask16 keep = __mmask16((1u << std::min<size_t>(16, n_ - j)) - 1);
 #pragma GCC unroll 8
       for (size_t r = 0; r < kRows; ++r)
-        _mm512_mask_cvtepi32_storeu_epi8(out + r * ldo + j, keep, requantize16(acc[r], j));
+        _mm512_mask_cvtepi32_storeu_epi8(out + r * ldo + j, keep, requant_.apply16(acc[r], j));
     }
   }
 
@@ -187,31 +229,19 @@ class Int8Gemm {
     for (; r < r1; ++r) tile_vnni<1>(x + r * k_, u.data(), out + r * ldo, ldo);
   }
 
-  NN_INLINE_I8_AVX2 __m256i requantize8(__m256i x, size_t j) const {
-    const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mult_.data() + j));
-    const __m256i half = _mm256_set1_epi64x(int64_t{1} << 30);
-    const __m256i even = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, m), half), 31);
-    const __m256i odd = _mm256_slli_epi64(
-        _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32)), half), 1);
-    const __m256i high = _mm256_blend_epi32(even, odd, 0xAA);
-    const __m256i rem =
-        _mm256_and_si256(high, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mask_.data() + j)));
-    const __m256i limit =
-        _mm256_add_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(threshold_.data() + j)),
-                         _mm256_srli_epi32(high, 31));
-    const __m256i q =
-        _mm256_srav_epi32(high, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(right_.data() + j)));
-    const __m256i v =
-        _mm256_add_epi32(_mm256_sub_epi32(q, _mm256_cmpgt_epi32(rem, limit)), _mm256_set1_epi32(zo_));
-    return _mm256_min_epi32(_mm256_max_epi32(v, _mm256_set1_epi32(range_.lo)), _mm256_set1_epi32(range_.hi));
-  }
-
   // kRows rows widened to int16 (x - zx), k rounded up to even with a zero.
   template <size_t kRows>
   NN_TARGET_I8_AVX2 void tile_avx2(const int8_t* x, int16_t* wide, int8_t* out, size_t ldo) const {
     const size_t k2 = k_groups_ * 2;
+    const __m256i zx = _mm256_set1_epi16(static_cast<int16_t>(zx_));
     for (size_t r = 0; r < kRows; ++r) {
-      for (size_t i = 0; i < k_; ++i) wide[r * k2 + i] = static_cast<int16_t>(x[r * k_ + i] - zx_);
+      size_t i = 0;
+      for (; i + 16 <= k_; i += 16)
+        _mm256_storeu_si256(
+            reinterpret_cast<__m256i*>(wide + r * k2 + i),
+            _mm256_sub_epi16(
+                _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + r * k_ + i))), zx));
+      for (; i < k_; ++i) wide[r * k2 + i] = static_cast<int16_t>(x[r * k_ + i] - zx_);
       if (k2 > k_) wide[r * k2 + k_] = 0;
     }
     for (size_t j = 0; j < n_; j += kAvx2Cols) {
@@ -231,7 +261,7 @@ class Int8Gemm {
       }
       const size_t cols = std::min<size_t>(kAvx2Cols, n_ - j);
       for (size_t r = 0; r < kRows; ++r) {
-        const __m256i v = requantize8(acc[r], j);
+        const __m256i v = requant_.apply8(acc[r], j);
         const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
         const __m128i b8 = _mm_packs_epi16(w16, w16);
         if (cols == kAvx2Cols) {
@@ -255,16 +285,15 @@ class Int8Gemm {
   }
 #endif
 
-  size_t k_, n_, n_pad_ = 0, k_groups_ = 0;
-  int32_t zx_, zo_;
-  quant::Range range_;
+  size_t k_, n_, n_pad_, k_groups_ = 0;
+  int32_t zx_;
   bool vnni_, avx2_;
-  std::vector<int32_t> mult_, right_, mask_, threshold_, bias_;  // per column, padded
+  ChannelRequant requant_;
+  std::vector<int32_t> bias_;  // per column, padded; VNNI: less (128 + zx) * sum of the column's weights
   std::vector<int8_t> packed8_;
   std::vector<int16_t> packed16_;
   std::vector<int8_t> w_;
   std::vector<int32_t> raw_bias_;
-  std::vector<quant::Multiplier> mults_;
 };
 
 // CONV_2D 1x1, stride 1, unpadded: the GEMM over all pixels.
@@ -298,6 +327,250 @@ class Int8PointwiseConv final : public NativeDataOp {
   }
   std::unique_ptr<Int8Gemm> gemm_;
   size_t pixels_, n_;
+  std::string name_;
+};
+
+// A short copy without a call for the few bytes of a narrow conv's taps.
+inline void copy_bytes(int8_t* dst, const int8_t* src, size_t n) {
+  if (n > 32) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) dst[i] = src[i];
+}
+
+// Any other CONV_2D (groups 1, at least 16 input channels): each task gathers its output pixels' windows into
+// rows of kh * kw * in_c bytes (taps in the padding read the input zero point, adding nothing), then the
+// GEMM.
+class Int8WindowConv final : public NativeDataOp {
+ public:
+  Int8WindowConv(std::unique_ptr<Int8Gemm> gemm, const NativeConvShape& s, int32_t zx, uint32_t input)
+      : gemm_(std::move(gemm)), s_(s), zx_(zx) {
+    operands_ = {input};
+    name_ = std::string("native int8 conv ") + gemm_->isa_name();
+  }
+  const char* kernel() const override { return name_.c_str(); }
+  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
+    const size_t pixels = size_t(s_.batch) * s_.out_h * s_.out_w, per = gemm_->rows_per_task();
+    for_each_row(pool, (pixels + per - 1) / per, &Int8WindowConv::task, &t);
+  }
+
+ private:
+  struct Task {
+    const Int8WindowConv* op;
+    const int8_t* x;
+    int8_t* out;
+  };
+  static void task(void* ctx, size_t i) {
+    const Task& t = *static_cast<const Task*>(ctx);
+    const Int8WindowConv& op = *t.op;
+    const NativeConvShape& s = op.s_;
+    const size_t pixels = size_t(s.batch) * s.out_h * s.out_w, per = op.gemm_->rows_per_task();
+    const size_t p0 = i * per, p1 = std::min(pixels, p0 + per), c = s.in_c;
+    const size_t k = size_t(s.kernel_h) * s.kernel_w * c;
+    thread_local std::vector<int8_t> rows;
+    rows.resize(per * k + 64);
+    for (size_t p = p0; p < p1; ++p) {
+      const size_t n = p / (size_t(s.out_h) * s.out_w), oy = p / s.out_w % s.out_h, ox = p % s.out_w;
+      int8_t* row = rows.data() + (p - p0) * k;
+      for (size_t ky = 0; ky < s.kernel_h; ++ky, row += s.kernel_w * c) {
+        const int64_t iy = int64_t(oy * s.stride_h + ky * s.dilation_h) - s.pad_top;
+        const int64_t ix0 = int64_t(ox * s.stride_w) - s.pad_left;
+        const int64_t ix1 = ix0 + int64_t((s.kernel_w - 1) * s.dilation_w);
+        const bool row_in = iy >= 0 && iy < int64_t(s.in_h);
+        const int8_t* src = t.x + (n * s.in_h + size_t(row_in ? iy : 0)) * s.in_w * c;
+        if (row_in && s.dilation_w == 1 && ix0 >= 0 && ix1 < int64_t(s.in_w)) {  // one contiguous run
+          copy_bytes(row, src + size_t(ix0) * c, s.kernel_w * c);
+          continue;
+        }
+        for (size_t kx = 0; kx < s.kernel_w; ++kx) {
+          const int64_t ix = ix0 + int64_t(kx * s.dilation_w);
+          if (!row_in || ix < 0 || ix >= int64_t(s.in_w))
+            std::memset(row + kx * c, static_cast<int8_t>(op.zx_), c);
+          else
+            copy_bytes(row + kx * c, src + size_t(ix) * c, c);
+        }
+      }
+    }
+    op.gemm_->run_rows(rows.data(), 0, p1 - p0, t.out + p0 * s.out_c, s.out_c);
+  }
+  std::unique_ptr<Int8Gemm> gemm_;
+  NativeConvShape s_;
+  int32_t zx_;
+  std::string name_;
+};
+
+// DEPTHWISE_CONV_2D with multiplier 1: per output pixel and 16 (AVX-512) or 8 (AVX2)
+// channels, the taps' (x - zx) * w summed exactly in int32 lanes (vpmulld), then
+// ChannelRequant. Taps in the padding are skipped (they read the zero point: nothing to add);
+// a pixel whose taps are all inside starts from bias - zx * sum(w) and multiplies x as it is.
+class Int8Depthwise final : public NativeDataOp {
+ public:
+  // w: [kh][kw][C] symmetric int8; bias [C] or null.
+  Int8Depthwise(const NativeConvShape& s, const int8_t* w, const int32_t* bias,
+                const std::vector<quant::Multiplier>& mult, int32_t zx, int32_t zo, quant::Range range,
+                const NativeIsa& isa, uint32_t input)
+      : s_(s),
+        c_pad_((s.out_c + 15) / 16 * 16),
+        zx_(zx),
+        avx512_(isa.avx512 && avx512_int8()),
+        requant_(mult, c_pad_, zo, range) {
+    operands_ = {input};
+    const size_t taps = size_t(s.kernel_h) * s.kernel_w, c = s.out_c;
+    w_.assign(taps * c_pad_, 0);
+    bias_.assign(c_pad_, 0);
+    inner_bias_.assign(c_pad_, 0);
+    for (size_t ch = 0; ch < c; ++ch) {
+      int32_t sum = 0;
+      for (size_t t = 0; t < taps; ++t) {
+        w_[t * c_pad_ + ch] = w[t * c + ch];
+        sum += w[t * c + ch];
+      }
+      bias_[ch] = bias ? bias[ch] : 0;
+      inner_bias_[ch] = bias_[ch] - zx * sum;
+    }
+    for (size_t ky = 0; ky < s.kernel_h; ++ky)
+      for (size_t kx = 0; kx < s.kernel_w; ++kx)
+        rel_.push_back(int64_t((ky * s.dilation_h * s.in_w + kx * s.dilation_w) * c));
+    // Output columns whose taps are all inside the image (rows are checked per row).
+    const int64_t reach_w = int64_t((s.kernel_w - 1) * s.dilation_w);
+    while (ox_lo_ < s.out_w && int64_t(ox_lo_ * s.stride_w) < int64_t(s.pad_left)) ++ox_lo_;
+    ox_hi_ = ox_lo_;
+    while (ox_hi_ < s.out_w && int64_t(ox_hi_ * s.stride_w) - s.pad_left + reach_w < int64_t(s.in_w))
+      ++ox_hi_;
+    name_ = std::string("native int8 depthwise ") + (avx512_ ? "AVX-512" : "scalar");
+  }
+  const char* kernel() const override { return name_.c_str(); }
+  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
+    for_each_row(pool, size_t(s_.batch) * s_.out_h, &Int8Depthwise::row, &t);
+  }
+
+ private:
+  struct Task {
+    const Int8Depthwise* op;
+    const int8_t* x;
+    int8_t* out;
+  };
+  static bool avx512_int8() {
+#if NN_NATIVE_X86
+    static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                            __builtin_cpu_supports("avx512vl");
+    return has;
+#else
+    return false;
+#endif
+  }
+
+  // Output row r: per pixel, the taps inside the image (input offsets) and whether all are.
+  static void row(void* ctx, size_t r) {
+    const Task& t = *static_cast<const Task*>(ctx);
+    const Int8Depthwise& op = *t.op;
+    const NativeConvShape& s = op.s_;
+    const size_t n = r / s.out_h, oy = r % s.out_h, c = s.out_c;
+    thread_local std::vector<int64_t> offsets;  // per tap: input element offset, or -1
+    offsets.resize(size_t(s.kernel_h) * s.kernel_w);
+    const int64_t iy0 = int64_t(oy * s.stride_h) - s.pad_top;
+    const bool row_inside = iy0 >= 0 && iy0 + int64_t((s.kernel_h - 1) * s.dilation_h) < int64_t(s.in_h);
+    size_t skip_lo = s.out_w, skip_hi = s.out_w;  // columns the fast path did
+#if NN_NATIVE_X86
+    if (row_inside && op.avx512_ && op.ox_lo_ < op.ox_hi_) {
+      const int8_t* x0 = t.x + (n * s.in_h + size_t(iy0)) * s.in_w * c;
+      int8_t* out_row = t.out + r * s.out_w * c;
+      if (op.rel_.size() == 9)
+        op.inner_avx512<9>(x0, out_row);
+      else if (op.rel_.size() == 25)
+        op.inner_avx512<25>(x0, out_row);
+      else
+        op.inner_avx512<0>(x0, out_row);
+      skip_lo = op.ox_lo_, skip_hi = op.ox_hi_;
+    }
+#endif
+    for (size_t ox = 0; ox < s.out_w; ++ox) {
+      if (ox == skip_lo) ox = skip_hi;
+      if (ox >= s.out_w) break;
+      bool inner = true;
+      for (size_t ky = 0; ky < s.kernel_h; ++ky) {
+        const int64_t iy = int64_t(oy * s.stride_h + ky * s.dilation_h) - s.pad_top;
+        for (size_t kx = 0; kx < s.kernel_w; ++kx) {
+          const int64_t ix = int64_t(ox * s.stride_w + kx * s.dilation_w) - s.pad_left;
+          const bool in = iy >= 0 && iy < int64_t(s.in_h) && ix >= 0 && ix < int64_t(s.in_w);
+          offsets[ky * s.kernel_w + kx] =
+              in ? int64_t(((n * s.in_h + size_t(iy)) * s.in_w + size_t(ix)) * c) : -1;
+          inner = inner && in;
+        }
+      }
+      int8_t* o = t.out + (r * s.out_w + ox) * c;
+      size_t ch = 0;
+#if NN_NATIVE_X86
+      if (op.avx512_) ch = op.pixel_avx512(t.x, offsets.data(), inner, o);
+#endif
+      for (; ch < c; ++ch) {
+        int32_t acc = op.bias_[ch];
+        for (size_t k = 0; k < offsets.size(); ++k)
+          if (offsets[k] >= 0)
+            acc += (int32_t(t.x[offsets[k] + int64_t(ch)]) - op.zx_) * op.w_[k * op.c_pad_ + ch];
+        o[ch] = op.requant_.scalar(acc, ch);
+      }
+    }
+  }
+
+#if NN_NATIVE_X86
+  // Columns [ox_lo_, ox_hi_) of an output row whose tap rows are all inside; x0: the input
+  // at that row's first tap row, column 0. kTaps: the kernel's taps when 9 or 25 (weights held
+  // in registers across the row), else 0.
+  template <size_t kTaps>
+  NN_TARGET_I8_512 void inner_avx512(const int8_t* x0, int8_t* out_row) const {
+    const size_t c = s_.out_c, taps = kTaps ? kTaps : rel_.size();
+    for (size_t ch = 0; ch < c; ch += 16) {
+      const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - ch)) - 1);
+      __m512i wv[kTaps ? kTaps : 1];
+      if constexpr (kTaps > 0)
+        for (size_t t = 0; t < kTaps; ++t) wv[t] = _mm512_loadu_si512(w_.data() + t * c_pad_ + ch);
+      const __m512i b = _mm512_loadu_si512(inner_bias_.data() + ch);
+      for (size_t ox = ox_lo_; ox < ox_hi_; ++ox) {
+        const int8_t* px = x0 + (ox * s_.stride_w - s_.pad_left) * c + ch;
+        __m512i acc = b;
+#pragma GCC unroll 25
+        for (size_t t = 0; t < taps; ++t) {
+          const __m512i xv = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, px + rel_[t]));
+          const __m512i wt = kTaps ? wv[kTaps ? t : 0] : _mm512_loadu_si512(w_.data() + t * c_pad_ + ch);
+          acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(xv, wt));
+        }
+        _mm512_mask_cvtepi32_storeu_epi8(out_row + ox * c + ch, k, requant_.apply16(acc, ch));
+      }
+    }
+  }
+
+  NN_TARGET_I8_512 size_t pixel_avx512(const int8_t* x, const int64_t* offsets, bool inner, int8_t* o) const {
+    const size_t c = s_.out_c, taps = size_t(s_.kernel_h) * s_.kernel_w;
+    const __m512i zx = _mm512_set1_epi32(zx_);
+    for (size_t ch = 0; ch < c; ch += 16) {
+      const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - ch)) - 1);
+      __m512i acc = _mm512_loadu_si512((inner ? inner_bias_ : bias_).data() + ch);
+      for (size_t t = 0; t < taps; ++t) {
+        if (offsets[t] < 0) continue;
+        __m512i xv = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, x + offsets[t] + ch));
+        if (!inner) xv = _mm512_sub_epi32(xv, zx);
+        acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(xv, _mm512_loadu_si512(w_.data() + t * c_pad_ + ch)));
+      }
+      _mm512_mask_cvtepi32_storeu_epi8(o + ch, k, requant_.apply16(acc, ch));
+    }
+    return c;
+  }
+
+#endif
+
+  NativeConvShape s_;
+  size_t c_pad_;
+  int32_t zx_;
+  bool avx512_;
+  ChannelRequant requant_;
+  std::vector<int32_t> w_;                  // [taps][c_pad]
+  std::vector<int32_t> bias_, inner_bias_;  // [c_pad]
+  std::vector<int64_t> rel_;                // per tap: input offset from the window's corner
+  size_t ox_lo_ = 0, ox_hi_ = 0;
   std::string name_;
 };
 
@@ -363,15 +636,12 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
     *why = reason;
     return std::unique_ptr<NativeDataOp>();
   };
-  if (!native_conv_supported() && !has_vnni(isa)) return no("no AVX2");
   const Operand& in = m.operands[op.inputs[0]];
   const Operand& filter = m.operands[op.inputs[1]];
   const Operand& out = m.operands[op.outputs[0]];
   if (in.dims.size() != 4 || out.dims.size() != 4) return no("not NHWC");
   if (filter.type != kPerChannel && !(filter.type == kQ8 && filter.zero_point == 0))
     return no("filter is not symmetric int8");
-  if (filter.type == kPerChannel && filter.channel_quant.channel_dim != 0)
-    return no("per-channel axis is not 0");
   const auto* w = static_cast<const int8_t*>(statics(op.inputs[1]));
   if (!w) return no("filter is not constant");
   const bool has_bias = m.has_value(op.inputs[2]);
@@ -380,6 +650,37 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
   std::string reason;
   auto p = parse_window_op(m, op, &reason);
   if (!p) return no("window parameters");
+  // Without AVX-512 VNNI, XNNPACK's conv and depthwise kernels ran faster than ours (on this
+  // host's AVX2 mode, where XNNPACK keeps its AVX-512 ones: bench/README.md); the AVX2 GEMM
+  // runs the transpose conv, which XNNPACK has no per-channel int8 node for.
+  const bool wide = has_vnni(isa);
+  if (op.type == T::DEPTHWISE_CONV_2D) {
+    if (!wide) return no("int8 depthwise without AVX-512 VNNI: XNNPACK's");
+    // Ours pays where XNNPACK's per-pixel overhead dominates (few channels) or the taps are
+    // many (5x5); on MobileNetV2's wide 3x3 layers XNNPACK's (fp32 requantization, 16-bit
+    // products) was 1.6-2x faster than our exact int32 lanes.
+    if (filter.dims[3] > 32 && size_t(filter.dims[1]) * filter.dims[2] < 25)
+      return no("int8 3x3 depthwise on more than 32 channels: XNNPACK's");
+    // filter [1, kh, kw, C]: the per-channel axis is 3
+    if (p->depth_multiplier != 1 || in.dims[3] != out.dims[3]) return no("int8 depthwise with a multiplier");
+    const size_t c = filter.dims[3];
+    if (filter.type == kPerChannel && filter.channel_quant.channel_dim != 3)
+      return no("per-channel axis is not 3");
+    NativeConvShape shape;
+    shape.batch = in.dims[0], shape.in_h = in.dims[1], shape.in_w = in.dims[2], shape.in_c = uint32_t(c);
+    shape.out_h = out.dims[1], shape.out_w = out.dims[2], shape.out_c = uint32_t(c);
+    shape.kernel_h = filter.dims[1], shape.kernel_w = filter.dims[2];
+    shape.stride_h = p->stride_h, shape.stride_w = p->stride_w;
+    shape.dilation_h = p->dilation_h, shape.dilation_w = p->dilation_w;
+    shape.pad_top = p->pad_top, shape.pad_left = p->pad_left;
+    const std::vector<quant::Multiplier> per_channel = quant::conv_multipliers(in, filter, out, c);
+    for (const quant::Multiplier& mu : per_channel)
+      if (mu.shift > 0) return no("a requantization multiplier above 1");
+    return std::make_unique<Int8Depthwise>(shape, w, bias, per_channel, in.zero_point, out.zero_point,
+                                           quant::activation_range(p->fuse, out), isa, op.inputs[0]);
+  }
+  if (filter.type == kPerChannel && filter.channel_quant.channel_dim != 0)
+    return no("per-channel axis is not 0");
   const size_t out_c = filter.dims[0], kh = filter.dims[1], kw = filter.dims[2], in_c = filter.dims[3];
   if (in_c != in.dims[3] || out_c != out.dims[3]) return no("filter / tensor channels differ");
   std::vector<quant::Multiplier> per_channel;  // NNAPI's fixed point (the kernels implement no other mode)
@@ -389,13 +690,24 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
     if (mu.shift > 0) return no("a requantization multiplier above 1");
   const quant::Range range = quant::activation_range(p->fuse, out);
   if (op.type == T::CONV_2D) {
-    if (kh != 1 || kw != 1 || p->stride_h != 1 || p->stride_w != 1 || p->pad_top || p->pad_bottom ||
-        p->pad_left || p->pad_right || p->groups != 1)
-      return no("int8 conv other than 1x1, stride 1, unpadded");
-    auto gemm = std::make_unique<Int8Gemm>(in_c, out_c, w, bias, per_channel, in.zero_point, out.zero_point,
-                                           range, isa);
-    return std::make_unique<Int8PointwiseConv>(std::move(gemm), num_elements(in.dims) / in_c, out_c,
-                                               op.inputs[0]);
+    if (!wide) return no("int8 conv without AVX-512 VNNI: XNNPACK's");
+    if (p->groups != 1) return no("grouped int8 conv");
+    auto gemm = std::make_unique<Int8Gemm>(kh * kw * in_c, out_c, w, bias, per_channel, in.zero_point,
+                                           out.zero_point, range, isa);
+    if (kh == 1 && kw == 1 && p->stride_h == 1 && p->stride_w == 1 && !p->pad_top && !p->pad_bottom &&
+        !p->pad_left && !p->pad_right)
+      return std::make_unique<Int8PointwiseConv>(std::move(gemm), num_elements(in.dims) / in_c, out_c,
+                                                 op.inputs[0]);
+    // Narrow inputs (an RGB stem) gather a few bytes per tap: XNNPACK's indirect conv is
+    // faster there (selfie's 3x3/2 stem, 3 channels: 0.30 vs 0.18 ms).
+    if (in_c < 16) return no("int8 window conv on fewer than 16 input channels");
+    NativeConvShape shape;
+    shape.batch = in.dims[0], shape.in_h = in.dims[1], shape.in_w = in.dims[2], shape.in_c = in_c;
+    shape.out_h = out.dims[1], shape.out_w = out.dims[2], shape.out_c = out_c;
+    shape.kernel_h = kh, shape.kernel_w = kw, shape.stride_h = p->stride_h, shape.stride_w = p->stride_w;
+    shape.dilation_h = p->dilation_h, shape.dilation_w = p->dilation_w;
+    shape.pad_top = p->pad_top, shape.pad_left = p->pad_left;
+    return std::make_unique<Int8WindowConv>(std::move(gemm), shape, in.zero_point, op.inputs[0]);
   }
   if (op.type == T::TRANSPOSE_CONV_2D) {
     if (kh != p->stride_h || kw != p->stride_w || p->pad_top || p->pad_bottom || p->pad_left ||

@@ -56,7 +56,8 @@ bool avx2(const NativeIsa&) {
   return native_conv_supported();
 }
 
-// Rows of work of about `elements_per_row` bytes each, for for_each_row.
+// Splits `units` of `unit_bytes` each into chunks of about 16 KB for for_each_row
+// (*per_chunk units each); returns the number of chunks.
 size_t chunk_count(size_t units, size_t unit_bytes, size_t* per_chunk) {
   *per_chunk = std::max<size_t>(1, 16384 / std::max<size_t>(unit_bytes, 1));
   return (units + *per_chunk - 1) / *per_chunk;
@@ -477,13 +478,11 @@ class Int8Resize final : public NativeDataOp {
     int8_t* out;
   };
 
-  int8_t scalar(const int8_t* p00, const int8_t* p01, const int8_t* p10, const int8_t* p11, float v, float h,
-                size_t c) const {
-    auto x = [&](const int8_t* p) { return si_ * (int32_t(p[c]) - zi_); };
-    const float y =
-        x(p00) * (1.f - v) * (1.f - h) + x(p01) * (1.f - v) * h + x(p10) * v * (1.f - h) + x(p11) * v * h;
-    const float q = std::clamp(std::round(y / so_) + static_cast<float>(zo_), -128.f, 127.f);
-    return static_cast<int8_t>(q);
+  // One channel from the weighted rows (a = x0 * (1 - v), b = x1 * v, as the reference's
+  // first products): a_lo (1 - h) + a_hi h + b_lo (1 - h) + b_hi h, requantized.
+  int8_t scalar(float a_lo, float a_hi, float b_lo, float b_hi, float h) const {
+    const float y = a_lo * (1.f - h) + a_hi * h + b_lo * (1.f - h) + b_hi * h;
+    return static_cast<int8_t>(std::clamp(std::round(y / so_) + static_cast<float>(zo_), -128.f, 127.f));
   }
 
   static void row(void* ctx, size_t r) {
@@ -494,26 +493,32 @@ class Int8Resize final : public NativeDataOp {
     const int8_t* r0 = t.in + (n * op.in_h_ + ty.lo) * op.in_w_ * c;
     const int8_t* r1 = t.in + (n * op.in_h_ + ty.hi) * op.in_w_ * c;
     int8_t* out = t.out + r * op.out_w_ * c;
+    const size_t nw = op.in_w_ * c;
+    thread_local std::vector<float> rows;
+    if (rows.size() < 2 * nw) rows.resize(2 * nw);
+    float *a = rows.data(), *b = rows.data() + nw;
+    size_t done = 0;
 #if NN_NATIVE_X86
     if (op.avx512_) {
-      const size_t n = op.in_w_ * c;
-      thread_local std::vector<float> rows;
-      if (rows.size() < 2 * n) rows.resize(2 * n);
-      float *a = rows.data(), *b = rows.data() + n;
       op.weighted_rows_avx512(r0, r1, ty.frac, a, b);
       op.row_avx512(a, b, out);
       return;
     }
+    if (op.avx2_) done = op.weighted_rows_avx2(r0, r1, ty.frac, a, b);
 #endif
+    for (; done < nw; ++done) {  // the reference's first products, in the same order
+      a[done] = op.si_ * (int32_t(r0[done]) - op.zi_) * (1.f - ty.frac);
+      b[done] = op.si_ * (int32_t(r1[done]) - op.zi_) * ty.frac;
+    }
     for (size_t ox = 0; ox < op.out_w_; ++ox) {
       const BilinearTap& tx = op.cols_[ox];
-      const int8_t *p00 = r0 + tx.lo * c, *p01 = r0 + tx.hi * c, *p10 = r1 + tx.lo * c, *p11 = r1 + tx.hi * c;
+      const float *a_lo = a + tx.lo * c, *a_hi = a + tx.hi * c, *b_lo = b + tx.lo * c, *b_hi = b + tx.hi * c;
       int8_t* o = out + ox * c;
       size_t i = 0;
 #if NN_NATIVE_X86
-      if (op.avx2_) i = op.pixel_avx2(p00, p01, p10, p11, ty.frac, tx.frac, o);
+      if (op.avx2_) i = op.pixel_avx2(a_lo, a_hi, b_lo, b_hi, tx.frac, o);
 #endif
-      for (; i < c; ++i) o[i] = op.scalar(p00, p01, p10, p11, ty.frac, tx.frac, i);
+      for (; i < c; ++i) o[i] = op.scalar(a_lo[i], a_hi[i], b_lo[i], b_hi[i], tx.frac);
     }
   }
 
@@ -572,20 +577,32 @@ class Int8Resize final : public NativeDataOp {
     }
   }
 
-  NN_TARGET_INT8_AVX2 size_t pixel_avx2(const int8_t* p00, const int8_t* p01, const int8_t* p10,
-                                        const int8_t* p11, float v, float h, int8_t* o) const {
-    const __m256 si = _mm256_set1_ps(si_), so = _mm256_set1_ps(so_), zo = _mm256_set1_ps(float(zo_));
+  NN_TARGET_INT8_AVX2 size_t weighted_rows_avx2(const int8_t* r0, const int8_t* r1, float v, float* a,
+                                                float* b) const {
+    const __m256 si = _mm256_set1_ps(si_), v1 = _mm256_set1_ps(1.f - v), vv = _mm256_set1_ps(v);
     const __m256i zi = _mm256_set1_epi32(zi_);
-    const __m256 v1 = _mm256_set1_ps(1.f - v), vv = _mm256_set1_ps(v), h1 = _mm256_set1_ps(1.f - h),
-                 hh = _mm256_set1_ps(h);
+    const size_t n = in_w_ * channels_;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      _mm256_storeu_ps(a + i, _mm256_mul_ps(dequantize8(r0 + i, zi, si), v1));
+      _mm256_storeu_ps(b + i, _mm256_mul_ps(dequantize8(r1 + i, zi, si), vv));
+    }
+    return i;
+  }
+
+  // row_avx512's pixel on 8 channels a step (no FMA in this target: nothing to contract).
+  NN_TARGET_INT8_AVX2 size_t pixel_avx2(const float* a_lo, const float* a_hi, const float* b_lo,
+                                        const float* b_hi, float h, int8_t* o) const {
+    const __m256 so = _mm256_set1_ps(so_), zo = _mm256_set1_ps(float(zo_));
+    const __m256 h1 = _mm256_set1_ps(1.f - h), hh = _mm256_set1_ps(h);
     const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.f), sign = _mm256_set1_ps(-0.f);
     const __m256 lo = _mm256_set1_ps(-128.f), hi = _mm256_set1_ps(127.f);
     size_t i = 0;
     for (; i + 8 <= channels_; i += 8) {
-      __m256 y = _mm256_mul_ps(_mm256_mul_ps(dequantize8(p00 + i, zi, si), v1), h1);
-      y = _mm256_add_ps(y, _mm256_mul_ps(_mm256_mul_ps(dequantize8(p01 + i, zi, si), v1), hh));
-      y = _mm256_add_ps(y, _mm256_mul_ps(_mm256_mul_ps(dequantize8(p10 + i, zi, si), vv), h1));
-      y = _mm256_add_ps(y, _mm256_mul_ps(_mm256_mul_ps(dequantize8(p11 + i, zi, si), vv), hh));
+      __m256 y = _mm256_mul_ps(_mm256_loadu_ps(a_lo + i), h1);
+      y = _mm256_add_ps(y, _mm256_mul_ps(_mm256_loadu_ps(a_hi + i), hh));
+      y = _mm256_add_ps(y, _mm256_mul_ps(_mm256_loadu_ps(b_lo + i), h1));
+      y = _mm256_add_ps(y, _mm256_mul_ps(_mm256_loadu_ps(b_hi + i), hh));
       const __m256 q = _mm256_div_ps(y, so);
       const __m256 tq = _mm256_round_ps(q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
       const __m256 frac = _mm256_andnot_ps(sign, _mm256_sub_ps(q, tq));
@@ -663,6 +680,7 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
       return std::make_unique<Int8Resize>(in, out, op.inputs[0], *p, isa);
     }
     case T::CONV_2D:
+    case T::DEPTHWISE_CONV_2D:
     case T::TRANSPOSE_CONV_2D:
       return make_native_int8_conv(m, k, statics, isa, why);
     default:

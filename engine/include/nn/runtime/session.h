@@ -54,8 +54,9 @@ struct CpuOptions {
   // A native conv drops kernel rows / columns that read only padding for every output
   // pixel (dilations wider than the image). NN_NO_DEAD_TAPS=1.
   bool drop_dead_taps = true;
-  // int8 MUL, HARD_SWISH, TANH, MEAN and bilinear resize on nnpipe's kernels
-  // (delegates/cpu/native_int8.h); off: XNNPACK or the reference. NN_NO_NATIVE_INT8=1.
+  // int8 convs (VNNI / AVX2 GEMM), depthwise and tiled transpose convs, MUL, HARD_SWISH, TANH,
+  // MEAN and bilinear resize on nnpipe's kernels (delegates/cpu/native_int8.h); off: XNNPACK
+  // or the reference. NN_NO_NATIVE_INT8=1.
   bool native_int8 = true;
 
   // The defaults with each variable above that is set applied (NN_NO_*=1 turns its
