@@ -2,14 +2,16 @@
 """int8 models beside float: accuracy and latency (bench/README.md, "int8").
 
   /usr/bin/python3 bench/int8_data.py            # calibration/test data under assets/calib
-  /usr/bin/python3 bench/int8.py accuracy        # selfie IoU, MobileNetV2 top-1 agreement
+  /usr/bin/python3 bench/int8.py accuracy        # selfie IoU, MobileNetV2 top-1 agreement, DTLN SI-SDR
+  /usr/bin/python3 bench/int8.py accuracy --variant b02="--max-output-error 0.02" ...  # the trade-off
   /usr/bin/python3 bench/int8.py latency         # int8 vs float (1 thread) and vs ONNX Runtime
   /usr/bin/python3 bench/int8.py latency --all-int8 --no-avx512   # + every op int8, + AVX2
   /usr/bin/python3 bench/int8.py all
 
 Models are quantized by `nnconvert --quantize int8` into assets/out/int8/ (calibration:
 assets/calib/selfie, Megamind frames 0-87; assets/calib/photos). The accuracy tests use
-frames 90-267 and assets/calib/photos-test only.
+frames 90-267, assets/calib/photos-test and assets/calib/audio-test only (DTLN is calibrated
+on assets/calib/audio, WAV files through the stream as nndenoise runs it).
 """
 import argparse
 import glob
@@ -48,7 +50,7 @@ def run(cmd, **kw):
 QUANTIZE_ARGS = []  # extra nnconvert --quantize options (--max-output-error, ...)
 
 
-def convert(spec, method=None, quantize=True, tag=""):
+def convert(spec, method=None, quantize=True, tag="", extra=()):
     """The float (.nnapi) or int8 model of spec; returns its path and nnconvert's report."""
     os.makedirs(OUT, exist_ok=True)
     kind = "int8" if quantize else "float"
@@ -58,8 +60,37 @@ def convert(spec, method=None, quantize=True, tag=""):
         cmd += ["--quantize", "int8", "--calibration", os.path.join(CALIB, spec["calib"])]
         if method:
             cmd += ["--calibration-method", method]
-        cmd += QUANTIZE_ARGS
+        cmd += QUANTIZE_ARGS + list(extra)
     return path, run(cmd)
+
+
+DTLN = [os.path.join(MODELS, "dtln_1.tflite"), os.path.join(MODELS, "dtln_2.tflite"), "--stream",
+        os.path.join(ROOT, "assets", "streams", "dtln.toml")]
+
+
+def dtln_sisdr(extra=()):
+    """DTLN float and int8 (calibrated on assets/calib/audio) on assets/calib/audio-test:
+    SI-SDR improvement per clip, through nnrun's stream (the element's engine code)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench", "denoise"))
+    import metrics
+    from wavio import read_wav
+    os.makedirs(OUT, exist_ok=True)
+    f, q = os.path.join(OUT, "dtln_float.nnapi"), os.path.join(OUT, "dtln_int8.nnapi")
+    run([NNCONVERT] + DTLN + ["-o", f])
+    report = run([NNCONVERT] + DTLN + ["-o", q, "--quantize", "int8", "--calibration",
+                                       os.path.join(CALIB, "audio")] + list(extra))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for wav in sorted(glob.glob(os.path.join(CALIB, "audio-test", "noisy", "*.wav"))):
+            clean = read_wav(wav.replace(os.sep + "noisy" + os.sep, os.sep + "clean" + os.sep))[0]
+            before = metrics.si_sdr(clean, read_wav(wav)[0])
+            gains = []
+            for model in (f, q):
+                run([NNRUN, model, "--input", wav, "--save-outputs", tmp, "-d", "cpu"])
+                gains.append(metrics.si_sdr(clean, read_wav(os.path.join(tmp, "output_0.wav"))[0][:len(clean)]) - before)
+            rows.append(dict(clip=os.path.basename(wav), before=before, float_gain=gains[0], int8_gain=gains[1]))
+    summary = [l.strip() for l in report.splitlines() if "ops int8" in l]
+    return rows, summary
 
 
 def outputs(model, images, delegate="cpu"):
@@ -138,8 +169,10 @@ def accuracy(args):
         sys.exit("int8: run bench/int8_data.py first")
     results = {}
     sf, _ = convert(SELFIE, quantize=False)
-    for method in args.methods:
-        sq, report = convert(SELFIE, method, tag="_" + method)
+    runs = [(method, method, []) for method in args.methods]
+    runs += [(label, None, extra.split()) for label, _, extra in (v.partition("=") for v in args.variant)]
+    for method, m, extra in runs:
+        sq, report = convert(SELFIE, m, tag="_" + method, extra=extra)
         ious = selfie_iou(sf, sq, frames)
         results[f"selfie {method}"] = dict(iou_median=statistics.median(ious), iou_min=min(ious), frames=len(ious))
         summary = [l for l in report.splitlines() if "ops int8" in l or "output 0: relative" in l]
@@ -152,10 +185,17 @@ def accuracy(args):
                                                                            iou_min=min(ort), frames=len(ort))
                 print(f"selfie int8: ONNX Runtime on the QDQ export vs our int8 model, mask IoU over {len(ort)} "
                       f"frames: median {statistics.median(ort):.4f}, min {min(ort):.4f}", flush=True)
+    if args.audio and glob.glob(os.path.join(CALIB, "audio-test", "noisy", "*.wav")):
+        rows, summary = dtln_sisdr()
+        results["dtln"] = rows
+        for r in rows:
+            print(f"dtln {r['clip']}: SI-SDR {r['before']:.2f} dB, float +{r['float_gain']:.2f}, int8 "
+                  f"+{r['int8_gain']:.2f} ({r['float_gain'] - r['int8_gain']:.2f} dB lost); {'; '.join(summary)}",
+                  flush=True)
     if args.mobilenet:
         mf, _ = convert(MNV2, quantize=False)
-        for method in args.methods:
-            mq, report = convert(MNV2, method, tag="_" + method)
+        for method, m, extra in runs:
+            mq, report = convert(MNV2, m, tag="_" + method, extra=extra)
             agree, n, margin_agree, margin_n = top1_agreement(mf, mq, photos)
             results[f"mobilenet_v2 {method}"] = dict(top1_agreement=agree / n, photos=n,
                                                      top1_agreement_clear=margin_agree / max(margin_n, 1),
@@ -264,6 +304,10 @@ def main():
     ap.add_argument("what", choices=["accuracy", "latency", "all"])
     ap.add_argument("--methods", nargs="+", default=["percentile"], help="calibration methods to compare")
     ap.add_argument("--no-mobilenet", dest="mobilenet", action="store_false")
+    ap.add_argument("--no-audio", dest="audio", action="store_false")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="LABEL='nnconvert options': one more int8 model of each of selfie and MobileNetV2, "
+                         "with the default method and these options (e.g. b02='--max-output-error 0.02')")
     ap.add_argument("--rounds", type=int, default=3, help="alternating latency rounds")
     ap.add_argument("--no-avx512", action="store_true", help="also time with NN_NO_AVX512=1")
     ap.add_argument("--all-int8", action="store_true",

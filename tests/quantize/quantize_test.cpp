@@ -548,3 +548,85 @@ TEST(QuantizeCpu, Int8AddMulLogisticOnXnnpackWithinOneStepOfTheReference) {
 
 }  // namespace
 }  // namespace nn
+
+namespace nn {
+namespace {
+
+// The whole-model budget: with every op int8 the small model's output is further from float
+// than the budget asks, so ops return to float, the one with the largest own output error
+// first, until the model is within it; each step is in the report.
+TEST(QuantizeBudget, OpsReturnToFloatUntilTheModelIsWithinTheBudget) {
+  auto f = small_float_model();
+  quantize::QuantizeOptions opt;
+  opt.delegates = {"reference"};
+  opt.max_op_output_error = 1;  // every op passes its own limits
+  quantize::QuantizeReport all;
+  ASSERT_TRUE(quantize::quantize_model(*f, 16, random_inputs(), opt, &all).is_ok());
+  ASSERT_EQ(all.quantized_ops(), 3u);
+  const double unbudgeted = all.output_errors[0];
+  ASSERT_GT(unbudgeted, 0.0);
+
+  opt.max_output_error = unbudgeted * 0.5;
+  quantize::QuantizeReport report;
+  auto q = quantize::quantize_model(*f, 16, random_inputs(), opt, &report);
+  ASSERT_TRUE(q.is_ok()) << q.status().to_string();
+  std::printf("%s", report.to_string().c_str());
+  ASSERT_GE(report.budget_steps.size(), 2u);
+  EXPECT_FALSE(report.budget_steps[0].op_index.has_value());
+  EXPECT_DOUBLE_EQ(report.budget_steps[0].output_error, unbudgeted);
+  EXPECT_TRUE(report.output_errors[0] <= opt.max_output_error || report.quantized_ops() == 0)
+      << report.output_errors[0];
+  EXPECT_EQ(report.budget_steps.back().quantized_ops, report.quantized_ops());
+  EXPECT_DOUBLE_EQ(report.budget_steps.back().output_error, report.output_errors[0]);
+  // Returned in order of their own output error, largest first; each is float in the model.
+  double last = 1e30;
+  for (size_t s = 1; s < report.budget_steps.size(); ++s) {
+    const quantize::OpQuantReport& r = report.ops[*report.budget_steps[s].op_index];
+    EXPECT_TRUE(r.returned_by_budget);
+    EXPECT_FALSE(r.quantized);
+    EXPECT_LE(r.output_error, last);
+    last = r.output_error;
+    EXPECT_NE(r.reason.find("budget"), std::string::npos) << r.reason;
+  }
+  size_t int8_ops = 0;
+  for (const Operation& op : q->operations)
+    int8_ops += op.type != OperationType::QUANTIZE && op.type != OperationType::DEQUANTIZE &&
+                q->operands[op.outputs[0]].type == OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
+  EXPECT_EQ(int8_ops, report.quantized_ops());
+}
+
+// The automatic range margin: calibration inputs whose amplitude jumps in the last chunk
+// (the held-out chunk reaches past the other three) widen the ranges, by at most
+// max_auto_margin; a fixed margin widens them by itself.
+TEST(QuantizeRanges, AutomaticMarginWidensRangesTheHeldOutChunksOvershoot) {
+  auto f = small_float_model();
+  auto louder_last_chunk = [](float gain) {
+    return [gain](size_t i, std::vector<Tensor>& in) {
+      auto v = nn_test::random_floats(in[0].size(), 100 + static_cast<uint32_t>(i), -1.f, 1.f);
+      for (size_t k = 0; k < v.size(); ++k) in[0].f32()[k] = v[k] * (i < 12 ? 1.f : gain);  // 16 samples
+      return Status::ok();
+    };
+  };
+  auto conv_hi = [&](const quantize::InputProvider& p, std::optional<double> margin) {
+    quantize::QuantizeOptions opt;
+    opt.delegates = {"reference"};
+    opt.method = quantize::CalibrationMethod::kMinMax;
+    opt.range_margin = margin;
+    quantize::QuantizeReport r;
+    EXPECT_TRUE(quantize::quantize_model(*f, 16, p, opt, &r).is_ok());
+    return r.ops[0].range_hi;  // the conv (+ ReLU): [0, hi]
+  };
+  const float none = conv_hi(louder_last_chunk(2.5f), 0.0), automatic = conv_hi(louder_last_chunk(2.5f), std::nullopt);
+  const float fixed = conv_hi(louder_last_chunk(2.5f), 0.25);
+  std::printf("conv range hi, last chunk 2.5x: no margin %.3f, automatic %.3f, fixed 0.25 %.3f\n", none, automatic,
+              fixed);
+  EXPECT_NEAR(fixed, none * 1.25f, none * 1e-4f);
+  EXPECT_GT(automatic, none * 1.3f);  // the 2.5x chunk reaches well past the others
+  const float capped_none = conv_hi(louder_last_chunk(10.f), 0.0);
+  const float capped = conv_hi(louder_last_chunk(10.f), std::nullopt);
+  std::printf("last chunk 10x: no margin %.3f, automatic %.3f (max_auto_margin 1)\n", capped_none, capped);
+  EXPECT_NEAR(capped, capped_none * 2.f, capped_none * 1e-4f);
+}
+
+}  // namespace
+}  // namespace nn
