@@ -172,12 +172,16 @@ class Soak:
         self.checkpoint_t0 = None  # time.monotonic() the soak's checkpoint times count from
 
     def build(self):
+        # caps-change-mode=delayed: a capsfilter whose caps change while PLAYING takes the frame
+        # already on its way with the old caps (upstream renegotiates at its next frame) instead
+        # of refusing it, which stops the stream with not-negotiated (seen once in ~200 size
+        # changes with the default, immediate).
         a = self.args
         w, h = SIZES[0]
         desc = (f'filesrc location="{a.video}" ! decodebin name=dec '
                 f'videoconvert name=in ! videoscale ! '
-                f'capsfilter name=size caps="video/x-raw,width={w},height={h}" ! videoconvert ! '
-                f'capsfilter name=format caps="video/x-raw,format={FORMATS[0]}" ! '
+                f'capsfilter name=size caps-change-mode=delayed caps="video/x-raw,width={w},height={h}" ! '
+                f'videoconvert ! capsfilter name=format caps-change-mode=delayed caps="video/x-raw,format={FORMATS[0]}" ! '
                 f'nnsegment name=seg model="{a.model}" delegate={a.delegates[0]} threads=2 '
                 f'thread-priority=normal ! '
                 f'nnbackground name=bg mode=blur blur-strength=16 ! videoconvert ! '
