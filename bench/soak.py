@@ -22,16 +22,17 @@ fixed configuration each time so that checkpoints compare like with like:
   property values; PLAYING from the start of the video for --checkpoint-settle seconds of
   frames; PAUSED (the sink holds its preroll frame, no frame is being made); Python's gc,
   then glibc's malloc_trim(0), which hands freed pages of every arena back to the kernel, so
-  memory that is free but kept by the allocator does not count; then the sample: VmRSS, and
-  mallinfo2's heap bytes in use (allocated chunks, mmapped ones included) - the heap in use
-  is what a leak grows, RSS is what the user sees. Then the rotation's configuration again.
+  memory that is free but kept by the allocator does not count; then the sample: VmRSS,
+  RssAnon, and mallinfo2's heap bytes in use (allocated chunks, mmapped ones included) - the
+  heap in use is what a leak grows, RSS is what the user sees; READY and the same samples
+  again (what a stopped pipeline keeps). Then the rotation's configuration again.
 
 Checks (exit 1 when one fails):
   leaks    objects (GstObject and mini objects: buffers, caps, events...) alive after the
            pipeline is gone, minus those alive after a warm-up pipeline was created and
            destroyed the same way (plugin, type and delegate one-time state): must be 0.
-  rss      the median of the last --checkpoint-window checkpoints minus the median of the
-           first ones after --warmup seconds: <= --max-rss-growth-mib (1 MiB); also
+  rss      PAUSED VmRSS: the median of the last --checkpoint-window checkpoints minus the
+           median of the first ones after --warmup seconds: <= --max-rss-growth-mib; also
            reported: the heap in use the same way, and each one's least-squares slope over
            every checkpoint after warm-up (MiB/hour). Judged when the run has twice the window
            of checkpoints after warm-up; shorter runs report the checkpoints and check the rest.
