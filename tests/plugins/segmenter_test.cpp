@@ -199,7 +199,7 @@ TEST(SegmenterInPlaceInput, EqualsTheTensorPathAreaSampling) {
                                       {PixelLayout::kBGRA, ResizeMode::kLetterbox, cv::Size(1920, 1080)},
                                       {PixelLayout::kI420, ResizeMode::kStretch, cv::Size(1920, 1080)},
                                       {PixelLayout::kNV12, ResizeMode::kLetterbox, cv::Size(1920, 1080)},
-                                      {PixelLayout::kRGBA, ResizeMode::kStretch, cv::Size(256, 256)},
+                                      {PixelLayout::kRGBx, ResizeMode::kStretch, cv::Size(256, 256)},
                                       {PixelLayout::kI420, ResizeMode::kStretch, cv::Size(256, 256)}});
 }
 
