@@ -262,10 +262,11 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
       v.planes[p] = static_cast<const uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(frame, p));
       v.strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE(frame, p);
     }
-    nn::Tensor input;
-    nn::Status st = s->segmenter->preprocess(v, s->resize, &input, &s->thumb);
-    if (!st.is_ok()) {
-      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Pre-processing failed"), ("%s", st.to_string().c_str()));
+    // Only the resampling here (inside the memo); the worker normalises the small image
+    // straight into the session's input buffer.
+    auto input = s->segmenter->resample(v, s->resize, &s->thumb);
+    if (!input.is_ok()) {
+      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Pre-processing failed"), ("%s", input.status().to_string().c_str()));
       return GST_FLOW_ERROR;
     }
     // A new shot: the newest mask outlines people who are not there any more.
@@ -280,7 +281,7 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
       GST_OBJECT_UNLOCK(self);
     }
     std::swap(s->thumb, s->prev_thumb);
-    if (s->segmenter->submit(std::move(input), seq)) {
+    if (s->segmenter->submit(std::move(input).value(), seq)) {
       GST_OBJECT_LOCK(self);
       s->inferences_skipped++;  // a frame that was still waiting got replaced by this one
       GST_OBJECT_UNLOCK(self);

@@ -260,19 +260,26 @@ Status resample_plane(const cv::Mat& src, cv::Mat& dst, int w, int h, image::Sam
 
 }  // namespace
 
-Status Segmenter::preprocess(const FrameView& f, ResizeMode resize, Tensor* out,
-                             std::vector<uint8_t>* thumb) const {
+namespace {
+
+bool packed_bgr(PixelLayout layout) {
+  return layout == PixelLayout::kBGRA || layout == PixelLayout::kBGRx || layout == PixelLayout::kBGR;
+}
+
+}  // namespace
+
+Result<ResampledFrame> Segmenter::resample(const FrameView& f, ResizeMode resize,
+                                           std::vector<uint8_t>* thumb) const {
   if (f.width <= 0 || f.height <= 0 || !f.planes[0])
     return Status(StatusCode::kInvalidArgument, "empty frame");
-  const Operand& in = model_->operands[model_->inputs[0]];
-  *out = Tensor::like(in);
-  void* tensor = out->data();
+  ResampledFrame r;
+  r.layout = f.layout;
+  r.kr = f.kr;
+  r.kb = f.kb;
+  r.full_range = f.full_range;
   // The frame goes into the part `pl` of the input; the padding around it is black.
-  const Placement pl = placement(f.width, f.height, resize);
-  const int content_w = pl.width, content_h = pl.height;
-  const image::InputRect rect{pl.x, pl.y, pl.width, pl.height};
-  if (content_w != in_w_ || content_h != in_h_) encoding_.fill_black(tensor);
-
+  r.placement = placement(f.width, f.height, resize);
+  const int content_w = r.placement.width, content_h = r.placement.height;
   switch (f.layout) {
     case PixelLayout::kRGBA:
     case PixelLayout::kBGRA:
@@ -281,30 +288,26 @@ Status Segmenter::preprocess(const FrameView& f, ResizeMode resize, Tensor* out,
     case PixelLayout::kRGB:
     case PixelLayout::kBGR: {
       const bool packed3 = f.layout == PixelLayout::kRGB || f.layout == PixelLayout::kBGR;
-      const bool bgr_order =
-          f.layout == PixelLayout::kBGRA || f.layout == PixelLayout::kBGRx || f.layout == PixelLayout::kBGR;
+      const bool bgr_order = packed_bgr(f.layout);
       // Wrap the mapped frame: no copy.
       const cv::Mat frame(f.height, f.width, packed3 ? CV_8UC3 : CV_8UC4, const_cast<uint8_t*>(f.planes[0]),
                           static_cast<size_t>(f.strides[0]));
-      cv::Mat small;
-      if (Status st = resample_plane(frame, small, content_w, content_h, sampling_); !st.is_ok()) return st;
-      make_thumb(small,
+      if (Status st = resample_plane(frame, r.image[0], content_w, content_h, sampling_); !st.is_ok()) return st;
+      make_thumb(r.image[0],
                  packed3 ? (bgr_order ? cv::COLOR_BGR2GRAY : cv::COLOR_RGB2GRAY)
                          : (bgr_order ? cv::COLOR_BGRA2GRAY : cv::COLOR_RGBA2GRAY),
                  thumb);
-      const image::ImageView view{small.data, small.cols, small.rows, small.step[0], small.channels()};
-      return image::encode(view, bgr_order, encoding_, rect, tensor);
+      break;
     }
     case PixelLayout::kI420:
     case PixelLayout::kNV12: {
-      // Resample the planes separately straight to the model size (4:4:4 there), then
-      // convert to RGB with the stream's matrix: cheap at 256x256 and exact for odd sizes.
+      // Resample the planes separately straight to the model size (4:4:4 there); encode
+      // converts to RGB with the stream's matrix: cheap at 256x256 and exact for odd sizes.
       const int cw = (f.width + 1) / 2, ch = (f.height + 1) / 2;
       const cv::Mat y_plane(f.height, f.width, CV_8UC1, const_cast<uint8_t*>(f.planes[0]),
                             static_cast<size_t>(f.strides[0]));
-      cv::Mat ys, us, vs;
-      if (Status st = resample_plane(y_plane, ys, content_w, content_h, sampling_); !st.is_ok()) return st;
-      make_thumb(ys, -1, thumb);
+      if (Status st = resample_plane(y_plane, r.image[0], content_w, content_h, sampling_); !st.is_ok()) return st;
+      make_thumb(r.image[0], -1, thumb);
       if (f.layout == PixelLayout::kI420) {
         if (!f.planes[1] || !f.planes[2])
           return Status(StatusCode::kInvalidArgument, "I420 frame without chroma");
@@ -312,50 +315,90 @@ Status Segmenter::preprocess(const FrameView& f, ResizeMode resize, Tensor* out,
                         static_cast<size_t>(f.strides[1]));
         const cv::Mat v(ch, cw, CV_8UC1, const_cast<uint8_t*>(f.planes[2]),
                         static_cast<size_t>(f.strides[2]));
-        if (Status st = resample_plane(u, us, content_w, content_h, sampling_); !st.is_ok()) return st;
-        if (Status st = resample_plane(v, vs, content_w, content_h, sampling_); !st.is_ok()) return st;
+        if (Status st = resample_plane(u, r.image[1], content_w, content_h, sampling_); !st.is_ok()) return st;
+        if (Status st = resample_plane(v, r.image[2], content_w, content_h, sampling_); !st.is_ok()) return st;
       } else {
         if (!f.planes[1]) return Status(StatusCode::kInvalidArgument, "NV12 frame without chroma");
         const cv::Mat uv(ch, cw, CV_8UC2, const_cast<uint8_t*>(f.planes[1]),
                          static_cast<size_t>(f.strides[1]));
         cv::Mat uvs;
         if (Status st = resample_plane(uv, uvs, content_w, content_h, sampling_); !st.is_ok()) return st;
-        cv::Mat parts[2];
-        cv::split(uvs, parts);
-        us = parts[0];
-        vs = parts[1];
+        cv::split(uvs, &r.image[1]);
       }
-      const float kr = static_cast<float>(f.kr), kb = static_cast<float>(f.kb), kg = 1.f - kr - kb;
-      const float y_off = f.full_range ? 0.f : 16.f, y_gain = f.full_range ? 1.f : 255.f / 219.f;
-      const float c_gain = f.full_range ? 1.f : 255.f / 224.f;
-      // Input channel m holds colour rgb_of[m] (0 = R).
-      const int rgb_of[3] = {encoding_.bgr ? 2 : 0, 1, encoding_.bgr ? 0 : 2};
-      for (int yy = 0; yy < content_h; ++yy) {
-        const uint8_t* yr = ys.ptr<uint8_t>(yy);
-        const uint8_t* ur = us.ptr<uint8_t>(yy);
-        const uint8_t* vr = vs.ptr<uint8_t>(yy);
-        size_t base = (static_cast<size_t>(yy + pl.y) * in_w_ + pl.x) * 3;
-        for (int x = 0; x < content_w; ++x, base += 3) {
-          const float Y = (yr[x] - y_off) * y_gain;
-          const float cb = (ur[x] - 128.f) * c_gain, cr = (vr[x] - 128.f) * c_gain;
-          const float r = Y + 2.f * (1.f - kr) * cr;
-          const float b = Y + 2.f * (1.f - kb) * cb;
-          const float g = (Y - kr * r - kb * b) / kg;
-          const float rgb[3] = {std::clamp(r, 0.f, 255.f), std::clamp(g, 0.f, 255.f),
-                                std::clamp(b, 0.f, 255.f)};
-          for (int m = 0; m < 3; ++m) encoding_.put(tensor, base + m, m, rgb[rgb_of[m]]);
-        }
-      }
-      return Status::ok();
+      break;
+    }
+    default:
+      return Status(StatusCode::kInternal, "unknown pixel layout");
+  }
+  // The worker reads these after the frame is gone: an image that still points into the
+  // frame (a resample that had nothing to do) becomes a copy.
+  for (cv::Mat& m : r.image)
+    if (!m.empty() && !m.u) m = m.clone();
+  return r;
+}
+
+Status Segmenter::encode(const ResampledFrame& r, void* tensor) const {
+  const Placement& pl = r.placement;
+  const int content_w = pl.width, content_h = pl.height;
+  const bool yuv = r.layout == PixelLayout::kI420 || r.layout == PixelLayout::kNV12;
+  for (int p = 0; p < (yuv ? 3 : 1); ++p)
+    if (r.image[p].cols != content_w || r.image[p].rows != content_h || r.image[p].depth() != CV_8U)
+      return Status(StatusCode::kInvalidArgument,
+                    "resampled frame plane " + std::to_string(p) + " is " + std::to_string(r.image[p].cols) + "x" +
+                        std::to_string(r.image[p].rows) + ", its placement " + std::to_string(content_w) + "x" +
+                        std::to_string(content_h));
+  if (pl.x < 0 || pl.y < 0 || pl.x + content_w > in_w_ || pl.y + content_h > in_h_)
+    return Status(StatusCode::kInvalidArgument, "resampled frame placed outside the model input");
+  const image::InputRect rect{pl.x, pl.y, pl.width, pl.height};
+  if (content_w != in_w_ || content_h != in_h_) encoding_.fill_black(tensor);
+  if (!yuv) {
+    const cv::Mat& small = r.image[0];
+    const image::ImageView view{small.data, small.cols, small.rows, small.step[0], small.channels()};
+    return image::encode(view, packed_bgr(r.layout), encoding_, rect, tensor);
+  }
+  const cv::Mat &ys = r.image[0], &us = r.image[1], &vs = r.image[2];
+  const float kr = static_cast<float>(r.kr), kb = static_cast<float>(r.kb), kg = 1.f - kr - kb;
+  const float y_off = r.full_range ? 0.f : 16.f, y_gain = r.full_range ? 1.f : 255.f / 219.f;
+  const float c_gain = r.full_range ? 1.f : 255.f / 224.f;
+  // Input channel m holds colour rgb_of[m] (0 = R).
+  const int rgb_of[3] = {encoding_.bgr ? 2 : 0, 1, encoding_.bgr ? 0 : 2};
+  for (int yy = 0; yy < content_h; ++yy) {
+    const uint8_t* yr = ys.ptr<uint8_t>(yy);
+    const uint8_t* ur = us.ptr<uint8_t>(yy);
+    const uint8_t* vr = vs.ptr<uint8_t>(yy);
+    size_t base = (static_cast<size_t>(yy + pl.y) * in_w_ + pl.x) * 3;
+    for (int x = 0; x < content_w; ++x, base += 3) {
+      const float Y = (yr[x] - y_off) * y_gain;
+      const float cb = (ur[x] - 128.f) * c_gain, cr = (vr[x] - 128.f) * c_gain;
+      const float red = Y + 2.f * (1.f - kr) * cr;
+      const float blue = Y + 2.f * (1.f - kb) * cb;
+      const float green = (Y - kr * red - kb * blue) / kg;
+      const float rgb[3] = {std::clamp(red, 0.f, 255.f), std::clamp(green, 0.f, 255.f),
+                            std::clamp(blue, 0.f, 255.f)};
+      for (int m = 0; m < 3; ++m) encoding_.put(tensor, base + m, m, rgb[rgb_of[m]]);
     }
   }
-  return Status(StatusCode::kInternal, "unknown pixel layout");
+  return Status::ok();
+}
+
+Status Segmenter::preprocess(const FrameView& f, ResizeMode resize, Tensor* out,
+                             std::vector<uint8_t>* thumb) const {
+  auto resampled = resample(f, resize, thumb);
+  if (!resampled.is_ok()) return resampled.status();
+  *out = Tensor::like(model_->operands[model_->inputs[0]]);
+  return encode(resampled.value(), out->data());
 }
 
 bool Segmenter::submit(Tensor input, uint64_t tag) {
   std::vector<Tensor> inputs;
   inputs.push_back(std::move(input));
   return async_->submit(std::move(inputs), tag);
+}
+
+bool Segmenter::submit(ResampledFrame frame, uint64_t tag) {
+  // The closure owns the small image; the worker writes the input where the session reads it.
+  return async_->submit(
+      [this, frame = std::move(frame)](Session& session) { return encode(frame, session.input_data(0)); }, tag);
 }
 
 std::optional<MaskResult> Segmenter::take_latest() {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <opencv2/core.hpp>
+
 #include "nn/image/preprocess.h"
 #include "nn/import/import.h"
 #include "nn/runtime/session.h"
@@ -42,6 +44,19 @@ enum class ResizeMode { kStretch, kLetterbox };
 // The part of the model input that holds the frame, in input pixels.
 struct Placement {
   int x = 0, y = 0, width = 0, height = 0;
+};
+
+// A frame resampled to the part of the model input it fills (Segmenter::resample, on the
+// streaming thread), in memory it owns: what the worker's last step (Segmenter::encode)
+// reads after the frame itself has gone downstream.
+struct ResampledFrame {
+  PixelLayout layout = PixelLayout::kRGBA;
+  Placement placement;
+  // Packed layouts: image[0], 3 or 4 channels in the layout's order. I420 and NV12: Y, U
+  // and V, each at the placement's size (4:4:4).
+  cv::Mat image[3];
+  double kr = 0.299, kb = 0.114;  // YUV: the frame's colour matrix and range
+  bool full_range = false;
 };
 
 // Where the whole model input (and so the mask) lies in frame pixels; with letterbox it
@@ -106,10 +121,16 @@ class Segmenter {
 
   image::Sampling sampling() const { return sampling_; }
 
-  // Resamples and normalizes the frame into a new input tensor (streaming thread). When
-  // thumb is given it receives a kThumbSize x kThumbSize grey thumbnail, for cheap
-  // scene-change detection.
+  // The front end in two parts. resample (streaming thread): the frame shrunk to the input
+  // size (its part of it with letterbox) into memory the result owns. When thumb is given
+  // it receives a kThumbSize x kThumbSize grey thumbnail, for cheap scene-change detection.
+  // encode (the worker, by submit): the resampled frame normalised (and YUV converted) into
+  // the model input's layout at `tensor`, input 0's buffer, padding black.
   static constexpr int kThumbSize = 32;
+  Result<ResampledFrame> resample(const FrameView& frame, ResizeMode resize,
+                                  std::vector<uint8_t>* thumb = nullptr) const;
+  Status encode(const ResampledFrame& frame, void* tensor) const;
+  // Both parts into a new input tensor.
   Status preprocess(const FrameView& frame, ResizeMode resize, Tensor* out,
                     std::vector<uint8_t>* thumb = nullptr) const;
   Status preprocess(const FrameView& frame, Tensor* out, std::vector<uint8_t>* thumb = nullptr) const {
@@ -120,6 +141,9 @@ class Segmenter {
   FrameRect mask_rect(int frame_w, int frame_h, ResizeMode resize) const;
   // Hands a tensor to the worker; returns true when it replaced a waiting one.
   bool submit(Tensor input, uint64_t tag);
+  // Hands a resampled frame to the worker, which encodes it straight into the session's
+  // input buffer (no tensor made, no copy); returns true when it replaced a waiting one.
+  bool submit(ResampledFrame frame, uint64_t tag);
   std::optional<MaskResult> take_latest();
   std::optional<MaskResult> wait_for(uint64_t min_tag, std::chrono::microseconds timeout);
   AsyncSession::Counters counters() const { return async_->counters(); }

@@ -24,7 +24,7 @@ mkdir -p "$build"
 cmake -S "$root" -B "$build" "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_PROJECT_INCLUDE="$root/scripts/tsan/tsan.cmake" -DNN_BUILD_BENCH=OFF -DNN_BUILD_TESTS=ON \
   >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
-targets=(async_session_test nnsegment_test nnbackground_test nnsegment_classes_test maskmeta_test)
+targets=(async_session_test segmenter_test nnsegment_test nnbackground_test nnsegment_classes_test maskmeta_test)
 echo "[tsan] building ${targets[*]}"
 cmake --build "$build" --target "${targets[@]}" -j "$jobs"
 cc -O1 -g -fPIC -shared -o "$build/libnn_tsan_preload.so" "$root/scripts/tsan/glib_sync.c" \
@@ -46,7 +46,7 @@ status=0
 cd "$build"
 # Left out: tests of real-time pacing and whole clips (TSan runs code 5-15x slower).
 skip="-NnBackgroundVideoPipeline.MegamindOverBall:NnBackgroundVideoTest.BackgroundIsPacedToTheMainStream"
-for t in tests/async_session_test tests/plugins/maskmeta_test tests/plugins/nnsegment_test \
+for t in tests/async_session_test tests/plugins/segmenter_test tests/plugins/maskmeta_test tests/plugins/nnsegment_test \
          tests/plugins/nnbackground_test tests/plugins/nnsegment_classes_test; do
   echo "[tsan] $t"
   log="$build/$(basename "$t").tsan.log"

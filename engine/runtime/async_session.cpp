@@ -3,6 +3,7 @@
 
 #include <condition_variable>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <thread>
 
@@ -18,6 +19,19 @@ double thread_cpu_ms() {
   return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
+// A caller's callback (InputWriter, OutputReader) on the worker: an exception becomes a
+// failed result instead of ending the process.
+template <typename F>
+Status guarded(const char* what, F&& call) {
+  try {
+    return call();
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kInternal, std::string("AsyncSession: ") + what + " threw: " + e.what());
+  } catch (...) {
+    return Status(StatusCode::kInternal, std::string("AsyncSession: ") + what + " threw");
+  }
+}
+
 }  // namespace
 
 struct AsyncSession::Impl {
@@ -25,35 +39,64 @@ struct AsyncSession::Impl {
   OutputReader read_outputs;  // null: copy the outputs into the result
   mutable std::mutex mu;
   std::condition_variable cv_work, cv_done;
-  std::optional<std::pair<std::vector<Tensor>, uint64_t>> pending;  // waiting input
-  std::optional<AsyncResult> finished;                              // newest finished result
+  // A waiting input: tensors to copy into the session, or a writer that fills it in place.
+  struct Pending {
+    std::vector<Tensor> inputs;
+    InputWriter write_inputs;
+    uint64_t tag = 0;
+  };
+  std::optional<Pending> pending;
+  std::optional<AsyncResult> finished;  // newest finished result
   bool running = false;
   bool stop = false;
   Counters counters;
   std::thread worker;
+
+  // Puts a job in the mailbox; true when it replaced a waiting one, which is dropped (its
+  // writer never called) after the lock is released.
+  bool post(Pending job) {
+    std::optional<Pending> dropped;  // declared before the lock: destroyed after its release
+    std::lock_guard<std::mutex> lock(mu);
+    const bool replaced = pending.has_value();
+    if (replaced) {
+      ++counters.replaced;
+      dropped = std::move(pending);
+    }
+    ++counters.submitted;
+    pending = std::move(job);
+    cv_work.notify_one();
+    return replaced;
+  }
 
   void loop() {
     std::unique_lock<std::mutex> lock(mu);
     for (;;) {
       cv_work.wait(lock, [&] { return stop || pending.has_value(); });
       if (stop) return;
-      auto [inputs, tag] = std::move(*pending);
+      Pending job = std::move(*pending);
       pending.reset();
       running = true;
       lock.unlock();
       const double cpu0 = thread_cpu_ms();
       AsyncResult r;
-      r.tag = tag;
+      r.tag = job.tag;
       r.status = Status::ok();
-      if (inputs.size() != session->num_inputs())
-        r.status = Status(StatusCode::kInvalidArgument,
-                          "AsyncSession: submitted " + std::to_string(inputs.size()) +
-                              " inputs, the model takes " + std::to_string(session->num_inputs()));
-      for (size_t i = 0; i < inputs.size() && r.status.is_ok(); ++i)
-        r.status = session->set_input(i, inputs[i].data(), inputs[i].bytes.size());
+      if (job.write_inputs) {
+        r.status = guarded("input writer", [&] { return job.write_inputs(*session); });
+      } else {
+        const std::vector<Tensor>& inputs = job.inputs;
+        if (inputs.size() != session->num_inputs())
+          r.status = Status(StatusCode::kInvalidArgument,
+                            "AsyncSession: submitted " + std::to_string(inputs.size()) +
+                                " inputs, the model takes " + std::to_string(session->num_inputs()));
+        for (size_t i = 0; i < inputs.size() && r.status.is_ok(); ++i)
+          r.status = session->set_input(i, inputs[i].data(), inputs[i].bytes.size());
+      }
+      // What the job holds (the writer's image, the tensors) is let go off the lock.
+      job = Pending{};
       if (r.status.is_ok()) r.status = session->run();
       if (r.status.is_ok() && read_outputs) {
-        r.status = read_outputs(*session, r);
+        r.status = guarded("output reader", [&] { return read_outputs(*session, r); });
       } else if (r.status.is_ok()) {
         for (size_t i = 0; i < session->num_outputs(); ++i) {
           Tensor t = Tensor::like(session->output_desc(i));
@@ -94,13 +137,12 @@ AsyncSession::~AsyncSession() {
 }
 
 bool AsyncSession::submit(std::vector<Tensor> inputs, uint64_t tag) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  bool replaced = impl_->pending.has_value();
-  if (replaced) ++impl_->counters.replaced;
-  ++impl_->counters.submitted;
-  impl_->pending.emplace(std::move(inputs), tag);
-  impl_->cv_work.notify_one();
-  return replaced;
+  return impl_->post(Impl::Pending{std::move(inputs), nullptr, tag});
+}
+
+bool AsyncSession::submit(InputWriter write_inputs, uint64_t tag) {
+  if (!write_inputs) return submit(std::vector<Tensor>{}, tag);  // fails on the worker: no inputs
+  return impl_->post(Impl::Pending{{}, std::move(write_inputs), tag});
 }
 
 std::optional<AsyncResult> AsyncSession::take_latest() {

@@ -17,7 +17,7 @@ function(nn_tsan_instrument)
     endif()
   endforeach()
   set_property(SOURCE ${runtime} DIRECTORY ${CMAKE_SOURCE_DIR}/engine APPEND PROPERTY COMPILE_OPTIONS ${flags})
-  foreach(target gstnnpipe nnmaskmeta nncompositor nnimageops nnimage nntestsupport async_session_test
+  foreach(target gstnnpipe nnmaskmeta nncompositor nnimageops nnimage nntestsupport async_session_test segmenter_test
                  nnsegment_test nnbackground_test nnsegment_classes_test maskmeta_test)
     if(TARGET ${target})
       target_compile_options(${target} PRIVATE ${flags})

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "nn/import/import.h"
@@ -157,7 +158,7 @@ TEST(AsyncSession, FailureIsReportedAndCounted) {
   EXPECT_NE(r->status.message().find("gated failure"), std::string::npos);
   EXPECT_EQ(async.counters().failed, 1u);
   // Wrong input count is refused by the worker with a clear status, not a crash.
-  async.submit({}, 2);
+  async.submit(std::vector<nn::Tensor>{}, 2);
   r = async.wait_for(2, 5s);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->status.code(), nn::StatusCode::kInvalidArgument);
@@ -176,6 +177,95 @@ TEST(AsyncSession, DestructorWhileBusyFinishesRunningDropsWaiting) {
   destroyer.join();
   std::lock_guard<std::mutex> l(gate.mu);
   EXPECT_EQ(gate.ran, std::vector<float>{1});
+}
+
+// Caller-written inputs: the writer fills the session's input buffer on the worker, once
+// for each input that runs (never for one replaced while waiting), and the outputs are
+// computed from what it wrote.
+TEST(AsyncSession, InputWriterRunsOnTheWorkerOncePerRun) {
+  Gate gate;
+  gate.set(false);
+  nn::AsyncSession async(std::make_unique<GatedSession>(&gate));
+  std::mutex mu;
+  std::vector<std::pair<float, std::thread::id>> calls;  // (value written, thread)
+  const auto writer = [&](float v) {
+    return [&, v](nn::Session& session) {
+      {
+        std::lock_guard<std::mutex> l(mu);
+        calls.emplace_back(v, std::this_thread::get_id());
+      }
+      float* in = session.input_f32(0);
+      for (size_t i = 0; i < 4; ++i) in[i] = v + static_cast<float>(i);
+      return nn::Status::ok();
+    };
+  };
+  EXPECT_FALSE(async.submit(writer(1), 1));
+  ASSERT_TRUE(gate.wait_running(1));
+  EXPECT_FALSE(async.submit(writer(2), 2));  // waits
+  EXPECT_TRUE(async.submit(writer(3), 3));   // replaces 2: its writer is never called
+  gate.set(true);
+  auto r = async.wait_for(3, 5s);
+  ASSERT_TRUE(r.has_value());
+  NN_ASSERT_OK(r->status);
+  EXPECT_EQ(r->tag, 3u);
+  ASSERT_EQ(r->outputs.size(), 1u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(r->outputs[0].f32()[i], 2.f * (3.f + i));
+  {
+    std::lock_guard<std::mutex> l(mu);
+    ASSERT_EQ(calls.size(), 2u);
+    EXPECT_EQ(calls[0].first, 1.f);
+    EXPECT_EQ(calls[1].first, 3.f);
+    for (const auto& c : calls) EXPECT_NE(c.second, std::this_thread::get_id()) << "the writer ran on the caller";
+    EXPECT_EQ(calls[0].second, calls[1].second) << "every writer runs on the one worker";
+  }
+  {
+    std::lock_guard<std::mutex> l(gate.mu);
+    EXPECT_EQ(gate.ran, (std::vector<float>{1, 3}));
+  }
+  // Tensors and writers share the mailbox: a tensor submitted after a writer runs as itself.
+  async.submit(input(5), 5);
+  r = async.wait_for(5, 5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outputs[0].f32()[0], 10.f);
+  const auto c = async.counters();
+  EXPECT_EQ(c.submitted, 4u);
+  EXPECT_EQ(c.replaced, 1u);
+  EXPECT_EQ(c.completed, 3u);
+}
+
+// A writer's error (or exception) is the result's status, counted as a failure: the
+// session does not run and the caller gets an answer, not a wait that never ends.
+TEST(AsyncSession, InputWriterErrorFailsTheResult) {
+  Gate gate;
+  nn::AsyncSession async(std::make_unique<GatedSession>(&gate));
+  async.submit([](nn::Session&) { return nn::Status(nn::StatusCode::kInvalidArgument, "writer refused"); }, 1);
+  auto r = async.wait_for(1, 5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status.code(), nn::StatusCode::kInvalidArgument);
+  EXPECT_NE(r->status.message().find("writer refused"), std::string::npos) << r->status.to_string();
+  EXPECT_TRUE(r->outputs.empty());
+
+  async.submit([](nn::Session&) -> nn::Status { throw std::runtime_error("writer exploded"); }, 2);
+  r = async.wait_for(2, 5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_FALSE(r->status.is_ok());
+  EXPECT_NE(r->status.message().find("writer exploded"), std::string::npos) << r->status.to_string();
+
+  async.submit(nn::InputWriter{}, 3);  // an empty writer writes nothing: refused like no inputs
+  r = async.wait_for(3, 5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status.code(), nn::StatusCode::kInvalidArgument);
+  {
+    std::lock_guard<std::mutex> l(gate.mu);
+    EXPECT_TRUE(gate.ran.empty()) << "the session ran on inputs no writer finished";
+  }
+  EXPECT_EQ(async.counters().failed, 3u);
+  // The worker carries on.
+  async.submit(input(4), 4);
+  r = async.wait_for(4, 5s);
+  ASSERT_TRUE(r.has_value());
+  NN_ASSERT_OK(r->status);
+  EXPECT_EQ(async.counters().completed, 1u);
 }
 
 // A real session behind the async wrapper: the reference delegate on a small model.

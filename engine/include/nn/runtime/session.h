@@ -171,6 +171,16 @@ struct AsyncResult {
 // Tensor in result.outputs. A non-ok status makes the result a failed one.
 using OutputReader = std::function<Status(const Session& session, AsyncResult& result)>;
 
+// Caller-written inputs (AsyncSession::submit with a writer): called on the worker before
+// the run with the session, whose input_data(i) buffers it fills in place, every byte of
+// every input (what it leaves holds the last run's values). It replaces a Tensor the caller
+// fills and the worker copies: the last step of the caller's pre-processing (normalising
+// a small image into the model's layout, say) writes the session's input directly. It
+// runs on the worker thread after submit() has returned, so it must own (or share) what it
+// reads, never borrow the caller's frame. A non-ok status (or an exception) makes the
+// result a failed one; the session does not run.
+using InputWriter = std::function<Status(Session& session)>;
+
 // One worker thread, one inference in flight, a one-slot mailbox: submit() while an
 // input waits replaces it (the newest frame wins). Results are taken by the caller.
 class AsyncSession {
@@ -184,6 +194,9 @@ class AsyncSession {
 
   // Returns true when the submitted inputs replaced ones still waiting (counted as skipped).
   bool submit(std::vector<Tensor> inputs, uint64_t tag);
+  // The same with the inputs written in place on the worker (InputWriter): no input copy.
+  // A writer replaced while waiting is dropped without being called.
+  bool submit(InputWriter write_inputs, uint64_t tag);
   // The newest finished result not yet taken, without waiting. Older finished ones are dropped.
   std::optional<AsyncResult> take_latest();
   // Waits up to timeout for a result with tag >= min_tag; returns it (and drops older ones).
