@@ -350,7 +350,10 @@ class Int8WindowConv final : public NativeDataOp {
     name_ = std::string("native int8 conv ") + gemm_->isa_name();
   }
   const char* kernel() const override { return name_.c_str(); }
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+  void run(const NativeDataArgs& args) const override {
+    [[maybe_unused]] const std::span<const void* const> inputs(args.inputs);
+    [[maybe_unused]] void* output = args.output;
+    [[maybe_unused]] pthreadpool_t pool = args.pool;
     Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
     const size_t pixels = size_t(s_.batch) * s_.out_h * s_.out_w, per = gemm_->rows_per_task();
     for_each_row(pool, (pixels + per - 1) / per, &Int8WindowConv::task, &t);
@@ -442,7 +445,10 @@ class Int8Depthwise final : public NativeDataOp {
     name_ = std::string("native int8 depthwise ") + (avx512_ ? "AVX-512" : "scalar");
   }
   const char* kernel() const override { return name_.c_str(); }
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+  void run(const NativeDataArgs& args) const override {
+    [[maybe_unused]] const std::span<const void* const> inputs(args.inputs);
+    [[maybe_unused]] void* output = args.output;
+    [[maybe_unused]] pthreadpool_t pool = args.pool;
     Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
     for_each_row(pool, size_t(s_.batch) * s_.out_h, &Int8Depthwise::row, &t);
   }
@@ -673,7 +679,9 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
     shape.stride_h = p->stride_h, shape.stride_w = p->stride_w;
     shape.dilation_h = p->dilation_h, shape.dilation_w = p->dilation_w;
     shape.pad_top = p->pad_top, shape.pad_left = p->pad_left;
-    const std::vector<quant::Multiplier> per_channel = quant::conv_multipliers(in, filter, out, c);
+    std::vector<quant::Multiplier> per_channel;  // NNAPI's fixed point (the kernels implement no other mode)
+  for (const quant::Requantizer& r : quant::conv_requantizers(Requantization::kNnapi, in, filter, out, c))
+    per_channel.push_back(r.fixed);
     for (const quant::Multiplier& mu : per_channel)
       if (mu.shift > 0) return no("a requantization multiplier above 1");
     return std::make_unique<Int8Depthwise>(shape, w, bias, per_channel, in.zero_point, out.zero_point,
