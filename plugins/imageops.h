@@ -22,7 +22,8 @@ bool reduce_rgba(const cv::Mat& src, cv::Mat& dst, int factor);
 // exactly half size (which averages 2x2 blocks, like INTER_AREA, at a fraction of
 // INTER_AREA's cost on non-integer factors); INTER_AREA does the rest, or INTER_LINEAR
 // with final = cv::INTER_LINEAR where a little aliasing does not matter (the remaining
-// factor is under 2; 720p -> 427x240: 0.9 instead of 4.0 ms).
+// factor is under 2: a fraction of INTER_AREA's cost; bench/README.md, "Where a 1080p
+// frame's CPU goes", has the figures).
 void shrink_area(const cv::Mat& src, cv::Mat& dst, cv::Size target, int final = cv::INTER_AREA);
 
 // While a ShrinkMemo lives on a thread, shrink_area() on that thread keeps every reduction

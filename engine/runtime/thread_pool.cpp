@@ -5,8 +5,8 @@
 // Why not Debian's pool: its workers and its caller spin (a million iterations) waiting for
 // each other, and a job ends only when every worker has checked in. With more threads than
 // free cores, a spinning thread holds the core a descheduled one needs, every op waits a
-// scheduler slice, and inference collapses (2 threads beside two busy processes: 448 ms
-// for what takes 6.8 ms on one). Here:
+// scheduler slice, and inference collapses (bench/README.md, "Threads under contention",
+// has the figures). Here:
 //  - the caller runs chunks too, and a job ends when its chunks are done: a worker that is
 //    not scheduled in time finds nothing left to claim and costs nothing;
 //  - a waiting thread yields the core (sched_yield) for a short while, then sleeps (a
