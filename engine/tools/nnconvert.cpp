@@ -164,6 +164,11 @@ int quantize_stream(const nn::StreamDescription& desc, std::vector<std::shared_p
       std::fprintf(stderr, "nnconvert: %s\n", clip.status().to_string().c_str());
       return 1;
     }
+    if (clip->sample_rate != static_cast<int>(desc.sample_rate)) {
+      std::fprintf(stderr, "nnconvert: %s: %d Hz, the model takes %d Hz (resample the calibration audio)\n", f.c_str(),
+                   clip->sample_rate, static_cast<int>(desc.sample_rate));
+      return 2;
+    }
     clips.push_back(std::move(*clip));
   }
   auto model = nn::audio::make_stream_model(desc, stages);
