@@ -418,18 +418,35 @@ Result<Model> quantize_model(const Model& source, size_t num_samples, const Inpu
   // The whole int8 model against the float one on the kept samples.
   NN_ASSIGN_OR_RETURN(rep.output_errors, output_errors(model, q, cal, opt));
 
-  // The whole-model budget: the int8 op whose own output error is largest returns to float
-  // until the model's output 0 is within the budget (or nothing is int8).
+  // The whole-model budget: until the model's output 0 is within it (or nothing is int8),
+  // one int8 op returns to float - of the budget_lookahead ops whose own output error is
+  // largest, the one whose return leaves the model's error lowest (own errors are close
+  // to each other in a deep model, and do not add up: the model's error says which helps).
   if (opt.max_output_error > 0 && !rep.output_errors.empty()) {
     std::vector<uint32_t> order;
     for (const OpQuantReport& r : rep.ops)
       if (r.quantized) order.push_back(r.op_index);
     std::stable_sort(order.begin(), order.end(),
                      [&](uint32_t a, uint32_t b) { return rep.ops[a].output_error > rep.ops[b].output_error; });
-    size_t int8_ops = order.size();
-    rep.budget_steps.push_back({std::nullopt, int8_ops, rep.output_errors[0]});
-    for (uint32_t k : order) {
-      if (rep.output_errors[0] <= opt.max_output_error) break;
+    rep.budget_steps.push_back({std::nullopt, order.size(), rep.output_errors[0]});
+    while (!order.empty() && rep.output_errors[0] > opt.max_output_error) {
+      const size_t tries = std::min(order.size(), std::max<size_t>(1, opt.budget_lookahead));
+      size_t best = 0;
+      std::vector<double> best_errors;
+      Model best_model;
+      for (size_t t = 0; t < tries; ++t) {
+        quantize_op[order[t]] = false;
+        NN_ASSIGN_OR_RETURN(Model trial, rewrite_quantized(model, quantize_op, ranges, opt.per_channel, &shifts));
+        quantize_op[order[t]] = true;
+        NN_ASSIGN_OR_RETURN(std::vector<double> e, output_errors(model, trial, cal, opt));
+        if (best_errors.empty() || e[0] < best_errors[0]) {
+          best = t;
+          best_errors = std::move(e);
+          best_model = std::move(trial);
+        }
+      }
+      const uint32_t k = order[best];
+      order.erase(order.begin() + static_cast<std::ptrdiff_t>(best));
       OpQuantReport& r = rep.ops[k];
       r.quantized = false;
       r.returned_by_budget = true;
@@ -438,9 +455,9 @@ Result<Model> quantize_model(const Model& source, size_t num_samples, const Inpu
                     rep.output_errors[0], opt.max_output_error);
       r.reason = why;
       quantize_op[k] = false;
-      NN_ASSIGN_OR_RETURN(q, rewrite_quantized(model, quantize_op, ranges, opt.per_channel, &shifts));
-      NN_ASSIGN_OR_RETURN(rep.output_errors, output_errors(model, q, cal, opt));
-      rep.budget_steps.push_back({k, --int8_ops, rep.output_errors[0]});
+      q = std::move(best_model);
+      rep.output_errors = std::move(best_errors);
+      rep.budget_steps.push_back({k, order.size(), rep.output_errors[0]});
     }
   }
   q.metadata.extra["quantization"] = "int8 post-training, calibration " +

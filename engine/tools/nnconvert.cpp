@@ -43,7 +43,7 @@ struct QuantizeArgs {
   double percentile = 99.99, max_op_error = 0.25, max_op_output_error = 0.01, max_output_error = 0;
   std::string range_margin = "auto";
   bool no_bias_correction = false;
-  size_t limit = 0, error_samples = 8;
+  size_t limit = 0, error_samples = 8, budget_lookahead = 4;
   int threads = 1;
   std::string delegate = "cpu";
   std::vector<uint32_t> keep_float;
@@ -81,6 +81,7 @@ int quantize_options(const QuantizeArgs& args, nn::quantize::QuantizeOptions* op
   opt->max_output_error = args.max_output_error;
   opt->bias_correction = !args.no_bias_correction;
   opt->error_samples = args.error_samples;
+  opt->budget_lookahead = args.budget_lookahead;
   if (args.range_margin != "auto") {
     char* end = nullptr;
     const double m = std::strtod(args.range_margin.c_str(), &end);
@@ -163,6 +164,11 @@ int quantize_stream(const nn::StreamDescription& desc, std::vector<std::shared_p
     if (!clip) {
       std::fprintf(stderr, "nnconvert: %s\n", clip.status().to_string().c_str());
       return 1;
+    }
+    if (clip->sample_rate != static_cast<int>(desc.sample_rate)) {
+      std::fprintf(stderr, "nnconvert: %s: %d Hz, the model takes %d Hz (resample the calibration audio)\n", f.c_str(),
+                   clip->sample_rate, static_cast<int>(desc.sample_rate));
+      return 2;
     }
     clips.push_back(std::move(*clip));
   }
@@ -274,6 +280,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-output-error", qa.max_output_error,
                  "the whole int8 model's budget: while its output 0 is further than this from the float model's "
                  "(relative RMS on the error samples), the int8 op costing it most returns to float (default 0: none)");
+  app.add_option("--budget-lookahead", qa.budget_lookahead,
+                 "per budget step, try this many ops (largest own error first) and return the one that helps "
+                 "the model most (default 4; 1: the largest)");
   app.add_flag("--no-bias-correction", qa.no_bias_correction,
                "quantize conv/FC biases as they are, without absorbing the mean shift of their int8 filters");
   app.add_option("--range-margin", qa.range_margin,

@@ -567,6 +567,7 @@ TEST(QuantizeBudget, OpsReturnToFloatUntilTheModelIsWithinTheBudget) {
   ASSERT_GT(unbudgeted, 0.0);
 
   opt.max_output_error = unbudgeted * 0.5;
+  opt.budget_lookahead = 1;  // strictly by own output error (the order checked below)
   quantize::QuantizeReport report;
   auto q = quantize::quantize_model(*f, 16, random_inputs(), opt, &report);
   ASSERT_TRUE(q.is_ok()) << q.status().to_string();
@@ -593,6 +594,15 @@ TEST(QuantizeBudget, OpsReturnToFloatUntilTheModelIsWithinTheBudget) {
     int8_ops += op.type != OperationType::QUANTIZE && op.type != OperationType::DEQUANTIZE &&
                 q->operands[op.outputs[0]].type == OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
   EXPECT_EQ(int8_ops, report.quantized_ops());
+
+  // Looking ahead (each step's candidates tried on the model) also ends within the budget,
+  // each step the lowest error its candidates gave.
+  opt.budget_lookahead = 4;
+  quantize::QuantizeReport ahead;
+  ASSERT_TRUE(quantize::quantize_model(*f, 16, random_inputs(), opt, &ahead).is_ok());
+  EXPECT_TRUE(ahead.output_errors[0] <= opt.max_output_error || ahead.quantized_ops() == 0);
+  ASSERT_GE(ahead.budget_steps.size(), 2u);
+  EXPECT_LE(ahead.budget_steps[1].output_error, report.budget_steps[1].output_error + 1e-9);
 }
 
 // The automatic range margin: calibration inputs whose amplitude jumps in the last chunk

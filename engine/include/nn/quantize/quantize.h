@@ -64,9 +64,11 @@ struct QuantizeOptions {
   double max_op_output_error = 0.01;
   // The whole-model budget: per-op limits do not bound how the errors add up, so while the
   // int8 model's output 0 is further than this from the float model's (relative RMS over
-  // the error samples), the int8 op whose own output error (max_op_output_error's measure)
-  // is largest returns to float. 0: no budget.
+  // the error samples), an int8 op returns to float (budget_lookahead says which). 0: none.
   double max_output_error = 0;
+  // Each budget step tries this many candidates (those with the largest own output error)
+  // and returns the one that leaves the model's error lowest; 1: the largest, untried.
+  size_t budget_lookahead = 4;
   // Bias correction: each quantized conv/FC's bias absorbs the mean shift (per output
   // channel, over the error samples) that quantizing its filter brings to its output.
   bool bias_correction = true;
