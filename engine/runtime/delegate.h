@@ -64,6 +64,8 @@ class CompiledPartition {
   virtual uint64_t runtime_fallbacks() const { return 0; }
   // Which kernel runs each op (Session::kernels).
   virtual std::vector<StepTiming> kernels() const { return {}; }
+  // Bytes of the one buffer holding the tensors between this partition's steps (its arena).
+  virtual uint64_t arena_bytes() const { return 0; }
 };
 
 class Delegate {

@@ -9,14 +9,18 @@ namespace nn::cpu {
 
 NativeAddMean::NativeAddMean(const NativeAddMeanShape& shape, const NativeIsa& isa) : shape_(shape) {
   avx512_ = isa.avx512;
-  row_sums_ = allocate_floats(size_t(shape.batch) * shape.rows * shape.channels);
-  if (row_sums_) packed_ = allocate_floats(1);  // no weights: marks the op as built
+  packed_ = allocate_floats(1);  // no weights: marks the op as built
+}
+
+size_t NativeAddMean::scratch_bytes() const {
+  return size_t(shape_.batch) * shape_.rows * shape_.channels * sizeof(float);
 }
 
 struct NativeAddMean::Task {
   const NativeAddMean* op;
   const float* a;
   const float* b;
+  float* row_sums;
 };
 
 namespace {
@@ -82,16 +86,18 @@ NN_TARGET_AVX2 void sum_row_avx2(const float* a, const float* b, size_t pixels, 
 
 }  // namespace
 
-void NativeAddMean::run(const float* a, const float* b, float* output, pthreadpool_t pool) const {
+void NativeAddMean::run(const NativeArgs& args) const {
   const NativeAddMeanShape& s = shape_;
   const size_t c = s.channels;
-  Task task{this, a, b};
+  float* output = args.output;
+  float* row_sums = static_cast<float*>(args.scratch);
+  Task task{this, args.input, args.residual, row_sums};
   auto body = [](void* ctx, size_t row) {
     const Task& t = *static_cast<const Task*>(ctx);
     const NativeAddMeanShape& s = t.op->shape_;
     const size_t at = row * size_t(s.row_pixels) * s.channels;
 #if NN_NATIVE_X86
-    float* sums = t.op->row_sums_.get() + row * s.channels;
+    float* sums = t.row_sums + row * s.channels;
     if (t.op->avx512_)
       sum_row(t.a + at, t.b + at, s.row_pixels, s.channels, s.lo, s.hi, sums);
     else
@@ -100,11 +106,11 @@ void NativeAddMean::run(const float* a, const float* b, float* output, pthreadpo
     (void)at;
 #endif
   };
-  for_each_row(pool, size_t(s.batch) * s.rows, body, &task);
+  for_each_row(args.pool, size_t(s.batch) * s.rows, body, &task);
   const float scale = 1.f / float(size_t(s.rows) * s.row_pixels);
   for (size_t n = 0; n < s.batch; ++n) {
     float* out = output + n * c;
-    const float* sums = row_sums_.get() + n * size_t(s.rows) * c;
+    const float* sums = row_sums + n * size_t(s.rows) * c;
     for (size_t ch = 0; ch < c; ++ch) out[ch] = 0.f;
     for (size_t r = 0; r < s.rows; ++r)
       for (size_t ch = 0; ch < c; ++ch) out[ch] += sums[r * c + ch];

@@ -422,8 +422,8 @@ struct NativeConv::Task {
   const float* input;
   const float* residual;
   float* output;
-  const float* weights;  // packed_, or run_scaled's copy
-  // run_scaled with a sum (pointwise only): the A matrix is input * gate + sum, gate one
+  const float* weights;  // packed_, or the gated copy in the scratch
+  // A scaled input with a sum (pointwise only): the A matrix is input * gate + sum, gate one
   // value per input channel, built per tile in cache. Both null otherwise.
   const float* gate;
   const float* sum;
@@ -832,44 +832,47 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
   }
 }
 
-void NativeConv::run(const float* input, const float* residual, float* output, pthreadpool_t pool) const {
+void NativeConv::run(const NativeArgs& a) const {
   // Without a residual the kernel is handed the output as one (never read): no null offsets.
-  Task task{this, input, residual ? residual : output, output, packed_.get(), nullptr, nullptr};
-  dispatch(task, pool);
-}
-
-bool NativeConv::enable_scaled_input(bool with_sum) {
-  if (!pointwise_ || !packed_) return false;
-  scaled_sum_ = with_sum;
-  if (with_sum) return true;  // gated per tile, on the plain weights
-  const size_t width = wide_ ? kNr512 : kNr;
-  scaled_ = allocate_floats(n_blocks_ * width * (k_ + 1));
-  return scaled_ != nullptr;
-}
-
-void NativeConv::run_scaled(const float* x, const float* scale, const float* sum, const float* residual,
-                            float* output, pthreadpool_t pool) const {
+  const float* residual = a.residual ? a.residual : a.output;
+  if (!scaled_) {
+    Task task{this, a.input, residual, a.output, packed_.get(), nullptr, nullptr};
+    return dispatch(task, a.pool);
+  }
   if (scaled_sum_) {
-    // x * gate + sum per tile (one FMA per input value): folding the gate into the weights
-    // would leave the sum a second GEMM segment, k FMAs per output value.
-    Task task{this, x, residual ? residual : output, output, packed_.get(), scale, sum};
-    return dispatch(task, pool);
+    // input * gate + sum per tile (one FMA per input value): folding the gate into the
+    // weights would leave the sum a second GEMM segment, k FMAs per output value.
+    Task task{this, a.input, residual, a.output, packed_.get(), a.gate, a.gate_sum};
+    return dispatch(task, a.pool);
   }
   // Per panel: the bias, then k rows scaled by their input channel's gate.
   const size_t width = wide_ ? kNr512 : kNr, panel = width * (k_ + 1);
+  float* gated = static_cast<float*>(a.scratch);
   for (size_t j = 0; j < n_blocks_; ++j) {
     const float* src = packed_.get() + j * panel;
-    float* dst = scaled_.get() + j * panel;
+    float* dst = gated + j * panel;
     std::memcpy(dst, src, width * sizeof(float));
     for (size_t q = 0; q < k_; ++q) {
-      const float g = scale[q];
+      const float g = a.gate[q];
       const float* row = src + width + q * width;
       float* out = dst + width + q * width;
       for (size_t c = 0; c < width; ++c) out[c] = row[c] * g;
     }
   }
-  Task task{this, x, residual ? residual : output, output, scaled_.get(), nullptr, nullptr};
-  dispatch(task, pool);
+  Task task{this, a.input, residual, a.output, gated, nullptr, nullptr};
+  dispatch(task, a.pool);
+}
+
+bool NativeConv::enable_scaled_input(bool with_sum) {
+  if (!pointwise_ || !packed_) return false;
+  scaled_ = true;
+  scaled_sum_ = with_sum;
+  return true;
+}
+
+size_t NativeConv::scratch_bytes() const {
+  if (!scaled_ || scaled_sum_) return 0;
+  return n_blocks_ * (wide_ ? kNr512 : kNr) * (k_ + 1) * sizeof(float);
 }
 
 size_t NativeConv::tile_pixels(const NativeIsa& isa) {

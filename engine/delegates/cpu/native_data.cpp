@@ -83,7 +83,10 @@ class CopyOp final : public NativeDataOp {
   }
   const char* kernel() const override { return kernel_; }
 
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+  void run(const NativeDataArgs& args) const override {
+    const std::vector<const void*>& inputs = args.inputs;
+    void* const output = args.output;
+    const pthreadpool_t pool = args.pool;
     if (blocked_) return run_blocked(static_cast<const float*>(inputs[0]) + c_.offset, static_cast<float*>(output), pool);
     const float* in = static_cast<const float*>(inputs[0]) + c_.offset;
     float* out = static_cast<float*>(output);
@@ -162,7 +165,10 @@ class ConcatOp final : public NativeDataOp {
   }
   const char* kernel() const override { return "native concat"; }
 
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+  void run(const NativeDataArgs& args) const override {
+    const std::vector<const void*>& inputs = args.inputs;
+    void* const output = args.output;
+    const pthreadpool_t pool = args.pool;
     float* out = static_cast<float*>(output);
     for_each_range(pool, outer_, chunk_count(outer_, total_ * 4, pool), [&](size_t r0, size_t r1) {
       for (size_t r = r0; r < r1; ++r) {
@@ -216,7 +222,10 @@ class MeanOp final : public NativeDataOp {
   }
   const char* kernel() const override { return "native mean"; }
 
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+  void run(const NativeDataArgs& args) const override {
+    const std::vector<const void*>& inputs = args.inputs;
+    void* const output = args.output;
+    const pthreadpool_t pool = args.pool;
     const float* in = static_cast<const float*>(inputs[0]);
     float* out = static_cast<float*>(output);
     const float scale = 1.f / float(n_);
@@ -277,7 +286,10 @@ class ErfOp final : public NativeDataOp {
   ErfOp(uint32_t input, size_t count) : count_(count) { operands_ = {input}; }
   const char* kernel() const override { return "native erf"; }
 
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+  void run(const NativeDataArgs& args) const override {
+    const std::vector<const void*>& inputs = args.inputs;
+    void* const output = args.output;
+    const pthreadpool_t pool = args.pool;
     const float* in = static_cast<const float*>(inputs[0]);
     float* out = static_cast<float*>(output);
     constexpr size_t kBlock = 1024;  // elements per row of work

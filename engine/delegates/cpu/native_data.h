@@ -21,11 +21,18 @@ typedef struct pthreadpool* pthreadpool_t;
 namespace nn::cpu {
 
 
+// What one run of a native data op reads and writes, bound once by the CPU delegate when
+// its buffers are known (prepare).
+struct NativeDataArgs {
+  std::vector<const void*> inputs;  // NativeDataOp::operands(), in that order
+  void* output = nullptr;
+  pthreadpool_t pool = nullptr;     // null: run on the caller
+};
+
 class NativeDataOp {
  public:
   virtual ~NativeDataOp() = default;
-  // inputs: the op's tensor inputs in operand order (operands(): which ones).
-  virtual void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const = 0;
+  virtual void run(const NativeDataArgs& args) const = 0;
   // The kernel's name for --explain / --profile.
   virtual const char* kernel() const = 0;
   // The op's inputs that carry data, in the order run() takes them.

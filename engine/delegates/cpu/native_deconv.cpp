@@ -271,7 +271,11 @@ NN_TARGET_AVX512 void deconv_row_avx512(const NativeConvShape& s, size_t n, size
 
 }  // namespace
 
-void NativeDeconv::run(const float* input, const float* residual, float* output, pthreadpool_t pool) const {
+void NativeDeconv::run(const NativeArgs& args) const {
+  const float* input = args.input;
+  const float* residual = args.residual;
+  float* output = args.output;
+  pthreadpool_t pool = args.pool;
   Task task{this, input, residual, output};
   auto body = [](void* ctx, size_t row) {
     const Task& t = *static_cast<const Task*>(ctx);

@@ -599,8 +599,11 @@ void NativeDepthwise::run_two_rows(const float* const* rows, const float* residu
 #endif
 }
 
-void NativeDepthwise::run(const float* input, const float* residual, float* output,
-                          pthreadpool_t pool) const {
+void NativeDepthwise::run(const NativeArgs& args) const {
+  const float* input = args.input;
+  const float* residual = args.residual;
+  float* output = args.output;
+  pthreadpool_t pool = args.pool;
   Task task{this, input, residual, output};
   // A task is one output row, or two (two_rows_): a pair whose taps all fall inside the
   // image runs as one (run_two_rows), any other a row at a time.

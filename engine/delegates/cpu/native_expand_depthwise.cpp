@@ -18,6 +18,8 @@ struct NativeExpandDepthwise::Task {
   const float* residual;
   float* output;
   size_t rows, chunks;  // output rows over the batch, and the ranges they are split into
+  float* rings;         // the scratch: per chunk its ring of first-conv rows,
+  int64_t* held_rows;   // and per chunk and slot the row it holds
 };
 
 size_t NativeExpandDepthwise::halo_rows(const NativeConvShape& d) {
@@ -70,18 +72,23 @@ NativeExpandDepthwise::NativeExpandDepthwise(const NativeConvShape& first, const
   const NativeConvShape& d = depthwise_->shape();
   ring_rows_ = size_t(d.kernel_h - 1) * d.dilation_h + 1;
   row_floats_ = (size_t(d.in_w) * d.in_c + 15) / 16 * 16 + 16;  // + the kernels' read slack
-  ring_ = allocate_floats(chunks_ * ring_rows_ * row_floats_);
-  held_.assign(chunks_ * ring_rows_, -1);
-  if (ring_) packed_ = allocate_floats(1);
+  ring_bytes_ = chunks_ * ring_rows_ * row_floats_ * sizeof(float);
+  packed_ = allocate_floats(1);  // marks it built
 }
 
-void NativeExpandDepthwise::run(const float* input, const float* residual, float* output,
-                                pthreadpool_t pool) const {
+size_t NativeExpandDepthwise::scratch_bytes() const {
+  return ring_bytes_ + chunks_ * ring_rows_ * sizeof(int64_t);
+}
+
+void NativeExpandDepthwise::run(const NativeArgs& args) const {
   const NativeConvShape& d = depthwise_->shape();
   const size_t rows = size_t(d.batch) * d.out_h;
   size_t chunks = 1;
-  if (pool) chunks = std::min({chunks_, pthreadpool_get_threads_count(pool), rows});
-  Task task{this, input, residual, output, rows, chunks};
+  if (args.pool) chunks = std::min({chunks_, pthreadpool_get_threads_count(args.pool), rows});
+  float* rings = static_cast<float*>(args.scratch);
+  int64_t* held_rows = reinterpret_cast<int64_t*>(static_cast<uint8_t*>(args.scratch) + ring_bytes_);
+  Task task{this, args.input, args.residual, args.output, rows, chunks, rings, held_rows};
+  const pthreadpool_t pool = args.pool;
   auto body = [](void* ctx, size_t chunk) {
     const Task& t = *static_cast<const Task*>(ctx);
     const NativeExpandDepthwise& op = *t.op;
@@ -89,9 +96,9 @@ void NativeExpandDepthwise::run(const float* input, const float* residual, float
     const NativeConvShape& f = op.first_;
     const size_t in_row = size_t(f.in_w) * f.in_c;
     const size_t out_row = size_t(d.out_w) * d.out_c;
-    float* ring = op.ring_.get() + chunk * op.ring_rows_ * op.row_floats_;
+    float* ring = t.rings + chunk * op.ring_rows_ * op.row_floats_;
     // Which row (image * in_h + y) each ring slot holds; -1 none yet.
-    int64_t* held = op.held_.data() + chunk * op.ring_rows_;
+    int64_t* held = t.held_rows + chunk * op.ring_rows_;
     std::fill(held, held + op.ring_rows_, -1);
     const float* taps[NativeDepthwise::kMaxKernelH] = {};
     const size_t first = t.rows * chunk / t.chunks, last = t.rows * (chunk + 1) / t.chunks;
@@ -107,8 +114,8 @@ void NativeExpandDepthwise::run(const float* input, const float* residual, float
         float* row = ring + slot * op.row_floats_;
         if (held[slot] != key) {
           const int64_t r0 = std::max<int64_t>(0, iy * f.stride_h - f.pad_top);
-          op.row_convs_[op.row_conv_of_[size_t(iy)]]->run(t.input + (b * f.in_h + size_t(r0)) * in_row,
-                                                          nullptr, row, nullptr);
+          op.row_convs_[op.row_conv_of_[size_t(iy)]]->run(
+              {.input = t.input + (b * f.in_h + size_t(r0)) * in_row, .output = row});
           held[slot] = key;
         }
         taps[ky] = row;

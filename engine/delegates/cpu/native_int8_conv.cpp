@@ -305,10 +305,10 @@ class Int8PointwiseConv final : public NativeDataOp {
     name_ = std::string("native int8 conv 1x1 ") + gemm_->isa_name();
   }
   const char* kernel() const override { return name_.c_str(); }
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
-    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
+  void run(const NativeDataArgs& args) const override {
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output)};
     const size_t per = gemm_->rows_per_task();
-    for_each_row(pool, (pixels_ + per - 1) / per, &Int8PointwiseConv::task, &t);
+    for_each_row(args.pool, (pixels_ + per - 1) / per, &Int8PointwiseConv::task, &t);
   }
 
  private:
@@ -347,10 +347,10 @@ class Int8WindowConv final : public NativeDataOp {
     name_ = std::string("native int8 conv ") + gemm_->isa_name();
   }
   const char* kernel() const override { return name_.c_str(); }
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
-    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
+  void run(const NativeDataArgs& args) const override {
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output)};
     const size_t pixels = size_t(s_.batch) * s_.out_h * s_.out_w, per = gemm_->rows_per_task();
-    for_each_row(pool, (pixels + per - 1) / per, &Int8WindowConv::task, &t);
+    for_each_row(args.pool, (pixels + per - 1) / per, &Int8WindowConv::task, &t);
   }
 
  private:
@@ -439,9 +439,9 @@ class Int8Depthwise final : public NativeDataOp {
     name_ = std::string("native int8 depthwise ") + (avx512_ ? "AVX-512" : "scalar");
   }
   const char* kernel() const override { return name_.c_str(); }
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
-    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
-    for_each_row(pool, size_t(s_.batch) * s_.out_h, &Int8Depthwise::row, &t);
+  void run(const NativeDataArgs& args) const override {
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output)};
+    for_each_row(args.pool, size_t(s_.batch) * s_.out_h, &Int8Depthwise::row, &t);
   }
 
  private:
@@ -589,9 +589,9 @@ class Int8TiledDeconv final : public NativeDataOp {
     name_ = std::string("native int8 deconv ") + gemm_->isa_name();
   }
   const char* kernel() const override { return name_.c_str(); }
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
-    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
-    for_each_row(pool, batch_ * in_h_, &Int8TiledDeconv::task, &t);
+  void run(const NativeDataArgs& args) const override {
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output)};
+    for_each_row(args.pool, batch_ * in_h_, &Int8TiledDeconv::task, &t);
   }
 
  private:

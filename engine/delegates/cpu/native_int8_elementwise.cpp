@@ -166,11 +166,11 @@ class Int8Mul final : public NativeDataOp {
     return avx512_ ? "native int8 mul AVX-512" : avx2_ ? "native int8 mul AVX2" : "native int8 mul";
   }
 
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
+  void run(const NativeDataArgs& args) const override {
     Task t{this,
-           static_cast<const int8_t*>(inputs[0]),
-           static_cast<const int8_t*>(inputs[1]),
-           static_cast<int8_t*>(output),
+           static_cast<const int8_t*>(args.inputs[0]),
+           static_cast<const int8_t*>(args.inputs[1]),
+           static_cast<int8_t*>(args.output),
            {},
            0};
     if (per_channel_) {
@@ -178,7 +178,7 @@ class Int8Mul final : public NativeDataOp {
       for (size_t c = 0; c < channels_; ++c) t.gate[c] = int32_t(t.b[c]) - zb_;
     }
     const size_t rows = chunk_count(pixels_, channels_, &t.per_chunk);
-    for_each_row(pool, rows, &Int8Mul::chunk, &t);
+    for_each_row(args.pool, rows, &Int8Mul::chunk, &t);
   }
 
  private:
@@ -295,10 +295,10 @@ class Int8Table final : public NativeDataOp {
     return vbmi_ ? "native int8 table AVX-512 VBMI" : "native int8 table";
   }
 
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
-    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output), 0};
+  void run(const NativeDataArgs& args) const override {
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output), 0};
     const size_t rows = chunk_count(count_, 1, &t.per_chunk);
-    for_each_row(pool, rows, &Int8Table::chunk, &t);
+    for_each_row(args.pool, rows, &Int8Table::chunk, &t);
   }
 
  private:
@@ -359,9 +359,9 @@ class Int8Mean final : public NativeDataOp {
     return avx512_ ? "native int8 mean AVX-512" : avx2_ ? "native int8 mean AVX2" : "native int8 mean";
   }
 
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
-    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
-    for_each_row(pool, batch_ * ((channels_ + 63) / 64), &Int8Mean::chunk, &t);
+  void run(const NativeDataArgs& args) const override {
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output)};
+    for_each_row(args.pool, batch_ * ((channels_ + 63) / 64), &Int8Mean::chunk, &t);
   }
 
  private:
@@ -454,9 +454,9 @@ class Int8Resize final : public NativeDataOp {
     return avx512_ ? "native int8 resize AVX-512" : avx2_ ? "native int8 resize AVX2" : "native int8 resize";
   }
 
-  void run(std::span<const void* const> inputs, void* output, pthreadpool_t pool) const override {
-    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
-    for_each_row(pool, batch_ * out_h_, &Int8Resize::row, &t);
+  void run(const NativeDataArgs& args) const override {
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output)};
+    for_each_row(args.pool, batch_ * out_h_, &Int8Resize::row, &t);
   }
 
  private:

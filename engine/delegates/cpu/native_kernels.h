@@ -70,12 +70,30 @@ using AlignedFloats = std::unique_ptr<float, void (*)(float*)>;
 // count floats, 64-byte aligned and zeroed; null when out of memory.
 AlignedFloats allocate_floats(size_t count);
 
-// One op run by a native kernel: input NHWC, residual shaped like the output (or nullptr
-// when the epilogue has none), output NHWC.
+// What one run of a native op reads and writes, bound once by the CPU delegate when its
+// buffers are known (prepare), so a run is one call with one record.
+struct NativeArgs {
+  const float* input = nullptr;     // NHWC (NativeAddMean: the ADD's first operand)
+  const float* residual = nullptr;  // shaped like the output, added by the epilogue; null when it has
+                                    // none (NativeAddMean: the ADD's second operand)
+  float* output = nullptr;          // NHWC
+  // NativeConv with a scaled input (enable_scaled_input): it reads input * gate (+ gate_sum),
+  // gate one value per input channel, the tail of a squeeze-and-excitation block.
+  const float* gate = nullptr;
+  const float* gate_sum = nullptr;
+  // scratch_bytes() of working memory, 64-byte aligned, its contents undefined on entry
+  // (the CPU delegate places it in its arena, live only while the op runs).
+  void* scratch = nullptr;
+  pthreadpool_t pool = nullptr;     // null: run on the caller
+};
+
+// One op run by a native kernel, its weights packed once.
 class NativeOp {
  public:
   virtual ~NativeOp() = default;
-  virtual void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const = 0;
+  virtual void run(const NativeArgs& args) const = 0;
+  // Bytes of NativeArgs::scratch a run needs.
+  virtual size_t scratch_bytes() const { return 0; }
   bool ok() const { return packed_ != nullptr; }
 
  protected:
@@ -87,20 +105,19 @@ class NativeConv final : public NativeOp {
   // filter: OHWI [out_c, kernel_h, kernel_w, in_c]; bias: [out_c] or nullptr.
   NativeConv(const NativeConvShape& shape, const float* filter, const float* bias, const Epilogue& epilogue,
              const NativeIsa& isa = NativeIsa::best());
-  void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
+  void run(const NativeArgs& args) const override;
 
   // A 1x1, stride 1, unpadded conv reads the input as the GEMM's A matrix (no im2col).
   bool is_pointwise() const { return pointwise_; }
 
-  // Pointwise convs only: the conv of x * scale (+ sum) with scale one value per input
-  // channel, the tail of a squeeze-and-excitation block (MUL by the gate, then maybe the
-  // ADD of a skip tensor). Without a sum the scale goes into a copy of the weights each run
-  // (in_c x out_c multiplies, not a pass over the tensor); with one, each tile of the input
-  // becomes x * scale + sum in cache first (one FMA per input value). enable_scaled_input
-  // sizes that copy once (false when out of memory).
+  // Pointwise convs only: from now on run() computes the conv of input * gate (+ gate_sum)
+  // (NativeArgs), the tail of a squeeze-and-excitation block (MUL by the gate, then maybe
+  // the ADD of a skip tensor). Without a sum the gate goes into a copy of the weights each
+  // run, in the scratch (in_c x out_c multiplies, not a pass over the tensor); with one,
+  // each tile of the input becomes input * gate + sum in cache first (one FMA per input
+  // value). False when the conv is not pointwise.
   bool enable_scaled_input(bool with_sum);
-  void run_scaled(const float* x, const float* scale, const float* sum, const float* residual, float* output,
-                  pthreadpool_t pool) const;
+  size_t scratch_bytes() const override;
   const Epilogue& epilogue() const { return epilogue_; }
   const NativeConvShape& shape() const { return shape_; }
   // Its last panel runs on the ymm kernel (NativeIsa::half_width and a 1-8 / 17-24 column tail).
@@ -129,8 +146,9 @@ class NativeConv final : public NativeOp {
   size_t taps_w_ = 1;        // runs per kernel row: 1 (its taps contiguous), kernel_w when dilated
   bool strips_ = false;      // edge micro-tiles read zero-padded copies of their input rows
   size_t n_blocks_ = 0;      // out_c in panels of 32 (AVX-512) or 16
-  bool scaled_sum_ = false;  // run_scaled gates its input per tile (it has a sum), on packed_
-  mutable AlignedFloats scaled_{nullptr, nullptr};  // run_scaled's gated weights (no sum), rewritten per run
+  bool scaled_ = false;      // run() reads input * gate (enable_scaled_input)
+  bool scaled_sum_ = false;  // and gates its input per tile (it has a sum), on packed_; else
+                             // gated weights in the scratch, rewritten per run
 };
 
 class NativeDepthwise final : public NativeOp {
@@ -138,7 +156,7 @@ class NativeDepthwise final : public NativeOp {
   // filter: [1, kernel_h, kernel_w, C]; bias [C] or nullptr; in_c == out_c (multiplier 1).
   NativeDepthwise(const NativeConvShape& shape, const float* filter, const float* bias,
                   const Epilogue& epilogue, const NativeIsa& isa = NativeIsa::best());
-  void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
+  void run(const NativeArgs& args) const override;
 
   // Kernel heights above this run on XNNPACK (the row-pointer table is fixed-size).
   static constexpr uint32_t kMaxKernelH = 8;
@@ -173,7 +191,7 @@ class NativeDeconv final : public NativeOp {
   // bias[o] + sum_c in[y][x][c] * filter[o][ky][kx][c]. filter OHWI, bias [out_c] or nullptr.
   NativeDeconv(const NativeConvShape& shape, const float* filter, const float* bias,
                const Epilogue& epilogue, const NativeIsa& isa = NativeIsa::best());
-  void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
+  void run(const NativeArgs& args) const override;
 
   struct Task;
 
@@ -198,7 +216,7 @@ struct NativeResizeShape {
 class NativeResize final : public NativeOp {
  public:
   explicit NativeResize(const NativeResizeShape& shape, const NativeIsa& isa = NativeIsa::best());
-  void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
+  void run(const NativeArgs& args) const override;
 
   struct Task;
 
@@ -213,17 +231,18 @@ class NativeResize final : public NativeOp {
 // both are linear and every resized pixel's weights sum to one, so conv(resize(x)) equals
 // resize(conv(x)) up to rounding, and the conv sees the small image (a quarter of the
 // pixels behind a 2x upsampling; the selfie decoder has three). The conv's output at the
-// small size lives in a scratch buffer of this op.
+// small size lives in the scratch.
 class NativeConvThenResize final : public NativeOp {
  public:
-  // conv: built for the resize's input size; resize: for the conv's output channels.
-  NativeConvThenResize(std::unique_ptr<NativeOp> conv, std::unique_ptr<NativeOp> resize,
-                       size_t scratch_floats);
-  void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
+  // conv: built for the resize's input size; resize: for the conv's output channels;
+  // small_floats: the conv's output.
+  NativeConvThenResize(std::unique_ptr<NativeOp> conv, std::unique_ptr<NativeOp> resize, size_t small_floats);
+  void run(const NativeArgs& args) const override;
+  size_t scratch_bytes() const override;
 
  private:
   std::unique_ptr<NativeOp> conv_, resize_;
-  AlignedFloats scratch_{nullptr, nullptr};
+  size_t small_bytes_ = 0;  // the conv's output, 64-byte rounded, first in the scratch
 };
 
 // A conv feeding a depthwise conv that is its only reader, run as one op: an inverted
@@ -231,7 +250,8 @@ class NativeConvThenResize final : public NativeOp {
 // output row of the depthwise reads a few of the first conv's output rows, computed into a
 // small per-chunk ring of rows as they are first needed, so that tensor is never written
 // out and read back. The output rows are split into `chunks` contiguous ranges, one per
-// thread; a range recomputes the few rows it shares with the range before it.
+// thread; a range recomputes the few rows it shares with the range before it. The rings
+// live in the scratch.
 class NativeExpandDepthwise final : public NativeOp {
  public:
   // first: the first conv's shape (dilation_h 1), filter OHWI, bias or nullptr, epilogue;
@@ -240,7 +260,8 @@ class NativeExpandDepthwise final : public NativeOp {
   NativeExpandDepthwise(const NativeConvShape& first, const float* filter, const float* bias,
                         const Epilogue& epilogue, std::unique_ptr<NativeDepthwise> depthwise, size_t chunks,
                         const NativeIsa& isa = NativeIsa::best());
-  void run(const float* input, const float* residual, float* output, pthreadpool_t pool) const override;
+  void run(const NativeArgs& args) const override;
+  size_t scratch_bytes() const override;
 
   // Rows of its input a range of depthwise output rows recomputes at its start (the
   // kernel's reach beyond one stride).
@@ -261,8 +282,8 @@ class NativeExpandDepthwise final : public NativeOp {
   size_t chunks_ = 1;
   size_t ring_rows_ = 0;   // first-conv rows one depthwise row reads: (kernel_h - 1) * dilation_h + 1
   size_t row_floats_ = 0;  // one such row, padded to 64 bytes
-  AlignedFloats ring_{nullptr, nullptr};  // chunks_ x ring_rows_ rows
-  mutable std::vector<int64_t> held_;     // per chunk and slot, the row it holds (run() resets)
+  // Scratch: chunks_ x ring_rows_ rows, then per chunk and slot the row it holds (int64).
+  size_t ring_bytes_ = 0;
 };
 
 struct NativeAddMeanShape {
@@ -273,17 +294,19 @@ struct NativeAddMeanShape {
 // The channel means of clamp(a + b) over the image: an ADD whose only reader is a global
 // average (AVERAGE_POOL_2D over the whole image, or MEAN over H and W), in one read of both
 // tensors instead of writing the sum and reading it back (the selfie decoder's
-// squeeze-and-excitation inputs; its 128x128 one was 4.5% of the model). run(a, b, means).
+// squeeze-and-excitation inputs; its 128x128 one was 4.5% of the model). Reads
+// NativeArgs::input and ::residual (a and b), writes the means to ::output.
 class NativeAddMean final : public NativeOp {
  public:
   explicit NativeAddMean(const NativeAddMeanShape& shape, const NativeIsa& isa = NativeIsa::best());
-  void run(const float* a, const float* b, float* output, pthreadpool_t pool) const override;
+  void run(const NativeArgs& args) const override;
+  // Per image row, its channel sums.
+  size_t scratch_bytes() const override;
 
   struct Task;
 
  private:
   NativeAddMeanShape shape_;
-  AlignedFloats row_sums_{nullptr, nullptr};  // per image row, its channel sums (written by run)
   bool avx512_ = false;
 };
 

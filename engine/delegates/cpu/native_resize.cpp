@@ -135,7 +135,10 @@ NN_TARGET_AVX2 void resize_row_avx2(const NativeResizeShape& s, const BilinearTa
 
 }  // namespace
 
-void NativeResize::run(const float* input, const float*, float* output, pthreadpool_t pool) const {
+void NativeResize::run(const NativeArgs& args) const {
+  const float* input = args.input;
+  float* output = args.output;
+  pthreadpool_t pool = args.pool;
   Task task{this, input, output};
   auto body = [](void* ctx, size_t r) {
     const Task& t = *static_cast<const Task*>(ctx);
@@ -158,15 +161,20 @@ void NativeResize::run(const float* input, const float*, float* output, pthreadp
 }
 
 NativeConvThenResize::NativeConvThenResize(std::unique_ptr<NativeOp> conv, std::unique_ptr<NativeOp> resize,
-                                           size_t scratch_floats)
-    : conv_(std::move(conv)), resize_(std::move(resize)) {
-  scratch_ = allocate_floats(scratch_floats);
-  if (conv_ && conv_->ok() && resize_ && resize_->ok() && scratch_) packed_ = allocate_floats(1);
+                                           size_t small_floats)
+    : conv_(std::move(conv)), resize_(std::move(resize)), small_bytes_((small_floats * sizeof(float) + 63) / 64 * 64) {
+  if (conv_ && conv_->ok() && resize_ && resize_->ok()) packed_ = allocate_floats(1);  // marks it built
 }
 
-void NativeConvThenResize::run(const float* input, const float*, float* output, pthreadpool_t pool) const {
-  conv_->run(input, nullptr, scratch_.get(), pool);
-  resize_->run(scratch_.get(), nullptr, output, pool);
+size_t NativeConvThenResize::scratch_bytes() const {
+  return small_bytes_ + std::max(conv_->scratch_bytes(), resize_->scratch_bytes());
+}
+
+void NativeConvThenResize::run(const NativeArgs& args) const {
+  float* small = static_cast<float*>(args.scratch);
+  void* rest = static_cast<uint8_t*>(args.scratch) + small_bytes_;
+  conv_->run({.input = args.input, .output = small, .scratch = rest, .pool = args.pool});
+  resize_->run({.input = small, .output = args.output, .scratch = rest, .pool = args.pool});
 }
 
 }  // namespace nn::cpu

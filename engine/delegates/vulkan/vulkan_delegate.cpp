@@ -26,6 +26,7 @@
 
 #include "delegates/vulkan/vk_context.h"
 #include "delegates/vulkan/vk_ops.h"
+#include "runtime/arena_planner.h"
 
 namespace nn {
 namespace vk {
@@ -127,6 +128,7 @@ class VulkanPartition final : public CompiledPartition, private LoweringContext 
   Status prepare(std::span<void* const> buffers) override;
   Status run() override;
   std::vector<StepTiming> step_timings() const override;
+  uint64_t arena_bytes() const override { return tensor_bytes_; }
 
  private:
   // LoweringContext
@@ -268,21 +270,17 @@ Status VulkanPartition::plan_steps() {
   return Status::ok();
 }
 
-// Tensors share one buffer: each gets [offset, offset + size) for the steps it lives
-// through (partition inputs from the upload copy, outputs until the readback copy);
-// tensors whose lifetimes overlap never overlap in memory. Largest first, lowest fit.
+// Tensors share one buffer (runtime/arena_planner.h): each gets [offset, offset + size)
+// for the steps it lives through (partition inputs from the upload copy, outputs until the
+// readback copy); tensors whose lifetimes overlap never overlap in memory.
 void VulkanPartition::plan_tensor_memory() {
-  struct Life {
-    uint32_t operand;
-    uint64_t bytes;
-    size_t first, last;  // 0 = the upload copy, step i = i + 1, steps + 1 = the readback copy
-  };
-  std::map<uint32_t, Life> lives;
+  // Positions: 0 = the upload copy, step i = i + 1, steps + 1 = the readback copy.
+  std::map<uint32_t, ArenaTensor> lives;
   const size_t end = steps_.size() + 1;
   auto touch = [&](uint32_t o, size_t t) {
     auto it = lives.find(o);
     if (it == lives.end()) {
-      lives[o] = {o, align_up(std::max<uint64_t>(model_->operands[o].byte_size(), 4), alignment_), t, t};
+      lives[o] = {t, t, std::max<uint64_t>(model_->operands[o].byte_size(), 4)};
     } else {
       it->second.first = std::min(it->second.first, t);
       it->second.last = std::max(it->second.last, t);
@@ -295,30 +293,12 @@ void VulkanPartition::plan_tensor_memory() {
   }
   for (uint32_t o : spec_.outputs) touch(o, end);
 
-  std::vector<Life> order;
-  for (auto& [o, l] : lives) order.push_back(l);
-  std::stable_sort(order.begin(), order.end(),
-                   [](const Life& a, const Life& b) { return a.bytes > b.bytes; });
-  struct Placed {
-    uint64_t offset, bytes;
-    size_t first, last;
-  };
-  std::vector<Placed> placed;
-  tensor_bytes_ = 0;
-  for (const Life& l : order) {
-    std::vector<std::pair<uint64_t, uint64_t>> busy;  // [begin, end) of overlapping lifetimes
-    for (const Placed& p : placed)
-      if (p.first <= l.last && l.first <= p.last) busy.emplace_back(p.offset, p.offset + p.bytes);
-    std::sort(busy.begin(), busy.end());
-    uint64_t offset = 0;
-    for (auto [b, e] : busy) {
-      if (offset + l.bytes <= b) break;
-      offset = std::max(offset, e);
-    }
-    placed.push_back({offset, l.bytes, l.first, l.last});
-    tensor_offset_[l.operand] = offset;
-    tensor_bytes_ = std::max(tensor_bytes_, offset + l.bytes);
-  }
+  std::vector<ArenaTensor> tensors;
+  for (const auto& [o, l] : lives) tensors.push_back(l);
+  const ArenaPlan plan = plan_arena(tensors, alignment_);
+  size_t i = 0;
+  for (const auto& [o, l] : lives) tensor_offset_[o] = plan.offsets[i++];
+  tensor_bytes_ = plan.bytes;
 }
 
 Status VulkanPartition::create_buffers() {

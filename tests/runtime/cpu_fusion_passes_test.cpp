@@ -1,0 +1,191 @@
+// The CPU delegate's fusion passes (cpu_passes.cpp), each on a model where only it can act:
+// where it applies, the absorbed ops run inside their head's step; where it must not, they
+// keep a step of their own; either way the numbers equal the reference kernels'.
+// Where each pass is tested (this file and cpu_delegate_ops_test / cpu_options_test):
+//   fuse_conv_before_resize  PointwiseConvRunsBeforeTheResizeItReads, ConvStaysAfterResizeWhen...
+//   fuse_add_mean            AddThenGlobalMeanIsOneNativeOp, AddStaysUnfusedUnless..., AddClaimedBy...
+//   fuse_se_gates            GatedInputFusesIntoPointwiseConv, GatedInputStaysUnfusedWhenShared
+//   fuse_epilogues           ReluFoldsIntoConv, ConvHardSwishResidualAddFuse, *Fuse (depthwise),
+//                            TransposeConvLogisticInEpilogue, SwishFusesIntoNativeConvAndDepthwise,
+//                            BroadcastAddAndVisibleOutputStayUnfused, and the cases below
+//   fuse_expand_depthwise    ExpansionRunsWithTheDepthwiseItFeeds, ExpansionStaysApartWhen...
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "runtime_test_util.h"
+#include "test_model.h"
+
+namespace {
+
+using T = nn::OperationType;
+using Built = nn_test::TestModel;
+constexpr double kTolerance = 1e-4;
+
+bool has_native() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
+// One profiled CPU step per head op, compared with the reference kernels.
+nn_test::Comparison profiled_cpu(Built& b, float lo, float hi, const nn::CpuOptions& cpu = {}) {
+  nn::Status v = b.model->validate_and_infer_shapes();
+  EXPECT_TRUE(v.is_ok()) << v.to_string();
+  nn::SessionOptions o;
+  o.delegates = {"cpu"};
+  o.profile = true;
+  o.cpu = cpu;
+  auto c = nn_test::compare_with_reference(b.model, o, lo, hi);
+  EXPECT_LE(c.max_rel_error, kTolerance) << nn_test::step_labels(c);
+  return c;
+}
+
+uint32_t conv1x1(Built& b, uint32_t x, uint32_t c, uint32_t seed, int32_t fuse = 0) {
+  return b.op(T::CONV_2D, {x, b.constant({c, 1, 1, c}, seed, -1.f, 1.f), b.constant({c}, seed + 1), b.i32(1),
+                           b.i32(1), b.i32(1), b.i32(fuse)});
+}
+
+// An activation after a HARD_SWISH in the epilogue stays a step of its own: the kernel's
+// clamp applies before the hard swish, and RELU1 does not commute with it (hs(2) = 1.67
+// clamps to 1, hs(clamp(2)) = 0.67).
+TEST(CpuFusionPass, EpilogueKeepsAnActivationAfterHardSwishApart) {
+  if (!has_native()) GTEST_SKIP() << "no native kernels on this CPU";
+  Built b;
+  uint32_t x = b.input({1, 6, 7, 13});
+  b.output(b.op(T::RELU1, {b.op(T::HARD_SWISH, {conv1x1(b, x, 13, 61)})}));
+  auto c = profiled_cpu(b, -3.f, 3.f);
+  EXPECT_EQ(nn_test::count_steps(c, "op 0 CONV_2D [native]"), 1) << nn_test::step_labels(c);
+  EXPECT_EQ(nn_test::count_steps(c, "HARD_SWISH"), 0) << nn_test::step_labels(c);
+  EXPECT_EQ(nn_test::count_steps(c, "op 2 RELU1 [xnnpack]"), 1) << nn_test::step_labels(c);
+}
+
+// A LOGISTIC after a native conv stays apart (only the transpose conv's epilogue has one).
+TEST(CpuFusionPass, EpilogueTakesNoLogisticAfterADenseConv) {
+  if (!has_native()) GTEST_SKIP() << "no native kernels on this CPU";
+  Built b;
+  b.output(b.op(T::LOGISTIC, {conv1x1(b, b.input({1, 6, 7, 13}), 13, 63)}));
+  auto c = profiled_cpu(b, -2.f, 2.f);
+  EXPECT_EQ(nn_test::count_steps(c, "op 0 CONV_2D [native]"), 1) << nn_test::step_labels(c);
+  EXPECT_EQ(nn_test::count_steps(c, "op 1 LOGISTIC [xnnpack]"), 1) << nn_test::step_labels(c);
+}
+
+// One residual per epilogue: of two ADDs in a row the first is absorbed, the second stays.
+TEST(CpuFusionPass, EpilogueAddsOneResidualOnly) {
+  if (!has_native()) GTEST_SKIP() << "no native kernels on this CPU";
+  Built b;
+  uint32_t x = b.input({1, 6, 7, 13}), skip = b.input({1, 6, 7, 13});
+  uint32_t sum = b.op(T::ADD, {conv1x1(b, x, 13, 65), x, b.i32(0)});
+  b.output(b.op(T::ADD, {sum, skip, b.i32(0)}));
+  auto c = profiled_cpu(b, -2.f, 2.f);
+  EXPECT_EQ(nn_test::count_steps(c, "op 0 CONV_2D [native]"), 1) << nn_test::step_labels(c);
+  EXPECT_EQ(nn_test::count_steps(c, "op 1 ADD"), 0) << nn_test::step_labels(c);
+  EXPECT_EQ(nn_test::count_steps(c, "op 2 ADD [xnnpack]"), 1) << nn_test::step_labels(c);
+}
+
+// Without native kernels the epilogue is XNNPACK's clamp only: a RELU* folds into the op
+// before it when that op clamps its output (a conv, an ADD), never into one that does not
+// (LOGISTIC), and a HARD_SWISH or residual ADD stays an XNNPACK node of its own.
+TEST(CpuFusionPass, EpilogueOnXnnpackOpsFoldsActivationsOnly) {
+  nn::CpuOptions xnnpack_only;
+  xnnpack_only.native_kernels = false;
+  Built b;
+  uint32_t x = b.input({1, 6, 7, 13});
+  uint32_t conv = conv1x1(b, x, 13, 67);
+  uint32_t relu = b.op(T::RELU6, {conv});                          // folds into op 0
+  uint32_t hs = b.op(T::HARD_SWISH, {relu});                       // stays
+  uint32_t add = b.op(T::ADD, {hs, x, b.i32(0)});                  // stays (a residual for native only)
+  uint32_t clamp = b.op(T::RELU1, {add});                          // folds into the ADD
+  b.output(b.op(T::RELU, {b.op(T::LOGISTIC, {clamp})}));           // RELU stays after LOGISTIC
+  auto c = profiled_cpu(b, -3.f, 3.f, xnnpack_only);
+  EXPECT_EQ(nn_test::count_steps(c, "[native]"), 0) << nn_test::step_labels(c);
+  EXPECT_EQ(nn_test::count_steps(c, "RELU6"), 0) << nn_test::step_labels(c);
+  EXPECT_EQ(nn_test::count_steps(c, "RELU1"), 0) << nn_test::step_labels(c);
+  EXPECT_EQ(nn_test::count_steps(c, "op 2 HARD_SWISH [xnnpack]"), 1) << nn_test::step_labels(c);
+  EXPECT_EQ(nn_test::count_steps(c, "op 3 ADD [xnnpack]"), 1) << nn_test::step_labels(c);
+  EXPECT_EQ(nn_test::count_steps(c, "op 6 RELU [xnnpack]"), 1) << nn_test::step_labels(c);
+  EXPECT_EQ(c.steps.size(), 5u) << nn_test::step_labels(c);
+}
+
+// x * sigmoid(x) is a swish epilogue only when the sigmoid feeds nothing else and the MUL
+// has no activation of its own; otherwise LOGISTIC and MUL stay XNNPACK nodes.
+TEST(CpuFusionPass, SwishStaysApartWhenTheSigmoidIsSharedOrTheProductClamped) {
+  if (!has_native()) GTEST_SKIP() << "no native kernels on this CPU";
+  {
+    Built b;
+    uint32_t y = conv1x1(b, b.input({1, 6, 7, 13}), 13, 69);
+    uint32_t s = b.op(T::LOGISTIC, {y});
+    b.output(b.op(T::MUL, {y, s, b.i32(0)}));
+    b.output(s);  // the sigmoid is read outside too
+    auto c = profiled_cpu(b, -3.f, 3.f);
+    EXPECT_EQ(nn_test::count_steps(c, "op 1 LOGISTIC [xnnpack]"), 1) << nn_test::step_labels(c);
+    EXPECT_EQ(nn_test::count_steps(c, "op 2 MUL [xnnpack]"), 1) << nn_test::step_labels(c);
+  }
+  {
+    Built b;
+    uint32_t y = conv1x1(b, b.input({1, 6, 7, 13}), 13, 71);
+    b.output(b.op(T::MUL, {y, b.op(T::LOGISTIC, {y}), b.i32(3)}));  // MUL's own RELU6
+    auto c = profiled_cpu(b, -3.f, 3.f);
+    EXPECT_EQ(nn_test::count_steps(c, "op 1 LOGISTIC [xnnpack]"), 1) << nn_test::step_labels(c);
+    EXPECT_EQ(nn_test::count_steps(c, "op 2 MUL [xnnpack]"), 1) << nn_test::step_labels(c);
+  }
+}
+
+// Each fusion switch, off, leaves exactly its own pattern unfused while the others still
+// apply: a model with five patterns, one switch off at a time.
+TEST(CpuFusionPass, EachSwitchTurnsOffItsOwnPassOnly) {
+  if (!has_native()) GTEST_SKIP() << "no native kernels on this CPU";
+  Built b;
+  const uint32_t c = 16;
+  uint32_t x = b.input({1, 32, 32, c});
+  // expand (1x1 to 96) + depthwise 3x3 on 48x48: 884 KB between them, over the 512 KB
+  // below which expand_depthwise leaves them apart.
+  uint32_t big = b.input({1, 48, 48, c});
+  uint32_t e = b.op(T::CONV_2D, {big, b.constant({96, 1, 1, c}, 81), b.constant({96}, 82), b.i32(1), b.i32(1),
+                                 b.i32(1), b.i32(3)});
+  uint32_t dw = b.op(T::DEPTHWISE_CONV_2D, {e, b.constant({1, 3, 3, 96}, 83), b.constant({96}, 84), b.i32(1),
+                                            b.i32(1), b.i32(1), b.i32(1), b.i32(3)});
+  b.output(dw);
+  // add + global mean
+  uint32_t sum = b.op(T::ADD, {x, b.input({1, 32, 32, c}), b.i32(0)});
+  b.output(b.op(T::MEAN, {sum, b.ints({1, 2}), b.i32(1)}));
+  // SE gate into a pointwise conv
+  uint32_t gate = b.input({1, 1, 1, c});
+  b.output(conv1x1(b, b.op(T::MUL, {x, gate, b.i32(0)}), c, 85));
+  // pointwise conv after a resize
+  uint32_t up = b.op(T::RESIZE_BILINEAR, {x, b.i32(64), b.i32(64), b.boolean(false), b.boolean(false),
+                                          b.boolean(true)});
+  b.output(conv1x1(b, up, c, 87));
+  // swish epilogue
+  uint32_t y = conv1x1(b, x, c, 89);
+  b.output(b.op(T::MUL, {y, b.op(T::LOGISTIC, {y}), b.i32(0)}));
+
+  auto steps_with = [&](const nn::CpuOptions& cpu) { return profiled_cpu(b, -1.f, 1.f, cpu); };
+  const auto all = steps_with({});
+  // `reappears` gets a step of its own (and `extra` steps are added in all) with `cpu`.
+  auto unfused = [&](const nn::CpuOptions& cpu, const std::string& reappears, size_t extra = 1) {
+    const auto off = steps_with(cpu);
+    EXPECT_EQ(nn_test::count_steps(all, reappears), 0) << nn_test::step_labels(all);
+    EXPECT_EQ(nn_test::count_steps(off, reappears), 1) << nn_test::step_labels(off);
+    EXPECT_EQ(off.steps.size(), all.steps.size() + extra) << "one pattern unfused: " << nn_test::step_labels(off);
+  };
+  nn::CpuOptions o;
+  o.expand_depthwise = false;
+  unfused(o, "DEPTHWISE_CONV_2D");
+  o = {};
+  o.add_mean = false;
+  unfused(o, "MEAN");
+  o = {};
+  o.se_fusion = false;
+  unfused(o, "op 4 MUL");
+  o = {};
+  o.conv_before_resize = false;
+  unfused(o, "RESIZE_BILINEAR");
+  o = {};
+  o.swish_epilogue = false;
+  unfused(o, "LOGISTIC", 2);  // and its MUL
+}
+
+}  // namespace
