@@ -222,6 +222,7 @@ TEST(QuantizeCpu, Int8OpsOnXnnpackMatchTheReferenceWithinOneStep) {
     for (const char* d : {"reference", "cpu"}) {
       SessionOptions so;
       so.delegates = {d};
+      so.cpu.native_int8 = false;  // XNNPACK's lowering under test (native_int8_test has ours)
       auto s = Session::open(op, so);
       ASSERT_TRUE(s.is_ok()) << s.status().to_string();
       ASSERT_TRUE((*s)->set_input(0, x.data(), x.size()).is_ok());

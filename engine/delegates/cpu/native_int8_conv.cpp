@@ -306,12 +306,9 @@ class Int8PointwiseConv final : public NativeDataOp {
   }
   const char* kernel() const override { return name_.c_str(); }
   void run(const NativeDataArgs& args) const override {
-    [[maybe_unused]] const std::span<const void* const> inputs(args.inputs);
-    [[maybe_unused]] void* output = args.output;
-    [[maybe_unused]] pthreadpool_t pool = args.pool;
-    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output)};
     const size_t per = gemm_->rows_per_task();
-    for_each_row(pool, (pixels_ + per - 1) / per, &Int8PointwiseConv::task, &t);
+    for_each_row(args.pool, (pixels_ + per - 1) / per, &Int8PointwiseConv::task, &t);
   }
 
  private:
@@ -351,12 +348,9 @@ class Int8WindowConv final : public NativeDataOp {
   }
   const char* kernel() const override { return name_.c_str(); }
   void run(const NativeDataArgs& args) const override {
-    [[maybe_unused]] const std::span<const void* const> inputs(args.inputs);
-    [[maybe_unused]] void* output = args.output;
-    [[maybe_unused]] pthreadpool_t pool = args.pool;
-    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output)};
     const size_t pixels = size_t(s_.batch) * s_.out_h * s_.out_w, per = gemm_->rows_per_task();
-    for_each_row(pool, (pixels + per - 1) / per, &Int8WindowConv::task, &t);
+    for_each_row(args.pool, (pixels + per - 1) / per, &Int8WindowConv::task, &t);
   }
 
  private:
@@ -446,11 +440,8 @@ class Int8Depthwise final : public NativeDataOp {
   }
   const char* kernel() const override { return name_.c_str(); }
   void run(const NativeDataArgs& args) const override {
-    [[maybe_unused]] const std::span<const void* const> inputs(args.inputs);
-    [[maybe_unused]] void* output = args.output;
-    [[maybe_unused]] pthreadpool_t pool = args.pool;
-    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
-    for_each_row(pool, size_t(s_.batch) * s_.out_h, &Int8Depthwise::row, &t);
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output)};
+    for_each_row(args.pool, size_t(s_.batch) * s_.out_h, &Int8Depthwise::row, &t);
   }
 
  private:
@@ -599,11 +590,8 @@ class Int8TiledDeconv final : public NativeDataOp {
   }
   const char* kernel() const override { return name_.c_str(); }
   void run(const NativeDataArgs& args) const override {
-    [[maybe_unused]] const std::span<const void* const> inputs(args.inputs);
-    [[maybe_unused]] void* output = args.output;
-    [[maybe_unused]] pthreadpool_t pool = args.pool;
-    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
-    for_each_row(pool, batch_ * in_h_, &Int8TiledDeconv::task, &t);
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output)};
+    for_each_row(args.pool, batch_ * in_h_, &Int8TiledDeconv::task, &t);
   }
 
  private:

@@ -167,13 +167,10 @@ class Int8Mul final : public NativeDataOp {
   }
 
   void run(const NativeDataArgs& args) const override {
-    [[maybe_unused]] const std::span<const void* const> inputs(args.inputs);
-    [[maybe_unused]] void* output = args.output;
-    [[maybe_unused]] pthreadpool_t pool = args.pool;
     Task t{this,
-           static_cast<const int8_t*>(inputs[0]),
-           static_cast<const int8_t*>(inputs[1]),
-           static_cast<int8_t*>(output),
+           static_cast<const int8_t*>(args.inputs[0]),
+           static_cast<const int8_t*>(args.inputs[1]),
+           static_cast<int8_t*>(args.output),
            {},
            0};
     if (per_channel_) {
@@ -181,7 +178,7 @@ class Int8Mul final : public NativeDataOp {
       for (size_t c = 0; c < channels_; ++c) t.gate[c] = int32_t(t.b[c]) - zb_;
     }
     const size_t rows = chunk_count(pixels_, channels_, &t.per_chunk);
-    for_each_row(pool, rows, &Int8Mul::chunk, &t);
+    for_each_row(args.pool, rows, &Int8Mul::chunk, &t);
   }
 
  private:
@@ -299,12 +296,9 @@ class Int8Table final : public NativeDataOp {
   }
 
   void run(const NativeDataArgs& args) const override {
-    [[maybe_unused]] const std::span<const void* const> inputs(args.inputs);
-    [[maybe_unused]] void* output = args.output;
-    [[maybe_unused]] pthreadpool_t pool = args.pool;
-    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output), 0};
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output), 0};
     const size_t rows = chunk_count(count_, 1, &t.per_chunk);
-    for_each_row(pool, rows, &Int8Table::chunk, &t);
+    for_each_row(args.pool, rows, &Int8Table::chunk, &t);
   }
 
  private:
@@ -366,11 +360,8 @@ class Int8Mean final : public NativeDataOp {
   }
 
   void run(const NativeDataArgs& args) const override {
-    [[maybe_unused]] const std::span<const void* const> inputs(args.inputs);
-    [[maybe_unused]] void* output = args.output;
-    [[maybe_unused]] pthreadpool_t pool = args.pool;
-    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
-    for_each_row(pool, batch_ * ((channels_ + 63) / 64), &Int8Mean::chunk, &t);
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output)};
+    for_each_row(args.pool, batch_ * ((channels_ + 63) / 64), &Int8Mean::chunk, &t);
   }
 
  private:
@@ -464,11 +455,8 @@ class Int8Resize final : public NativeDataOp {
   }
 
   void run(const NativeDataArgs& args) const override {
-    [[maybe_unused]] const std::span<const void* const> inputs(args.inputs);
-    [[maybe_unused]] void* output = args.output;
-    [[maybe_unused]] pthreadpool_t pool = args.pool;
-    Task t{this, static_cast<const int8_t*>(inputs[0]), static_cast<int8_t*>(output)};
-    for_each_row(pool, batch_ * out_h_, &Int8Resize::row, &t);
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output)};
+    for_each_row(args.pool, batch_ * out_h_, &Int8Resize::row, &t);
   }
 
  private:
