@@ -103,23 +103,12 @@ Range type_range(OperandType type) {
 }
 
 Range activation_range(int32_t fuse_code, const Operand& output) {
+  // fuse_code_range() quantized: the float clamp's bounds, rounded onto the output's grid.
   Range r = type_range(output.type);
-  auto quantize = [&](float f) { return output.zero_point + static_cast<int32_t>(std::round(f / output.scale)); };
-  switch (static_cast<FuseCode>(fuse_code)) {
-    case FuseCode::RELU:
-      r.lo = std::max(r.lo, quantize(0.f));
-      break;
-    case FuseCode::RELU1:
-      r.lo = std::max(r.lo, quantize(-1.f));
-      r.hi = std::min(r.hi, quantize(1.f));
-      break;
-    case FuseCode::RELU6:
-      r.lo = std::max(r.lo, quantize(0.f));
-      r.hi = std::min(r.hi, quantize(6.f));
-      break;
-    case FuseCode::NONE:
-      break;
-  }
+  const ActivationRange f = fuse_code_range(fuse_code);
+  auto quantize = [&](float v) { return output.zero_point + static_cast<int32_t>(std::round(v / output.scale)); };
+  if (std::isfinite(f.lo)) r.lo = std::max(r.lo, quantize(f.lo));
+  if (std::isfinite(f.hi)) r.hi = std::min(r.hi, quantize(f.hi));
   return r;
 }
 

@@ -28,7 +28,6 @@ class RangeObserver {
   float min() const { return min_; }
   float max() const { return max_; }
   uint64_t count() const { return count_; }
-  double bin_width() const { return width_; }
   const std::vector<uint64_t>& positive() const { return pos_; }
   const std::vector<uint64_t>& negative() const { return neg_; }
 

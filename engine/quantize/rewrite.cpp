@@ -4,7 +4,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
+#include "ops/activation.h"
 #include "ops/conv_util.h"
 
 namespace nn::quantize {
@@ -400,11 +402,9 @@ Result<Model> fold_activations(const Model& f) {
   std::vector<bool> removed(m.operations.size(), false);
   for (size_t k = 0; k < m.operations.size(); ++k) {
     const Operation act = m.operations[k];
-    int32_t code = 0;
-    if (act.type == T::RELU) code = 1;
-    else if (act.type == T::RELU1) code = 2;
-    else if (act.type == T::RELU6) code = 3;
-    else continue;
+    const std::optional<FuseCode> fuse = clamp_activation_code(act.type);
+    if (!fuse) continue;
+    const int32_t code = static_cast<int32_t>(*fuse);
     const uint32_t t = act.inputs[0];
     if (readers[t] != 1 || producer[t] < 0) continue;
     Operation& p = m.operations[static_cast<size_t>(producer[t])];

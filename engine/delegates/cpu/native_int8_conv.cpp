@@ -35,6 +35,16 @@
 namespace nn::cpu {
 namespace {
 
+// Per-output-channel NNAPI fixed-point multipliers: these kernels implement NNAPI's
+// requantization only (the CPU delegate gives them no op under Requantization::kFp32).
+std::vector<quant::Multiplier> nnapi_multipliers(const Operand& in, const Operand& filter, const Operand& out,
+                                                 size_t channels) {
+  std::vector<quant::Multiplier> m;
+  for (const quant::Requantizer& r : quant::conv_requantizers(Requantization::kNnapi, in, filter, out, channels))
+    m.push_back(r.fixed);
+  return m;
+}
+
 using T = OperationType;
 constexpr OperandType kQ8 = OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
 constexpr OperandType kPerChannel = OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL;
@@ -667,9 +677,7 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
     shape.stride_h = p->stride_h, shape.stride_w = p->stride_w;
     shape.dilation_h = p->dilation_h, shape.dilation_w = p->dilation_w;
     shape.pad_top = p->pad_top, shape.pad_left = p->pad_left;
-    std::vector<quant::Multiplier> per_channel;  // NNAPI's fixed point (the kernels implement no other mode)
-  for (const quant::Requantizer& r : quant::conv_requantizers(Requantization::kNnapi, in, filter, out, c))
-    per_channel.push_back(r.fixed);
+    const std::vector<quant::Multiplier> per_channel = nnapi_multipliers(in, filter, out, c);
     for (const quant::Multiplier& mu : per_channel)
       if (mu.shift > 0) return no("a requantization multiplier above 1");
     return std::make_unique<Int8Depthwise>(shape, w, bias, per_channel, in.zero_point, out.zero_point,
@@ -679,9 +687,7 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
     return no("per-channel axis is not 0");
   const size_t out_c = filter.dims[0], kh = filter.dims[1], kw = filter.dims[2], in_c = filter.dims[3];
   if (in_c != in.dims[3] || out_c != out.dims[3]) return no("filter / tensor channels differ");
-  std::vector<quant::Multiplier> per_channel;  // NNAPI's fixed point (the kernels implement no other mode)
-  for (const quant::Requantizer& r : quant::conv_requantizers(Requantization::kNnapi, in, filter, out, out_c))
-    per_channel.push_back(r.fixed);
+  const std::vector<quant::Multiplier> per_channel = nnapi_multipliers(in, filter, out, out_c);
   for (const quant::Multiplier& mu : per_channel)
     if (mu.shift > 0) return no("a requantization multiplier above 1");
   const quant::Range range = quant::activation_range(p->fuse, out);

@@ -107,9 +107,6 @@ class NativeConv final : public NativeOp {
              const NativeIsa& isa = NativeIsa::best());
   void run(const NativeArgs& args) const override;
 
-  // A 1x1, stride 1, unpadded conv reads the input as the GEMM's A matrix (no im2col).
-  bool is_pointwise() const { return pointwise_; }
-
   // Pointwise convs only: from now on run() computes the conv of input * gate (+ gate_sum)
   // (NativeArgs), the tail of a squeeze-and-excitation block (MUL by the gate, then maybe
   // the ADD of a skip tensor). Without a sum the gate goes into a copy of the weights each
