@@ -196,9 +196,9 @@ int quantize_stream(const nn::StreamDescription& desc, std::vector<std::shared_p
 int convert_stream(const std::vector<std::string>& inputs, const std::string& stream_path, std::string output,
                    const QuantizeArgs& qa, bool quiet) {
   auto desc = nn::parse_stream_toml(stream_path);
-  if (!desc) {
+  if (!desc) {  // the file is there (checked at parse) but is not a stream description
     std::fprintf(stderr, "nnconvert: %s\n", desc.status().to_string().c_str());
-    return 2;
+    return 1;
   }
   if (desc->stages.size() != inputs.size()) {
     std::fprintf(stderr, "nnconvert: %s describes %zu stages, %zu models given\n", stream_path.c_str(),

@@ -162,6 +162,14 @@ TEST_F(ToolCli, FailuresExitOneAndNameTheFileOnce) {
     EXPECT_EQ(r.exit_code, 1) << r.err;
     EXPECT_EQ(count(r.err, bad_model), 1u) << r.err;
   }
+  // A stream description that is there but is not TOML: 1, like any file that is wrong.
+  const std::string bad_toml = (dir_ / "not-a-stream.toml").string();
+  std::ofstream(bad_toml) << "rate = [";
+  ToolRun stream = run("nnconvert", "'" + selfie() + "' --stream '" + bad_toml + "' -o '" +
+                                        (dir_ / "s.nnapi").string() + "'");
+  EXPECT_EQ(stream.exit_code, 1) << stream.err;
+  EXPECT_NE(stream.err.find(bad_toml), std::string::npos) << stream.err;
+  EXPECT_FALSE(fs::exists(dir_ / "s.nnapi"));
   // An image that cannot be read: once "x.jpg: cannot read image", not "x.jpg: x.jpg: ...",
   // and without OpenCV's own "[ WARN ]" line.
   const std::string bad_image = (dir_ / "not-an-image.jpg").string();
