@@ -19,23 +19,11 @@ if [ ! -x "$build/graphs/nngraph" ] || [ ! -f "$build/plugins/libgstnnpipe.so" ]
   exit 0
 fi
 
-# The noise: three fire recordings from Debian's lincity-ng-data, sha256-checked.
-declare -A SHA256=(
-  [Fire1.wav]=db086d29d071a575ed3d9d3a5855f8cf15b803895cbf908bfb93d6d272999691
-  [Fire2.wav]=dcc262c5e403f21a6466f4a2b0394653010d44bf4cb9504776f190f247e347b2
-  [Fire3.wav]=34d56762ec15ce1c942f4d5307de218edcbfae894aab71fca69cfa8a02623c4c
-)
-verified() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "${SHA256[$(basename "$1")]}" ]; }
-if ! verified "$noise_dir/Fire1.wav" || ! verified "$noise_dir/Fire2.wav" || ! verified "$noise_dir/Fire3.wav"; then
-  echo "[demo-audio] apt-get download lincity-ng-data (the fire recordings)"
-  tmp="$(mktemp -d)"
-  (cd "$tmp" && apt-get download -q lincity-ng-data >/dev/null 2>&1 && dpkg-deb -x ./lincity-ng-data_*.deb x)
-  for f in Fire1.wav Fire2.wav Fire3.wav; do
-    cp "$tmp/x/usr/share/games/lincity-ng/sounds/$f" "$noise_dir/$f"
-    verified "$noise_dir/$f" || { echo "demo-audio: sha256 mismatch for $f from lincity-ng-data" >&2; exit 1; }
-  done
-  rm -rf "$tmp"
-fi
+# The noise: three fire recordings from Debian's lincity-ng-data, fetched and sha256-checked
+# by scripts/fetch-assets.sh (setup).
+for f in Fire1.wav Fire2.wav Fire3.wav; do
+  [ -f "$noise_dir/$f" ] || { echo "demo-audio: $noise_dir/$f missing: run scripts/setup.sh" >&2; exit 1; }
+done
 
 # Everything at the model's rate, mono, 16-bit: the soundtrack and the noise.
 to16k() {

@@ -73,5 +73,24 @@ if ! verified "$models/dtln_1.tflite" dtln_1.tflite || ! verified "$models/dtln_
 fi
 echo "[fetch-assets] DTLN stages and the LibriSpeech clip verified"
 
+# Noise for the denoise demo and nndenoise's int8 test: three fire recordings from Debian's
+# lincity-ng-data (GPL-2+), sha256-checked.
+SHA256[Fire1.wav]=db086d29d071a575ed3d9d3a5855f8cf15b803895cbf908bfb93d6d272999691
+SHA256[Fire2.wav]=dcc262c5e403f21a6466f4a2b0394653010d44bf4cb9504776f190f247e347b2
+SHA256[Fire3.wav]=34d56762ec15ce1c942f4d5307de218edcbfae894aab71fca69cfa8a02623c4c
+mkdir -p "$media/noise"
+if ! verified "$media/noise/Fire1.wav" Fire1.wav || ! verified "$media/noise/Fire2.wav" Fire2.wav ||
+   ! verified "$media/noise/Fire3.wav" Fire3.wav; then
+  echo "[fetch-assets] apt-get download lincity-ng-data (the fire recordings)"
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && apt-get download -q lincity-ng-data >/dev/null 2>&1 && dpkg-deb -x ./lincity-ng-data_*.deb x)
+  for f in Fire1.wav Fire2.wav Fire3.wav; do
+    cp "$tmp/x/usr/share/games/lincity-ng/sounds/$f" "$media/noise/$f"
+    verified "$media/noise/$f" "$f" || { echo "[fetch-assets] sha256 mismatch for $f from lincity-ng-data" >&2; rm -rf "$tmp"; exit 1; }
+  done
+  rm -rf "$tmp"
+fi
+echo "[fetch-assets] fire recordings verified"
+
 # PyTorch reference models + golden outputs (Debian's torch: /usr/bin/python3, not pyenv's).
 /usr/bin/python3 "$root/scripts/make_reference_models.py" --assets "$root/assets"
