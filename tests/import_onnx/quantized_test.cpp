@@ -470,13 +470,6 @@ std::vector<float> to_nchw(const std::vector<float>& y, int C, int H, int W) {
   return x;
 }
 
-std::vector<float> uniform(size_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
 
 // The op folded: `type` writes an int8 tensor, its quantized inputs are int8 too, and the
 // only QUANTIZE / DEQUANTIZE are the model's entries and exit.
@@ -562,7 +555,7 @@ TEST(OnnxQuantizedFolds, DepthwiseConvPerChannel) {
       EXPECT_FLOAT_EQ(f.channel_quant.scales[1], float(ws[1]));
       EXPECT_EQ(m.operands[op.inputs[2]].type, nn::OperandType::TENSOR_INT32);
     }
-  const std::vector<float> xin = uniform(size_t(C) * H * W, 5, -3.5f, 3.2f);
+  const std::vector<float> xin = nn_test::random_floats(size_t(C) * H * W, 5, -3.5f, 3.2f);
   std::vector<float> want(xin.size());
   for (int c = 0; c < C; ++c)
     for (int h = 0; h < H; ++h)
@@ -595,7 +588,7 @@ TEST(OnnxQuantizedFolds, ConcatOfDifferentScales) {
   ASSERT_TRUE(model.is_ok()) << model.status().to_string();
   const nn::Model& m = **model;
   expect_folded(m, OperationType::CONCATENATION, 2);
-  const std::vector<float> av = uniform(4, 8, -2.5f, 2.6f), cv = uniform(6, 9, -6.f, 5.f);
+  const std::vector<float> av = nn_test::random_floats(4, 8, -2.5f, 2.6f), cv = nn_test::random_floats(6, 9, -6.f, 5.f);
   std::vector<float> want;
   for (float v : av) want.push_back(fq(fq(v, 0.02f, -10), 0.04f, 3));
   for (float v : cv) want.push_back(fq(fq(v, 0.05f, 20), 0.04f, 3));
@@ -618,7 +611,7 @@ TEST(OnnxQuantizedFolds, Mul) {
   ASSERT_TRUE(model.is_ok()) << model.status().to_string();
   const nn::Model& m = **model;
   expect_folded(m, OperationType::MUL, 2);
-  const std::vector<float> av = uniform(12, 10, -3.f, 3.f), cv = uniform(12, 11, -1.4f, 2.2f);
+  const std::vector<float> av = nn_test::random_floats(12, 10, -3.f, 3.f), cv = nn_test::random_floats(12, 11, -1.4f, 2.2f);
   std::vector<float> want;
   for (size_t i = 0; i < av.size(); ++i) want.push_back(fq(fq(av[i], 0.03f, 5) * fq(cv[i], 0.015f, -30), 0.02f, -3));
   const double worst = steps_off(m, {av, cv}, want, 0.02f);
@@ -645,7 +638,7 @@ TEST(OnnxQuantizedFolds, AveragePool) {
   ASSERT_TRUE(model.is_ok()) << model.status().to_string();
   const nn::Model& m = **model;
   expect_folded(m, OperationType::AVERAGE_POOL_2D, 1);
-  const std::vector<float> xin = uniform(size_t(C) * H * W, 12, -5.f, 4.5f);
+  const std::vector<float> xin = nn_test::random_floats(size_t(C) * H * W, 12, -5.f, 4.5f);
   std::vector<float> want(size_t(C) * Ho * Wo);
   for (int c = 0; c < C; ++c)
     for (int h = 0; h < Ho; ++h)
@@ -680,7 +673,7 @@ void mean_test(const std::string& op_type) {
   ASSERT_TRUE(model.is_ok()) << model.status().to_string();
   const nn::Model& m = **model;
   expect_folded(m, OperationType::MEAN, 1);
-  const std::vector<float> xin = uniform(size_t(C) * H * W, 13, -4.f, 7.f);
+  const std::vector<float> xin = nn_test::random_floats(size_t(C) * H * W, 13, -4.f, 7.f);
   std::vector<float> want(C);
   for (int c = 0; c < C; ++c) {
     double acc = 0;
@@ -707,7 +700,7 @@ TEST(OnnxQuantizedFolds, HardSwish) {
   ASSERT_TRUE(model.is_ok()) << model.status().to_string();
   const nn::Model& m = **model;
   expect_folded(m, OperationType::HARD_SWISH, 1);
-  const std::vector<float> xin = uniform(16, 14, -5.f, 5.5f);
+  const std::vector<float> xin = nn_test::random_floats(16, 14, -5.f, 5.5f);
   std::vector<float> want;
   for (float v : xin) {
     const float q = fq(v, 0.05f, 2);
@@ -744,7 +737,7 @@ TEST(OnnxQuantizedFolds, ResizeBilinear) {
   ASSERT_TRUE(model.is_ok()) << model.status().to_string();
   const nn::Model& m = **model;
   expect_folded(m, OperationType::RESIZE_BILINEAR, 1);
-  const std::vector<float> xin = uniform(size_t(C) * H * W, 15, -3.5f, 3.6f);
+  const std::vector<float> xin = nn_test::random_floats(size_t(C) * H * W, 15, -3.5f, 3.6f);
   auto src = [](int o, int n) {  // half-pixel source coordinate, clamped to the image
     const float v = std::clamp((o + 0.5f) / 2.f - 0.5f, 0.f, float(n - 1));
     const int lo = int(std::floor(v));

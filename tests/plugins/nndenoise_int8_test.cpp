@@ -30,26 +30,7 @@ std::vector<float> decode(const std::string& path, const std::string& denoise_mo
   if (!denoise_model.empty()) line += "nndenoise model=\"" + denoise_model + "\" ! audioconvert ! "
                                       "audio/x-raw,format=F32LE,channels=1 ! ";
   line += "appsink name=sink sync=false";
-  GError* err = nullptr;
-  GstElement* pipe = gst_parse_launch(line.c_str(), &err);
-  EXPECT_NE(pipe, nullptr) << (err ? err->message : "");
-  if (!pipe) return {};
-  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipe), "sink");
-  gst_element_set_state(pipe, GST_STATE_PLAYING);
-  std::vector<float> out;
-  while (GstSample* sample = gst_app_sink_pull_sample(GST_APP_SINK(sink))) {
-    GstBuffer* b = gst_sample_get_buffer(sample);
-    GstMapInfo map;
-    gst_buffer_map(b, &map, GST_MAP_READ);
-    const float* p = reinterpret_cast<const float*>(map.data);
-    out.insert(out.end(), p, p + map.size / sizeof(float));
-    gst_buffer_unmap(b, &map);
-    gst_sample_unref(sample);
-  }
-  gst_element_set_state(pipe, GST_STATE_NULL);
-  gst_object_unref(sink);
-  gst_object_unref(pipe);
-  return out;
+  return nn_gst_test::pull_f32(line);
 }
 
 // speech + noise (looped) at snr_db over the whole clip.

@@ -4,7 +4,9 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
+#include <gst/app/gstappsink.h>
 #include <gst/check/gstharness.h>
 #include <gst/gst.h>
 #include <gst/video/video.h>
@@ -16,6 +18,32 @@
 #include "test_support.h"
 
 namespace nn_gst_test {
+
+// Plays `launch` (a pipeline ending in F32 audio into `appsink name=sink`) to EOS and returns
+// every sample it delivered; empty (and a test failure) when the line does not parse.
+inline std::vector<float> pull_f32(const std::string& launch) {
+  GError* err = nullptr;
+  GstElement* pipe = gst_parse_launch(launch.c_str(), &err);
+  EXPECT_NE(pipe, nullptr) << (err ? err->message : "");
+  if (err) g_error_free(err);
+  if (!pipe) return {};
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipe), "sink");
+  gst_element_set_state(pipe, GST_STATE_PLAYING);
+  std::vector<float> out;
+  while (GstSample* sample = gst_app_sink_pull_sample(GST_APP_SINK(sink))) {
+    GstBuffer* b = gst_sample_get_buffer(sample);
+    GstMapInfo map;
+    gst_buffer_map(b, &map, GST_MAP_READ);
+    const float* p = reinterpret_cast<const float*>(map.data);
+    out.insert(out.end(), p, p + map.size / sizeof(float));
+    gst_buffer_unmap(b, &map);
+    gst_sample_unref(sample);
+  }
+  gst_element_set_state(pipe, GST_STATE_NULL);
+  gst_object_unref(sink);
+  gst_object_unref(pipe);
+  return out;
+}
 
 inline std::string model_path() {
   return nn_test::asset("models/selfie_segmentation.tflite");
