@@ -13,7 +13,7 @@ float64 PyTorch for ONNX models; for TFLite models how far the reference kernels
 moves when each input value moves by one ulp (pose_landmark_*'s 256x256 segmentation logits
 move by 1e-4 to 7e-4: every float32 kernel order lands that far apart); the ops left
 on reference kernels inside the CPU delegate (nnrun --explain); our latency and ONNX
-Runtime's on the same ONNX file at 1 and 2 threads, alternating for --rounds rounds (median
+Runtime's on the same ONNX file (for TFLite models, the file nnexport writes) at 1 and 2 threads, alternating for --rounds rounds (median
 of the rounds' medians).
 
 Usage: /usr/bin/python3 bench/zoo.py [--models resnet18,hand_landmark_full,...] [--families tflite]
@@ -177,6 +177,17 @@ def nnrun(model, args, threads=1, env=None):
     return json.loads(out[out.find("{"):])
 
 
+def export_onnx(name, model):
+    """A TFLite model as ONNX (nnexport: the same graph, NCHW inside) for ORT; None if it cannot."""
+    out = os.path.join(ZOO, name, "model.onnx")
+    if not os.path.exists(out):
+        r = sh([os.path.join(ROOT, "build", "engine", "nnexport"), model, "-o", out, "-q"])
+        if r.returncode != 0:
+            print(f"  {name}: nnexport failed, no ORT figure: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
+            return None
+    return out
+
+
 def ort_ms(onnx, threads, runs):
     r = sh(["node", os.path.join(PEERS, "ort_bench.js"), onnx, str(threads), str(runs), "5"])
     if r.returncode != 0:
@@ -237,7 +248,7 @@ def check_and_time(name, family, arg, a):
         refs = load_outputs(out_dir + "/ref")
     row["rel_error"] = max(rel_error(o, r) for o, r in zip(ours, refs))
     row["ok"] = row["rel_error"] <= row["tolerance"]
-    onnx = model if model.endswith(".onnx") else None
+    onnx = model if model.endswith(".onnx") else export_onnx(name, model)
     times = {("nn", 1): [], ("nn", 2): [], ("ort", 1): [], ("ort", 2): []}
     for _ in range(a.rounds):
         for t in (1, 2):
