@@ -11,6 +11,7 @@
 #include <new>
 
 #include "import/tflite/tflite_converter.h"
+#include "passes/fold_pad.h"
 #include "ir/sha256.h"
 #include "nn/image/preprocess.h"
 #include "nn/import/import.h"
@@ -502,6 +503,10 @@ Result<std::shared_ptr<Model>> import_buffer(std::span<const uint8_t> bytes, con
     if (!s.is_ok()) return s.with_context(where);
     s = converter.check_declared_shapes();
     if (!s.is_ok()) return s.with_context(where);
+    if (fold_pad_into_conv(*model) > 0) {  // Keras' ZeroPadding2D before a conv: the conv's own padding
+      s = model->validate_and_infer_shapes();
+      if (!s.is_ok()) return s.with_context(where + ": after folding PAD into convolutions");
+    }
   } catch (const std::bad_alloc&) {
     return Status(StatusCode::kOutOfMemory, where + ": out of memory while importing");
   }
