@@ -206,6 +206,13 @@ def rel_error(a, b):
     return float(np.abs(a.astype(np.float64) - b).max() / max(np.abs(b).max(), 1e-30))
 
 
+def model_gflop(model, io):
+    """The model's multiply-adds x 2 as nnrun --profile counts them (its 'total (X GFLOP)' line)."""
+    r = sh([NNRUN, model, "-d", "cpu", "--threads", "1", "--runs", "1", "--warmup", "0", "--profile"] + io)
+    m = re.search(r"total \(([0-9.]+) GFLOP\)", r.stdout + r.stderr)
+    return float(m.group(1)) if m else None
+
+
 def reference_ops(plan):
     """Ops the CPU delegate left on reference kernels, from --explain's 'cpu kernels' lines."""
     for line in plan.splitlines():
@@ -240,6 +247,7 @@ def check_and_time(name, family, arg, a):
     m = re.search(r"partition 0: \w+, (\d+) ops", info["plan"])
     row["ops"] = int(m.group(1)) if m else None
     row["ref_ops"], row["ref_list"] = reference_ops(info["plan"])
+    row["gflop"] = model_gflop(model, io)
     ours = load_outputs(out_dir + "/cpu")
     if ref:
         import numpy as np
@@ -278,21 +286,25 @@ def fmt(v, spec):
     return format(v, spec) if v is not None else "n/a"
 
 
+def speedup(r):
+    return fmt(r["nn1_ms"] / r["nn2_ms"], ".2f") + "x" if r.get("nn1_ms") and r.get("nn2_ms") else "n/a"
+
+
 def table(rows):
-    lines = ["| model | family | ops | max rel. error (tolerance) | ops on reference kernels | "
-             "ours 1T ms | ORT 1T ms | ours/ORT 1T | ours 2T ms | ORT 2T ms | ours/ORT 2T |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | family | ops | GFLOP | max rel. error (tolerance) | ops on reference kernels | "
+             "ours 1T ms | ORT 1T ms | ours/ORT 1T | ours 2T ms | ORT 2T ms | ours/ORT 2T | ours 1T/2T |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | {r['family']} | FAILED: {r['error']} |||||||||")
+            lines.append(f"| {r['model']} | {r['family']} | FAILED: {r['error']} |||||||||||")
             continue
         ratio = lambda t: (fmt(r[f"nn{t}_ms"] / r[f"ort{t}_ms"], ".2f")
                            if r.get(f"ort{t}_ms") and r.get(f"nn{t}_ms") else "n/a")
         lines.append(
-            f"| {r['model']} | {r['family']} | {r['ops']} | {r['rel_error']:.1e} ({r['tolerance']:.0e})"
+            f"| {r['model']} | {r['family']} | {r['ops']} | {fmt(r.get('gflop'), '.2f')} | {r['rel_error']:.1e} ({r['tolerance']:.0e})"
             f"{'' if r['ok'] else ' **over**'} | {r['ref_ops']}{' (' + summarize(r['ref_list']) + ')' if r['ref_ops'] else ''} | "
             f"{fmt(r['nn1_ms'], '.2f')} | {fmt(r['ort1_ms'], '.2f')} | {ratio(1)} | "
-            f"{fmt(r['nn2_ms'], '.2f')} | {fmt(r['ort2_ms'], '.2f')} | {ratio(2)} |")
+            f"{fmt(r['nn2_ms'], '.2f')} | {fmt(r['ort2_ms'], '.2f')} | {ratio(2)} | {speedup(r)} |")
     ratios = {t: [r[f"nn{t}_ms"] / r[f"ort{t}_ms"] for r in rows
                   if "error" not in r and r.get(f"ort{t}_ms") and r.get(f"nn{t}_ms")] for t in (1, 2)}
     if ratios[1]:
@@ -301,6 +313,14 @@ def table(rows):
         lines.append("")
         lines.append(f"Geometric mean of ours/ORT over the {len(ratios[1])} models ORT runs: "
                      + ", ".join(f"{gm[t]:.2f} at {t} thread{'s' if t > 1 else ''}" for t in gm) + ".")
+        over = [f"{r['model']} ({t}T {r[f'nn{t}_ms'] / r[f'ort{t}_ms']:.2f})" for r in rows if "error" not in r
+                for t in (1, 2) if r.get(f"ort{t}_ms") and r.get(f"nn{t}_ms") and r[f"nn{t}_ms"] > r[f"ort{t}_ms"]]
+        lines.append("")
+        lines.append("Slower than ORT: " + (", ".join(over) if over else "none") + ".")
+    slow = [f"{r['model']} ({speedup(r)})" for r in rows if "error" not in r and (r.get("gflop") or 0) > 0.3
+            and r.get("nn1_ms") and r.get("nn2_ms") and r["nn1_ms"] / r["nn2_ms"] < 1.7]
+    lines.append("")
+    lines.append("Over 0.3 GFLOP with 2 threads less than 1.7x faster than 1: " + (", ".join(slow) if slow else "none") + ".")
     return "\n".join(lines)
 
 
