@@ -114,6 +114,7 @@ constexpr double kG2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 
 // One block's buffers stay in L2 (Zen 4: 1 MB per core, shared with the weights' panels
 // the GEMMs stream).
 constexpr size_t kBlockBytes = size_t(384) << 10;
+constexpr size_t kFilterBytesInL2 = size_t(1) << 20;
 
 }  // namespace
 
@@ -138,9 +139,14 @@ NativeWinograd::NativeWinograd(const NativeConvShape& shape, const float* filter
   tiles_h_ = (shape.out_h + m_ - 1) / m_, tiles_w_ = (shape.out_w + m_ - 1) / m_;
   tiles_ = size_t(shape.batch) * tiles_h_ * tiles_w_;
   // Tiles per block: what fits kBlockBytes in whole micro-tiles of GEMM rows, at least one
-  // micro-tile; fewer where that leaves a thread without a block.
+  // micro-tile. Each block streams all (m + 2)^2 transformed filters: where those outgrow
+  // L2, at least 16 tiles (256 output pixels for F(4x4)) read them per pass, so they cost
+  // no more per pixel than the direct conv's 64-pixel tiles reading a quarter the bytes.
+  // Fewer where that leaves a thread without a block.
   const size_t per_tile = points * (in_pad_ + out_pad_) * sizeof(float);
   size_t block = std::max(rows, kBlockBytes / per_tile / rows * rows);
+  if (points * shape.in_c * shape.out_c * sizeof(float) > kFilterBytesInL2)
+    block = std::max(block, (size_t(16) + rows - 1) / rows * rows);
   const size_t per_slot = (tiles_ + slots_ - 1) / slots_;
   block = std::min(block, (per_slot + rows - 1) / rows * rows);
   block_ = std::max<size_t>(1, std::min(block, tiles_));
@@ -248,10 +254,15 @@ void NativeWinograd::run(const NativeArgs& args) const {
 }
 
 bool winograd_pays(const NativeConvShape& s, int threads) {
-  // Placeholder bounds, replaced by the measured rule below.
   const size_t tiles = size_t(s.batch) * ((s.out_h + 3) / 4) * ((s.out_w + 3) / 4);
-  return NativeWinograd::supports(s) && s.in_c >= 16 && s.out_c >= 16 &&
-         tiles >= size_t(8) * std::max(1, threads);
+  const size_t in_c = s.in_c, out_c = s.out_c;
+  // Below 16 channels the vectors and the GEMMs' panels run part empty (not measured). A
+  // 16-column GEMM on a long input (out_c 16, in_c >= 64) lost to the direct conv's k = 9 in_c
+  // (0.86-0.95 on AVX-512). Every tile streams the transformed filters, 36 in_c out_c floats:
+  // a map with few tiles per thread for its filters (512 -> 256 or -> 512 at 7x7, 512 -> 512
+  // at 14x14 on 2 threads, each thread streaming all 37 MB) lost or tied.
+  return NativeWinograd::supports(s) && in_c >= 16 && out_c >= 16 && (out_c >= 32 || in_c <= 32) &&
+         tiles * 16384 >= in_c * out_c * size_t(std::max(1, threads));
 }
 
 }  // namespace nn::cpu

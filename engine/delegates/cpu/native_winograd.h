@@ -45,9 +45,10 @@ class NativeWinograd final : public NativeOp {
   std::unique_ptr<PackedGemm> gemm_;  // (m + 2)^2 transformed filters, in_c x out_c each
 };
 
-// Where F(4x4, 3x3) beats NativeConv's implicit GEMM (measured per shape on Zen 4, 1 and 2
-// threads: bench/README.md): enough 4x4 output tiles per thread to fill the GEMMs' rows,
-// and channels enough that the GEMMs, not the transforms, dominate.
+// Where F(4x4, 3x3) beats NativeConv's implicit GEMM, measured per shape (nnwinograd:
+// in/out channels 16..512, maps 7x7..112x112, 1 and 2 threads, AVX-512 and AVX2;
+// bench/README.md): 16 channels or more in and out; out_c >= 32 unless in_c <= 32; and at
+// least one 4x4 output tile per thread per 16384 (in_c x out_c) filter pairs.
 bool winograd_pays(const NativeConvShape& s, int threads);
 
 }  // namespace nn::cpu
