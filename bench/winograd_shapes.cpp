@@ -80,7 +80,8 @@ int main(int argc, char** argv) {
               best[k] = std::min(best[k], t), spent += t;
             }
           std::printf(
-              "{\"threads\": %u, \"size\": %u, \"in_c\": %u, \"out_c\": %u, \"direct_ms\": %.4f, \"f4_ms\": %.4f, "
+              "{\"threads\": %u, \"size\": %u, \"in_c\": %u, \"out_c\": %u, \"direct_ms\": %.4f, \"f4_ms\": "
+              "%.4f, "
               "\"f2_ms\": %.4f, \"f4_speedup\": %.3f, \"f2_speedup\": %.3f, \"pays\": %s}\n",
               threads, size, in_c, out_c, best[0] * 1e3, best[1] * 1e3, best[2] * 1e3, best[0] / best[1],
               best[0] / best[2], nn::cpu::winograd_pays(s, int(threads)) ? "true" : "false");

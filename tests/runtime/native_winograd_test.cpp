@@ -31,13 +31,20 @@ bool has_avx512() {
 enum class Stage { kNone, kRelu, kRelu6, kHardSwish, kResidual, kResidualRelu, kSwish };
 const char* stage_name(Stage s) {
   switch (s) {
-    case Stage::kNone: return "none";
-    case Stage::kRelu: return "relu";
-    case Stage::kRelu6: return "relu6";
-    case Stage::kHardSwish: return "hard_swish";
-    case Stage::kResidual: return "residual";
-    case Stage::kResidualRelu: return "residual+relu";
-    case Stage::kSwish: return "swish";
+    case Stage::kNone:
+      return "none";
+    case Stage::kRelu:
+      return "relu";
+    case Stage::kRelu6:
+      return "relu6";
+    case Stage::kHardSwish:
+      return "hard_swish";
+    case Stage::kResidual:
+      return "residual";
+    case Stage::kResidualRelu:
+      return "residual+relu";
+    case Stage::kSwish:
+      return "swish";
   }
   return "?";
 }
@@ -112,7 +119,8 @@ std::vector<float> direct(const NativeConvShape& s, const Data& d, const Epilogu
 }
 
 // Runs op on a NaN-filled scratch (its contents are undefined on entry).
-std::vector<float> run(const NativeWinograd& op, const Data& d, const Epilogue& e, size_t n, pthreadpool_t pool) {
+std::vector<float> run(const NativeWinograd& op, const Data& d, const Epilogue& e, size_t n,
+                       pthreadpool_t pool) {
   std::vector<float> out(n + 16, -7.f);
   const size_t scratch_floats = op.scratch_bytes() / sizeof(float) + 16;
   auto scratch = nn::cpu::allocate_floats(scratch_floats);
@@ -166,7 +174,8 @@ double check_cases(const std::vector<Case>& cases, const NativeIsa& isa, uint32_
     const std::vector<float> two = run(op, d, e, want.size(), pool);
     const double err = relative_error(one, want, scale_of(s, d, e));
     worst = std::max(worst, err);
-    EXPECT_LE(err, bound) << describe(c) << (isa.avx512 ? " AVX-512" : " AVX2") << " F(" << m << "x" << m << ")";
+    EXPECT_LE(err, bound) << describe(c) << (isa.avx512 ? " AVX-512" : " AVX2") << " F(" << m << "x" << m
+                          << ")";
     EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0)
         << describe(c) << ": 2 threads differ from 1";
   }
@@ -177,7 +186,7 @@ double check_cases(const std::vector<Case>& cases, const NativeIsa& isa, uint32_
 std::vector<Case> odd_cases() {
   const uint32_t channels[] = {1, 13, 33, 130};
   const uint32_t sizes[][2] = {{1, 1}, {2, 3}, {4, 4}, {5, 7}, {9, 8}, {17, 23}};
-  const Stage stages[] = {Stage::kNone, Stage::kRelu, Stage::kRelu6, Stage::kHardSwish,
+  const Stage stages[] = {Stage::kNone,     Stage::kRelu,         Stage::kRelu6, Stage::kHardSwish,
                           Stage::kResidual, Stage::kResidualRelu, Stage::kSwish};
   std::vector<Case> cases;
   size_t k = 0;

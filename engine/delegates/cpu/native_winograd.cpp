@@ -107,8 +107,12 @@ struct Ops {
 namespace {
 
 // G, the filter transform of F(m x m, 3 x 3): (m + 2) x 3.
-constexpr double kG4[6][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                              {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
+constexpr double kG4[6][3] = {{1.0 / 4, 0, 0},
+                              {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                              {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                              {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                              {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                              {0, 0, 1}};
 constexpr double kG2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
 
 // One block's buffers stay in L2 (Zen 4: 1 MB per core, shared with the weights' panels
@@ -124,8 +128,12 @@ bool NativeWinograd::supports(const NativeConvShape& s) {
 }
 
 NativeWinograd::NativeWinograd(const NativeConvShape& shape, const float* filter, const float* bias,
-                               const Epilogue& epilogue, size_t slots, uint32_t output_tile, const NativeIsa& isa)
-    : shape_(shape), epilogue_(epilogue), avx512_(isa.avx512), m_(output_tile == 2 ? 2 : 4),
+                               const Epilogue& epilogue, size_t slots, uint32_t output_tile,
+                               const NativeIsa& isa)
+    : shape_(shape),
+      epilogue_(epilogue),
+      avx512_(isa.avx512),
+      m_(output_tile == 2 ? 2 : 4),
       slots_(std::max<size_t>(1, slots)) {
   if (!supports(shape)) return;
 #if NN_NATIVE_X86
@@ -201,8 +209,8 @@ struct NativeWinograd::Task {
 namespace {
 
 template <int kM>
-void run_block(const NativeWinograd::Task& t, const PackedGemm& gemm, const float* bias, const Epilogue& epilogue,
-               bool avx512, size_t block, float* v) {
+void run_block(const NativeWinograd::Task& t, const PackedGemm& gemm, const float* bias,
+               const Epilogue& epilogue, bool avx512, size_t block, float* v) {
   const WinogradGeometry& g = t.geometry;
   const size_t points = size_t(kM + 2) * (kM + 2);
   const size_t t0 = block * g.block, count = std::min(g.block, g.tiles_h * g.tiles_w * g.shape.batch - t0);

@@ -19,8 +19,9 @@ class NativeWinograd final : public NativeOp {
   // shape: NativeWinograd::supports(shape). filter OHWI [out_c, 3, 3, in_c], bias [out_c] or
   // nullptr. output_tile: m, 4 or 2. slots: the most threads one run uses (each gets its
   // own transform buffers in the scratch).
-  NativeWinograd(const NativeConvShape& shape, const float* filter, const float* bias, const Epilogue& epilogue,
-                 size_t slots, uint32_t output_tile = 4, const NativeIsa& isa = NativeIsa::best());
+  NativeWinograd(const NativeConvShape& shape, const float* filter, const float* bias,
+                 const Epilogue& epilogue, size_t slots, uint32_t output_tile = 4,
+                 const NativeIsa& isa = NativeIsa::best());
   void run(const NativeArgs& args) const override;
   // Per slot, one block of tiles' transformed input and GEMM output.
   size_t scratch_bytes() const override;
@@ -36,12 +37,12 @@ class NativeWinograd final : public NativeOp {
   NativeConvShape shape_;
   Epilogue epilogue_;
   bool avx512_ = false;
-  uint32_t m_ = 4;                 // output tile side
+  uint32_t m_ = 4;  // output tile side
   size_t slots_ = 1;
   size_t in_pad_ = 0, out_pad_ = 0;  // in_c / out_c rounded up to the vector width
   size_t tiles_h_ = 0, tiles_w_ = 0, tiles_ = 0;
-  size_t block_ = 0;               // tiles per block (the GEMMs' m)
-  size_t slot_floats_ = 0;         // one slot's scratch
+  size_t block_ = 0;                  // tiles per block (the GEMMs' m)
+  size_t slot_floats_ = 0;            // one slot's scratch
   std::unique_ptr<PackedGemm> gemm_;  // (m + 2)^2 transformed filters, in_c x out_c each
 };
 
