@@ -55,8 +55,9 @@ uint32_t depthwise(Built& b, uint32_t x, uint32_t c, uint32_t seed, uint32_t k =
 }
 
 TEST(CpuOptions, NativeKernelsOffLeavesConvsToXnnpack) {
+  // 8 input channels: the implicit-GEMM conv (winograd_pays wants 16; native_winograd_test has that one).
   Built b;
-  b.output(conv(b, b.input({1, 9, 11, 16}), 16, 24, 3, 1));
+  b.output(conv(b, b.input({1, 9, 11, 8}), 8, 24, 3, 1));
   validate(b);
   CpuOptions off;
   off.native_kernels = false;
@@ -172,7 +173,7 @@ TEST(CpuOptions, ExpandDepthwiseOffRunsThemApart) {
 
 TEST(CpuOptions, SwishEpilogueOffRunsSigmoidAndProductApart) {
   Built b;
-  uint32_t y = conv(b, b.input({1, 6, 7, 16}), 16, 24, 3, 17);
+  uint32_t y = conv(b, b.input({1, 6, 7, 8}), 8, 24, 3, 17);  // the implicit-GEMM conv, as above
   b.output(b.op(T::MUL, {y, b.op(T::LOGISTIC, {y}), b.i32(0)}));
   validate(b);
   CpuOptions off;

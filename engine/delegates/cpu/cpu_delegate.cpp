@@ -99,13 +99,16 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
     case NativeKind::kAddMean: name = "native add+mean"; break;
     case NativeKind::kNone: break;
   }
+  const auto* winograd = dynamic_cast<const NativeWinograd*>(f.kernel.get());
+  if (winograd) name = "native winograd F(" + std::to_string(winograd->output_tile()) + "x" +
+                       std::to_string(winograd->output_tile()) + ",3x3)";
   name += isa_.avx512 ? " AVX-512" : " AVX2";
   // The variants a CpuOptions switch picks, so --explain and --profile show them.
-  if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && f.kernel &&
-      static_cast<const NativeConv*>(f.kernel.get())->ymm_last_panel())
+  const auto* conv = dynamic_cast<const NativeConv*>(f.kernel.get());
+  if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv && conv->ymm_last_panel())
     name += ", ymm last panel";
-  if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && f.kernel) {
-    const NativeConvShape& s = static_cast<const NativeConv*>(f.kernel.get())->shape();
+  if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && (conv || winograd)) {
+    const NativeConvShape& s = conv ? conv->shape() : winograd->shape();
     const Dims& filter = model_.operands[model_.operations[k].inputs[1]].dims;
     if (s.kernel_h != filter[1] || s.kernel_w != filter[2])
       name += ", " + std::to_string(s.kernel_h) + "x" + std::to_string(s.kernel_w) + " live taps";

@@ -25,6 +25,7 @@ CpuOptions CpuOptions::from_environment() {
   o.expand_depthwise = !set("NN_NO_EXPAND_DEPTHWISE");
   o.swish_epilogue = !set("NN_NO_SWISH_EPILOGUE");
   o.drop_dead_taps = !set("NN_NO_DEAD_TAPS");
+  o.winograd = !set("NN_NO_WINOGRAD");
   o.native_int8 = !set("NN_NO_NATIVE_INT8");
   return o;
 }

@@ -19,6 +19,7 @@
 #include "delegates/cpu/native_choice.h"
 #include "delegates/cpu/native_data.h"
 #include "delegates/cpu/native_kernels.h"
+#include "delegates/cpu/native_winograd.h"
 #include "nn/ops/registry.h"
 #include "runtime/buffer.h"
 #include "runtime/delegate.h"

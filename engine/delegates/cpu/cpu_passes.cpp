@@ -291,7 +291,8 @@ Status CpuPartition::make_native_kernels() {
           std::make_unique<NativeDepthwise>(*second, dw_filter, dw_bias, r.depthwise_epilogue, isa_),
           size_t(std::max(1, options_.threads)), isa_);
     } else {
-      native = make_native_op(model_, k, r.native, statics_, r.epilogue, isa_, options_.cpu.drop_dead_taps);
+      native = make_native_op(model_, k, r.native, statics_, r.epilogue, isa_, options_.cpu.drop_dead_taps, nullptr,
+                              options_.cpu.winograd ? std::max(1, options_.threads) : 0);
     }
     NN_CHECK_OR_RETURN(native && native->ok(), StatusCode::kOutOfMemory, op_label(model_, k) + ": packing weights");
     if (r.gated)

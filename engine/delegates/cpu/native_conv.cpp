@@ -875,6 +875,55 @@ size_t NativeConv::scratch_bytes() const {
   return n_blocks_ * (wide_ ? kNr512 : kNr) * (k_ + 1) * sizeof(float);
 }
 
+PackedGemm::PackedGemm(size_t count, size_t k, size_t n, const float* b, const NativeIsa& isa)
+    : k_(k), n_(n), avx512_(isa.avx512) {
+  // The panels NativeConv would pick for n output channels: per panel a (zero) bias row, then
+  // k rows of its columns.
+  wide_ = avx512_ && n > 16;
+  const size_t last_panel = n % 32;
+  half_width_ = wide_ && ((last_panel > 16 && last_panel <= 24) || (last_panel > 0 && last_panel <= 8)) &&
+                isa.half_width;
+  const size_t width = wide_ ? kNr512 : kNr;
+  n_blocks_ = (n + width - 1) / width;
+  const size_t panel = width * (k + 1);
+  AlignedFloats packed = allocate_floats(count * n_blocks_ * panel);
+  if (!packed) return;
+  for (size_t i = 0; i < count; ++i)
+    for (size_t j = 0; j < n_blocks_; ++j) {
+      float* dst = packed.get() + (i * n_blocks_ + j) * panel + width;
+      const size_t cols = std::min(width, n - j * width);
+      for (size_t q = 0; q < k; ++q)
+        std::copy_n(b + (i * k + q) * n + j * width, cols, dst + q * width);
+    }
+  packed_ = std::move(packed);
+}
+
+namespace {
+template <class Gemm>
+void multiply_panels(size_t m, const float* a, size_t lda, const float* w, size_t n_blocks, size_t k,
+                     size_t n, float* c, size_t ldc) {
+  constexpr size_t kPanel = Gemm::kPanel;
+  const typename Gemm::Epi epi{Epilogue{}};
+  // One call per panel over all m rows (their A block stays in cache); no residual, so the
+  // kernel is handed the output as one (never read).
+  for (size_t j = 0; j < n_blocks; ++j, w += kPanel * (k + 1))
+    Gemm::kernel(m, std::min(kPanel, n - j * kPanel), 1, &a, k, lda, w, c + j * kPanel, c + j * kPanel, ldc,
+                 epi);
+}
+}  // namespace
+
+void PackedGemm::multiply(size_t i, size_t m, const float* a, size_t lda, float* c, size_t ldc) const {
+  const size_t width = wide_ ? kNr512 : kNr;
+  const float* w = packed_.get() + i * n_blocks_ * width * (k_ + 1);
+#if NN_NATIVE_X86
+  if (avx512_ && wide_ && half_width_)
+    return multiply_panels<Avx512HalfWidthGemm>(m, a, lda, w, n_blocks_, k_, n_, c, ldc);
+  if (avx512_ && wide_) return multiply_panels<Avx512Gemm<2>>(m, a, lda, w, n_blocks_, k_, n_, c, ldc);
+  if (avx512_) return multiply_panels<Avx512Gemm<1>>(m, a, lda, w, n_blocks_, k_, n_, c, ldc);
+#endif
+  multiply_panels<Avx2Gemm>(m, a, lda, w, n_blocks_, k_, n_, c, ldc);
+}
+
 size_t NativeConv::tile_pixels(const NativeIsa& isa) {
 #if NN_NATIVE_X86
   if (isa.avx512) return Avx512Gemm<1>::kRows;

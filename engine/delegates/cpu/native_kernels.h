@@ -148,6 +148,24 @@ class NativeConv final : public NativeOp {
                              // gated weights in the scratch, rewritten per run
 };
 
+// Matrices B_0 .. B_{count-1} (each k x n) packed once for NativeConv's micro-kernels and
+// multiplied on the calling thread: the GEMMs of a transform-domain convolution
+// (NativeWinograd), which runs its own blocks over the pool.
+class PackedGemm {
+ public:
+  // b: count matrices of k x n floats, row-major, one after another.
+  PackedGemm(size_t count, size_t k, size_t n, const float* b, const NativeIsa& isa = NativeIsa::best());
+  // c = a * B_i for m rows of a (lda floats apart) into c (ldc apart): n columns per row.
+  void multiply(size_t i, size_t m, const float* a, size_t lda, float* c, size_t ldc) const;
+  bool ok() const { return packed_ != nullptr; }
+
+ private:
+  size_t k_ = 0, n_ = 0;
+  bool avx512_ = false, wide_ = false, half_width_ = false;  // as NativeConv's
+  size_t n_blocks_ = 0;                                      // panels per matrix
+  AlignedFloats packed_{nullptr, nullptr};
+};
+
 class NativeDepthwise final : public NativeOp {
  public:
   // filter: [1, kernel_h, kernel_w, C]; bias [C] or nullptr; in_c == out_c (multiplier 1).

@@ -54,6 +54,9 @@ struct CpuOptions {
   // A native conv drops kernel rows / columns that read only padding for every output
   // pixel (dilations wider than the image). NN_NO_DEAD_TAPS=1.
   bool drop_dead_taps = true;
+  // Dense 3x3 stride-1 convs where F(4x4, 3x3) Winograd beats the native direct conv
+  // (winograd_pays, delegates/cpu/native_winograd.h). NN_NO_WINOGRAD=1.
+  bool winograd = true;
   // int8 convs (VNNI / AVX2 GEMM), depthwise and tiled transpose convs, MUL, HARD_SWISH, TANH,
   // MEAN and bilinear resize on nnpipe's kernels (delegates/cpu/native_int8.h); off: XNNPACK
   // or the reference. NN_NO_NATIVE_INT8=1.

@@ -1,0 +1,276 @@
+// NativeWinograd (native_winograd.h): per block of output tiles, the input transform into
+// the scratch, (m + 2)^2 GEMMs on NativeConv's micro-kernels, the output transform with the
+// bias and the epilogue. Blocks are sized so one block's buffers stay in L2, and threads
+// take blocks from a shared counter (each thread its own slot of the scratch).
+#include "delegates/cpu/native_winograd.h"
+
+#include <pthreadpool.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace nn::cpu {
+
+namespace {
+
+// What the transforms need to know about a run.
+struct WinogradGeometry {
+  NativeConvShape shape;
+  size_t tiles_h, tiles_w;
+  size_t block;            // tiles per block (rows of each GEMM)
+  size_t in_pad, out_pad;  // channels rounded up to the vector width
+};
+
+}  // namespace
+
+#if NN_NATIVE_X86
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx2,fma")
+namespace wino_avx512 {
+namespace {
+struct Ops {
+  using V = __m512;
+  using Epi = EpilogueAvx512;
+  static constexpr size_t kLanes = 16;
+  static constexpr bool kAvx512 = true;
+  static __m512 zero() { return _mm512_setzero_ps(); }
+  static __m512 set1(float x) { return _mm512_set1_ps(x); }
+  static __m512 load(const float* p) { return _mm512_loadu_ps(p); }
+  static __m512 loadn(const float* p, size_t n) { return _mm512_maskz_loadu_ps(__mmask16((1u << n) - 1), p); }
+  static void store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
+  static void storen(float* p, __m512 v, size_t n) { _mm512_mask_storeu_ps(p, __mmask16((1u << n) - 1), v); }
+  static __m512 add(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
+  static __m512 sub(__m512 a, __m512 b) { return _mm512_sub_ps(a, b); }
+  static __m512 mul(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
+  static __m512 fma(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
+};
+#include "delegates/cpu/native_winograd_transforms.inc"
+}  // namespace
+}  // namespace wino_avx512
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace wino_avx2 {
+namespace {
+struct Ops {
+  using V = __m256;
+  using Epi = EpilogueAvx2;
+  static constexpr size_t kLanes = 8;
+  static constexpr bool kAvx512 = false;
+  static __m256 zero() { return _mm256_setzero_ps(); }
+  static __m256 set1(float x) { return _mm256_set1_ps(x); }
+  static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
+  static __m256 loadn(const float* p, size_t n) { return _mm256_maskload_ps(p, lane_mask(n)); }
+  static void store(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
+  static void storen(float* p, __m256 v, size_t n) { store_first(p, v, n); }
+  static __m256 add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
+  static __m256 sub(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
+  static __m256 mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+  static __m256 fma(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
+};
+#include "delegates/cpu/native_winograd_transforms.inc"
+}  // namespace
+}  // namespace wino_avx2
+#pragma GCC pop_options
+#else
+namespace wino_scalar {
+namespace {
+struct Ops {
+  using V = float;
+  struct Epi {
+    explicit Epi(const Epilogue& e) : e(e) {}
+    float operator()(float v, float r) const { return apply_epilogue(e, v, r); }
+    Epilogue e;
+  };
+  static constexpr size_t kLanes = 1;
+  static constexpr bool kAvx512 = false;
+  static float zero() { return 0.f; }
+  static float set1(float x) { return x; }
+  static float load(const float* p) { return *p; }
+  static float loadn(const float* p, size_t) { return *p; }
+  static void store(float* p, float v) { *p = v; }
+  static void storen(float* p, float v, size_t) { *p = v; }
+  static float add(float a, float b) { return a + b; }
+  static float sub(float a, float b) { return a - b; }
+  static float mul(float a, float b) { return a * b; }
+  static float fma(float a, float b, float c) { return std::fma(a, b, c); }
+};
+#include "delegates/cpu/native_winograd_transforms.inc"
+}  // namespace
+}  // namespace wino_scalar
+#endif
+
+namespace {
+
+// G, the filter transform of F(m x m, 3 x 3): (m + 2) x 3.
+constexpr double kG4[6][3] = {{1.0 / 4, 0, 0},
+                              {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                              {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                              {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                              {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                              {0, 0, 1}};
+constexpr double kG2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+
+// One block's buffers stay in L2 (Zen 4: 1 MB per core, shared with the weights' panels
+// the GEMMs stream).
+constexpr size_t kBlockBytes = size_t(384) << 10;
+constexpr size_t kFilterBytesInL2 = size_t(1) << 20;
+
+}  // namespace
+
+bool NativeWinograd::supports(const NativeConvShape& s) {
+  return s.kernel_h == 3 && s.kernel_w == 3 && s.stride_h == 1 && s.stride_w == 1 && s.dilation_h == 1 &&
+         s.dilation_w == 1 && s.out_h > 0 && s.out_w > 0 && s.in_c > 0 && s.out_c > 0;
+}
+
+NativeWinograd::NativeWinograd(const NativeConvShape& shape, const float* filter, const float* bias,
+                               const Epilogue& epilogue, size_t slots, uint32_t output_tile,
+                               const NativeIsa& isa)
+    : shape_(shape),
+      epilogue_(epilogue),
+      avx512_(isa.avx512),
+      m_(output_tile == 2 ? 2 : 4),
+      slots_(std::max<size_t>(1, slots)) {
+  if (!supports(shape)) return;
+#if NN_NATIVE_X86
+  const size_t lanes = avx512_ ? 16 : 8, rows = NativeConv::tile_pixels(isa);
+#else
+  const size_t lanes = 1, rows = 6;
+#endif
+  const size_t a = m_ + 2, points = a * a;
+  in_pad_ = (shape.in_c + lanes - 1) / lanes * lanes;
+  out_pad_ = (shape.out_c + lanes - 1) / lanes * lanes;
+  tiles_h_ = (shape.out_h + m_ - 1) / m_, tiles_w_ = (shape.out_w + m_ - 1) / m_;
+  tiles_ = size_t(shape.batch) * tiles_h_ * tiles_w_;
+  // Tiles per block: what fits kBlockBytes in whole micro-tiles of GEMM rows, at least one
+  // micro-tile. Each block streams all (m + 2)^2 transformed filters: where those outgrow
+  // L2, at least 16 tiles (256 output pixels for F(4x4)) read them per pass, so they cost
+  // no more per pixel than the direct conv's 64-pixel tiles reading a quarter the bytes.
+  // Fewer where that leaves a thread without a block.
+  const size_t per_tile = points * (in_pad_ + out_pad_) * sizeof(float);
+  size_t block = std::max(rows, kBlockBytes / per_tile / rows * rows);
+  if (points * shape.in_c * shape.out_c * sizeof(float) > kFilterBytesInL2)
+    block = std::max(block, (size_t(16) + rows - 1) / rows * rows);
+  const size_t per_slot = (tiles_ + slots_ - 1) / slots_;
+  block = std::min(block, (per_slot + rows - 1) / rows * rows);
+  block_ = std::max<size_t>(1, std::min(block, tiles_));
+  slot_floats_ = (points * block_ * (in_pad_ + out_pad_) + 15) / 16 * 16;
+
+  // U = G g G^T per (output, input) channel pair, in double, as (m + 2)^2 matrices in_c x out_c.
+  const size_t in_c = shape.in_c, out_c = shape.out_c;
+  std::vector<float> u(points * in_c * out_c);
+  for (size_t o = 0; o < out_c; ++o)
+    for (size_t c = 0; c < in_c; ++c) {
+      double g[3][3], gg[6][3];  // the filter, then G g
+      for (int y = 0; y < 3; ++y)
+        for (int x = 0; x < 3; ++x) g[y][x] = filter[((o * 3 + y) * 3 + x) * in_c + c];
+      for (size_t i = 0; i < a; ++i)
+        for (int x = 0; x < 3; ++x) {
+          double sum = 0;
+          for (int y = 0; y < 3; ++y) sum += (m_ == 4 ? kG4[i][y] : kG2[i][y]) * g[y][x];
+          gg[i][x] = sum;
+        }
+      for (size_t i = 0; i < a; ++i)
+        for (size_t j = 0; j < a; ++j) {
+          double sum = 0;
+          for (int x = 0; x < 3; ++x) sum += gg[i][x] * (m_ == 4 ? kG4[j][x] : kG2[j][x]);
+          u[((i * a + j) * in_c + c) * out_c + o] = float(sum);
+        }
+    }
+  auto gemm = std::make_unique<PackedGemm>(points, in_c, out_c, u.data(), isa);
+  if (!gemm->ok()) return;
+  gemm_ = std::move(gemm);
+  // packed_ holds the bias, zero-padded to out_pad_ (a whole vector per load).
+  AlignedFloats packed = allocate_floats(out_pad_);
+  if (!packed) return;
+  if (bias) std::copy_n(bias, out_c, packed.get());
+  packed_ = std::move(packed);
+}
+
+size_t NativeWinograd::scratch_bytes() const {
+  return slots_ * slot_floats_ * sizeof(float);
+}
+
+struct NativeWinograd::Task {
+  const NativeWinograd* op;
+  WinogradGeometry geometry;
+  const float* input;
+  const float* residual;
+  float* output;
+  float* scratch;
+  size_t blocks;
+  std::atomic<size_t> next{0};  // the next block a slot takes
+};
+
+namespace {
+
+template <int kM>
+void run_block(const NativeWinograd::Task& t, const PackedGemm& gemm, const float* bias,
+               const Epilogue& epilogue, bool avx512, size_t block, float* v) {
+  const WinogradGeometry& g = t.geometry;
+  const size_t points = size_t(kM + 2) * (kM + 2);
+  const size_t t0 = block * g.block, count = std::min(g.block, g.tiles_h * g.tiles_w * g.shape.batch - t0);
+  float* mm = v + points * g.block * g.in_pad;
+#if NN_NATIVE_X86
+  avx512 ? wino_avx512::transform_input<kM>(g, t.input, t0, count, v)
+         : wino_avx2::transform_input<kM>(g, t.input, t0, count, v);
+#else
+  (void)avx512;
+  wino_scalar::transform_input<kM>(g, t.input, t0, count, v);
+#endif
+  for (size_t p = 0; p < points; ++p)
+    gemm.multiply(p, count, v + p * g.block * g.in_pad, g.in_pad, mm + p * g.block * g.out_pad, g.out_pad);
+#if NN_NATIVE_X86
+  avx512 ? wino_avx512::transform_output<kM>(g, mm, t0, count, bias, epilogue, t.residual, t.output)
+         : wino_avx2::transform_output<kM>(g, mm, t0, count, bias, epilogue, t.residual, t.output);
+#else
+  wino_scalar::transform_output<kM>(g, mm, t0, count, bias, epilogue, t.residual, t.output);
+#endif
+}
+
+}  // namespace
+
+void NativeWinograd::run(const NativeArgs& args) const {
+  Task task;
+  task.op = this;
+  task.geometry = {shape_, tiles_h_, tiles_w_, block_, in_pad_, out_pad_};
+  task.input = args.input;
+  task.residual = args.residual ? args.residual : args.output;
+  task.output = args.output;
+  task.scratch = static_cast<float*>(args.scratch);
+  task.blocks = (tiles_ + block_ - 1) / block_;
+  // Each slot takes blocks until none is left: a block's numbers do not depend on who runs it.
+  auto slot = [](void* ctx, size_t s) {
+    Task& t = *static_cast<Task*>(ctx);
+    const NativeWinograd& op = *t.op;
+    float* v = t.scratch + s * op.slot_floats_;
+    for (size_t b; (b = t.next.fetch_add(1, std::memory_order_relaxed)) < t.blocks;) {
+      if (op.m_ == 4)
+        run_block<4>(t, *op.gemm_, op.packed_.get(), op.epilogue_, op.avx512_, b, v);
+      else
+        run_block<2>(t, *op.gemm_, op.packed_.get(), op.epilogue_, op.avx512_, b, v);
+    }
+  };
+  const size_t threads = args.pool ? pthreadpool_get_threads_count(args.pool) : 1;
+  const size_t slots = std::min({slots_, threads, task.blocks});
+  if (slots <= 1) return slot(&task, 0);
+  pthreadpool_parallelize_1d(args.pool, slot, &task, slots, 0);
+}
+
+bool winograd_pays(const NativeConvShape& s, int threads) {
+  const size_t tiles = size_t(s.batch) * ((s.out_h + 3) / 4) * ((s.out_w + 3) / 4);
+  const size_t in_c = s.in_c, out_c = s.out_c;
+  // Below 16 channels the vectors and the GEMMs' panels run part empty (not measured). A
+  // 16-column GEMM on a long input (out_c 16, in_c >= 64) lost to the direct conv's k = 9 in_c
+  // (0.86-0.95 on AVX-512). Every tile streams the transformed filters, 36 in_c out_c floats:
+  // a map with few tiles per thread for its filters (512 -> 256 or -> 512 at 7x7, 512 -> 512
+  // at 14x14 on 2 threads, each thread streaming all 37 MB) lost or tied.
+  return NativeWinograd::supports(s) && in_c >= 16 && out_c >= 16 && (out_c >= 32 || in_c <= 32) &&
+         tiles * 16384 >= in_c * out_c * size_t(std::max(1, threads));
+}
+
+}  // namespace nn::cpu

@@ -1,0 +1,55 @@
+// Dense 3x3 stride-1 convolutions by Winograd's minimal filtering, F(m x m, 3 x 3): each
+// (m + 2) x (m + 2) input tile goes into the transform domain, where the conv is (m + 2)^2
+// independent GEMMs [tiles x in_c] x [in_c x out_c] on NativeConv's micro-kernels
+// (PackedGemm), and each result tile comes back as m x m output pixels. F(4x4, 3x3) does
+// 36 multiplies where the direct conv does 144 (4x fewer), F(2x2, 3x3) 16 where it does 36
+// (2.25x), at the price of the transforms and a larger float rounding error (F(4x4) ~1e-6
+// relative per conv, F(2x2) ~2e-7: tests/runtime/native_winograd_test.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "delegates/cpu/native_kernels.h"
+
+namespace nn::cpu {
+
+class NativeWinograd final : public NativeOp {
+ public:
+  // shape: NativeWinograd::supports(shape). filter OHWI [out_c, 3, 3, in_c], bias [out_c] or
+  // nullptr. output_tile: m, 4 or 2. slots: the most threads one run uses (each gets its
+  // own transform buffers in the scratch).
+  NativeWinograd(const NativeConvShape& shape, const float* filter, const float* bias,
+                 const Epilogue& epilogue, size_t slots, uint32_t output_tile = 4,
+                 const NativeIsa& isa = NativeIsa::best());
+  void run(const NativeArgs& args) const override;
+  // Per slot, one block of tiles' transformed input and GEMM output.
+  size_t scratch_bytes() const override;
+
+  // A 3x3 conv with stride 1 and dilation 1 (any padding, any size).
+  static bool supports(const NativeConvShape& s);
+  uint32_t output_tile() const { return m_; }
+  const NativeConvShape& shape() const { return shape_; }
+
+  struct Task;
+
+ private:
+  NativeConvShape shape_;
+  Epilogue epilogue_;
+  bool avx512_ = false;
+  uint32_t m_ = 4;  // output tile side
+  size_t slots_ = 1;
+  size_t in_pad_ = 0, out_pad_ = 0;  // in_c / out_c rounded up to the vector width
+  size_t tiles_h_ = 0, tiles_w_ = 0, tiles_ = 0;
+  size_t block_ = 0;                  // tiles per block (the GEMMs' m)
+  size_t slot_floats_ = 0;            // one slot's scratch
+  std::unique_ptr<PackedGemm> gemm_;  // (m + 2)^2 transformed filters, in_c x out_c each
+};
+
+// Where F(4x4, 3x3) beats NativeConv's implicit GEMM, measured per shape (nnwinograd:
+// in/out channels 16..512, maps 7x7..112x112, 1 and 2 threads, AVX-512 and AVX2;
+// bench/README.md): 16 channels or more in and out; out_c >= 32 unless in_c <= 32; and at
+// least one 4x4 output tile per thread per 16384 (in_c x out_c) filter pairs.
+bool winograd_pays(const NativeConvShape& s, int threads);
+
+}  // namespace nn::cpu

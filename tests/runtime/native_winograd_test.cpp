@@ -1,0 +1,298 @@
+// NativeWinograd (delegates/cpu/native_winograd.h) against a direct convolution in double:
+// odd channel counts and image sizes (ragged edge tiles), SAME and VALID padding, every
+// epilogue stage, the residual, 1 and 2 threads (same bits), AVX-512 and AVX2, F(4x4) and
+// F(2x2); and CpuOptions::winograd choosing it inside the CPU delegate.
+#include <gtest/gtest.h>
+#include <pthreadpool.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "delegates/cpu/native_winograd.h"
+#include "runtime_test_util.h"
+#include "test_model.h"
+#include "test_support.h"
+
+namespace {
+
+using nn::cpu::Epilogue;
+using nn::cpu::NativeArgs;
+using nn::cpu::NativeConvShape;
+using nn::cpu::NativeIsa;
+using nn::cpu::NativeWinograd;
+
+bool has_avx512() {
+  return nn::cpu::native_avx512_enabled();
+}
+
+enum class Stage { kNone, kRelu, kRelu6, kHardSwish, kResidual, kResidualRelu, kSwish };
+const char* stage_name(Stage s) {
+  switch (s) {
+    case Stage::kNone:
+      return "none";
+    case Stage::kRelu:
+      return "relu";
+    case Stage::kRelu6:
+      return "relu6";
+    case Stage::kHardSwish:
+      return "hard_swish";
+    case Stage::kResidual:
+      return "residual";
+    case Stage::kResidualRelu:
+      return "residual+relu";
+    case Stage::kSwish:
+      return "swish";
+  }
+  return "?";
+}
+
+Epilogue epilogue_of(Stage s) {
+  Epilogue e;
+  if (s == Stage::kRelu) e.lo = 0.f;
+  if (s == Stage::kRelu6 || s == Stage::kHardSwish) e.lo = 0.f, e.hi = 6.f;
+  if (s == Stage::kHardSwish) e.lo = -1.f, e.hi = 1.f, e.hard_swish = true;
+  if (s == Stage::kResidual || s == Stage::kResidualRelu) e.residual = true;
+  if (s == Stage::kResidualRelu) e.lo = -0.5f, e.res_lo = 0.f;
+  if (s == Stage::kSwish) e.swish = true;
+  return e;
+}
+
+struct Case {
+  uint32_t h, w, in_c, out_c;
+  bool same;  // SAME (pad 1, output h x w) or VALID (input (h + 2) x (w + 2))
+  Stage stage;
+};
+
+std::string describe(const Case& c) {
+  return std::to_string(c.h) + "x" + std::to_string(c.w) + " " + std::to_string(c.in_c) + "->" +
+         std::to_string(c.out_c) + (c.same ? " SAME " : " VALID ") + stage_name(c.stage);
+}
+
+NativeConvShape shape_of(const Case& c) {
+  NativeConvShape s;
+  s.batch = 2;  // tiles of one image never read the other's
+  s.out_h = c.h, s.out_w = c.w, s.in_c = c.in_c, s.out_c = c.out_c;
+  s.in_h = c.same ? c.h : c.h + 2, s.in_w = c.same ? c.w : c.w + 2;
+  s.kernel_h = s.kernel_w = 3;
+  s.pad_top = s.pad_left = c.same ? 1 : 0;
+  return s;
+}
+
+struct Data {
+  std::vector<float> input, filter, bias, residual;
+};
+
+Data data_for(const NativeConvShape& s, uint32_t seed) {
+  Data d;
+  d.input = nn_test::random_floats(size_t(s.batch) * s.in_h * s.in_w * s.in_c, seed, -1.f, 1.f);
+  d.filter = nn_test::random_floats(size_t(s.out_c) * 9 * s.in_c, seed + 1, -1.f, 1.f);
+  d.bias = nn_test::random_floats(s.out_c, seed + 2, -1.f, 1.f);
+  d.residual = nn_test::random_floats(size_t(s.batch) * s.out_h * s.out_w * s.out_c, seed + 3, -2.f, 2.f);
+  return d;
+}
+
+// The conv in double, then the epilogue's stages on the float sum.
+std::vector<float> direct(const NativeConvShape& s, const Data& d, const Epilogue& e) {
+  std::vector<float> out(size_t(s.batch) * s.out_h * s.out_w * s.out_c);
+  for (uint32_t b = 0; b < s.batch; ++b)
+    for (uint32_t oy = 0; oy < s.out_h; ++oy)
+      for (uint32_t ox = 0; ox < s.out_w; ++ox)
+        for (uint32_t o = 0; o < s.out_c; ++o) {
+          double acc = d.bias[o];
+          for (int ky = 0; ky < 3; ++ky)
+            for (int kx = 0; kx < 3; ++kx) {
+              const int64_t iy = int64_t(oy) + ky - s.pad_top, ix = int64_t(ox) + kx - s.pad_left;
+              if (iy < 0 || ix < 0 || iy >= s.in_h || ix >= s.in_w) continue;
+              const float* x = &d.input[((size_t(b) * s.in_h + iy) * s.in_w + ix) * s.in_c];
+              const float* w = &d.filter[((size_t(o) * 3 + ky) * 3 + kx) * s.in_c];
+              for (uint32_t c = 0; c < s.in_c; ++c) acc += double(x[c]) * w[c];
+            }
+          const size_t at = ((size_t(b) * s.out_h + oy) * s.out_w + ox) * s.out_c + o;
+          float v = nn::cpu::apply_epilogue(e, float(acc), d.residual[at]);
+          if (e.swish) v = v / (1.f + std::exp(-v));
+          out[at] = v;
+        }
+  return out;
+}
+
+// Runs op on a NaN-filled scratch (its contents are undefined on entry).
+std::vector<float> run(const NativeWinograd& op, const Data& d, const Epilogue& e, size_t n,
+                       pthreadpool_t pool) {
+  std::vector<float> out(n + 16, -7.f);
+  const size_t scratch_floats = op.scratch_bytes() / sizeof(float) + 16;
+  auto scratch = nn::cpu::allocate_floats(scratch_floats);
+  std::fill_n(scratch.get(), scratch_floats, std::numeric_limits<float>::quiet_NaN());
+  NativeArgs a;
+  a.input = d.input.data();
+  a.residual = e.residual ? d.residual.data() : nullptr;
+  a.output = out.data();
+  a.scratch = scratch.get();
+  a.pool = pool;
+  op.run(a);
+  for (size_t i = n; i < n + 16; ++i) EXPECT_EQ(out[i], -7.f) << "wrote past the output";
+  out.resize(n);
+  return out;
+}
+
+// max |got - want| / scale.
+double relative_error(const std::vector<float>& got, const std::vector<float>& want, double scale) {
+  double err = 0;
+  for (size_t i = 0; i < want.size(); ++i) err = std::max(err, std::fabs(double(got[i]) - want[i]));
+  return err / scale;
+}
+
+// The largest output of the conv before its epilogue (and the residual): what Winograd's
+// rounding error is proportional to. A clamp to [0, 6] of sums of +-20 leaves outputs of
+// at most 6 with the error of the sums.
+double scale_of(const NativeConvShape& s, const Data& d, const Epilogue& e) {
+  double scale = 1e-30;
+  for (float v : direct(s, d, Epilogue{})) scale = std::max(scale, std::fabs(double(v)));
+  if (e.residual)
+    for (float v : d.residual) scale = std::max(scale, std::fabs(double(v)));
+  return scale;
+}
+
+// Every case on one ISA and tile size: the error bound, and 2 threads giving 1 thread's bits.
+// Returns the worst error seen.
+double check_cases(const std::vector<Case>& cases, const NativeIsa& isa, uint32_t m, double bound) {
+  pthreadpool_t pool = pthreadpool_create(2);
+  double worst = 0;
+  uint32_t seed = 11;
+  for (const Case& c : cases) {
+    const NativeConvShape s = shape_of(c);
+    EXPECT_TRUE(NativeWinograd::supports(s));
+    const Data d = data_for(s, seed += 5);
+    const Epilogue e = epilogue_of(c.stage);
+    const NativeWinograd op(s, d.filter.data(), d.bias.data(), e, 2, m, isa);
+    EXPECT_TRUE(op.ok());
+    EXPECT_EQ(op.output_tile(), m);
+    const std::vector<float> want = direct(s, d, e);
+    const std::vector<float> one = run(op, d, e, want.size(), nullptr);
+    const std::vector<float> two = run(op, d, e, want.size(), pool);
+    const double err = relative_error(one, want, scale_of(s, d, e));
+    worst = std::max(worst, err);
+    EXPECT_LE(err, bound) << describe(c) << (isa.avx512 ? " AVX-512" : " AVX2") << " F(" << m << "x" << m
+                          << ")";
+    EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0)
+        << describe(c) << ": 2 threads differ from 1";
+  }
+  pthreadpool_destroy(pool);
+  return worst;
+}
+
+std::vector<Case> odd_cases() {
+  const uint32_t channels[] = {1, 13, 33, 130};
+  const uint32_t sizes[][2] = {{1, 1}, {2, 3}, {4, 4}, {5, 7}, {9, 8}, {17, 23}};
+  const Stage stages[] = {Stage::kNone,     Stage::kRelu,         Stage::kRelu6, Stage::kHardSwish,
+                          Stage::kResidual, Stage::kResidualRelu, Stage::kSwish};
+  std::vector<Case> cases;
+  size_t k = 0;
+  for (uint32_t in_c : channels)
+    for (uint32_t out_c : channels)
+      for (const auto& hw : sizes) {
+        if (in_c * out_c > 33 * 130 && hw[0] * hw[1] > 100) continue;  // 130 -> 130 only on small images
+        cases.push_back({hw[0], hw[1], in_c, out_c, k % 2 == 0, stages[k % 7]});
+        ++k;
+      }
+  cases.push_back({17, 23, 130, 130, true, Stage::kResidualRelu});  // the largest, once
+  return cases;
+}
+
+std::vector<NativeIsa> isas() {
+  std::vector<NativeIsa> v = {NativeIsa::with(false, 0, true)};
+  if (has_avx512()) v.push_back(NativeIsa::with(true, -1, true));
+  return v;
+}
+
+TEST(NativeWinograd, F4MatchesTheDirectConvOnOddShapes) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  for (const NativeIsa& isa : isas()) {
+    const double worst = check_cases(odd_cases(), isa, 4, 3e-5);  // measured 1.4e-5 (130 channels)
+    std::printf("F(4x4,3x3) %s: worst relative error %.2e\n", isa.avx512 ? "AVX-512" : "AVX2", worst);
+  }
+}
+
+TEST(NativeWinograd, F2MatchesTheDirectConvOnOddShapes) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  for (const NativeIsa& isa : isas()) {
+    const double worst = check_cases(odd_cases(), isa, 2, 2e-6);  // measured 5.1e-7
+    std::printf("F(2x2,3x3) %s: worst relative error %.2e\n", isa.avx512 ? "AVX-512" : "AVX2", worst);
+  }
+}
+
+TEST(NativeWinograd, EveryEpilogueStageOnOneShape) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  std::vector<Case> cases;
+  for (Stage st : {Stage::kNone, Stage::kRelu, Stage::kRelu6, Stage::kHardSwish, Stage::kResidual,
+                   Stage::kResidualRelu, Stage::kSwish})
+    for (bool same : {true, false}) cases.push_back({11, 14, 24, 40, same, st});
+  for (const NativeIsa& isa : isas()) check_cases(cases, isa, 4, 3e-5);
+}
+
+TEST(NativeWinograd, OnlyThreeByThreeStrideOne) {
+  NativeConvShape s = shape_of({8, 8, 16, 16, true, Stage::kNone});
+  EXPECT_TRUE(NativeWinograd::supports(s));
+  NativeConvShape strided = s;
+  strided.stride_h = 2;
+  EXPECT_FALSE(NativeWinograd::supports(strided));
+  NativeConvShape dilated = s;
+  dilated.dilation_w = 2;
+  EXPECT_FALSE(NativeWinograd::supports(dilated));
+  NativeConvShape five = s;
+  five.kernel_h = five.kernel_w = 5;
+  EXPECT_FALSE(NativeWinograd::supports(five));
+}
+
+// Inside the CPU delegate: CpuOptions::winograd picks the kernel (Session::kernels(), what
+// --explain and --profile print), and both choices match the reference kernels.
+std::string kernel_of(const std::shared_ptr<nn::Model>& model, const nn::CpuOptions& cpu, int threads) {
+  nn::SessionOptions o;
+  o.delegates = {"cpu"};
+  o.cpu = cpu;
+  o.threads = threads;
+  auto session = nn::Session::open(model, o);
+  EXPECT_TRUE(session.is_ok()) << session.status().to_string();
+  if (!session.is_ok()) return "";
+  for (const auto& k : (*session)->kernels())
+    if (k.label.rfind("op 0 ", 0) == 0) return k.kernel;
+  return "(no op 0)";
+}
+
+TEST(NativeWinograd, SwitchPicksTheKernelAndBothMatchTheReference) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  using T = nn::OperationType;
+  nn_test::TestModel b;
+  // 3x3 SAME conv + RELU, then an ADD of the input: a residual block's second conv.
+  const uint32_t x = b.input({1, 28, 28, 64});
+  const uint32_t w = b.constant({64, 3, 3, 64}, 3, -0.1f, 0.1f), bias = b.constant({64}, 4);
+  const uint32_t y = b.op(T::CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1)});
+  b.output(b.op(T::ADD, {y, x, b.i32(1)}));
+  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+  nn::CpuOptions off;
+  off.winograd = false;
+  for (bool avx512 : {false, true}) {
+    if (avx512 && !has_avx512()) continue;
+    nn::CpuOptions on;
+    on.avx512 = off.avx512 = avx512;
+    for (int threads : {1, 2}) {
+      const std::string with = kernel_of(b.model, on, threads), without = kernel_of(b.model, off, threads);
+      EXPECT_EQ(with.rfind("native winograd F(4x4,3x3)", 0), 0u) << with;
+      EXPECT_NE(with.find(avx512 ? "AVX-512" : "AVX2"), std::string::npos) << with;
+      EXPECT_EQ(without.rfind("native conv", 0), 0u) << without;
+      for (const nn::CpuOptions& cpu : {on, off}) {
+        nn::SessionOptions o;
+        o.delegates = {"cpu"};
+        o.cpu = cpu;
+        o.threads = threads;
+        // Judged against the output's scale (~3; floor 1), not element by element down to 1%
+        // of it: Winograd's rounding error follows the magnitudes in a tile, not each output.
+        EXPECT_LE(nn_test::compare_with_reference(b.model, o, -1.f, 1.f, 7, 1.0).max_rel_error, 1e-4);
+      }
+    }
+  }
+}
+
+}  // namespace
