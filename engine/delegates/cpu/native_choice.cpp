@@ -47,6 +47,18 @@ bool dense_conv_candidate(const Model& m, const Operation& op) {
          size_t(out.dims[0]) * out.dims[1] * out.dims[2] >= 6;
 }
 
+// Whether depthwise op d reads a native conv that is its input's only reader, and would run
+// with it (NativeExpandDepthwise, at one thread: expand_depthwise_pays).
+static bool fed_by_expansion(const Model& m, uint32_t d, const Readers& readers, const NativeIsa& isa) {
+  const uint32_t in = m.operations[d].inputs[0];
+  auto r = readers.find(in);
+  if (r == readers.end() || r->second.size() != 1) return false;
+  for (const Operation& op : m.operations)
+    if (!op.outputs.empty() && op.outputs[0] == in)
+      return dense_conv_candidate(m, op) && expand_depthwise_pays(m, d, 1, isa);
+  return false;
+}
+
 NativeKind native_candidate(const Model& m, uint32_t k,
                             const Readers& readers,
                             const StaticLookup& statics, const CpuOptions& options, const NativeIsa& isa) {
@@ -69,11 +81,12 @@ NativeKind native_candidate(const Model& m, uint32_t k,
         return NativeKind::kNone;
       // On AVX2, XNNPACK's 3x3 up16x9 dwconv beats ours on wide layers with nothing to fuse
       // (MobileNetV2: 10.3-10.9 vs 11.2-11.9 ms with all dw native); ours wins on narrow
-      // ones (selfie's 16-channel decoder) and where the epilogue saves a pass (selfie's
-      // residual ADDs, LR-ASPP's 5x5 + HARD_SWISH: 17.6-18.8 vs 17.6-23.4 ms). Ours on
-      // AVX-512 wins everywhere (bench/README.md).
+      // ones (selfie's 16-channel decoder), where the epilogue saves a pass (selfie's
+      // residual ADDs, LR-ASPP's 5x5 + HARD_SWISH: 17.6-18.8 vs 17.6-23.4 ms) and where it
+      // runs with the expansion that feeds it (MobileNetV2's 112x112x96: 0.64 -> 0.43 ms).
+      // Ours on AVX-512 wins everywhere (bench/README.md).
       if (!isa.avx512 && p->filter_h == 3 && p->filter_w == 3 && out.dims[3] > 32 &&
-          !feeds_epilogue_op(m, k, readers, statics))
+          !feeds_epilogue_op(m, k, readers, statics) && !fed_by_expansion(m, k, readers, isa))
         return NativeKind::kNone;
       return NativeKind::kDepthwise;
     case OperationType::TRANSPOSE_CONV_2D: {

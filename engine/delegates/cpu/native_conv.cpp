@@ -47,20 +47,24 @@ NN_INLINE_AVX2 void store_row(float* c, const float* r, size_t nr, __m256 lo_hal
 // C[mr x nr] = epilogue(A[mr x K] * W[K x 16] + bias, R), where A's columns come in
 // `segments` runs of k each: run s is the matrix at seg_a[s] (row r at seg_a[s] + r*lda),
 // or all zeros when seg_a[s] is null (its weights are skipped). One run is a plain GEMM;
-// a conv gives one run per kernel row (implicit GEMM: no im2col copy). Rows past mr alias
-// the last valid row (computed twice, stored to the same place): no row branches.
-// kHardSwish / kResidual: the epilogue's stages as constants, so the stores carry no
-// branches (the dispatcher below picks the instantiation once per call).
-template <bool kHardSwish, bool kResidual>
+// a conv gives one run per kernel row (implicit GEMM: no im2col copy). kRows (6, 4, 2 or
+// 1) rows of accumulators, mr <= kRows: rows past mr alias the last valid row (computed
+// twice, stored to the same place): no row branches. The smaller kRows serve a GEMM's last
+// rows (a 7x7 image's 49 pixels: 8 tiles of 6 and one of 1, where a ninth 6-row tile cost
+// 10% more). kHardSwish / kResidual: the epilogue's stages as constants, so the stores
+// carry no branches (the dispatcher below picks the instantiation once per call).
+#define NN_ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+template <int kRows, bool kHardSwish, bool kResidual>
 NN_TARGET_AVX2 void kernel_6x16_t(size_t mr, size_t nr, size_t segments, const float* const* seg_a, size_t k,
                                   size_t lda, const float* w, float* c, const float* res, size_t ldc,
                                   const EpilogueAvx2& shared_epi) {
   EpilogueAvx2 epi = shared_epi;
   epi.hard_swish = kHardSwish;
   epi.residual = kResidual;
-  __m256 c00 = _mm256_load_ps(w), c01 = _mm256_load_ps(w + 8);
-  __m256 c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01, c40 = c00, c41 = c01, c50 = c00,
-         c51 = c01;
+  const __m256 bias0 = _mm256_load_ps(w), bias1 = _mm256_load_ps(w + 8);
+#define NN_ACC(i) __m256 c##i##0 = bias0, c##i##1 = bias1;
+  NN_ROWS6(NN_ACC)
+#undef NN_ACC
   w += kNr;
   for (size_t seg = 0; seg < segments; ++seg) {
     if (!seg_a[seg]) {
@@ -77,46 +81,49 @@ NN_TARGET_AVX2 void kernel_6x16_t(size_t mr, size_t nr, size_t segments, const f
       const __m256 b0 = _mm256_load_ps(w);
       const __m256 b1 = _mm256_load_ps(w + 8);
       w += kNr;
-      __m256 va = _mm256_broadcast_ss(a0 + p);
-      c00 = _mm256_fmadd_ps(va, b0, c00);
-      c01 = _mm256_fmadd_ps(va, b1, c01);
-      va = _mm256_broadcast_ss(a1 + p);
-      c10 = _mm256_fmadd_ps(va, b0, c10);
-      c11 = _mm256_fmadd_ps(va, b1, c11);
-      va = _mm256_broadcast_ss(a2 + p);
-      c20 = _mm256_fmadd_ps(va, b0, c20);
-      c21 = _mm256_fmadd_ps(va, b1, c21);
-      va = _mm256_broadcast_ss(a3 + p);
-      c30 = _mm256_fmadd_ps(va, b0, c30);
-      c31 = _mm256_fmadd_ps(va, b1, c31);
-      va = _mm256_broadcast_ss(a4 + p);
-      c40 = _mm256_fmadd_ps(va, b0, c40);
-      c41 = _mm256_fmadd_ps(va, b1, c41);
-      va = _mm256_broadcast_ss(a5 + p);
-      c50 = _mm256_fmadd_ps(va, b0, c50);
-      c51 = _mm256_fmadd_ps(va, b1, c51);
+#define NN_FMA(i)                                    \
+  if constexpr (i < kRows) {                         \
+    const __m256 va = _mm256_broadcast_ss(a##i + p); \
+    c##i##0 = _mm256_fmadd_ps(va, b0, c##i##0);      \
+    c##i##1 = _mm256_fmadd_ps(va, b1, c##i##1);      \
+  }
+      NN_ROWS6(NN_FMA)
+#undef NN_FMA
     }
   }
   // Row i of the tile stores at c + i*ldc (residual res + i*ldc); rows past mr alias.
   const size_t s1 = mr > 1 ? ldc : 0, s2 = mr > 2 ? 2 * ldc : s1, s3 = mr > 3 ? 3 * ldc : s2,
                s4 = mr > 4 ? 4 * ldc : s3, s5 = mr > 5 ? 5 * ldc : s4;
-  store_row(c + s5, res + s5, nr, c50, c51, epi);
-  store_row(c + s4, res + s4, nr, c40, c41, epi);
-  store_row(c + s3, res + s3, nr, c30, c31, epi);
-  store_row(c + s2, res + s2, nr, c20, c21, epi);
-  store_row(c + s1, res + s1, nr, c10, c11, epi);
+  if constexpr (kRows > 5) store_row(c + s5, res + s5, nr, c50, c51, epi);
+  if constexpr (kRows > 4) store_row(c + s4, res + s4, nr, c40, c41, epi);
+  if constexpr (kRows > 3) store_row(c + s3, res + s3, nr, c30, c31, epi);
+  if constexpr (kRows > 2) store_row(c + s2, res + s2, nr, c20, c21, epi);
+  if constexpr (kRows > 1) store_row(c + s1, res + s1, nr, c10, c11, epi);
   store_row(c, res, nr, c00, c01, epi);
 }
+#undef NN_ROWS6
 
+template <int kRows>
+NN_TARGET_AVX2 void kernel_rows_x16(size_t mr, size_t nr, size_t segments, const float* const* seg_a,
+                                    size_t k, size_t lda, const float* w, float* c, const float* res,
+                                    size_t ldc, const EpilogueAvx2& epi) {
+  if (epi.hard_swish)
+    (epi.residual ? kernel_6x16_t<kRows, true, true>
+                  : kernel_6x16_t<kRows, true, false>)(mr, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+  else
+    (epi.residual ? kernel_6x16_t<kRows, false, true>
+                  : kernel_6x16_t<kRows, false, false>)(mr, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+}
+
+// mr <= 6 rows: 5 or 6 on the 6-row kernel, fewer on the 4-, 2- and 1-row ones.
 NN_TARGET_AVX2 void kernel_6x16(size_t mr, size_t nr, size_t segments, const float* const* seg_a, size_t k,
                                 size_t lda, const float* w, float* c, const float* res, size_t ldc,
                                 const EpilogueAvx2& epi) {
-  if (epi.hard_swish)
-    (epi.residual ? kernel_6x16_t<true, true> : kernel_6x16_t<true, false>)(mr, nr, segments, seg_a, k, lda,
-                                                                            w, c, res, ldc, epi);
-  else
-    (epi.residual ? kernel_6x16_t<false, true> : kernel_6x16_t<false, false>)(mr, nr, segments, seg_a, k, lda,
-                                                                              w, c, res, ldc, epi);
+  auto kernel = mr > 4   ? kernel_rows_x16<6>
+                : mr > 2 ? kernel_rows_x16<4>
+                : mr > 1 ? kernel_rows_x16<2>
+                         : kernel_rows_x16<1>;
+  kernel(mr, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
 }
 
 // The AVX-512F micro-kernel: 8 rows x 16 * kVecs columns on weight panels as wide, kVecs

@@ -1,8 +1,8 @@
-// Depthwise convolution (multiplier 1) with the epilogue fused. AVX2: 8-channel vectors,
-// pixel-major like XNNPACK's dwconv on wide layers (all channels of one output pixel, then
-// the next), columns of 4 pixels per channel block on narrow ones. AVX-512F: 16-channel
-// vectors, columns of 8 pixels per channel block on every layer. The weights of a channel
-// block are packed contiguously (bias, tap 0, tap 1, ...) so the loops stream them in order.
+// Depthwise convolution (multiplier 1) with the epilogue fused: columns of 8 output pixels
+// per channel block (8-channel vectors on AVX2, 16 on AVX-512F), each input vector loaded
+// once for every tap that reads it where stride and width are known at compile time. The
+// weights of a channel block are packed contiguously (bias, tap 0, tap 1, ...) so the loops
+// stream them in order.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -62,10 +62,6 @@ NN_INLINE_AVX2 __m256 load8(const float* p, __m256i mask) {
   return kMasked ? _mm256_maskload_ps(p, mask) : _mm256_loadu_ps(p);
 }
 
-// From this many channels the wide (pointer-table) kernel wins; below it the column kernel
-// (measured on 3x3 layers: 72 channels 0.070 vs 0.085 ms, 16 channels 0.43 vs 0.24 ms).
-constexpr size_t kWideChannels = 32;
-
 struct RowArgs {
   const NativeConvShape* s;
   const float* packed;
@@ -78,167 +74,179 @@ struct RowArgs {
   const float* zeros;  // C zero floats: what taps in the padding read
 };
 
-template <bool kMasked>
-NN_INLINE_AVX2 void finish(const RowArgs& a, size_t ox, size_t cb, __m256i mask, __m256 acc,
-                           const EpilogueAvx2& epi) {
-  const size_t at = ox * a.s->out_c + cb;
-  const __m256 r = epi.residual ? load8<kMasked>(a.res_row + at, mask) : epi.zero;
+// ---- AVX2: 8-channel blocks, the AVX-512 kernel's structure (below) on ymm registers (16:
+// 8 accumulators, a tap row's kKw <= 5 weights and the loaded input). kEdge groups read
+// their padding taps from the zero row.
+
+NN_INLINE_AVX2 const float* column_at8(const float* row, int64_t x, int64_t in_w, size_t C,
+                                       const float* zeros) {
+  return x >= 0 && x < in_w ? row + size_t(x) * C : zeros;
+}
+
+template <bool kMasked, bool kRes>
+NN_INLINE_AVX2 void finish8(float* out, const float* res, __m256i m, size_t n, __m256 acc,
+                            const EpilogueAvx2& epi) {
+  const __m256 r = kRes ? load8<kMasked>(res, m) : epi.zero;
   if (kMasked)
-    store_first(a.out_row + at, epi(acc, r), a.s->out_c - cb);
+    store_first(out, epi(acc, r), n);
   else
-    _mm256_storeu_ps(a.out_row + at, epi(acc, r));
+    _mm256_storeu_ps(out, epi(acc, r));
 }
 
-// One channel block of an edge column: taps outside the image are skipped.
-template <bool kMasked>
-NN_INLINE_AVX2 void edge_block(const RowArgs& a, size_t ox, size_t cb, __m256i mask,
-                               const EpilogueAvx2& epi) {
-  const NativeConvShape& s = *a.s;
-  const size_t C = s.out_c, kw = s.kernel_w;
-  const int64_t x0 = int64_t(ox) * s.stride_w - s.pad_left;
-  const float* w = a.packed + (cb / 8) * (a.taps + 1) * 8;
-  __m256 acc = _mm256_load_ps(w);
-  for (uint32_t ky = a.ky_lo; ky < a.ky_hi; ++ky) {
-    const float* in_row = a.rows[ky] + cb;
-    for (size_t kx = 0; kx < kw; ++kx) {
-      const int64_t ix = x0 + int64_t(kx) * s.dilation_w;
-      if (ix < 0 || ix >= int64_t(s.in_w)) continue;
-      acc = _mm256_fmadd_ps(load8<kMasked>(in_row + size_t(ix) * C, mask),
-                            _mm256_load_ps(w + (1 + ky * kw + kx) * 8), acc);
-    }
-  }
-  finish<kMasked>(a, ox, cb, mask, acc, epi);
-}
-
-// One channel block of kPixels interior output pixels (ox, ox + 1, ...): no bounds checks,
-// each weight load shared, kPixels independent FMA chains in flight. kKw > 0 is the kernel
-// width known at compile time (3, 5: the tap loops unroll).
-template <int kKw, int kPixels, bool kMasked>
-NN_INLINE_AVX2 void interior_block(const RowArgs& a, size_t ox, size_t cb, __m256i mask,
-                                   const EpilogueAvx2& epi) {
+// kPixels output pixels of one 8-channel block, as pixel_block16.
+template <int kKw, int kStride, int kPixels, bool kMasked, bool kRes, bool kEdge>
+NN_INLINE_AVX2 void pixel_block8(const RowArgs& a, size_t ox, size_t cb, __m256i m, const EpilogueAvx2& epi) {
   const NativeConvShape& s = *a.s;
   const size_t C = s.out_c, kw = kKw > 0 ? size_t(kKw) : s.kernel_w;
   const size_t tap_stride = size_t(s.dilation_w) * C, step = size_t(s.stride_w) * C;
   const float* w = a.packed + (cb / 8) * (a.taps + 1) * 8;
   __m256 acc[kPixels];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int p = 0; p < kPixels; ++p) acc[p] = _mm256_load_ps(w);
-  const size_t x0 = ox * s.stride_w - s.pad_left;
+  const int64_t x0 = int64_t(ox) * s.stride_w - s.pad_left;
+  const int64_t in_w = s.in_w;
+  const float* zeros = a.zeros + cb;
   for (uint32_t ky = a.ky_lo; ky < a.ky_hi; ++ky) {
-    const float* in = a.rows[ky] + x0 * C + cb;
+    const float* row = a.rows[ky] + cb;
+    const float* in = kEdge ? row : row + size_t(x0) * C;
+    const float* wk = w + (1 + ky * kw) * 8;
+    if constexpr (kStride > 0 && kKw > 0) {
+      __m256 wv[kKw];
+#pragma GCC unroll 5
+      for (int kx = 0; kx < kKw; ++kx) wv[kx] = _mm256_load_ps(wk + kx * 8);
+      constexpr int kSpan = (kPixels - 1) * kStride + kKw;
+#pragma GCC unroll 24
+      for (int j = 0; j < kSpan; ++j, in += C) {
+        __m256 x = load8<kMasked>(kEdge ? column_at8(row, x0 + j, in_w, C, zeros) : in, m);
+        NN_KEEP_IN_REGISTER(x);
+#pragma GCC unroll 5
+        for (int kx = 0; kx < kKw; ++kx) {
+          const int p = (j - kx) / kStride;
+          if (j >= kx && (j - kx) % kStride == 0 && p < kPixels) acc[p] = _mm256_fmadd_ps(x, wv[kx], acc[p]);
+        }
+      }
+    } else {
+#pragma GCC unroll 5
+      for (size_t kx = 0; kx < kw; ++kx) {
+        const __m256 wv = _mm256_load_ps(wk + kx * 8);
+#pragma GCC unroll 8
+        for (int p = 0; p < kPixels; ++p) {
+          const int64_t x = x0 + int64_t(kx) * s.dilation_w + int64_t(p) * s.stride_w;
+          const float* src = kEdge ? column_at8(row, x, in_w, C, zeros) : in + kx * tap_stride + p * step;
+          acc[p] = _mm256_fmadd_ps(load8<kMasked>(src, m), wv, acc[p]);
+        }
+      }
+    }
+  }
+  float* out = a.out_row + ox * C + cb;
+  const float* res = a.res_row + ox * C + cb;
+  const size_t n = C - cb;
+#pragma GCC unroll 8
+  for (int p = 0; p < kPixels; ++p) finish8<kMasked, kRes>(out + p * C, res + p * C, m, n, acc[p], epi);
+}
+
+// kPixels (1, 2 or 4) output pixels of kBlocks consecutive full 8-channel blocks: 8
+// independent FMA chains where a pixel group alone would have too few to cover the FMA
+// latency (the 7x7 and 14x14 layers' edge and last pixels, one chain each, had made the
+// wide layers slower than XNNPACK's up16x9). Weights and inputs read from memory.
+template <int kKw, int kPixels, int kBlocks, bool kRes, bool kEdge>
+NN_INLINE_AVX2 void pixel_blocks8(const RowArgs& a, size_t ox, size_t cb, const EpilogueAvx2& epi) {
+  const NativeConvShape& s = *a.s;
+  const size_t C = s.out_c, kw = kKw > 0 ? size_t(kKw) : s.kernel_w;
+  const size_t block = (a.taps + 1) * 8;
+  const float* w = a.packed + (cb / 8) * block;
+  __m256 acc[kBlocks][kPixels];
+#pragma GCC unroll 8
+  for (int b = 0; b < kBlocks; ++b)
+#pragma GCC unroll 8
+    for (int p = 0; p < kPixels; ++p) acc[b][p] = _mm256_load_ps(w + b * block);
+  const int64_t x0 = int64_t(ox) * s.stride_w - s.pad_left;
+  const int64_t in_w = s.in_w;
+  const float* zeros = a.zeros + cb;
+  for (uint32_t ky = a.ky_lo; ky < a.ky_hi; ++ky) {
+    const float* row = a.rows[ky] + cb;
     const float* wk = w + (1 + ky * kw) * 8;
 #pragma GCC unroll 5
     for (size_t kx = 0; kx < kw; ++kx) {
-      const __m256 wv = _mm256_load_ps(wk + kx * 8);
-#pragma GCC unroll 4
-      for (int p = 0; p < kPixels; ++p)
-        acc[p] = _mm256_fmadd_ps(load8<kMasked>(in + kx * tap_stride + p * step, mask), wv, acc[p]);
+      const float* src[kPixels];
+#pragma GCC unroll 8
+      for (int p = 0; p < kPixels; ++p) {
+        const int64_t x = x0 + int64_t(kx) * s.dilation_w + int64_t(p) * s.stride_w;
+        src[p] = kEdge ? column_at8(row, x, in_w, C, zeros) : row + size_t(x) * C;
+      }
+#pragma GCC unroll 8
+      for (int b = 0; b < kBlocks; ++b) {
+        const __m256 wv = _mm256_load_ps(wk + b * block + kx * 8);
+#pragma GCC unroll 8
+        for (int p = 0; p < kPixels; ++p)
+          acc[b][p] = _mm256_fmadd_ps(_mm256_loadu_ps(src[p] + b * 8), wv, acc[b][p]);
+      }
     }
   }
-#pragma GCC unroll 4
-  for (int p = 0; p < kPixels; ++p) finish<kMasked>(a, ox + p, cb, mask, acc[p], epi);
+  float* out = a.out_row + ox * C + cb;
+  const float* res = a.res_row + ox * C + cb;
+#pragma GCC unroll 8
+  for (int b = 0; b < kBlocks; ++b)
+#pragma GCC unroll 8
+    for (int p = 0; p < kPixels; ++p)
+      finish8<false, kRes>(out + p * C + b * 8, res + p * C + b * 8, _mm256_setzero_si256(), 8, acc[b][p],
+                           epi);
 }
 
-// Wide layers, XNNPACK's way: per output pixel a table of tap pointers (the zero row for
-// taps in the padding), then all channels 16 at a time, weights streamed in order.
-template <int kTaps>
-NN_TARGET_AVX2 void depthwise_row_wide(const RowArgs& a, const EpilogueAvx2& epi) {
-  const NativeConvShape& s = *a.s;
-  const size_t C = s.out_c, kw = s.kernel_w, taps = kTaps > 0 ? size_t(kTaps) : a.taps;
-  const size_t block = (taps + 1) * 8;  // packed floats per 8 channels
-  const float* ptr[64];
-  for (size_t ox = 0; ox < s.out_w; ++ox) {
-    const int64_t x0 = int64_t(ox) * s.stride_w - s.pad_left;
-    for (size_t ky = 0; ky < s.kernel_h; ++ky)
-      for (size_t kx = 0; kx < kw; ++kx) {
-        const int64_t ix = x0 + int64_t(kx) * s.dilation_w;
-        const bool inside = ky >= a.ky_lo && ky < a.ky_hi && ix >= 0 && ix < int64_t(s.in_w);
-        ptr[ky * kw + kx] = inside ? a.rows[ky] + size_t(ix) * C : a.zeros;
-      }
-    size_t c = 0;
-    if constexpr (kTaps > 0) {
-      // The tap pointers in registers, advanced with the channels (as XNNPACK's kernels).
-      const float* p[kTaps];
-#pragma GCC unroll 25
-      for (int t = 0; t < kTaps; ++t) p[t] = ptr[t];
-      const float* w0 = a.packed;
-      for (; c + 16 <= C; c += 16, w0 += 2 * block) {
-        const float* w1 = w0 + block;
-        __m256 acc0 = _mm256_load_ps(w0), acc1 = _mm256_load_ps(w1);
-#pragma GCC unroll 25
-        for (int t = 0; t < kTaps; ++t) {
-          acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(p[t]), _mm256_load_ps(w0 + (t + 1) * 8), acc0);
-          acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(p[t] + 8), _mm256_load_ps(w1 + (t + 1) * 8), acc1);
-          p[t] += 16;
-        }
-        float* o = a.out_row + ox * C + c;
-        const float* r = a.res_row + ox * C + c;
-        _mm256_storeu_ps(o, epi(acc0, epi.residual ? _mm256_loadu_ps(r) : epi.zero));
-        _mm256_storeu_ps(o + 8, epi(acc1, epi.residual ? _mm256_loadu_ps(r + 8) : epi.zero));
-      }
+// Rows in walk_columns' order, one 8-channel block after another.
+template <int kKw, int kStride, bool kRes>
+struct OneRow8 {
+  const RowArgs& a;
+  size_t full;
+  __m256i all, tail;
+  const EpilogueAvx2& epi;
+  template <int kPixels, bool kEdge>
+  NN_INLINE_AVX2 void group(size_t ox) {
+    size_t cb = 0;
+    if constexpr (kPixels < 8) {
+      constexpr int kBlocks = 8 / kPixels;
+      for (; cb + kBlocks * 8 <= full; cb += kBlocks * 8)
+        pixel_blocks8<kKw, kPixels, kBlocks, kRes, kEdge>(a, ox, cb, epi);
     }
-    for (; c + 16 <= C; c += 16) {
-      const float* w0 = a.packed + (c / 8) * block;
-      const float* w1 = w0 + block;
-      __m256 acc0 = _mm256_load_ps(w0), acc1 = _mm256_load_ps(w1);
-      for (size_t t = 0; t < taps; ++t) {
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(ptr[t] + c), _mm256_load_ps(w0 + (t + 1) * 8), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(ptr[t] + c + 8), _mm256_load_ps(w1 + (t + 1) * 8), acc1);
-      }
-      const size_t at = ox * C + c;
-      const __m256 r0 = epi.residual ? _mm256_loadu_ps(a.res_row + at) : epi.zero;
-      const __m256 r1 = epi.residual ? _mm256_loadu_ps(a.res_row + at + 8) : epi.zero;
-      _mm256_storeu_ps(a.out_row + at, epi(acc0, r0));
-      _mm256_storeu_ps(a.out_row + at + 8, epi(acc1, r1));
-    }
-    for (; c < C; c += 8) {
-      const size_t n = std::min<size_t>(8, C - c);
-      const __m256i mask = lane_mask(n);
-      const float* w0 = a.packed + (c / 8) * block;
-      __m256 acc = _mm256_load_ps(w0);
-      for (size_t t = 0; t < taps; ++t)
-        acc = _mm256_fmadd_ps(_mm256_maskload_ps(ptr[t] + c, mask), _mm256_load_ps(w0 + (t + 1) * 8), acc);
-      const size_t at = ox * C + c;
-      const __m256 r = epi.residual ? _mm256_maskload_ps(a.res_row + at, mask) : epi.zero;
-      if (n == 8)
-        _mm256_storeu_ps(a.out_row + at, epi(acc, r));
-      else
-        store_first(a.out_row + at, epi(acc, r), n);
-    }
+    for (; cb < full; cb += 8) pixel_block8<kKw, kStride, kPixels, false, kRes, kEdge>(a, ox, cb, all, epi);
+    if (full < a.s->out_c) pixel_block8<kKw, kStride, kPixels, true, kRes, kEdge>(a, ox, full, tail, epi);
   }
+};
+
+template <int kKw, int kStride, bool kHs, bool kRes>
+NN_TARGET_AVX2 void depthwise_row8_t(const RowArgs& a, const EpilogueAvx2& shared_epi) {
+  EpilogueAvx2 epi = shared_epi;
+  epi.hard_swish = kHs;
+  epi.residual = kRes;
+  const size_t C = a.s->out_c, full = C / 8 * 8, out_w = a.s->out_w;
+  OneRow8<kKw, kStride, kRes> w{a, full, _mm256_set1_epi32(-1), lane_mask(C - full), epi};
+  // Groups of 4 across the left edge, 8 then 4 inside, 4 across the right edge, then
+  // single pixels (the edge ones on the zero row too).
+  size_t ox = 0;
+  for (; ox < a.ox_lo && ox + 4 <= out_w; ox += 4) w.template group<4, true>(ox);
+  for (; ox < a.ox_lo; ++ox) w.template group<1, true>(ox);
+  for (; ox + 8 <= a.ox_hi; ox += 8) w.template group<8, false>(ox);
+  if (ox + 4 <= a.ox_hi) w.template group<4, false>(ox), ox += 4;
+  for (; ox + 4 <= out_w; ox += 4) w.template group<4, true>(ox);
+  for (; ox < a.ox_hi; ++ox) w.template group<1, false>(ox);
+  for (; ox < out_w; ++ox) w.template group<1, true>(ox);
+}
+
+template <int kKw, bool kHs, bool kRes>
+void depthwise_row8(const RowArgs& a, const EpilogueAvx2& epi) {
+  if constexpr (kKw > 0) {
+    if (a.s->dilation_w == 1 && a.s->stride_w == 1) return depthwise_row8_t<kKw, 1, kHs, kRes>(a, epi);
+    if (a.s->dilation_w == 1 && a.s->stride_w == 2) return depthwise_row8_t<kKw, 2, kHs, kRes>(a, epi);
+  }
+  depthwise_row8_t<kKw, 0, kHs, kRes>(a, epi);
 }
 
 template <int kKw>
-NN_TARGET_AVX2 void depthwise_row(const RowArgs& a, const EpilogueAvx2& epi) {
-  const size_t C = a.s->out_c, full = C / 8 * 8;
-  if (C >= kWideChannels && a.taps <= 64) {
-    if (a.taps == 9)
-      depthwise_row_wide<9>(a, epi);
-    else if (a.taps == 25)
-      depthwise_row_wide<25>(a, epi);
-    else
-      depthwise_row_wide<0>(a, epi);
-    return;
-  }
-  const __m256i all = _mm256_set1_epi32(-1), tail = lane_mask(C - full);
-  // Edge columns (left, then right below): every block, taps checked.
-  for (size_t ox = 0; ox < a.ox_lo; ++ox) {
-    for (size_t cb = 0; cb < full; cb += 8) edge_block<false>(a, ox, cb, all, epi);
-    if (full < C) edge_block<true>(a, ox, full, tail, epi);
-  }
-  size_t ox = a.ox_lo;
-  for (; ox + 4 <= a.ox_hi; ox += 4) {
-    for (size_t cb = 0; cb < full; cb += 8) interior_block<kKw, 4, false>(a, ox, cb, all, epi);
-    if (full < C) interior_block<kKw, 4, true>(a, ox, full, tail, epi);
-  }
-  for (; ox < a.ox_hi; ++ox) {
-    for (size_t cb = 0; cb < full; cb += 8) interior_block<kKw, 1, false>(a, ox, cb, all, epi);
-    if (full < C) interior_block<kKw, 1, true>(a, ox, full, tail, epi);
-  }
-  for (; ox < a.s->out_w; ++ox) {
-    for (size_t cb = 0; cb < full; cb += 8) edge_block<false>(a, ox, cb, all, epi);
-    if (full < C) edge_block<true>(a, ox, full, tail, epi);
-  }
+void depthwise_row8_dispatch(const RowArgs& a, const EpilogueAvx2& epi) {
+  if (epi.hard_swish)
+    (epi.residual ? depthwise_row8<kKw, true, true> : depthwise_row8<kKw, true, false>)(a, epi);
+  else
+    (epi.residual ? depthwise_row8<kKw, false, true> : depthwise_row8<kKw, false, false>)(a, epi);
 }
 
 // ---- AVX-512F: 16-channel blocks, k-masked channel tails (plain instructions, unlike
@@ -517,7 +525,7 @@ void depthwise_two_rows16_dispatch(const RowArgs& a, const RowArgs& b, const Epi
                   : depthwise_two_rows16_t<kKw, false, false>)(a, b, epi);
 }
 
-// All channel counts: unlike on AVX2, the column kernel beats the pointer-table one on
+// All channel counts: the column kernel beats a pointer-table one (XNNPACK's way) on
 // wide layers too (MobileNetV2, all depthwise native, 1 thread: 5.2 vs 5.8 ms; its 32-channel
 // 112x112 layer 0.13 vs 0.43 ms: per pixel, the tap table cost more than its 18 FMAs).
 template <int kKw, bool kHs, bool kRes>
@@ -564,11 +572,11 @@ void NativeDepthwise::run_row(const float* const* rows, size_t oy, const float* 
   }
   const EpilogueAvx2 epi(epilogue_);
   if (s.kernel_w == 3)
-    depthwise_row<3>(a, epi);
+    depthwise_row8_dispatch<3>(a, epi);
   else if (s.kernel_w == 5)
-    depthwise_row<5>(a, epi);
+    depthwise_row8_dispatch<5>(a, epi);
   else
-    depthwise_row<0>(a, epi);
+    depthwise_row8_dispatch<0>(a, epi);
   if (epilogue_.swish) swish_inplace(output_row, 1, size_t(s.out_w) * s.out_c, 0, false);
 #else
   (void)s, (void)rows, (void)oy, (void)residual_row, (void)output_row;

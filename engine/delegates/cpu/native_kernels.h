@@ -214,7 +214,7 @@ class NativeDeconv final : public NativeOp {
   NativeConvShape shape_;
   Epilogue epilogue_;
   bool avx512_ = false;      // 4 pixels x 4 dot products per step on AVX-512F, else 4 dots on AVX2
-  bool single_2x2_ = false;  // AVX-512F, 2x2 taps, one output channel, no residual: 16 pixels a step
+  bool single_2x2_ = false;  // 2x2 taps, one output channel, no residual: 16 pixels a step (8 on AVX2)
   size_t n_ = 0;             // dot products per input pixel: kernel_h * kernel_w * out_c
   size_t c_pad_ = 0;         // in_c rounded up to 16 (AVX-512) or 8
   std::vector<float> bias_;
