@@ -47,6 +47,13 @@ bool has_vnni() {
   return false;
 #endif
 }
+bool has_vbmi() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx512vbmi");
+#else
+  return false;
+#endif
+}
 bool has_avx2() {
 #if defined(__x86_64__) || defined(__i386__)
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -334,7 +341,9 @@ TEST(NativeInt8, DepthwiseConvEqualsTheReference) {
               "DEPTHWISE_CONV_2D " + std::to_string(f.kernel) + "x" + std::to_string(f.kernel) + "/" +
                   std::to_string(f.stride) + " dilation " + std::to_string(f.dilation) + " x" +
                   std::to_string(c) + (per_channel ? " per-channel" : " per-tensor"),
-              "depthwise", "xnnpack", c <= 32 || f.kernel == 5);  // wide 3x3: XNNPACK's
+              "depthwise", "xnnpack",
+              // wide 3x3: XNNPACK's unless the VNNI 3x3 form runs it (VBMI, dilation 1)
+              c <= 32 || f.kernel == 5 || (has_vbmi() && f.dilation == 1));
       }
 }
 

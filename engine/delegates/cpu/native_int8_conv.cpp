@@ -24,6 +24,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #define NN_TARGET_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2")))
+#define NN_TARGET_VNNI_VBMI \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx2")))
 #define NN_TARGET_I8_AVX2 __attribute__((target("avx2")))
 #define NN_INLINE_VNNI \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2"), always_inline)) inline
@@ -56,6 +58,15 @@ bool has_vnni(const NativeIsa& isa) {
   return isa.avx512 && has;
 #else
   (void)isa;
+  return false;
+#endif
+}
+
+bool has_vbmi() {
+#if NN_NATIVE_X86
+  static const bool has = __builtin_cpu_supports("avx512vbmi");
+  return has;
+#else
   return false;
 #endif
 }
@@ -93,6 +104,38 @@ struct ChannelRequant {
   // NNAPI's requantization of 16 int32 accumulators of columns [j, j + 16), per-column
   // multipliers and right shifts (quant_math.h; the rounding-doubling high multiply by
   // m >= 0 is floor((x * m + 2^30) / 2^31)).
+  // apply16's per-column constants for columns [j, j + 16) in registers, for loops that
+  // requantize many rows of the same columns (int8 stores may alias the vectors, so the
+  // compiler would reload them per row).
+  struct Columns16 {
+    __m512i mult, mult_odd, mask, threshold, right, zo, lo, hi;
+    NN_INLINE_I8_512 __m512i apply(__m512i x) const {
+      const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
+      const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, mult), half), 31);
+      const __m512i odd =
+          _mm512_slli_epi64(_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), mult_odd), half), 1);
+      const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+      const __m512i rem = _mm512_and_si512(high, mask);
+      const __m512i limit = _mm512_add_epi32(threshold, _mm512_srli_epi32(high, 31));
+      const __m512i q = _mm512_srav_epi32(high, right);
+      const __m512i v = _mm512_add_epi32(
+          _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(rem, limit), q, _mm512_set1_epi32(1)), zo);
+      return _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
+    }
+  };
+  NN_INLINE_I8_512 Columns16 columns16(size_t j) const {
+    Columns16 c;
+    c.mult = _mm512_loadu_si512(mult.data() + j);
+    c.mult_odd = _mm512_srli_epi64(c.mult, 32);
+    c.mask = _mm512_loadu_si512(mask.data() + j);
+    c.threshold = _mm512_loadu_si512(threshold.data() + j);
+    c.right = _mm512_loadu_si512(right.data() + j);
+    c.zo = _mm512_set1_epi32(zo);
+    c.lo = _mm512_set1_epi32(range.lo);
+    c.hi = _mm512_set1_epi32(range.hi);
+    return c;
+  }
+
   NN_INLINE_I8_512 __m512i apply16(__m512i x, size_t j) const {
     const __m512i m = _mm512_loadu_si512(mult.data() + j);
     const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
@@ -446,7 +489,26 @@ class Int8Depthwise final : public NativeDataOp {
     ox_hi_ = ox_lo_;
     while (ox_hi_ < s.out_w && int64_t(ox_hi_ * s.stride_w) - s.pad_left + reach_w < int64_t(s.in_w))
       ++ox_hi_;
-    name_ = std::string("native int8 depthwise ") + (avx512_ ? "AVX-512" : "scalar");
+    // 3x3, dilation 1 with VNNI and VBMI: the three tap rows' bytes interleaved per channel
+    // (4 bytes: ky = 0, 1, 2 and a zero-weight fourth), so one vpdpbusd sums a tap column.
+    vnni3x3_ = avx512_ && has_vnni(isa) && has_vbmi() && s.kernel_h == 3 && s.kernel_w == 3 &&
+               s.dilation_h == 1 && s.dilation_w == 1;
+    if (vnni3x3_) {
+      w4_.assign(c_pad_ * 3 * 4, 0);
+      vnni_bias_.assign(c_pad_, 0);
+      zero_row_.assign(size_t(s.in_w) * c + 16, static_cast<int8_t>(zx));
+      for (size_t ch = 0; ch < c; ++ch) {
+        int32_t sum = 0;
+        for (size_t ky = 0; ky < 3; ++ky)
+          for (size_t kx = 0; kx < 3; ++kx) {
+            const int8_t v = w[(ky * 3 + kx) * c + ch];
+            w4_[((ch / 16 * 3 + kx) * 16 + ch % 16) * 4 + ky] = v;
+            sum += v;
+          }
+        vnni_bias_[ch] = bias_[ch] - (zx + 128) * sum;  // the input enters as x + 128
+      }
+    }
+    name_ = std::string("native int8 depthwise ") + (avx512_ ? "AVX-512" : "scalar") + (vnni3x3_ ? " VNNI" : "");
   }
   const char* kernel() const override { return name_.c_str(); }
   void run(const NativeDataArgs& args) const override {
@@ -482,6 +544,16 @@ class Int8Depthwise final : public NativeDataOp {
     const bool row_inside = iy0 >= 0 && iy0 + int64_t((s.kernel_h - 1) * s.dilation_h) < int64_t(s.in_h);
     size_t skip_lo = s.out_w, skip_hi = s.out_w;  // columns the fast path did
 #if NN_NATIVE_X86
+    if (op.vnni3x3_) {
+      const int8_t* rows[3];
+      for (int64_t ky = 0; ky < 3; ++ky) {
+        const int64_t iy = iy0 + ky;
+        rows[ky] = iy >= 0 && iy < int64_t(s.in_h) ? t.x + (n * s.in_h + size_t(iy)) * s.in_w * c
+                                                   : op.zero_row_.data();
+      }
+      op.row_vnni3x3(rows, t.out + r * s.out_w * c);
+      return;
+    }
     if (row_inside && op.avx512_ && op.ox_lo_ < op.ox_hi_) {
       const int8_t* x0 = t.x + (n * s.in_h + size_t(iy0)) * s.in_w * c;
       int8_t* out_row = t.out + r * s.out_w * c;
@@ -550,6 +622,51 @@ class Int8Depthwise final : public NativeDataOp {
     }
   }
 
+  // A whole output row of the 3x3 form with VNNI: per 16 channels, each input column the row
+  // reads becomes 64 bytes (channel-major: its three rows' bytes + 128 and a zero-weight
+  // fourth; columns and rows in the padding hold the zero point, which adds nothing against
+  // vnni_bias_), then each output is three vpdpbusd, one per tap column. rows: the three
+  // input rows (zero_row_ where outside).
+  NN_TARGET_VNNI_VBMI void row_vnni3x3(const int8_t* const rows[3], int8_t* out_row) const {
+    const size_t c = s_.out_c, pad = s_.pad_left, stride = s_.stride_w;
+    const size_t cols_n = (size_t(s_.out_w) - 1) * stride + 3;  // from input column -pad
+    const size_t in_lo = std::min(pad, cols_n), in_hi = std::min(cols_n, pad + s_.in_w);
+    thread_local std::vector<uint8_t> storage;  // [column][16 channels][4 rows], 64-byte aligned
+    storage.resize(cols_n * 64 + 64);
+    uint8_t* const cols = storage.data() + (-reinterpret_cast<uintptr_t>(storage.data()) & 63);
+    alignas(64) static constexpr uint8_t kInterleave[64] = {
+        0,  16, 32, 48, 1,  17, 33, 49, 2,  18, 34, 50, 3,  19, 35, 51, 4,  20, 36, 52, 5,  21,
+        37, 53, 6,  22, 38, 54, 7,  23, 39, 55, 8,  24, 40, 56, 9,  25, 41, 57, 10, 26, 42, 58,
+        11, 27, 43, 59, 12, 28, 44, 60, 13, 29, 45, 61, 14, 30, 46, 62, 15, 31, 47, 63};
+    const __m512i order = _mm512_load_si512(kInterleave);
+    const __m512i flip = _mm512_set1_epi8(char(0x80));
+    const __m512i padding = _mm512_set1_epi8(char(zx_ ^ 0x80));
+    for (size_t i = 0; i < in_lo; ++i) _mm512_store_si512(cols + i * 64, padding);
+    for (size_t i = in_hi; i < cols_n; ++i) _mm512_store_si512(cols + i * 64, padding);
+    for (size_t ch = 0; ch < c; ch += 16) {
+      const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - ch)) - 1);
+      for (size_t i = in_lo; i < in_hi; ++i) {
+        const size_t at = (i - pad) * c + ch;
+        __m512i z = _mm512_zextsi128_si512(_mm_maskz_loadu_epi8(k, rows[0] + at));
+        z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[1] + at), 1);
+        z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[2] + at), 2);
+        _mm512_store_si512(cols + i * 64, _mm512_xor_si512(_mm512_permutexvar_epi8(order, z), flip));
+      }
+      const int8_t* wp = w4_.data() + ch / 16 * 3 * 64;
+      const __m512i w0 = _mm512_loadu_si512(wp), w1 = _mm512_loadu_si512(wp + 64), w2 = _mm512_loadu_si512(wp + 128);
+      const __m512i b = _mm512_loadu_si512(vnni_bias_.data() + ch);
+      const ChannelRequant::Columns16 rq = requant_.columns16(ch);
+      const uint8_t* u = cols;
+      int8_t* o = out_row + ch;
+      for (size_t ox = 0; ox < s_.out_w; ++ox, u += stride * 64, o += c) {
+        __m512i acc = _mm512_dpbusd_epi32(b, _mm512_load_si512(u), w0);
+        acc = _mm512_dpbusd_epi32(acc, _mm512_load_si512(u + 64), w1);
+        acc = _mm512_dpbusd_epi32(acc, _mm512_load_si512(u + 128), w2);
+        _mm512_mask_cvtepi32_storeu_epi8(o, k, rq.apply(acc));
+      }
+    }
+  }
+
   NN_TARGET_I8_512 size_t pixel_avx512(const int8_t* x, const int64_t* offsets, bool inner, int8_t* o) const {
     const size_t c = s_.out_c, taps = size_t(s_.kernel_h) * s_.kernel_w;
     const __m512i zx = _mm512_set1_epi32(zx_);
@@ -577,6 +694,10 @@ class Int8Depthwise final : public NativeDataOp {
   std::vector<int32_t> w_;                  // [taps][c_pad]
   std::vector<int32_t> bias_, inner_bias_;  // [c_pad]
   std::vector<int64_t> rel_;                // per tap: input offset from the window's corner
+  bool vnni3x3_ = false;
+  std::vector<int8_t> w4_;         // 3x3 VNNI: [C / 16][kx][16 channels][ky 0..2, 0]
+  std::vector<int32_t> vnni_bias_;  // 3x3 VNNI: bias - (zx + 128) * sum(w)
+  std::vector<int8_t> zero_row_;    // 3x3 VNNI: an input row of zero points (rows in the padding)
   size_t ox_lo_ = 0, ox_hi_ = 0;
   std::string name_;
 };
@@ -660,10 +781,12 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
   const bool wide = has_vnni(isa);
   if (op.type == T::DEPTHWISE_CONV_2D) {
     if (!wide) return no("int8 depthwise without AVX-512 VNNI: XNNPACK's");
-    // Ours pays where XNNPACK's per-pixel overhead dominates (few channels) or the taps are
-    // many (5x5); on MobileNetV2's wide 3x3 layers XNNPACK's (fp32 requantization, 16-bit
-    // products) was 1.6-2x faster than our exact int32 lanes.
-    if (filter.dims[3] > 32 && size_t(filter.dims[1]) * filter.dims[2] < 25)
+    // Our int32 lanes pay where XNNPACK's per-pixel overhead dominates (few channels) or the
+    // taps are many (5x5); on MobileNetV2's wide 3x3 layers XNNPACK's (fp32 requantization,
+    // 16-bit products) was 1.6-2x faster than them, but not than the VNNI 3x3 form (VBMI).
+    const bool vnni3x3 = has_vbmi() && filter.dims[1] == 3 && filter.dims[2] == 3 && p->dilation_h == 1 &&
+                         p->dilation_w == 1;
+    if (!vnni3x3 && filter.dims[3] > 32 && size_t(filter.dims[1]) * filter.dims[2] < 25)
       return no("int8 3x3 depthwise on more than 32 channels: XNNPACK's");
     // filter [1, kh, kw, C]: the per-channel axis is 3
     if (p->depth_multiplier != 1 || in.dims[3] != out.dims[3]) return no("int8 depthwise with a multiplier");
