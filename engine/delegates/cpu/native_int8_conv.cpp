@@ -75,25 +75,59 @@ constexpr size_t kVnniRows = 8, kVnniCols = 16;
 constexpr size_t kAvx2Rows = 6, kAvx2Cols = 8;
 constexpr size_t kTilesPerTask = 8;
 
+// Per channel, the most |accumulator| any kernel form here reaches: |bias| + (383 + |zx|) *
+// sum |w| covers x - zx (|.| <= 255), x + 128 against bias - (128 + zx) * sum w, and x
+// against bias - zx * sum w. w[j * channel_stride + t * tap_stride] for t < taps.
+std::vector<int64_t> accumulator_bounds(const int8_t* w, size_t channels, size_t taps, size_t channel_stride,
+                                        size_t tap_stride, const int32_t* bias, int32_t zx) {
+  std::vector<int64_t> bound(channels, 0);
+  for (size_t j = 0; j < channels; ++j) {
+    int64_t sum = 0;
+    for (size_t t = 0; t < taps; ++t) sum += std::abs(int32_t{w[j * channel_stride + t * tap_stride]});
+    bound[j] = (bias ? std::abs(int64_t{bias[j]}) : 0) + (383 + std::abs(int64_t{zx})) * sum;
+  }
+  return bound;
+}
+
 // NNAPI's requantization per output channel (ops/quant_math.h): acc * multiplier[j] by the
 // rounding doubling high multiply, a rounding right shift, + zo, clamped to the activation
 // range. Right shifts only (multipliers below 1, as convs have). In SIMD the high multiply
 // by m >= 0 is floor((x * m + 2^30) / 2^31), gemmlowp's nudge and truncation combined.
+//
+// The short form (Columns16::apply, 13 vector ops per 16 outputs against 17) folds the
+// rounding right shift's half, the zero point and the high multiply's nudge into one 64-bit
+// constant: with h = floor((x * m + 2^30) / 2^31) and s > 0, NNAPI's result is
+//   ((h + 2^(s-1) - [h < 0]) >> s) + zo = (floor((x * m + 2^30 + (2^(s-1) + zo * 2^s) * 2^31) / 2^31)
+//                                          - [x < 0]) >> s
+// (h < 0 exactly when x < 0, but for x = -1, m = 2^30, where both sides give 0), and h + zo
+// for s = 0. It needs that sum to fit in int32, which the accumulator bound each kernel
+// passes (|bias| + 511 * sum |w|) decides per op; the long form runs otherwise.
 struct ChannelRequant {
+  // acc_bound: per channel, the most |accumulator| the kernel can reach.
   ChannelRequant(const std::vector<quant::Multiplier>& multipliers, size_t padded, int32_t zo_,
-                 quant::Range range_)
+                 quant::Range range_, const std::vector<int64_t>& acc_bound)
       : mult(padded, 0),
         right(padded, 0),
         mask(padded, 0),
         threshold(padded, 0),
+        folded_even(padded / 2, 0),
+        folded_odd(padded / 2, 0),
+        negative_rounds(padded / 16, 0),
         mults(multipliers),
         zo(zo_),
         range(range_) {
+    short_form = true;
     for (size_t j = 0; j < multipliers.size(); ++j) {
       mult[j] = multipliers[j].multiplier;
       right[j] = -multipliers[j].shift;
       mask[j] = static_cast<int32_t>((int64_t{1} << right[j]) - 1);
       threshold[j] = mask[j] >> 1;
+      const int64_t half = right[j] > 0 ? int64_t{1} << (right[j] - 1) : 0;
+      const int64_t pre_shift = half + int64_t{zo} * (int64_t{1} << right[j]);  // added to h
+      (j % 2 ? folded_odd : folded_even)[j / 16 * 8 + j % 16 / 2] = (int64_t{1} << 30) + pre_shift * (int64_t{1} << 31);
+      if (right[j] > 0) negative_rounds[j / 16] |= uint16_t(1u << (j % 16));
+      const int64_t h_most = acc_bound[j] + 2;  // |h| <= |x| + 1 (m < 2^31)
+      if (h_most + std::abs(pre_shift) + 1 >= (int64_t{1} << 31)) short_form = false;
     }
   }
   int8_t scalar(int32_t acc, size_t j) const {
@@ -101,15 +135,21 @@ struct ChannelRequant {
     return static_cast<int8_t>(std::clamp(v, range.lo, range.hi));
   }
 #if NN_NATIVE_X86
-  // NNAPI's requantization of 16 int32 accumulators of columns [j, j + 16), per-column
-  // multipliers and right shifts (quant_math.h; the rounding-doubling high multiply by
-  // m >= 0 is floor((x * m + 2^30) / 2^31)).
-  // apply16's per-column constants for columns [j, j + 16) in registers, for loops that
-  // requantize many rows of the same columns (int8 stores may alias the vectors, so the
-  // compiler would reload them per row).
+  // The per-column constants of columns [j, j + 16) in registers, for loops that requantize
+  // many rows of the same columns (int8 stores may alias the vectors, so the compiler would
+  // reload them per row).
   struct Columns16 {
-    __m512i mult, mult_odd, mask, threshold, right, zo, lo, hi;
+    __m512i mult, mult_odd, folded_even, folded_odd, mask, threshold, right, zo, lo, hi;
+    __mmask16 negative_rounds;
+    bool short_form;
     NN_INLINE_I8_512 __m512i apply(__m512i x) const {
+      if (short_form) {
+        const __m512i even = _mm512_add_epi64(_mm512_mul_epi32(x, mult), folded_even);
+        const __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), mult_odd), folded_odd);
+        __m512i h = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 31), _mm512_slli_epi64(odd, 1));
+        h = _mm512_add_epi32(h, _mm512_maskz_srai_epi32(negative_rounds, x, 31));  // - [x < 0]
+        return _mm512_min_epi32(_mm512_max_epi32(_mm512_srav_epi32(h, right), lo), hi);
+      }
       const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
       const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, mult), half), 31);
       const __m512i odd =
@@ -127,6 +167,10 @@ struct ChannelRequant {
     Columns16 c;
     c.mult = _mm512_loadu_si512(mult.data() + j);
     c.mult_odd = _mm512_srli_epi64(c.mult, 32);
+    c.folded_even = _mm512_loadu_si512(folded_even.data() + j / 2);
+    c.folded_odd = _mm512_loadu_si512(folded_odd.data() + j / 2);
+    c.negative_rounds = negative_rounds[j / 16];
+    c.short_form = short_form;
     c.mask = _mm512_loadu_si512(mask.data() + j);
     c.threshold = _mm512_loadu_si512(threshold.data() + j);
     c.right = _mm512_loadu_si512(right.data() + j);
@@ -136,22 +180,7 @@ struct ChannelRequant {
     return c;
   }
 
-  NN_INLINE_I8_512 __m512i apply16(__m512i x, size_t j) const {
-    const __m512i m = _mm512_loadu_si512(mult.data() + j);
-    const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
-    const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, m), half), 31);
-    const __m512i odd = _mm512_slli_epi64(
-        _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(m, 32)), half), 1);
-    const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
-    const __m512i rem = _mm512_and_si512(high, _mm512_loadu_si512(mask.data() + j));
-    const __m512i limit =
-        _mm512_add_epi32(_mm512_loadu_si512(threshold.data() + j), _mm512_srli_epi32(high, 31));
-    const __m512i q = _mm512_srav_epi32(high, _mm512_loadu_si512(right.data() + j));
-    const __m512i v = _mm512_add_epi32(
-        _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(rem, limit), q, _mm512_set1_epi32(1)),
-        _mm512_set1_epi32(zo));
-    return _mm512_min_epi32(_mm512_max_epi32(v, _mm512_set1_epi32(range.lo)), _mm512_set1_epi32(range.hi));
-  }
+  NN_INLINE_I8_512 __m512i apply16(__m512i x, size_t j) const { return columns16(j).apply(x); }
 
   NN_INLINE_I8_AVX2 __m256i apply8(__m256i x, size_t j) const {
     const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mult.data() + j));
@@ -174,6 +203,11 @@ struct ChannelRequant {
 
 #endif
   std::vector<int32_t> mult, right, mask, threshold;  // per channel, padded
+  // The short form's constant per channel, even and odd channels apart (index j / 16 * 8 +
+  // j % 16 / 2), and per 16 channels which have s > 0.
+  std::vector<int64_t> folded_even, folded_odd;
+  std::vector<uint16_t> negative_rounds;
+  bool short_form = false;
   std::vector<quant::Multiplier> mults;
   int32_t zo;
   quant::Range range;
@@ -193,7 +227,7 @@ class Int8Gemm {
         zx_(zx),
         vnni_(has_vnni(isa)),
         avx2_(!vnni_ && native_conv_supported()),
-        requant_(mult, n_pad_, zo, range) {
+        requant_(mult, n_pad_, zo, range, accumulator_bounds(w, n, k, k, 1, bias, zx)) {
     bias_.assign(n_pad_, 0);
     for (size_t j = 0; j < n; ++j) {
       int32_t wsum = 0;
@@ -267,9 +301,9 @@ class Int8Gemm {
         }
       }
       const __mmask16 keep = __mmask16((1u << std::min<size_t>(16, n_ - j)) - 1);
+      const ChannelRequant::Columns16 rq = requant_.columns16(j);
 #pragma GCC unroll 8
-      for (size_t r = 0; r < kRows; ++r)
-        _mm512_mask_cvtepi32_storeu_epi8(out + r * ldo + j, keep, requant_.apply16(acc[r], j));
+      for (size_t r = 0; r < kRows; ++r) _mm512_mask_cvtepi32_storeu_epi8(out + r * ldo + j, keep, rq.apply(acc[r]));
     }
   }
 
@@ -380,16 +414,25 @@ class Int8PointwiseConv final : public NativeDataOp {
   std::string name_;
 };
 
-// A short copy without a call for the few bytes of a narrow conv's taps.
-inline void copy_bytes(int8_t* dst, const int8_t* src, size_t n) {
-  if (n > 32) {
+// A short copy without a call for the few bytes of a narrow conv's taps (an RGB stem's
+// 3x3 window row is 9 bytes): one masked move with AVX-512 (the window conv runs on VNNI
+// hosts only).
+#if NN_NATIVE_X86
+#define NN_TARGET_GATHER NN_TARGET_I8_512
+NN_INLINE_I8_512 void copy_bytes(int8_t* dst, const int8_t* src, size_t n) {
+  if (n > 64) {
     std::memcpy(dst, src, n);
     return;
   }
-  for (size_t i = 0; i < n; ++i) dst[i] = src[i];
+  const __mmask64 m = n == 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
+  _mm512_mask_storeu_epi8(dst, m, _mm512_maskz_loadu_epi8(m, src));
 }
+#else
+#define NN_TARGET_GATHER
+inline void copy_bytes(int8_t* dst, const int8_t* src, size_t n) { std::memcpy(dst, src, n); }
+#endif
 
-// Any other CONV_2D (groups 1, at least 16 input channels): each task gathers its output pixels' windows into
+// Any other CONV_2D (groups 1): each task gathers its output pixels' windows into
 // rows of kh * kw * in_c bytes (taps in the padding read the input zero point, adding nothing), then the
 // GEMM.
 class Int8WindowConv final : public NativeDataOp {
@@ -412,18 +455,23 @@ class Int8WindowConv final : public NativeDataOp {
     const int8_t* x;
     int8_t* out;
   };
-  static void task(void* ctx, size_t i) {
+  NN_TARGET_GATHER static void task(void* ctx, size_t i) {
     const Task& t = *static_cast<const Task*>(ctx);
     const Int8WindowConv& op = *t.op;
     const NativeConvShape& s = op.s_;
     const size_t pixels = size_t(s.batch) * s.out_h * s.out_w, per = op.gemm_->rows_per_task();
     const size_t p0 = i * per, p1 = std::min(pixels, p0 + per), c = s.in_c;
     const size_t k = size_t(s.kernel_h) * s.kernel_w * c;
-    thread_local std::vector<int8_t> rows;
-    rows.resize(per * k + 64);
+    thread_local std::vector<int8_t> rows_storage;
+    rows_storage.resize(per * k + 64);
+    int8_t* const rows = rows_storage.data();
+    size_t n = p0 / (size_t(s.out_h) * s.out_w), oy = p0 / s.out_w % s.out_h, ox = p0 % s.out_w;
     for (size_t p = p0; p < p1; ++p) {
-      const size_t n = p / (size_t(s.out_h) * s.out_w), oy = p / s.out_w % s.out_h, ox = p % s.out_w;
-      int8_t* row = rows.data() + (p - p0) * k;
+      if (p > p0 && ++ox == s.out_w) {
+        ox = 0;
+        if (++oy == s.out_h) oy = 0, ++n;
+      }
+      int8_t* row = rows + (p - p0) * k;
       for (size_t ky = 0; ky < s.kernel_h; ++ky, row += s.kernel_w * c) {
         const int64_t iy = int64_t(oy * s.stride_h + ky * s.dilation_h) - s.pad_top;
         const int64_t ix0 = int64_t(ox * s.stride_w) - s.pad_left;
@@ -443,7 +491,7 @@ class Int8WindowConv final : public NativeDataOp {
         }
       }
     }
-    op.gemm_->run_rows(rows.data(), 0, p1 - p0, t.out + p0 * s.out_c, s.out_c);
+    op.gemm_->run_rows(rows, 0, p1 - p0, t.out + p0 * s.out_c, s.out_c);
   }
   std::unique_ptr<Int8Gemm> gemm_;
   NativeConvShape s_;
@@ -465,7 +513,8 @@ class Int8Depthwise final : public NativeDataOp {
         c_pad_((s.out_c + 15) / 16 * 16),
         zx_(zx),
         avx512_(isa.avx512 && avx512_int8()),
-        requant_(mult, c_pad_, zo, range) {
+        requant_(mult, c_pad_, zo, range,
+                 accumulator_bounds(w, s.out_c, size_t(s.kernel_h) * s.kernel_w, 1, s.out_c, bias, zx)) {
     operands_ = {input};
     const size_t taps = size_t(s.kernel_h) * s.kernel_w, c = s.out_c;
     w_.assign(taps * c_pad_, 0);
@@ -823,9 +872,6 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
         !p->pad_left && !p->pad_right)
       return std::make_unique<Int8PointwiseConv>(std::move(gemm), num_elements(in.dims) / in_c, out_c,
                                                  op.inputs[0]);
-    // Narrow inputs (an RGB stem) gather a few bytes per tap: XNNPACK's indirect conv is
-    // faster there (selfie's 3x3/2 stem, 3 channels: 0.30 vs 0.18 ms).
-    if (in_c < 16) return no("int8 window conv on fewer than 16 input channels");
     NativeConvShape shape;
     shape.batch = in.dims[0], shape.in_h = in.dims[1], shape.in_w = in.dims[2], shape.in_c = in_c;
     shape.out_h = out.dims[1], shape.out_w = out.dims[2], shape.out_c = out_c;
