@@ -27,10 +27,12 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "delegates/cpu/cpu_internal.h"
 #include "delegates/cpu/native_data.h"
 #include "delegates/cpu/native_kernels.h"
+#include "ops/quant_math.h"
 
 namespace nn::cpu {
 
@@ -46,5 +48,13 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& model, uint32_t o
 std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& model, uint32_t op_index,
                                                     const StaticLookup& statics, const NativeIsa& isa,
                                                     std::string* why);
+
+// NNAPI's per-channel requantization of int32 accumulators acc[rows][m.size()] into int8,
+// as the native int8 convs do it: quant::multiply_by_quantized_multiplier + zo, clamped to
+// `range` (right shifts only). The short form runs when `acc_bound` (the most |acc|) allows
+// it (*short_form says whether it did), 16 channels a step with AVX-512 when `avx512` and
+// the CPU has it, else scalar. Exposed for tests/runtime/native_int8_test.
+void requantize_per_channel(const int32_t* acc, size_t rows, const std::vector<quant::Multiplier>& m, int32_t zo,
+                            quant::Range range, int64_t acc_bound, bool avx512, int8_t* out, bool* short_form);
 
 }  // namespace nn::cpu

@@ -801,7 +801,42 @@ class Int8TiledDeconv final : public NativeDataOp {
   std::string name_;
 };
 
+#if NN_NATIVE_X86
+NN_TARGET_I8_512 void requantize_avx512(const ChannelRequant& rq, const int32_t* acc, size_t rows, size_t n,
+                                        int8_t* out) {
+  for (size_t j = 0; j < n; j += 16) {
+    const __mmask16 k = __mmask16((1u << std::min<size_t>(16, n - j)) - 1);
+    const ChannelRequant::Columns16 c = rq.columns16(j);
+    for (size_t r = 0; r < rows; ++r)
+      _mm512_mask_cvtepi32_storeu_epi8(out + r * n + j, k, c.apply(_mm512_maskz_loadu_epi32(k, acc + r * n + j)));
+  }
+}
+#endif
+
+bool has_avx512_int8() {
+#if NN_NATIVE_X86
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
+  return has;
+#else
+  return false;
+#endif
+}
+
 }  // namespace
+
+void requantize_per_channel(const int32_t* acc, size_t rows, const std::vector<quant::Multiplier>& m, int32_t zo,
+                            quant::Range range, int64_t acc_bound, bool avx512, int8_t* out, bool* short_form) {
+  const size_t n = m.size(), padded = (n + 15) / 16 * 16;
+  const ChannelRequant rq(m, padded, zo, range, std::vector<int64_t>(n, acc_bound));
+  *short_form = rq.short_form;
+#if NN_NATIVE_X86
+  if (avx512 && has_avx512_int8()) return requantize_avx512(rq, acc, rows, n, out);
+#endif
+  (void)avx512;
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t j = 0; j < n; ++j) out[r * n + j] = rq.scalar(acc[r * n + j], j);
+}
 
 std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, const StaticLookup& statics,
                                                     const NativeIsa& isa, std::string* why) {
