@@ -538,26 +538,30 @@ class Int8Depthwise final : public NativeDataOp {
     ox_hi_ = ox_lo_;
     while (ox_hi_ < s.out_w && int64_t(ox_hi_ * s.stride_w) - s.pad_left + reach_w < int64_t(s.in_w))
       ++ox_hi_;
-    // 3x3, dilation 1 with VNNI and VBMI: the three tap rows' bytes interleaved per channel
-    // (4 bytes: ky = 0, 1, 2 and a zero-weight fourth), so one vpdpbusd sums a tap column.
-    vnni3x3_ = avx512_ && has_vnni(isa) && has_vbmi() && s.kernel_h == 3 && s.kernel_w == 3 &&
-               s.dilation_h == 1 && s.dilation_w == 1;
-    if (vnni3x3_) {
-      w4_.assign(c_pad_ * 3 * 4, 0);
+    // 3x3 and 5x5, dilation 1 with VNNI and VBMI: the tap rows' bytes interleaved per channel
+    // in groups of four (ky 0-3, then 4 and zero-weight fillers), so one vpdpbusd sums four
+    // taps of a column.
+    vnni_k_ = avx512_ && has_vnni(isa) && has_vbmi() && s.kernel_h == s.kernel_w &&
+                      (s.kernel_h == 3 || s.kernel_h == 5) && s.dilation_h == 1 && s.dilation_w == 1
+                  ? s.kernel_h
+                  : 0;
+    if (vnni_k_) {
+      const size_t kk = vnni_k_, groups = (kk + 3) / 4;
+      w4_.assign(c_pad_ * groups * kk * 4, 0);
       vnni_bias_.assign(c_pad_, 0);
       zero_row_.assign(size_t(s.in_w) * c + 16, static_cast<int8_t>(zx));
       for (size_t ch = 0; ch < c; ++ch) {
         int32_t sum = 0;
-        for (size_t ky = 0; ky < 3; ++ky)
-          for (size_t kx = 0; kx < 3; ++kx) {
-            const int8_t v = w[(ky * 3 + kx) * c + ch];
-            w4_[((ch / 16 * 3 + kx) * 16 + ch % 16) * 4 + ky] = v;
+        for (size_t ky = 0; ky < kk; ++ky)
+          for (size_t kx = 0; kx < kk; ++kx) {
+            const int8_t v = w[(ky * kk + kx) * c + ch];
+            w4_[(((ch / 16 * groups + ky / 4) * kk + kx) * 16 + ch % 16) * 4 + ky % 4] = v;
             sum += v;
           }
         vnni_bias_[ch] = bias_[ch] - (zx + 128) * sum;  // the input enters as x + 128
       }
     }
-    name_ = std::string("native int8 depthwise ") + (avx512_ ? "AVX-512" : "scalar") + (vnni3x3_ ? " VNNI" : "");
+    name_ = std::string("native int8 depthwise ") + (avx512_ ? "AVX-512" : "scalar") + (vnni_k_ ? " VNNI" : "");
   }
   const char* kernel() const override { return name_.c_str(); }
   void run(const NativeDataArgs& args) const override {
@@ -593,14 +597,17 @@ class Int8Depthwise final : public NativeDataOp {
     const bool row_inside = iy0 >= 0 && iy0 + int64_t((s.kernel_h - 1) * s.dilation_h) < int64_t(s.in_h);
     size_t skip_lo = s.out_w, skip_hi = s.out_w;  // columns the fast path did
 #if NN_NATIVE_X86
-    if (op.vnni3x3_) {
-      const int8_t* rows[3];
-      for (int64_t ky = 0; ky < 3; ++ky) {
-        const int64_t iy = iy0 + ky;
+    if (op.vnni_k_) {
+      const int8_t* rows[8];  // the kernel's rows, then fillers (zero weights) to a multiple of 4
+      for (int64_t ky = 0; ky < 8; ++ky) {
+        const int64_t iy = iy0 + std::min<int64_t>(ky, op.vnni_k_ - 1);
         rows[ky] = iy >= 0 && iy < int64_t(s.in_h) ? t.x + (n * s.in_h + size_t(iy)) * s.in_w * c
                                                    : op.zero_row_.data();
       }
-      op.row_vnni3x3(rows, t.out + r * s.out_w * c);
+      if (op.vnni_k_ == 3)
+        op.row_vnni<3>(rows, t.out + r * s.out_w * c);
+      else
+        op.row_vnni<5>(rows, t.out + r * s.out_w * c);
       return;
     }
     if (row_inside && op.avx512_ && op.ox_lo_ < op.ox_hi_) {
@@ -671,17 +678,19 @@ class Int8Depthwise final : public NativeDataOp {
     }
   }
 
-  // A whole output row of the 3x3 form with VNNI: per 16 channels, each input column the row
-  // reads becomes 64 bytes (channel-major: its three rows' bytes + 128 and a zero-weight
-  // fourth; columns and rows in the padding hold the zero point, which adds nothing against
-  // vnni_bias_), then each output is three vpdpbusd, one per tap column. rows: the three
-  // input rows (zero_row_ where outside).
-  NN_TARGET_VNNI_VBMI void row_vnni3x3(const int8_t* const rows[3], int8_t* out_row) const {
+  // A whole output row of the kK x kK form with VNNI: per 16 channels, each input column the
+  // row reads becomes kGroups x 64 bytes (channel-major: four rows' bytes + 128 each, rows past
+  // the kernel with zero weights; columns and rows in the padding hold the zero point, which
+  // adds nothing against vnni_bias_), then each output is kK * kGroups vpdpbusd. rows: the
+  // kernel's input rows (zero_row_ where outside), then fillers.
+  template <size_t kK>
+  NN_TARGET_VNNI_VBMI void row_vnni(const int8_t* const rows[8], int8_t* out_row) const {
+    constexpr size_t kGroups = (kK + 3) / 4;
     const size_t c = s_.out_c, pad = s_.pad_left, stride = s_.stride_w;
-    const size_t cols_n = (size_t(s_.out_w) - 1) * stride + 3;  // from input column -pad
+    const size_t cols_n = (size_t(s_.out_w) - 1) * stride + kK;  // from input column -pad
     const size_t in_lo = std::min(pad, cols_n), in_hi = std::min(cols_n, pad + s_.in_w);
-    thread_local std::vector<uint8_t> storage;  // [column][16 channels][4 rows], 64-byte aligned
-    storage.resize(cols_n * 64 + 64);
+    thread_local std::vector<uint8_t> storage;  // [column][group][16 channels][4 rows], 64-byte aligned
+    storage.resize(cols_n * kGroups * 64 + 64);
     uint8_t* const cols = storage.data() + (-reinterpret_cast<uintptr_t>(storage.data()) & 63);
     alignas(64) static constexpr uint8_t kInterleave[64] = {
         0,  16, 32, 48, 1,  17, 33, 49, 2,  18, 34, 50, 3,  19, 35, 51, 4,  20, 36, 52, 5,  21,
@@ -690,27 +699,37 @@ class Int8Depthwise final : public NativeDataOp {
     const __m512i order = _mm512_load_si512(kInterleave);
     const __m512i flip = _mm512_set1_epi8(char(0x80));
     const __m512i padding = _mm512_set1_epi8(char(zx_ ^ 0x80));
-    for (size_t i = 0; i < in_lo; ++i) _mm512_store_si512(cols + i * 64, padding);
-    for (size_t i = in_hi; i < cols_n; ++i) _mm512_store_si512(cols + i * 64, padding);
+    for (size_t i = 0; i < in_lo * kGroups; ++i) _mm512_store_si512(cols + i * 64, padding);
+    for (size_t i = in_hi * kGroups; i < cols_n * kGroups; ++i) _mm512_store_si512(cols + i * 64, padding);
     for (size_t ch = 0; ch < c; ch += 16) {
       const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - ch)) - 1);
       for (size_t i = in_lo; i < in_hi; ++i) {
         const size_t at = (i - pad) * c + ch;
-        __m512i z = _mm512_zextsi128_si512(_mm_maskz_loadu_epi8(k, rows[0] + at));
-        z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[1] + at), 1);
-        z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[2] + at), 2);
-        _mm512_store_si512(cols + i * 64, _mm512_xor_si512(_mm512_permutexvar_epi8(order, z), flip));
+#pragma GCC unroll 2
+        for (size_t g = 0; g < kGroups; ++g) {
+          __m512i z = _mm512_zextsi128_si512(_mm_maskz_loadu_epi8(k, rows[4 * g] + at));
+          z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[4 * g + 1] + at), 1);
+          z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[4 * g + 2] + at), 2);
+          if (4 * g + 3 < kK) z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[4 * g + 3] + at), 3);
+          _mm512_store_si512(cols + (i * kGroups + g) * 64,
+                             _mm512_xor_si512(_mm512_permutexvar_epi8(order, z), flip));
+        }
       }
-      const int8_t* wp = w4_.data() + ch / 16 * 3 * 64;
-      const __m512i w0 = _mm512_loadu_si512(wp), w1 = _mm512_loadu_si512(wp + 64), w2 = _mm512_loadu_si512(wp + 128);
+      const int8_t* wp = w4_.data() + ch / 16 * kGroups * kK * 64;
+      __m512i wv[kGroups * kK];
+#pragma GCC unroll 10
+      for (size_t t = 0; t < kGroups * kK; ++t) wv[t] = _mm512_loadu_si512(wp + t * 64);
       const __m512i b = _mm512_loadu_si512(vnni_bias_.data() + ch);
       const ChannelRequant::Columns16 rq = requant_.columns16(ch);
       const uint8_t* u = cols;
       int8_t* o = out_row + ch;
-      for (size_t ox = 0; ox < s_.out_w; ++ox, u += stride * 64, o += c) {
-        __m512i acc = _mm512_dpbusd_epi32(b, _mm512_load_si512(u), w0);
-        acc = _mm512_dpbusd_epi32(acc, _mm512_load_si512(u + 64), w1);
-        acc = _mm512_dpbusd_epi32(acc, _mm512_load_si512(u + 128), w2);
+      for (size_t ox = 0; ox < s_.out_w; ++ox, u += stride * kGroups * 64, o += c) {
+        __m512i acc = b;
+#pragma GCC unroll 10
+        for (size_t g = 0; g < kGroups; ++g)
+#pragma GCC unroll 5
+          for (size_t kx = 0; kx < kK; ++kx)
+            acc = _mm512_dpbusd_epi32(acc, _mm512_load_si512(u + (kx * kGroups + g) * 64), wv[g * kK + kx]);
         _mm512_mask_cvtepi32_storeu_epi8(o, k, rq.apply(acc));
       }
     }
@@ -743,10 +762,10 @@ class Int8Depthwise final : public NativeDataOp {
   std::vector<int32_t> w_;                  // [taps][c_pad]
   std::vector<int32_t> bias_, inner_bias_;  // [c_pad]
   std::vector<int64_t> rel_;                // per tap: input offset from the window's corner
-  bool vnni3x3_ = false;
-  std::vector<int8_t> w4_;         // 3x3 VNNI: [C / 16][kx][16 channels][ky 0..2, 0]
-  std::vector<int32_t> vnni_bias_;  // 3x3 VNNI: bias - (zx + 128) * sum(w)
-  std::vector<int8_t> zero_row_;    // 3x3 VNNI: an input row of zero points (rows in the padding)
+  uint32_t vnni_k_ = 0;             // 3 or 5: the VNNI form's kernel size (row_vnni), else 0
+  std::vector<int8_t> w4_;          // VNNI: [C / 16][ky / 4][kx][16 channels][ky % 4]
+  std::vector<int32_t> vnni_bias_;  // VNNI: bias - (zx + 128) * sum(w)
+  std::vector<int8_t> zero_row_;    // VNNI: an input row of zero points (rows in the padding)
   size_t ox_lo_ = 0, ox_hi_ = 0;
   std::string name_;
 };
