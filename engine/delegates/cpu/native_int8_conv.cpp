@@ -251,7 +251,54 @@ class Int8Gemm {
     w_.assign(w, w + n * k);
     raw_bias_.assign(n, 0);
     if (bias) std::copy(bias, bias + n, raw_bias_.begin());
+    if (vnni_ && n == 4 && k % 4 == 0) {  // the four-column form: 4 rows x 4 columns a vector
+      quad_w_.assign(k_groups_ * 64, 0);
+      for (size_t g = 0; g < k_groups_; ++g)
+        for (size_t lane = 0; lane < 16; ++lane)
+          for (size_t b = 0; b < 4; ++b) quad_w_[(g * 16 + lane) * 4 + b] = w[lane % 4 * k + 4 * g + b];
+      std::vector<quant::Multiplier> m16(16);
+      std::vector<int64_t> bounds = accumulator_bounds(w, n, k, k, 1, bias, zx), bounds16(16);
+      for (size_t lane = 0; lane < 16; ++lane) {
+        m16[lane] = mult[lane % 4];
+        bounds16[lane] = bounds[lane % 4];
+        quad_bias_[lane] = bias_[lane % 4];
+      }
+      quad_requant_ = std::make_unique<ChannelRequant>(m16, 16, zo, range, bounds16);
+    }
   }
+
+  // The 2x2/2 transpose conv to one channel (a segmentation head's last layer: 4 columns),
+  // when the GEMM has the four-column form: 4 input pixels x 4 columns per vector, and the
+  // columns (ky, kx) go straight to the two output rows. x: `pixels` rows of k bytes.
+  bool has_deconv_2x2() const { return quad_requant_ != nullptr; }
+#if NN_NATIVE_X86
+  NN_TARGET_VNNI void deconv_2x2_row(const int8_t* x, size_t pixels, int8_t* out0, int8_t* out1) const {
+    const __m512i flip = _mm512_set1_epi8(char(0x80));
+    const __m512i b = _mm512_loadu_si512(quad_bias_);
+    const ChannelRequant::Columns16 rq = quad_requant_->columns16(0);
+    // bytes (ky 0: pixel q's kx 0, 1 for q = 0..3), then ky 1's
+    const __m128i rows = _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+    for (size_t p = 0; p < pixels; p += 4) {
+      const size_t here = std::min<size_t>(4, pixels - p);
+      const int8_t* px[4];
+      for (size_t q = 0; q < 4; ++q) px[q] = x + (p + (q < here ? q : 0)) * k_;
+      __m512i acc = b;
+      for (size_t g = 0; g < k_groups_; ++g) {
+        int32_t d[4];
+        for (size_t q = 0; q < 4; ++q) std::memcpy(&d[q], px[q] + 4 * g, 4);
+        __m512i v = _mm512_maskz_set1_epi32(0x000F, d[0]);
+        v = _mm512_mask_set1_epi32(v, 0x00F0, d[1]);
+        v = _mm512_mask_set1_epi32(v, 0x0F00, d[2]);
+        v = _mm512_mask_set1_epi32(v, 0xF000, d[3]);
+        acc = _mm512_dpbusd_epi32(acc, _mm512_xor_si512(v, flip), _mm512_loadu_si512(quad_w_.data() + g * 64));
+      }
+      const __m128i out = _mm_shuffle_epi8(_mm512_cvtepi32_epi8(rq.apply(acc)), rows);
+      const __mmask16 keep = __mmask16((1u << (2 * here)) - 1);
+      _mm_mask_storeu_epi8(out0 + 2 * p, keep, out);
+      _mm_mask_storeu_epi8(out1 + 2 * p, keep, _mm_srli_si128(out, 8));
+    }
+  }
+#endif
 
   const char* isa_name() const { return vnni_ ? "AVX-512 VNNI" : avx2_ ? "AVX2" : "scalar"; }
 
@@ -381,6 +428,10 @@ class Int8Gemm {
   std::vector<int16_t> packed16_;
   std::vector<int8_t> w_;
   std::vector<int32_t> raw_bias_;
+  // the four-column form (has_deconv_2x2): lane 4q + j is row q's column j
+  std::vector<int8_t> quad_w_;  // [k / 4][16 lanes][4 bytes]
+  int32_t quad_bias_[16] = {};
+  std::unique_ptr<ChannelRequant> quad_requant_;
 };
 
 // CONV_2D 1x1, stride 1, unpadded: the GEMM over all pixels.
@@ -803,6 +854,13 @@ class Int8TiledDeconv final : public NativeDataOp {
   static void task(void* ctx, size_t row) {
     const Task& t = *static_cast<const Task*>(ctx);
     const Int8TiledDeconv& op = *t.op;
+#if NN_NATIVE_X86
+    if (op.gemm_->has_deconv_2x2() && op.kh_ == 2 && op.kw_ == 2 && op.out_c_ == 1) {
+      int8_t* out0 = t.out + row * 2 * (op.in_w_ * 2);
+      op.gemm_->deconv_2x2_row(t.x + row * op.in_w_ * op.in_c_, op.in_w_, out0, out0 + op.in_w_ * 2);
+      return;
+    }
+#endif
     const size_t n = op.kh_ * op.kw_ * op.out_c_, c = op.out_c_;
     thread_local std::vector<int8_t> scratch;
     scratch.resize(op.in_w_ * n);
