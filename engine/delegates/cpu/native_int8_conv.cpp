@@ -316,6 +316,60 @@ class Int8Gemm {
       }
   }
 
+#if NN_NATIVE_X86
+  // A narrow window conv's GEMM rows built in registers (no gathered copy): `count` output
+  // pixels whose windows are inside the input, the first one's top-left tap at x, the next
+  // `step` bytes on; each window is kh rows (`row_stride` apart) of `row_bytes` <= 16
+  // contiguous bytes, kh <= 4, kh * row_bytes == k. compact: vpermb indices taking row r's
+  // bytes from 128-bit lane r into k contiguous bytes. out: count rows of ldo.
+  NN_TARGET_VNNI_VBMI void window_run(const int8_t* x, size_t row_stride, size_t kh, size_t row_bytes, size_t step,
+                                      size_t count, const uint8_t* compact, int8_t* out, size_t ldo) const {
+    size_t j = 0;
+    for (; j + 2 * kVnniCols <= n_; j += 2 * kVnniCols)
+      window_columns<2>(x, row_stride, kh, row_bytes, step, count, compact, j, out, ldo);
+    for (; j < n_; j += kVnniCols) window_columns<1>(x, row_stride, kh, row_bytes, step, count, compact, j, out, ldo);
+  }
+  // window_run's columns [j, j + 16 * kBlocks): each window's bytes built once for them all.
+  template <size_t kBlocks>
+  NN_TARGET_VNNI_VBMI void window_columns(const int8_t* x, size_t row_stride, size_t kh, size_t row_bytes,
+                                          size_t step, size_t count, const uint8_t* compact, size_t j, int8_t* out,
+                                          size_t ldo) const {
+    const __mmask16 tap_row = __mmask16((1u << row_bytes) - 1);
+    const __m512i order = _mm512_loadu_si512(compact);
+    const __m512i flip = _mm512_set1_epi8(char(0x80));
+    const int8_t* w[kBlocks];
+    __m512i b[kBlocks];
+    ChannelRequant::Columns16 rq[kBlocks];
+    __mmask16 keep[kBlocks];
+    for (size_t i = 0; i < kBlocks; ++i) {
+      const size_t jb = j + i * kVnniCols;
+      w[i] = packed8_.data() + jb * k_groups_ * 4;
+      b[i] = _mm512_loadu_si512(bias_.data() + jb);
+      rq[i] = requant_.columns16(jb);
+      keep[i] = __mmask16((1u << std::min<size_t>(16, n_ - jb)) - 1);
+    }
+    const int8_t* px = x;
+    int8_t* o = out + j;
+    for (size_t p = 0; p < count; ++p, px += step, o += ldo) {
+      __m512i z = _mm512_zextsi128_si512(_mm_maskz_loadu_epi8(tap_row, px));
+      if (kh > 1) z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(tap_row, px + row_stride), 1);
+      if (kh > 2) z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(tap_row, px + 2 * row_stride), 2);
+      if (kh > 3) z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(tap_row, px + 3 * row_stride), 3);
+      const __m512i u = _mm512_xor_si512(_mm512_permutexvar_epi8(order, z), flip);
+      __m512i acc[kBlocks];
+      for (size_t i = 0; i < kBlocks; ++i) acc[i] = b[i];
+      for (size_t g = 0; g < k_groups_; ++g) {
+        const __m512i ug = _mm512_permutexvar_epi32(_mm512_set1_epi32(int(g)), u);
+        for (size_t i = 0; i < kBlocks; ++i)
+          acc[i] = _mm512_dpbusd_epi32(acc[i], ug, _mm512_loadu_si512(w[i] + g * 64));
+      }
+      for (size_t i = 0; i < kBlocks; ++i)
+        _mm512_mask_cvtepi32_storeu_epi8(o + i * kVnniCols, keep[i], rq[i].apply(acc[i]));
+    }
+  }
+#endif
+  bool vnni() const { return vnni_; }
+
   size_t rows_per_task() const {
     return (vnni_ ? kVnniRows : kAvx2Rows) * kTilesPerTask;
   }
@@ -491,11 +545,24 @@ class Int8WindowConv final : public NativeDataOp {
   Int8WindowConv(std::unique_ptr<Int8Gemm> gemm, const NativeConvShape& s, int32_t zx, uint32_t input)
       : gemm_(std::move(gemm)), s_(s), zx_(zx) {
     operands_ = {input};
+    // Narrow windows (an RGB stem: 3 rows of 9 bytes) go to the GEMM from registers, a row
+    // of output pixels at a time; pixels whose window reaches the padding are gathered.
+    const size_t row_bytes = size_t(s.kernel_w) * s.in_c;
+    narrow_ = gemm_->vnni() && has_vbmi() && s.kernel_h <= 4 && row_bytes <= 16 && s.dilation_w == 1;
+    if (narrow_) {
+      for (size_t t = 0; t < 64; ++t)
+        compact_[t] = uint8_t(t < s.kernel_h * row_bytes ? 16 * (t / row_bytes) + t % row_bytes : 63);
+      const int64_t reach = int64_t(s.kernel_w) - 1;
+      while (ox_lo_ < s.out_w && int64_t(ox_lo_ * s.stride_w) < int64_t(s.pad_left)) ++ox_lo_;
+      ox_hi_ = ox_lo_;
+      while (ox_hi_ < s.out_w && int64_t(ox_hi_ * s.stride_w) - s.pad_left + reach < int64_t(s.in_w)) ++ox_hi_;
+    }
     name_ = std::string("native int8 conv ") + gemm_->isa_name();
   }
   const char* kernel() const override { return name_.c_str(); }
   void run(const NativeDataArgs& args) const override {
     Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output)};
+    if (narrow_) return for_each_row(args.pool, size_t(s_.batch) * s_.out_h, &Int8WindowConv::narrow_row, &t);
     const size_t pixels = size_t(s_.batch) * s_.out_h * s_.out_w, per = gemm_->rows_per_task();
     for_each_row(args.pool, (pixels + per - 1) / per, &Int8WindowConv::task, &t);
   }
@@ -506,12 +573,40 @@ class Int8WindowConv final : public NativeDataOp {
     const int8_t* x;
     int8_t* out;
   };
-  NN_TARGET_GATHER static void task(void* ctx, size_t i) {
+  // Output row r (narrow_): the pixels whose windows are inside from registers, the rest
+  // (and every pixel of a row whose window rows reach the padding) gathered.
+  static void narrow_row(void* ctx, size_t r) {
     const Task& t = *static_cast<const Task*>(ctx);
     const Int8WindowConv& op = *t.op;
     const NativeConvShape& s = op.s_;
-    const size_t pixels = size_t(s.batch) * s.out_h * s.out_w, per = op.gemm_->rows_per_task();
-    const size_t p0 = i * per, p1 = std::min(pixels, p0 + per), c = s.in_c;
+    const size_t n = r / s.out_h, oy = r % s.out_h, c = s.in_c;
+    const int64_t iy0 = int64_t(oy * s.stride_h) - s.pad_top;
+    const bool rows_in = iy0 >= 0 && iy0 + int64_t((s.kernel_h - 1) * s.dilation_h) < int64_t(s.in_h);
+    const size_t p0 = r * s.out_w;
+    if (!rows_in || op.ox_lo_ >= op.ox_hi_) return gather_chunks(t, p0, p0 + s.out_w);
+#if NN_NATIVE_X86
+    const size_t row_stride = size_t(s.in_w) * c;
+    const int8_t* x = t.x + (n * s.in_h + size_t(iy0)) * row_stride + (op.ox_lo_ * s.stride_w - s.pad_left) * c;
+    op.gemm_->window_run(x, row_stride * s.dilation_h, s.kernel_h, size_t(s.kernel_w) * c, size_t(s.stride_w) * c,
+                         op.ox_hi_ - op.ox_lo_, op.compact_, t.out + (p0 + op.ox_lo_) * s.out_c, s.out_c);
+#endif
+    gather_chunks(t, p0, p0 + op.ox_lo_);
+    gather_chunks(t, p0 + op.ox_hi_, p0 + s.out_w);
+  }
+  static void gather_chunks(const Task& t, size_t p0, size_t p1) {
+    const size_t per = t.op->gemm_->rows_per_task();
+    for (size_t p = p0; p < p1; p += per) gather(t, p, std::min(p1, p + per));
+  }
+  static void task(void* ctx, size_t i) {
+    const Task& t = *static_cast<const Task*>(ctx);
+    const size_t pixels = size_t(t.op->s_.batch) * t.op->s_.out_h * t.op->s_.out_w, per = t.op->gemm_->rows_per_task();
+    gather(t, i * per, std::min(pixels, (i + 1) * per));
+  }
+  // Output pixels [p0, p1): windows gathered into GEMM rows (at most rows_per_task), then the GEMM.
+  NN_TARGET_GATHER static void gather(const Task& t, size_t p0, size_t p1) {
+    const Int8WindowConv& op = *t.op;
+    const NativeConvShape& s = op.s_;
+    const size_t per = op.gemm_->rows_per_task(), c = s.in_c;
     const size_t k = size_t(s.kernel_h) * s.kernel_w * c;
     thread_local std::vector<int8_t> rows_storage;
     rows_storage.resize(per * k + 64);
@@ -547,6 +642,9 @@ class Int8WindowConv final : public NativeDataOp {
   std::unique_ptr<Int8Gemm> gemm_;
   NativeConvShape s_;
   int32_t zx_;
+  bool narrow_ = false;
+  uint8_t compact_[64] = {};
+  size_t ox_lo_ = 0, ox_hi_ = 0;  // narrow_: output columns whose windows are inside horizontally
   std::string name_;
 };
 
