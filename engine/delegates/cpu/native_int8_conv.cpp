@@ -94,7 +94,7 @@ std::vector<int64_t> accumulator_bounds(const int8_t* w, size_t channels, size_t
 // range. Right shifts only (multipliers below 1, as convs have). In SIMD the high multiply
 // by m >= 0 is floor((x * m + 2^30) / 2^31), gemmlowp's nudge and truncation combined.
 //
-// The short form (Columns16::apply, 13 vector ops per 16 outputs against 17) folds the
+// The short form (Columns16::apply, 11-13 vector ops per 16 outputs against 17) folds the
 // rounding right shift's half, the zero point and the high multiply's nudge into one 64-bit
 // constant: with h = floor((x * m + 2^30) / 2^31) and s > 0, NNAPI's result is
 //   ((h + 2^(s-1) - [h < 0]) >> s) + zo = (floor((x * m + 2^30 + (2^(s-1) + zo * 2^s) * 2^31) / 2^31)
@@ -141,14 +141,21 @@ struct ChannelRequant {
   struct Columns16 {
     __m512i mult, mult_odd, folded_even, folded_odd, mask, threshold, right, zo, lo, hi;
     __mmask16 negative_rounds;
-    bool short_form;
+    bool short_form, clamp_lo, clamp_hi;
+    // The activation range where it is narrower than int8's: callers store with signed
+    // saturation (vpmovsdb), which is the clamp to [-128, 127].
+    NN_INLINE_I8_512 __m512i clamp(__m512i v) const {
+      if (clamp_lo) v = _mm512_max_epi32(v, lo);
+      if (clamp_hi) v = _mm512_min_epi32(v, hi);
+      return v;
+    }
     NN_INLINE_I8_512 __m512i apply(__m512i x) const {
       if (short_form) {
         const __m512i even = _mm512_add_epi64(_mm512_mul_epi32(x, mult), folded_even);
         const __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), mult_odd), folded_odd);
         __m512i h = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 31), _mm512_slli_epi64(odd, 1));
         h = _mm512_add_epi32(h, _mm512_maskz_srai_epi32(negative_rounds, x, 31));  // - [x < 0]
-        return _mm512_min_epi32(_mm512_max_epi32(_mm512_srav_epi32(h, right), lo), hi);
+        return clamp(_mm512_srav_epi32(h, right));
       }
       const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
       const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, mult), half), 31);
@@ -160,7 +167,7 @@ struct ChannelRequant {
       const __m512i q = _mm512_srav_epi32(high, right);
       const __m512i v = _mm512_add_epi32(
           _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(rem, limit), q, _mm512_set1_epi32(1)), zo);
-      return _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
+      return clamp(v);
     }
   };
   NN_INLINE_I8_512 Columns16 columns16(size_t j) const {
@@ -171,6 +178,8 @@ struct ChannelRequant {
     c.folded_odd = _mm512_loadu_si512(folded_odd.data() + j / 2);
     c.negative_rounds = negative_rounds[j / 16];
     c.short_form = short_form;
+    c.clamp_lo = range.lo > -128;
+    c.clamp_hi = range.hi < 127;
     c.mask = _mm512_loadu_si512(mask.data() + j);
     c.threshold = _mm512_loadu_si512(threshold.data() + j);
     c.right = _mm512_loadu_si512(right.data() + j);
@@ -292,7 +301,7 @@ class Int8Gemm {
         v = _mm512_mask_set1_epi32(v, 0xF000, d[3]);
         acc = _mm512_dpbusd_epi32(acc, _mm512_xor_si512(v, flip), _mm512_loadu_si512(quad_w_.data() + g * 64));
       }
-      const __m128i out = _mm_shuffle_epi8(_mm512_cvtepi32_epi8(rq.apply(acc)), rows);
+      const __m128i out = _mm_shuffle_epi8(_mm512_cvtsepi32_epi8(rq.apply(acc)), rows);
       const __mmask16 keep = __mmask16((1u << (2 * here)) - 1);
       _mm_mask_storeu_epi8(out0 + 2 * p, keep, out);
       _mm_mask_storeu_epi8(out1 + 2 * p, keep, _mm_srli_si128(out, 8));
@@ -364,7 +373,7 @@ class Int8Gemm {
           acc[i] = _mm512_dpbusd_epi32(acc[i], ug, _mm512_loadu_si512(w[i] + g * 64));
       }
       for (size_t i = 0; i < kBlocks; ++i)
-        _mm512_mask_cvtepi32_storeu_epi8(o + i * kVnniCols, keep[i], rq[i].apply(acc[i]));
+        _mm512_mask_cvtsepi32_storeu_epi8(o + i * kVnniCols, keep[i], rq[i].apply(acc[i]));
     }
   }
 #endif
@@ -404,7 +413,7 @@ class Int8Gemm {
       const __mmask16 keep = __mmask16((1u << std::min<size_t>(16, n_ - j)) - 1);
       const ChannelRequant::Columns16 rq = requant_.columns16(j);
 #pragma GCC unroll 8
-      for (size_t r = 0; r < kRows; ++r) _mm512_mask_cvtepi32_storeu_epi8(out + r * ldo + j, keep, rq.apply(acc[r]));
+      for (size_t r = 0; r < kRows; ++r) _mm512_mask_cvtsepi32_storeu_epi8(out + r * ldo + j, keep, rq.apply(acc[r]));
     }
   }
 
@@ -822,7 +831,7 @@ class Int8Depthwise final : public NativeDataOp {
           const __m512i wt = kTaps ? wv[kTaps ? t : 0] : _mm512_loadu_si512(w_.data() + t * c_pad_ + ch);
           acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(xv, wt));
         }
-        _mm512_mask_cvtepi32_storeu_epi8(out_row + ox * c + ch, k, requant_.apply16(acc, ch));
+        _mm512_mask_cvtsepi32_storeu_epi8(out_row + ox * c + ch, k, requant_.apply16(acc, ch));
       }
     }
   }
@@ -879,7 +888,7 @@ class Int8Depthwise final : public NativeDataOp {
 #pragma GCC unroll 5
           for (size_t kx = 0; kx < kK; ++kx)
             acc = _mm512_dpbusd_epi32(acc, _mm512_load_si512(u + (kx * kGroups + g) * 64), wv[g * kK + kx]);
-        _mm512_mask_cvtepi32_storeu_epi8(o, k, rq.apply(acc));
+        _mm512_mask_cvtsepi32_storeu_epi8(o, k, rq.apply(acc));
       }
     }
   }
@@ -896,7 +905,7 @@ class Int8Depthwise final : public NativeDataOp {
         if (!inner) xv = _mm512_sub_epi32(xv, zx);
         acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(xv, _mm512_loadu_si512(w_.data() + t * c_pad_ + ch)));
       }
-      _mm512_mask_cvtepi32_storeu_epi8(o + ch, k, requant_.apply16(acc, ch));
+      _mm512_mask_cvtsepi32_storeu_epi8(o + ch, k, requant_.apply16(acc, ch));
     }
     return c;
   }
@@ -983,7 +992,7 @@ NN_TARGET_I8_512 void requantize_avx512(const ChannelRequant& rq, const int32_t*
     const __mmask16 k = __mmask16((1u << std::min<size_t>(16, n - j)) - 1);
     const ChannelRequant::Columns16 c = rq.columns16(j);
     for (size_t r = 0; r < rows; ++r)
-      _mm512_mask_cvtepi32_storeu_epi8(out + r * n + j, k, c.apply(_mm512_maskz_loadu_epi32(k, acc + r * n + j)));
+      _mm512_mask_cvtsepi32_storeu_epi8(out + r * n + j, k, c.apply(_mm512_maskz_loadu_epi32(k, acc + r * n + j)));
   }
 }
 #endif
