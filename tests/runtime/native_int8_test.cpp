@@ -365,48 +365,53 @@ TEST(NativeInt8, RequantizationEqualsNnapisFixedPoint) {
   for (int s = 0; s <= 31; ++s)
     for (int64_t bound : {int64_t{1} << 24, int64_t{1} << 31})
       for (size_t variant = 0; variant < 2; ++variant) {
-      const int32_t zo = zero_points[(size_t(s) + 2 * variant) % 5];
-      const quant::Range range = ranges[(size_t(s) + variant) % 2];
-      // 21 channels: a full vector of 16 and a tail; every mantissa at this shift.
-      std::vector<quant::Multiplier> m(21);
-      for (size_t j = 0; j < m.size(); ++j) {
-        m[j] = quant::quantize_multiplier(mantissas[j % 7] * std::ldexp(1.0, -s));
-        ASSERT_EQ(-m[j].shift, s);
-      }
-      const int64_t lo = -std::min<int64_t>(bound, int64_t{1} << 31), hi = std::min<int64_t>(bound, (int64_t{1} << 31) - 1);
-      // Per channel: around x = k / M for outputs k in [-140, 140] (every boundary), then random.
-      const size_t rows = 281 * 5 + 200;
-      std::vector<int32_t> acc(rows * m.size());
-      for (size_t j = 0; j < m.size(); ++j) {
-        const double real = double(m[j].multiplier) * std::ldexp(1.0, m[j].shift - 31);
-        size_t r = 0;
-        for (int k = -140; k <= 140; ++k)
-          for (int d = -2; d <= 2; ++d) {
-            const double x = std::floor((k + 0.5) / real) + d;
-            acc[r++ * m.size() + j] = int32_t(std::clamp<double>(x, double(lo), double(hi)));
-          }
-        std::uniform_int_distribution<int64_t> any(lo, hi);
-        while (r < rows) acc[r++ * m.size() + j] = int32_t(any(rng));
-      }
-      acc[0] = -1, acc[1] = 0, acc[2] = 1;  // the x = -1, m = 2^30 case (channel 0's mantissa is 0.5)
-      for (bool avx512 : {true, false}) {
-        std::vector<int8_t> got(acc.size());
-        bool short_form = false;
-        cpu::requantize_per_channel(acc.data(), rows, m, zo, range, bound, avx512, got.data(), &short_form);
-        if (bound == int64_t{1} << 31) EXPECT_FALSE(short_form) << "shift " << s;
-        if (bound == int64_t{1} << 24 && s <= 16) EXPECT_TRUE(short_form) << "shift " << s;
-        short_cases += short_form;
-        size_t differ = 0;
-        for (size_t i = 0; i < acc.size(); ++i) {
-          const int32_t v = quant::multiply_by_quantized_multiplier(acc[i], m[i % m.size()]) + zo;
-          const int8_t expected = static_cast<int8_t>(std::clamp(v, range.lo, range.hi));
-          if (got[i] != expected && differ++ < 3)
-            ADD_FAILURE() << "shift " << s << " bound " << bound << (avx512 ? " AVX-512" : " scalar") << ": acc "
-                          << acc[i] << " * " << m[i % m.size()].multiplier << " -> " << int(got[i]) << ", NNAPI "
-                          << int(expected);
+        const int32_t zo = zero_points[(size_t(s) + 2 * variant) % 5];
+        const quant::Range range = ranges[(size_t(s) + variant) % 2];
+        // 21 channels: a full vector of 16 and a tail; every mantissa at this shift.
+        std::vector<quant::Multiplier> m(21);
+        for (size_t j = 0; j < m.size(); ++j) {
+          m[j] = quant::quantize_multiplier(mantissas[j % 7] * std::ldexp(1.0, -s));
+          ASSERT_EQ(-m[j].shift, s);
         }
-        EXPECT_EQ(differ, 0u) << "shift " << s << " bound " << bound;
-      }
+        const int64_t lo = -std::min<int64_t>(bound, int64_t{1} << 31),
+                      hi = std::min<int64_t>(bound, (int64_t{1} << 31) - 1);
+        // Per channel: around x = k / M for outputs k in [-140, 140] (every boundary), then random.
+        const size_t rows = 281 * 5 + 200;
+        std::vector<int32_t> acc(rows * m.size());
+        for (size_t j = 0; j < m.size(); ++j) {
+          const double real = double(m[j].multiplier) * std::ldexp(1.0, m[j].shift - 31);
+          size_t r = 0;
+          for (int k = -140; k <= 140; ++k)
+            for (int d = -2; d <= 2; ++d) {
+              const double x = std::floor((k + 0.5) / real) + d;
+              acc[r++ * m.size() + j] = int32_t(std::clamp<double>(x, double(lo), double(hi)));
+            }
+          std::uniform_int_distribution<int64_t> any(lo, hi);
+          while (r < rows) acc[r++ * m.size() + j] = int32_t(any(rng));
+        }
+        acc[0] = -1, acc[1] = 0, acc[2] = 1;  // the x = -1, m = 2^30 case (channel 0's mantissa is 0.5)
+        for (bool avx512 : {true, false}) {
+          std::vector<int8_t> got(acc.size());
+          bool short_form = false;
+          cpu::requantize_per_channel(acc.data(), rows, m, zo, range, bound, avx512, got.data(), &short_form);
+          if (bound == int64_t{1} << 31) {
+            EXPECT_FALSE(short_form) << "shift " << s;
+          }
+          if (bound == int64_t{1} << 24 && s <= 16) {
+            EXPECT_TRUE(short_form) << "shift " << s;
+          }
+          short_cases += short_form;
+          size_t differ = 0;
+          for (size_t i = 0; i < acc.size(); ++i) {
+            const int32_t v = quant::multiply_by_quantized_multiplier(acc[i], m[i % m.size()]) + zo;
+            const int8_t expected = static_cast<int8_t>(std::clamp(v, range.lo, range.hi));
+            if (got[i] != expected && differ++ < 3)
+              ADD_FAILURE() << "shift " << s << " bound " << bound << (avx512 ? " AVX-512" : " scalar")
+                            << ": acc " << acc[i] << " * " << m[i % m.size()].multiplier << " -> "
+                            << int(got[i]) << ", NNAPI " << int(expected);
+          }
+          EXPECT_EQ(differ, 0u) << "shift " << s << " bound " << bound;
+        }
       }
   EXPECT_GT(short_cases, 60u);
 }

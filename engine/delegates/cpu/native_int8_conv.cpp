@@ -24,8 +24,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #define NN_TARGET_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2")))
-#define NN_TARGET_VNNI_VBMI \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx2")))
+#define NN_TARGET_VNNI_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx2")))
 #define NN_TARGET_I8_AVX2 __attribute__((target("avx2")))
 #define NN_INLINE_VNNI \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2"), always_inline)) inline
@@ -124,7 +123,8 @@ struct ChannelRequant {
       threshold[j] = mask[j] >> 1;
       const int64_t half = right[j] > 0 ? int64_t{1} << (right[j] - 1) : 0;
       const int64_t pre_shift = half + int64_t{zo} * (int64_t{1} << right[j]);  // added to h
-      (j % 2 ? folded_odd : folded_even)[j / 16 * 8 + j % 16 / 2] = (int64_t{1} << 30) + pre_shift * (int64_t{1} << 31);
+      (j % 2 ? folded_odd : folded_even)[j / 16 * 8 + j % 16 / 2] =
+          (int64_t{1} << 30) + pre_shift * (int64_t{1} << 31);
       if (right[j] > 0) negative_rounds[j / 16] |= uint16_t(1u << (j % 16));
       const int64_t h_most = acc_bound[j] + 2;  // |h| <= |x| + 1 (m < 2^31)
       if (h_most + std::abs(pre_shift) + 1 >= (int64_t{1} << 31)) short_form = false;
@@ -152,7 +152,8 @@ struct ChannelRequant {
     NN_INLINE_I8_512 __m512i apply(__m512i x) const {
       if (short_form) {
         const __m512i even = _mm512_add_epi64(_mm512_mul_epi32(x, mult), folded_even);
-        const __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), mult_odd), folded_odd);
+        const __m512i odd =
+            _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), mult_odd), folded_odd);
         __m512i h = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 31), _mm512_slli_epi64(odd, 1));
         h = _mm512_add_epi32(h, _mm512_maskz_srai_epi32(negative_rounds, x, 31));  // - [x < 0]
         return clamp(_mm512_srav_epi32(h, right));
@@ -189,7 +190,9 @@ struct ChannelRequant {
     return c;
   }
 
-  NN_INLINE_I8_512 __m512i apply16(__m512i x, size_t j) const { return columns16(j).apply(x); }
+  NN_INLINE_I8_512 __m512i apply16(__m512i x, size_t j) const {
+    return columns16(j).apply(x);
+  }
 
   NN_INLINE_I8_AVX2 __m256i apply8(__m256i x, size_t j) const {
     const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mult.data() + j));
@@ -299,7 +302,8 @@ class Int8Gemm {
         v = _mm512_mask_set1_epi32(v, 0x00F0, d[1]);
         v = _mm512_mask_set1_epi32(v, 0x0F00, d[2]);
         v = _mm512_mask_set1_epi32(v, 0xF000, d[3]);
-        acc = _mm512_dpbusd_epi32(acc, _mm512_xor_si512(v, flip), _mm512_loadu_si512(quad_w_.data() + g * 64));
+        acc =
+            _mm512_dpbusd_epi32(acc, _mm512_xor_si512(v, flip), _mm512_loadu_si512(quad_w_.data() + g * 64));
       }
       const __m128i out = _mm_shuffle_epi8(_mm512_cvtsepi32_epi8(rq.apply(acc)), rows);
       const __mmask16 keep = __mmask16((1u << (2 * here)) - 1);
@@ -331,18 +335,20 @@ class Int8Gemm {
   // `step` bytes on; each window is kh rows (`row_stride` apart) of `row_bytes` <= 16
   // contiguous bytes, kh <= 4, kh * row_bytes == k. compact: vpermb indices taking row r's
   // bytes from 128-bit lane r into k contiguous bytes. out: count rows of ldo.
-  NN_TARGET_VNNI_VBMI void window_run(const int8_t* x, size_t row_stride, size_t kh, size_t row_bytes, size_t step,
-                                      size_t count, const uint8_t* compact, int8_t* out, size_t ldo) const {
+  NN_TARGET_VNNI_VBMI void window_run(const int8_t* x, size_t row_stride, size_t kh, size_t row_bytes,
+                                      size_t step, size_t count, const uint8_t* compact, int8_t* out,
+                                      size_t ldo) const {
     size_t j = 0;
     for (; j + 2 * kVnniCols <= n_; j += 2 * kVnniCols)
       window_columns<2>(x, row_stride, kh, row_bytes, step, count, compact, j, out, ldo);
-    for (; j < n_; j += kVnniCols) window_columns<1>(x, row_stride, kh, row_bytes, step, count, compact, j, out, ldo);
+    for (; j < n_; j += kVnniCols)
+      window_columns<1>(x, row_stride, kh, row_bytes, step, count, compact, j, out, ldo);
   }
   // window_run's columns [j, j + 16 * kBlocks): each window's bytes built once for them all.
   template <size_t kBlocks>
   NN_TARGET_VNNI_VBMI void window_columns(const int8_t* x, size_t row_stride, size_t kh, size_t row_bytes,
-                                          size_t step, size_t count, const uint8_t* compact, size_t j, int8_t* out,
-                                          size_t ldo) const {
+                                          size_t step, size_t count, const uint8_t* compact, size_t j,
+                                          int8_t* out, size_t ldo) const {
     const __mmask16 tap_row = __mmask16((1u << row_bytes) - 1);
     const __m512i order = _mm512_loadu_si512(compact);
     const __m512i flip = _mm512_set1_epi8(char(0x80));
@@ -377,7 +383,9 @@ class Int8Gemm {
     }
   }
 #endif
-  bool vnni() const { return vnni_; }
+  bool vnni() const {
+    return vnni_;
+  }
 
   size_t rows_per_task() const {
     return (vnni_ ? kVnniRows : kAvx2Rows) * kTilesPerTask;
@@ -413,7 +421,8 @@ class Int8Gemm {
       const __mmask16 keep = __mmask16((1u << std::min<size_t>(16, n_ - j)) - 1);
       const ChannelRequant::Columns16 rq = requant_.columns16(j);
 #pragma GCC unroll 8
-      for (size_t r = 0; r < kRows; ++r) _mm512_mask_cvtsepi32_storeu_epi8(out + r * ldo + j, keep, rq.apply(acc[r]));
+      for (size_t r = 0; r < kRows; ++r)
+        _mm512_mask_cvtsepi32_storeu_epi8(out + r * ldo + j, keep, rq.apply(acc[r]));
     }
   }
 
@@ -543,7 +552,9 @@ NN_INLINE_I8_512 void copy_bytes(int8_t* dst, const int8_t* src, size_t n) {
 }
 #else
 #define NN_TARGET_GATHER
-inline void copy_bytes(int8_t* dst, const int8_t* src, size_t n) { std::memcpy(dst, src, n); }
+inline void copy_bytes(int8_t* dst, const int8_t* src, size_t n) {
+  std::memcpy(dst, src, n);
+}
 #endif
 
 // Any other CONV_2D (groups 1): each task gathers its output pixels' windows into
@@ -564,7 +575,8 @@ class Int8WindowConv final : public NativeDataOp {
       const int64_t reach = int64_t(s.kernel_w) - 1;
       while (ox_lo_ < s.out_w && int64_t(ox_lo_ * s.stride_w) < int64_t(s.pad_left)) ++ox_lo_;
       ox_hi_ = ox_lo_;
-      while (ox_hi_ < s.out_w && int64_t(ox_hi_ * s.stride_w) - s.pad_left + reach < int64_t(s.in_w)) ++ox_hi_;
+      while (ox_hi_ < s.out_w && int64_t(ox_hi_ * s.stride_w) - s.pad_left + reach < int64_t(s.in_w))
+        ++ox_hi_;
     }
     name_ = std::string("native int8 conv ") + gemm_->isa_name();
   }
@@ -595,9 +607,11 @@ class Int8WindowConv final : public NativeDataOp {
     if (!rows_in || op.ox_lo_ >= op.ox_hi_) return gather_chunks(t, p0, p0 + s.out_w);
 #if NN_NATIVE_X86
     const size_t row_stride = size_t(s.in_w) * c;
-    const int8_t* x = t.x + (n * s.in_h + size_t(iy0)) * row_stride + (op.ox_lo_ * s.stride_w - s.pad_left) * c;
-    op.gemm_->window_run(x, row_stride * s.dilation_h, s.kernel_h, size_t(s.kernel_w) * c, size_t(s.stride_w) * c,
-                         op.ox_hi_ - op.ox_lo_, op.compact_, t.out + (p0 + op.ox_lo_) * s.out_c, s.out_c);
+    const int8_t* x =
+        t.x + (n * s.in_h + size_t(iy0)) * row_stride + (op.ox_lo_ * s.stride_w - s.pad_left) * c;
+    op.gemm_->window_run(x, row_stride * s.dilation_h, s.kernel_h, size_t(s.kernel_w) * c,
+                         size_t(s.stride_w) * c, op.ox_hi_ - op.ox_lo_, op.compact_,
+                         t.out + (p0 + op.ox_lo_) * s.out_c, s.out_c);
 #endif
     gather_chunks(t, p0, p0 + op.ox_lo_);
     gather_chunks(t, p0 + op.ox_hi_, p0 + s.out_w);
@@ -608,7 +622,8 @@ class Int8WindowConv final : public NativeDataOp {
   }
   static void task(void* ctx, size_t i) {
     const Task& t = *static_cast<const Task*>(ctx);
-    const size_t pixels = size_t(t.op->s_.batch) * t.op->s_.out_h * t.op->s_.out_w, per = t.op->gemm_->rows_per_task();
+    const size_t pixels = size_t(t.op->s_.batch) * t.op->s_.out_h * t.op->s_.out_w,
+                 per = t.op->gemm_->rows_per_task();
     gather(t, i * per, std::min(pixels, (i + 1) * per));
   }
   // Output pixels [p0, p1): windows gathered into GEMM rows (at most rows_per_task), then the GEMM.
@@ -719,7 +734,8 @@ class Int8Depthwise final : public NativeDataOp {
         vnni_bias_[ch] = bias_[ch] - (zx + 128) * sum;  // the input enters as x + 128
       }
     }
-    name_ = std::string("native int8 depthwise ") + (avx512_ ? "AVX-512" : "scalar") + (vnni_k_ ? " VNNI" : "");
+    name_ =
+        std::string("native int8 depthwise ") + (avx512_ ? "AVX-512" : "scalar") + (vnni_k_ ? " VNNI" : "");
   }
   const char* kernel() const override { return name_.c_str(); }
   void run(const NativeDataArgs& args) const override {
@@ -920,10 +936,10 @@ class Int8Depthwise final : public NativeDataOp {
   std::vector<int32_t> w_;                  // [taps][c_pad]
   std::vector<int32_t> bias_, inner_bias_;  // [c_pad]
   std::vector<int64_t> rel_;                // per tap: input offset from the window's corner
-  uint32_t vnni_k_ = 0;             // 3 or 5: the VNNI form's kernel size (row_vnni), else 0
-  std::vector<int8_t> w4_;          // VNNI: [C / 16][ky / 4][kx][16 channels][ky % 4]
-  std::vector<int32_t> vnni_bias_;  // VNNI: bias - (zx + 128) * sum(w)
-  std::vector<int8_t> zero_row_;    // VNNI: an input row of zero points (rows in the padding)
+  uint32_t vnni_k_ = 0;                     // 3 or 5: the VNNI form's kernel size (row_vnni), else 0
+  std::vector<int8_t> w4_;                  // VNNI: [C / 16][ky / 4][kx][16 channels][ky % 4]
+  std::vector<int32_t> vnni_bias_;          // VNNI: bias - (zx + 128) * sum(w)
+  std::vector<int8_t> zero_row_;            // VNNI: an input row of zero points (rows in the padding)
   size_t ox_lo_ = 0, ox_hi_ = 0;
   std::string name_;
 };
@@ -992,7 +1008,8 @@ NN_TARGET_I8_512 void requantize_avx512(const ChannelRequant& rq, const int32_t*
     const __mmask16 k = __mmask16((1u << std::min<size_t>(16, n - j)) - 1);
     const ChannelRequant::Columns16 c = rq.columns16(j);
     for (size_t r = 0; r < rows; ++r)
-      _mm512_mask_cvtsepi32_storeu_epi8(out + r * n + j, k, c.apply(_mm512_maskz_loadu_epi32(k, acc + r * n + j)));
+      _mm512_mask_cvtsepi32_storeu_epi8(out + r * n + j, k,
+                                        c.apply(_mm512_maskz_loadu_epi32(k, acc + r * n + j)));
   }
 }
 #endif
@@ -1009,8 +1026,9 @@ bool has_avx512_int8() {
 
 }  // namespace
 
-void requantize_per_channel(const int32_t* acc, size_t rows, const std::vector<quant::Multiplier>& m, int32_t zo,
-                            quant::Range range, int64_t acc_bound, bool avx512, int8_t* out, bool* short_form) {
+void requantize_per_channel(const int32_t* acc, size_t rows, const std::vector<quant::Multiplier>& m,
+                            int32_t zo, quant::Range range, int64_t acc_bound, bool avx512, int8_t* out,
+                            bool* short_form) {
   const size_t n = m.size(), padded = (n + 15) / 16 * 16;
   const ChannelRequant rq(m, padded, zo, range, std::vector<int64_t>(n, acc_bound));
   *short_form = rq.short_form;
@@ -1052,8 +1070,8 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
     // Our int32 lanes pay where XNNPACK's per-pixel overhead dominates (few channels) or the
     // taps are many (5x5); on MobileNetV2's wide 3x3 layers XNNPACK's (fp32 requantization,
     // 16-bit products) was 1.6-2x faster than them, but not than the VNNI 3x3 form (VBMI).
-    const bool vnni3x3 = has_vbmi() && filter.dims[1] == 3 && filter.dims[2] == 3 && p->dilation_h == 1 &&
-                         p->dilation_w == 1;
+    const bool vnni3x3 =
+        has_vbmi() && filter.dims[1] == 3 && filter.dims[2] == 3 && p->dilation_h == 1 && p->dilation_w == 1;
     if (!vnni3x3 && filter.dims[3] > 32 && size_t(filter.dims[1]) * filter.dims[2] < 25)
       return no("int8 3x3 depthwise on more than 32 channels: XNNPACK's");
     // filter [1, kh, kw, C]: the per-channel axis is 3
