@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -14,8 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "delegates/cpu/native_int8.h"
 #include "nn/ir/model.h"
 #include "nn/runtime/session.h"
+#include "ops/quant_math.h"
 
 namespace nn {
 namespace {
@@ -43,6 +46,13 @@ bool has_avx512_int8() {
 bool has_vnni() {
 #if defined(__x86_64__) || defined(__i386__)
   return __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+bool has_vbmi() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx512vbmi");
 #else
   return false;
 #endif
@@ -272,15 +282,17 @@ TEST(NativeInt8, PointwiseConvAndTiledTransposeConvEqualTheReference) {
                                 (with_bias ? "" : " zero bias");
       check(conv_model(T::CONV_2D, {1, 5, 7, in_c}, out_c, per_channel, with_bias, fuse, seed++),
             "CONV_2D 1x1" + shape, "conv 1x1", "xnnpack");
-      if (in_c >= 16) {  // narrower window convs stay on XNNPACK
-        check(conv_model(T::CONV_2D, {1, 9, 7, in_c}, out_c, per_channel, with_bias, fuse, seed++, 3, 2),
-              "CONV_2D 3x3/2 SAME" + shape, "conv", "xnnpack");
-        check(conv_model(T::CONV_2D, {2, 6, 5, in_c}, out_c, !per_channel, with_bias, fuse, seed++, 3, 1, 2),
-              "CONV_2D 3x3 dilation 2 SAME" + shape, "conv", "xnnpack");
-      }
+      check(conv_model(T::CONV_2D, {1, 9, 7, in_c}, out_c, per_channel, with_bias, fuse, seed++, 3, 2),
+            "CONV_2D 3x3/2 SAME" + shape, "conv", "xnnpack");
+      check(conv_model(T::CONV_2D, {2, 6, 5, in_c}, out_c, !per_channel, with_bias, fuse, seed++, 3, 1, 2),
+            "CONV_2D 3x3 dilation 2 SAME" + shape, "conv", "xnnpack");
       check(conv_model(T::TRANSPOSE_CONV_2D, {1, 3, 5, in_c}, out_c, per_channel, with_bias, fuse, seed++),
             "TRANSPOSE_CONV_2D 2x2/2" + shape, "deconv", "reference");
     }
+  // An RGB stem (3 input channels: 27-byte windows, 9 bytes a tap row), odd size, batch 2.
+  for (uint32_t out_c : {16u, 32u})
+    check(conv_model(T::CONV_2D, {2, 17, 19, 3}, out_c, true, true, 3, seed++, 3, 2),
+          "CONV_2D 3x3/2 SAME 3->" + std::to_string(out_c), "conv", "xnnpack");
 }
 
 // DEPTHWISE_CONV_2D, multiplier 1: `kernel` x `kernel`, SAME padding, `stride`, `dilation`.
@@ -334,8 +346,74 @@ TEST(NativeInt8, DepthwiseConvEqualsTheReference) {
               "DEPTHWISE_CONV_2D " + std::to_string(f.kernel) + "x" + std::to_string(f.kernel) + "/" +
                   std::to_string(f.stride) + " dilation " + std::to_string(f.dilation) + " x" +
                   std::to_string(c) + (per_channel ? " per-channel" : " per-tensor"),
-              "depthwise", "xnnpack", c <= 32 || f.kernel == 5);  // wide 3x3: XNNPACK's
+              "depthwise", "xnnpack",
+              // wide 3x3: XNNPACK's unless the VNNI 3x3 form runs it (VBMI, dilation 1)
+              c <= 32 || f.kernel == 5 || (has_vbmi() && f.dilation == 1));
       }
+}
+
+// The convs' requantization alone (cpu::requantize_per_channel), short and long forms,
+// against quant::multiply_by_quantized_multiplier + zo, clamped: every right shift 0-31,
+// multipliers at 2^30 (many exact halves) and near 2^31, accumulators around every output
+// value's rounding boundaries and across the bound, zero points and ranges at their ends.
+TEST(NativeInt8, RequantizationEqualsNnapisFixedPoint) {
+  std::mt19937 rng(7);
+  const double mantissas[] = {0.5, 0.5000001, 0.75, 0.6180339, 0.9999999, 0.8660254, 0.5 + 1.0 / (1 << 20)};
+  const int32_t zero_points[] = {-128, -7, 0, 5, 127};
+  const quant::Range ranges[] = {{-128, 127}, {-3, 60}};
+  size_t short_cases = 0;
+  for (int s = 0; s <= 31; ++s)
+    for (int64_t bound : {int64_t{1} << 24, int64_t{1} << 31})
+      for (size_t variant = 0; variant < 2; ++variant) {
+        const int32_t zo = zero_points[(size_t(s) + 2 * variant) % 5];
+        const quant::Range range = ranges[(size_t(s) + variant) % 2];
+        // 21 channels: a full vector of 16 and a tail; every mantissa at this shift.
+        std::vector<quant::Multiplier> m(21);
+        for (size_t j = 0; j < m.size(); ++j) {
+          m[j] = quant::quantize_multiplier(mantissas[j % 7] * std::ldexp(1.0, -s));
+          ASSERT_EQ(-m[j].shift, s);
+        }
+        const int64_t lo = -std::min<int64_t>(bound, int64_t{1} << 31),
+                      hi = std::min<int64_t>(bound, (int64_t{1} << 31) - 1);
+        // Per channel: around x = k / M for outputs k in [-140, 140] (every boundary), then random.
+        const size_t rows = 281 * 5 + 200;
+        std::vector<int32_t> acc(rows * m.size());
+        for (size_t j = 0; j < m.size(); ++j) {
+          const double real = double(m[j].multiplier) * std::ldexp(1.0, m[j].shift - 31);
+          size_t r = 0;
+          for (int k = -140; k <= 140; ++k)
+            for (int d = -2; d <= 2; ++d) {
+              const double x = std::floor((k + 0.5) / real) + d;
+              acc[r++ * m.size() + j] = int32_t(std::clamp<double>(x, double(lo), double(hi)));
+            }
+          std::uniform_int_distribution<int64_t> any(lo, hi);
+          while (r < rows) acc[r++ * m.size() + j] = int32_t(any(rng));
+        }
+        acc[0] = -1, acc[1] = 0, acc[2] = 1;  // the x = -1, m = 2^30 case (channel 0's mantissa is 0.5)
+        for (bool avx512 : {true, false}) {
+          std::vector<int8_t> got(acc.size());
+          bool short_form = false;
+          cpu::requantize_per_channel(acc.data(), rows, m, zo, range, bound, avx512, got.data(), &short_form);
+          if (bound == int64_t{1} << 31) {
+            EXPECT_FALSE(short_form) << "shift " << s;
+          }
+          if (bound == int64_t{1} << 24 && s <= 16) {
+            EXPECT_TRUE(short_form) << "shift " << s;
+          }
+          short_cases += short_form;
+          size_t differ = 0;
+          for (size_t i = 0; i < acc.size(); ++i) {
+            const int32_t v = quant::multiply_by_quantized_multiplier(acc[i], m[i % m.size()]) + zo;
+            const int8_t expected = static_cast<int8_t>(std::clamp(v, range.lo, range.hi));
+            if (got[i] != expected && differ++ < 3)
+              ADD_FAILURE() << "shift " << s << " bound " << bound << (avx512 ? " AVX-512" : " scalar")
+                            << ": acc " << acc[i] << " * " << m[i % m.size()].multiplier << " -> "
+                            << int(got[i]) << ", NNAPI " << int(expected);
+          }
+          EXPECT_EQ(differ, 0u) << "shift " << s << " bound " << bound;
+        }
+      }
+  EXPECT_GT(short_cases, 60u);
 }
 
 }  // namespace

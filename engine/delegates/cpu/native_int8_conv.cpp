@@ -24,6 +24,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #define NN_TARGET_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2")))
+#define NN_TARGET_VNNI_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx2")))
 #define NN_TARGET_I8_AVX2 __attribute__((target("avx2")))
 #define NN_INLINE_VNNI \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2"), always_inline)) inline
@@ -60,29 +61,73 @@ bool has_vnni(const NativeIsa& isa) {
 #endif
 }
 
+bool has_vbmi() {
+#if NN_NATIVE_X86
+  static const bool has = __builtin_cpu_supports("avx512vbmi");
+  return has;
+#else
+  return false;
+#endif
+}
+
 constexpr size_t kVnniRows = 8, kVnniCols = 16;
 constexpr size_t kAvx2Rows = 6, kAvx2Cols = 8;
 constexpr size_t kTilesPerTask = 8;
+
+// Per channel, the most |accumulator| any kernel form here reaches: |bias| + (383 + |zx|) *
+// sum |w| covers x - zx (|.| <= 255), x + 128 against bias - (128 + zx) * sum w, and x
+// against bias - zx * sum w. w[j * channel_stride + t * tap_stride] for t < taps.
+std::vector<int64_t> accumulator_bounds(const int8_t* w, size_t channels, size_t taps, size_t channel_stride,
+                                        size_t tap_stride, const int32_t* bias, int32_t zx) {
+  std::vector<int64_t> bound(channels, 0);
+  for (size_t j = 0; j < channels; ++j) {
+    int64_t sum = 0;
+    for (size_t t = 0; t < taps; ++t) sum += std::abs(int32_t{w[j * channel_stride + t * tap_stride]});
+    bound[j] = (bias ? std::abs(int64_t{bias[j]}) : 0) + (383 + std::abs(int64_t{zx})) * sum;
+  }
+  return bound;
+}
 
 // NNAPI's requantization per output channel (ops/quant_math.h): acc * multiplier[j] by the
 // rounding doubling high multiply, a rounding right shift, + zo, clamped to the activation
 // range. Right shifts only (multipliers below 1, as convs have). In SIMD the high multiply
 // by m >= 0 is floor((x * m + 2^30) / 2^31), gemmlowp's nudge and truncation combined.
+//
+// The short form (Columns16::apply, 11-13 vector ops per 16 outputs against 17) folds the
+// rounding right shift's half, the zero point and the high multiply's nudge into one 64-bit
+// constant: with h = floor((x * m + 2^30) / 2^31) and s > 0, NNAPI's result is
+//   ((h + 2^(s-1) - [h < 0]) >> s) + zo = (floor((x * m + 2^30 + (2^(s-1) + zo * 2^s) * 2^31) / 2^31)
+//                                          - [x < 0]) >> s
+// (h < 0 exactly when x < 0, but for x = -1, m = 2^30, where both sides give 0), and h + zo
+// for s = 0. It needs that sum to fit in int32, which the accumulator bound each kernel
+// passes (|bias| + 511 * sum |w|) decides per op; the long form runs otherwise.
 struct ChannelRequant {
+  // acc_bound: per channel, the most |accumulator| the kernel can reach.
   ChannelRequant(const std::vector<quant::Multiplier>& multipliers, size_t padded, int32_t zo_,
-                 quant::Range range_)
+                 quant::Range range_, const std::vector<int64_t>& acc_bound)
       : mult(padded, 0),
         right(padded, 0),
         mask(padded, 0),
         threshold(padded, 0),
+        folded_even(padded / 2, 0),
+        folded_odd(padded / 2, 0),
+        negative_rounds(padded / 16, 0),
         mults(multipliers),
         zo(zo_),
         range(range_) {
+    short_form = true;
     for (size_t j = 0; j < multipliers.size(); ++j) {
       mult[j] = multipliers[j].multiplier;
       right[j] = -multipliers[j].shift;
       mask[j] = static_cast<int32_t>((int64_t{1} << right[j]) - 1);
       threshold[j] = mask[j] >> 1;
+      const int64_t half = right[j] > 0 ? int64_t{1} << (right[j] - 1) : 0;
+      const int64_t pre_shift = half + int64_t{zo} * (int64_t{1} << right[j]);  // added to h
+      (j % 2 ? folded_odd : folded_even)[j / 16 * 8 + j % 16 / 2] =
+          (int64_t{1} << 30) + pre_shift * (int64_t{1} << 31);
+      if (right[j] > 0) negative_rounds[j / 16] |= uint16_t(1u << (j % 16));
+      const int64_t h_most = acc_bound[j] + 2;  // |h| <= |x| + 1 (m < 2^31)
+      if (h_most + std::abs(pre_shift) + 1 >= (int64_t{1} << 31)) short_form = false;
     }
   }
   int8_t scalar(int32_t acc, size_t j) const {
@@ -90,24 +135,63 @@ struct ChannelRequant {
     return static_cast<int8_t>(std::clamp(v, range.lo, range.hi));
   }
 #if NN_NATIVE_X86
-  // NNAPI's requantization of 16 int32 accumulators of columns [j, j + 16), per-column
-  // multipliers and right shifts (quant_math.h; the rounding-doubling high multiply by
-  // m >= 0 is floor((x * m + 2^30) / 2^31)).
+  // The per-column constants of columns [j, j + 16) in registers, for loops that requantize
+  // many rows of the same columns (int8 stores may alias the vectors, so the compiler would
+  // reload them per row).
+  struct Columns16 {
+    __m512i mult, mult_odd, folded_even, folded_odd, mask, threshold, right, zo, lo, hi;
+    __mmask16 negative_rounds;
+    bool short_form, clamp_lo, clamp_hi;
+    // The activation range where it is narrower than int8's: callers store with signed
+    // saturation (vpmovsdb), which is the clamp to [-128, 127].
+    NN_INLINE_I8_512 __m512i clamp(__m512i v) const {
+      if (clamp_lo) v = _mm512_max_epi32(v, lo);
+      if (clamp_hi) v = _mm512_min_epi32(v, hi);
+      return v;
+    }
+    NN_INLINE_I8_512 __m512i apply(__m512i x) const {
+      if (short_form) {
+        const __m512i even = _mm512_add_epi64(_mm512_mul_epi32(x, mult), folded_even);
+        const __m512i odd =
+            _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), mult_odd), folded_odd);
+        __m512i h = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 31), _mm512_slli_epi64(odd, 1));
+        h = _mm512_add_epi32(h, _mm512_maskz_srai_epi32(negative_rounds, x, 31));  // - [x < 0]
+        return clamp(_mm512_srav_epi32(h, right));
+      }
+      const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
+      const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, mult), half), 31);
+      const __m512i odd =
+          _mm512_slli_epi64(_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), mult_odd), half), 1);
+      const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+      const __m512i rem = _mm512_and_si512(high, mask);
+      const __m512i limit = _mm512_add_epi32(threshold, _mm512_srli_epi32(high, 31));
+      const __m512i q = _mm512_srav_epi32(high, right);
+      const __m512i v = _mm512_add_epi32(
+          _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(rem, limit), q, _mm512_set1_epi32(1)), zo);
+      return clamp(v);
+    }
+  };
+  NN_INLINE_I8_512 Columns16 columns16(size_t j) const {
+    Columns16 c;
+    c.mult = _mm512_loadu_si512(mult.data() + j);
+    c.mult_odd = _mm512_srli_epi64(c.mult, 32);
+    c.folded_even = _mm512_loadu_si512(folded_even.data() + j / 2);
+    c.folded_odd = _mm512_loadu_si512(folded_odd.data() + j / 2);
+    c.negative_rounds = negative_rounds[j / 16];
+    c.short_form = short_form;
+    c.clamp_lo = range.lo > -128;
+    c.clamp_hi = range.hi < 127;
+    c.mask = _mm512_loadu_si512(mask.data() + j);
+    c.threshold = _mm512_loadu_si512(threshold.data() + j);
+    c.right = _mm512_loadu_si512(right.data() + j);
+    c.zo = _mm512_set1_epi32(zo);
+    c.lo = _mm512_set1_epi32(range.lo);
+    c.hi = _mm512_set1_epi32(range.hi);
+    return c;
+  }
+
   NN_INLINE_I8_512 __m512i apply16(__m512i x, size_t j) const {
-    const __m512i m = _mm512_loadu_si512(mult.data() + j);
-    const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
-    const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, m), half), 31);
-    const __m512i odd = _mm512_slli_epi64(
-        _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(m, 32)), half), 1);
-    const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
-    const __m512i rem = _mm512_and_si512(high, _mm512_loadu_si512(mask.data() + j));
-    const __m512i limit =
-        _mm512_add_epi32(_mm512_loadu_si512(threshold.data() + j), _mm512_srli_epi32(high, 31));
-    const __m512i q = _mm512_srav_epi32(high, _mm512_loadu_si512(right.data() + j));
-    const __m512i v = _mm512_add_epi32(
-        _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(rem, limit), q, _mm512_set1_epi32(1)),
-        _mm512_set1_epi32(zo));
-    return _mm512_min_epi32(_mm512_max_epi32(v, _mm512_set1_epi32(range.lo)), _mm512_set1_epi32(range.hi));
+    return columns16(j).apply(x);
   }
 
   NN_INLINE_I8_AVX2 __m256i apply8(__m256i x, size_t j) const {
@@ -131,6 +215,11 @@ struct ChannelRequant {
 
 #endif
   std::vector<int32_t> mult, right, mask, threshold;  // per channel, padded
+  // The short form's constant per channel, even and odd channels apart (index j / 16 * 8 +
+  // j % 16 / 2), and per 16 channels which have s > 0.
+  std::vector<int64_t> folded_even, folded_odd;
+  std::vector<uint16_t> negative_rounds;
+  bool short_form = false;
   std::vector<quant::Multiplier> mults;
   int32_t zo;
   quant::Range range;
@@ -150,7 +239,7 @@ class Int8Gemm {
         zx_(zx),
         vnni_(has_vnni(isa)),
         avx2_(!vnni_ && native_conv_supported()),
-        requant_(mult, n_pad_, zo, range) {
+        requant_(mult, n_pad_, zo, range, accumulator_bounds(w, n, k, k, 1, bias, zx)) {
     bias_.assign(n_pad_, 0);
     for (size_t j = 0; j < n; ++j) {
       int32_t wsum = 0;
@@ -174,7 +263,55 @@ class Int8Gemm {
     w_.assign(w, w + n * k);
     raw_bias_.assign(n, 0);
     if (bias) std::copy(bias, bias + n, raw_bias_.begin());
+    if (vnni_ && n == 4 && k % 4 == 0) {  // the four-column form: 4 rows x 4 columns a vector
+      quad_w_.assign(k_groups_ * 64, 0);
+      for (size_t g = 0; g < k_groups_; ++g)
+        for (size_t lane = 0; lane < 16; ++lane)
+          for (size_t b = 0; b < 4; ++b) quad_w_[(g * 16 + lane) * 4 + b] = w[lane % 4 * k + 4 * g + b];
+      std::vector<quant::Multiplier> m16(16);
+      std::vector<int64_t> bounds = accumulator_bounds(w, n, k, k, 1, bias, zx), bounds16(16);
+      for (size_t lane = 0; lane < 16; ++lane) {
+        m16[lane] = mult[lane % 4];
+        bounds16[lane] = bounds[lane % 4];
+        quad_bias_[lane] = bias_[lane % 4];
+      }
+      quad_requant_ = std::make_unique<ChannelRequant>(m16, 16, zo, range, bounds16);
+    }
   }
+
+  // The 2x2/2 transpose conv to one channel (a segmentation head's last layer: 4 columns),
+  // when the GEMM has the four-column form: 4 input pixels x 4 columns per vector, and the
+  // columns (ky, kx) go straight to the two output rows. x: `pixels` rows of k bytes.
+  bool has_deconv_2x2() const { return quad_requant_ != nullptr; }
+#if NN_NATIVE_X86
+  NN_TARGET_VNNI void deconv_2x2_row(const int8_t* x, size_t pixels, int8_t* out0, int8_t* out1) const {
+    const __m512i flip = _mm512_set1_epi8(char(0x80));
+    const __m512i b = _mm512_loadu_si512(quad_bias_);
+    const ChannelRequant::Columns16 rq = quad_requant_->columns16(0);
+    // bytes (ky 0: pixel q's kx 0, 1 for q = 0..3), then ky 1's
+    const __m128i rows = _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+    for (size_t p = 0; p < pixels; p += 4) {
+      const size_t here = std::min<size_t>(4, pixels - p);
+      const int8_t* px[4];
+      for (size_t q = 0; q < 4; ++q) px[q] = x + (p + (q < here ? q : 0)) * k_;
+      __m512i acc = b;
+      for (size_t g = 0; g < k_groups_; ++g) {
+        int32_t d[4];
+        for (size_t q = 0; q < 4; ++q) std::memcpy(&d[q], px[q] + 4 * g, 4);
+        __m512i v = _mm512_maskz_set1_epi32(0x000F, d[0]);
+        v = _mm512_mask_set1_epi32(v, 0x00F0, d[1]);
+        v = _mm512_mask_set1_epi32(v, 0x0F00, d[2]);
+        v = _mm512_mask_set1_epi32(v, 0xF000, d[3]);
+        acc =
+            _mm512_dpbusd_epi32(acc, _mm512_xor_si512(v, flip), _mm512_loadu_si512(quad_w_.data() + g * 64));
+      }
+      const __m128i out = _mm_shuffle_epi8(_mm512_cvtsepi32_epi8(rq.apply(acc)), rows);
+      const __mmask16 keep = __mmask16((1u << (2 * here)) - 1);
+      _mm_mask_storeu_epi8(out0 + 2 * p, keep, out);
+      _mm_mask_storeu_epi8(out1 + 2 * p, keep, _mm_srli_si128(out, 8));
+    }
+  }
+#endif
 
   const char* isa_name() const { return vnni_ ? "AVX-512 VNNI" : avx2_ ? "AVX2" : "scalar"; }
 
@@ -190,6 +327,64 @@ class Int8Gemm {
         for (size_t i = 0; i < k_; ++i) acc += (int32_t(x[r * k_ + i]) - zx_) * w_[j * k_ + i];
         out[r * ldo + j] = requant_.scalar(acc, j);
       }
+  }
+
+#if NN_NATIVE_X86
+  // A narrow window conv's GEMM rows built in registers (no gathered copy): `count` output
+  // pixels whose windows are inside the input, the first one's top-left tap at x, the next
+  // `step` bytes on; each window is kh rows (`row_stride` apart) of `row_bytes` <= 16
+  // contiguous bytes, kh <= 4, kh * row_bytes == k. compact: vpermb indices taking row r's
+  // bytes from 128-bit lane r into k contiguous bytes. out: count rows of ldo.
+  NN_TARGET_VNNI_VBMI void window_run(const int8_t* x, size_t row_stride, size_t kh, size_t row_bytes,
+                                      size_t step, size_t count, const uint8_t* compact, int8_t* out,
+                                      size_t ldo) const {
+    size_t j = 0;
+    for (; j + 2 * kVnniCols <= n_; j += 2 * kVnniCols)
+      window_columns<2>(x, row_stride, kh, row_bytes, step, count, compact, j, out, ldo);
+    for (; j < n_; j += kVnniCols)
+      window_columns<1>(x, row_stride, kh, row_bytes, step, count, compact, j, out, ldo);
+  }
+  // window_run's columns [j, j + 16 * kBlocks): each window's bytes built once for them all.
+  template <size_t kBlocks>
+  NN_TARGET_VNNI_VBMI void window_columns(const int8_t* x, size_t row_stride, size_t kh, size_t row_bytes,
+                                          size_t step, size_t count, const uint8_t* compact, size_t j,
+                                          int8_t* out, size_t ldo) const {
+    const __mmask16 tap_row = __mmask16((1u << row_bytes) - 1);
+    const __m512i order = _mm512_loadu_si512(compact);
+    const __m512i flip = _mm512_set1_epi8(char(0x80));
+    const int8_t* w[kBlocks];
+    __m512i b[kBlocks];
+    ChannelRequant::Columns16 rq[kBlocks];
+    __mmask16 keep[kBlocks];
+    for (size_t i = 0; i < kBlocks; ++i) {
+      const size_t jb = j + i * kVnniCols;
+      w[i] = packed8_.data() + jb * k_groups_ * 4;
+      b[i] = _mm512_loadu_si512(bias_.data() + jb);
+      rq[i] = requant_.columns16(jb);
+      keep[i] = __mmask16((1u << std::min<size_t>(16, n_ - jb)) - 1);
+    }
+    const int8_t* px = x;
+    int8_t* o = out + j;
+    for (size_t p = 0; p < count; ++p, px += step, o += ldo) {
+      __m512i z = _mm512_zextsi128_si512(_mm_maskz_loadu_epi8(tap_row, px));
+      if (kh > 1) z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(tap_row, px + row_stride), 1);
+      if (kh > 2) z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(tap_row, px + 2 * row_stride), 2);
+      if (kh > 3) z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(tap_row, px + 3 * row_stride), 3);
+      const __m512i u = _mm512_xor_si512(_mm512_permutexvar_epi8(order, z), flip);
+      __m512i acc[kBlocks];
+      for (size_t i = 0; i < kBlocks; ++i) acc[i] = b[i];
+      for (size_t g = 0; g < k_groups_; ++g) {
+        const __m512i ug = _mm512_permutexvar_epi32(_mm512_set1_epi32(int(g)), u);
+        for (size_t i = 0; i < kBlocks; ++i)
+          acc[i] = _mm512_dpbusd_epi32(acc[i], ug, _mm512_loadu_si512(w[i] + g * 64));
+      }
+      for (size_t i = 0; i < kBlocks; ++i)
+        _mm512_mask_cvtsepi32_storeu_epi8(o + i * kVnniCols, keep[i], rq[i].apply(acc[i]));
+    }
+  }
+#endif
+  bool vnni() const {
+    return vnni_;
   }
 
   size_t rows_per_task() const {
@@ -224,9 +419,10 @@ class Int8Gemm {
         }
       }
       const __mmask16 keep = __mmask16((1u << std::min<size_t>(16, n_ - j)) - 1);
+      const ChannelRequant::Columns16 rq = requant_.columns16(j);
 #pragma GCC unroll 8
       for (size_t r = 0; r < kRows; ++r)
-        _mm512_mask_cvtepi32_storeu_epi8(out + r * ldo + j, keep, requant_.apply16(acc[r], j));
+        _mm512_mask_cvtsepi32_storeu_epi8(out + r * ldo + j, keep, rq.apply(acc[r]));
     }
   }
 
@@ -304,6 +500,10 @@ class Int8Gemm {
   std::vector<int16_t> packed16_;
   std::vector<int8_t> w_;
   std::vector<int32_t> raw_bias_;
+  // the four-column form (has_deconv_2x2): lane 4q + j is row q's column j
+  std::vector<int8_t> quad_w_;  // [k / 4][16 lanes][4 bytes]
+  int32_t quad_bias_[16] = {};
+  std::unique_ptr<ChannelRequant> quad_requant_;
 };
 
 // CONV_2D 1x1, stride 1, unpadded: the GEMM over all pixels.
@@ -337,16 +537,27 @@ class Int8PointwiseConv final : public NativeDataOp {
   std::string name_;
 };
 
-// A short copy without a call for the few bytes of a narrow conv's taps.
-inline void copy_bytes(int8_t* dst, const int8_t* src, size_t n) {
-  if (n > 32) {
+// A short copy without a call for the few bytes of a narrow conv's taps (an RGB stem's
+// 3x3 window row is 9 bytes): one masked move with AVX-512 (the window conv runs on VNNI
+// hosts only).
+#if NN_NATIVE_X86
+#define NN_TARGET_GATHER NN_TARGET_I8_512
+NN_INLINE_I8_512 void copy_bytes(int8_t* dst, const int8_t* src, size_t n) {
+  if (n > 64) {
     std::memcpy(dst, src, n);
     return;
   }
-  for (size_t i = 0; i < n; ++i) dst[i] = src[i];
+  const __mmask64 m = n == 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
+  _mm512_mask_storeu_epi8(dst, m, _mm512_maskz_loadu_epi8(m, src));
 }
+#else
+#define NN_TARGET_GATHER
+inline void copy_bytes(int8_t* dst, const int8_t* src, size_t n) {
+  std::memcpy(dst, src, n);
+}
+#endif
 
-// Any other CONV_2D (groups 1, at least 16 input channels): each task gathers its output pixels' windows into
+// Any other CONV_2D (groups 1): each task gathers its output pixels' windows into
 // rows of kh * kw * in_c bytes (taps in the padding read the input zero point, adding nothing), then the
 // GEMM.
 class Int8WindowConv final : public NativeDataOp {
@@ -354,11 +565,25 @@ class Int8WindowConv final : public NativeDataOp {
   Int8WindowConv(std::unique_ptr<Int8Gemm> gemm, const NativeConvShape& s, int32_t zx, uint32_t input)
       : gemm_(std::move(gemm)), s_(s), zx_(zx) {
     operands_ = {input};
+    // Narrow windows (an RGB stem: 3 rows of 9 bytes) go to the GEMM from registers, a row
+    // of output pixels at a time; pixels whose window reaches the padding are gathered.
+    const size_t row_bytes = size_t(s.kernel_w) * s.in_c;
+    narrow_ = gemm_->vnni() && has_vbmi() && s.kernel_h <= 4 && row_bytes <= 16 && s.dilation_w == 1;
+    if (narrow_) {
+      for (size_t t = 0; t < 64; ++t)
+        compact_[t] = uint8_t(t < s.kernel_h * row_bytes ? 16 * (t / row_bytes) + t % row_bytes : 63);
+      const int64_t reach = int64_t(s.kernel_w) - 1;
+      while (ox_lo_ < s.out_w && int64_t(ox_lo_ * s.stride_w) < int64_t(s.pad_left)) ++ox_lo_;
+      ox_hi_ = ox_lo_;
+      while (ox_hi_ < s.out_w && int64_t(ox_hi_ * s.stride_w) - s.pad_left + reach < int64_t(s.in_w))
+        ++ox_hi_;
+    }
     name_ = std::string("native int8 conv ") + gemm_->isa_name();
   }
   const char* kernel() const override { return name_.c_str(); }
   void run(const NativeDataArgs& args) const override {
     Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output)};
+    if (narrow_) return for_each_row(args.pool, size_t(s_.batch) * s_.out_h, &Int8WindowConv::narrow_row, &t);
     const size_t pixels = size_t(s_.batch) * s_.out_h * s_.out_w, per = gemm_->rows_per_task();
     for_each_row(args.pool, (pixels + per - 1) / per, &Int8WindowConv::task, &t);
   }
@@ -369,18 +594,54 @@ class Int8WindowConv final : public NativeDataOp {
     const int8_t* x;
     int8_t* out;
   };
-  static void task(void* ctx, size_t i) {
+  // Output row r (narrow_): the pixels whose windows are inside from registers, the rest
+  // (and every pixel of a row whose window rows reach the padding) gathered.
+  static void narrow_row(void* ctx, size_t r) {
     const Task& t = *static_cast<const Task*>(ctx);
     const Int8WindowConv& op = *t.op;
     const NativeConvShape& s = op.s_;
-    const size_t pixels = size_t(s.batch) * s.out_h * s.out_w, per = op.gemm_->rows_per_task();
-    const size_t p0 = i * per, p1 = std::min(pixels, p0 + per), c = s.in_c;
+    const size_t n = r / s.out_h, oy = r % s.out_h, c = s.in_c;
+    const int64_t iy0 = int64_t(oy * s.stride_h) - s.pad_top;
+    const bool rows_in = iy0 >= 0 && iy0 + int64_t((s.kernel_h - 1) * s.dilation_h) < int64_t(s.in_h);
+    const size_t p0 = r * s.out_w;
+    if (!rows_in || op.ox_lo_ >= op.ox_hi_) return gather_chunks(t, p0, p0 + s.out_w);
+#if NN_NATIVE_X86
+    const size_t row_stride = size_t(s.in_w) * c;
+    const int8_t* x =
+        t.x + (n * s.in_h + size_t(iy0)) * row_stride + (op.ox_lo_ * s.stride_w - s.pad_left) * c;
+    op.gemm_->window_run(x, row_stride * s.dilation_h, s.kernel_h, size_t(s.kernel_w) * c,
+                         size_t(s.stride_w) * c, op.ox_hi_ - op.ox_lo_, op.compact_,
+                         t.out + (p0 + op.ox_lo_) * s.out_c, s.out_c);
+#endif
+    gather_chunks(t, p0, p0 + op.ox_lo_);
+    gather_chunks(t, p0 + op.ox_hi_, p0 + s.out_w);
+  }
+  static void gather_chunks(const Task& t, size_t p0, size_t p1) {
+    const size_t per = t.op->gemm_->rows_per_task();
+    for (size_t p = p0; p < p1; p += per) gather(t, p, std::min(p1, p + per));
+  }
+  static void task(void* ctx, size_t i) {
+    const Task& t = *static_cast<const Task*>(ctx);
+    const size_t pixels = size_t(t.op->s_.batch) * t.op->s_.out_h * t.op->s_.out_w,
+                 per = t.op->gemm_->rows_per_task();
+    gather(t, i * per, std::min(pixels, (i + 1) * per));
+  }
+  // Output pixels [p0, p1): windows gathered into GEMM rows (at most rows_per_task), then the GEMM.
+  NN_TARGET_GATHER static void gather(const Task& t, size_t p0, size_t p1) {
+    const Int8WindowConv& op = *t.op;
+    const NativeConvShape& s = op.s_;
+    const size_t per = op.gemm_->rows_per_task(), c = s.in_c;
     const size_t k = size_t(s.kernel_h) * s.kernel_w * c;
-    thread_local std::vector<int8_t> rows;
-    rows.resize(per * k + 64);
+    thread_local std::vector<int8_t> rows_storage;
+    rows_storage.resize(per * k + 64);
+    int8_t* const rows = rows_storage.data();
+    size_t n = p0 / (size_t(s.out_h) * s.out_w), oy = p0 / s.out_w % s.out_h, ox = p0 % s.out_w;
     for (size_t p = p0; p < p1; ++p) {
-      const size_t n = p / (size_t(s.out_h) * s.out_w), oy = p / s.out_w % s.out_h, ox = p % s.out_w;
-      int8_t* row = rows.data() + (p - p0) * k;
+      if (p > p0 && ++ox == s.out_w) {
+        ox = 0;
+        if (++oy == s.out_h) oy = 0, ++n;
+      }
+      int8_t* row = rows + (p - p0) * k;
       for (size_t ky = 0; ky < s.kernel_h; ++ky, row += s.kernel_w * c) {
         const int64_t iy = int64_t(oy * s.stride_h + ky * s.dilation_h) - s.pad_top;
         const int64_t ix0 = int64_t(ox * s.stride_w) - s.pad_left;
@@ -400,11 +661,14 @@ class Int8WindowConv final : public NativeDataOp {
         }
       }
     }
-    op.gemm_->run_rows(rows.data(), 0, p1 - p0, t.out + p0 * s.out_c, s.out_c);
+    op.gemm_->run_rows(rows, 0, p1 - p0, t.out + p0 * s.out_c, s.out_c);
   }
   std::unique_ptr<Int8Gemm> gemm_;
   NativeConvShape s_;
   int32_t zx_;
+  bool narrow_ = false;
+  uint8_t compact_[64] = {};
+  size_t ox_lo_ = 0, ox_hi_ = 0;  // narrow_: output columns whose windows are inside horizontally
   std::string name_;
 };
 
@@ -422,7 +686,8 @@ class Int8Depthwise final : public NativeDataOp {
         c_pad_((s.out_c + 15) / 16 * 16),
         zx_(zx),
         avx512_(isa.avx512 && avx512_int8()),
-        requant_(mult, c_pad_, zo, range) {
+        requant_(mult, c_pad_, zo, range,
+                 accumulator_bounds(w, s.out_c, size_t(s.kernel_h) * s.kernel_w, 1, s.out_c, bias, zx)) {
     operands_ = {input};
     const size_t taps = size_t(s.kernel_h) * s.kernel_w, c = s.out_c;
     w_.assign(taps * c_pad_, 0);
@@ -446,7 +711,31 @@ class Int8Depthwise final : public NativeDataOp {
     ox_hi_ = ox_lo_;
     while (ox_hi_ < s.out_w && int64_t(ox_hi_ * s.stride_w) - s.pad_left + reach_w < int64_t(s.in_w))
       ++ox_hi_;
-    name_ = std::string("native int8 depthwise ") + (avx512_ ? "AVX-512" : "scalar");
+    // 3x3 and 5x5, dilation 1 with VNNI and VBMI: the tap rows' bytes interleaved per channel
+    // in groups of four (ky 0-3, then 4 and zero-weight fillers), so one vpdpbusd sums four
+    // taps of a column.
+    vnni_k_ = avx512_ && has_vnni(isa) && has_vbmi() && s.kernel_h == s.kernel_w &&
+                      (s.kernel_h == 3 || s.kernel_h == 5) && s.dilation_h == 1 && s.dilation_w == 1
+                  ? s.kernel_h
+                  : 0;
+    if (vnni_k_) {
+      const size_t kk = vnni_k_, groups = (kk + 3) / 4;
+      w4_.assign(c_pad_ * groups * kk * 4, 0);
+      vnni_bias_.assign(c_pad_, 0);
+      zero_row_.assign(size_t(s.in_w) * c + 16, static_cast<int8_t>(zx));
+      for (size_t ch = 0; ch < c; ++ch) {
+        int32_t sum = 0;
+        for (size_t ky = 0; ky < kk; ++ky)
+          for (size_t kx = 0; kx < kk; ++kx) {
+            const int8_t v = w[(ky * kk + kx) * c + ch];
+            w4_[(((ch / 16 * groups + ky / 4) * kk + kx) * 16 + ch % 16) * 4 + ky % 4] = v;
+            sum += v;
+          }
+        vnni_bias_[ch] = bias_[ch] - (zx + 128) * sum;  // the input enters as x + 128
+      }
+    }
+    name_ =
+        std::string("native int8 depthwise ") + (avx512_ ? "AVX-512" : "scalar") + (vnni_k_ ? " VNNI" : "");
   }
   const char* kernel() const override { return name_.c_str(); }
   void run(const NativeDataArgs& args) const override {
@@ -482,6 +771,19 @@ class Int8Depthwise final : public NativeDataOp {
     const bool row_inside = iy0 >= 0 && iy0 + int64_t((s.kernel_h - 1) * s.dilation_h) < int64_t(s.in_h);
     size_t skip_lo = s.out_w, skip_hi = s.out_w;  // columns the fast path did
 #if NN_NATIVE_X86
+    if (op.vnni_k_) {
+      const int8_t* rows[8];  // the kernel's rows, then fillers (zero weights) to a multiple of 4
+      for (int64_t ky = 0; ky < 8; ++ky) {
+        const int64_t iy = iy0 + std::min<int64_t>(ky, op.vnni_k_ - 1);
+        rows[ky] = iy >= 0 && iy < int64_t(s.in_h) ? t.x + (n * s.in_h + size_t(iy)) * s.in_w * c
+                                                   : op.zero_row_.data();
+      }
+      if (op.vnni_k_ == 3)
+        op.row_vnni<3>(rows, t.out + r * s.out_w * c);
+      else
+        op.row_vnni<5>(rows, t.out + r * s.out_w * c);
+      return;
+    }
     if (row_inside && op.avx512_ && op.ox_lo_ < op.ox_hi_) {
       const int8_t* x0 = t.x + (n * s.in_h + size_t(iy0)) * s.in_w * c;
       int8_t* out_row = t.out + r * s.out_w * c;
@@ -545,7 +847,64 @@ class Int8Depthwise final : public NativeDataOp {
           const __m512i wt = kTaps ? wv[kTaps ? t : 0] : _mm512_loadu_si512(w_.data() + t * c_pad_ + ch);
           acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(xv, wt));
         }
-        _mm512_mask_cvtepi32_storeu_epi8(out_row + ox * c + ch, k, requant_.apply16(acc, ch));
+        _mm512_mask_cvtsepi32_storeu_epi8(out_row + ox * c + ch, k, requant_.apply16(acc, ch));
+      }
+    }
+  }
+
+  // A whole output row of the kK x kK form with VNNI: per 16 channels, each input column the
+  // row reads becomes kGroups x 64 bytes (channel-major: four rows' bytes + 128 each, rows past
+  // the kernel with zero weights; columns and rows in the padding hold the zero point, which
+  // adds nothing against vnni_bias_), then each output is kK * kGroups vpdpbusd. rows: the
+  // kernel's input rows (zero_row_ where outside), then fillers.
+  template <size_t kK>
+  NN_TARGET_VNNI_VBMI void row_vnni(const int8_t* const rows[8], int8_t* out_row) const {
+    constexpr size_t kGroups = (kK + 3) / 4;
+    const size_t c = s_.out_c, pad = s_.pad_left, stride = s_.stride_w;
+    const size_t cols_n = (size_t(s_.out_w) - 1) * stride + kK;  // from input column -pad
+    const size_t in_lo = std::min(pad, cols_n), in_hi = std::min(cols_n, pad + s_.in_w);
+    thread_local std::vector<uint8_t> storage;  // [column][group][16 channels][4 rows], 64-byte aligned
+    storage.resize(cols_n * kGroups * 64 + 64);
+    uint8_t* const cols = storage.data() + (-reinterpret_cast<uintptr_t>(storage.data()) & 63);
+    alignas(64) static constexpr uint8_t kInterleave[64] = {
+        0,  16, 32, 48, 1,  17, 33, 49, 2,  18, 34, 50, 3,  19, 35, 51, 4,  20, 36, 52, 5,  21,
+        37, 53, 6,  22, 38, 54, 7,  23, 39, 55, 8,  24, 40, 56, 9,  25, 41, 57, 10, 26, 42, 58,
+        11, 27, 43, 59, 12, 28, 44, 60, 13, 29, 45, 61, 14, 30, 46, 62, 15, 31, 47, 63};
+    const __m512i order = _mm512_load_si512(kInterleave);
+    const __m512i flip = _mm512_set1_epi8(char(0x80));
+    const __m512i padding = _mm512_set1_epi8(char(zx_ ^ 0x80));
+    for (size_t i = 0; i < in_lo * kGroups; ++i) _mm512_store_si512(cols + i * 64, padding);
+    for (size_t i = in_hi * kGroups; i < cols_n * kGroups; ++i) _mm512_store_si512(cols + i * 64, padding);
+    for (size_t ch = 0; ch < c; ch += 16) {
+      const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - ch)) - 1);
+      for (size_t i = in_lo; i < in_hi; ++i) {
+        const size_t at = (i - pad) * c + ch;
+#pragma GCC unroll 2
+        for (size_t g = 0; g < kGroups; ++g) {
+          __m512i z = _mm512_zextsi128_si512(_mm_maskz_loadu_epi8(k, rows[4 * g] + at));
+          z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[4 * g + 1] + at), 1);
+          z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[4 * g + 2] + at), 2);
+          if (4 * g + 3 < kK) z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[4 * g + 3] + at), 3);
+          _mm512_store_si512(cols + (i * kGroups + g) * 64,
+                             _mm512_xor_si512(_mm512_permutexvar_epi8(order, z), flip));
+        }
+      }
+      const int8_t* wp = w4_.data() + ch / 16 * kGroups * kK * 64;
+      __m512i wv[kGroups * kK];
+#pragma GCC unroll 10
+      for (size_t t = 0; t < kGroups * kK; ++t) wv[t] = _mm512_loadu_si512(wp + t * 64);
+      const __m512i b = _mm512_loadu_si512(vnni_bias_.data() + ch);
+      const ChannelRequant::Columns16 rq = requant_.columns16(ch);
+      const uint8_t* u = cols;
+      int8_t* o = out_row + ch;
+      for (size_t ox = 0; ox < s_.out_w; ++ox, u += stride * kGroups * 64, o += c) {
+        __m512i acc = b;
+#pragma GCC unroll 10
+        for (size_t g = 0; g < kGroups; ++g)
+#pragma GCC unroll 5
+          for (size_t kx = 0; kx < kK; ++kx)
+            acc = _mm512_dpbusd_epi32(acc, _mm512_load_si512(u + (kx * kGroups + g) * 64), wv[g * kK + kx]);
+        _mm512_mask_cvtsepi32_storeu_epi8(o, k, rq.apply(acc));
       }
     }
   }
@@ -562,7 +921,7 @@ class Int8Depthwise final : public NativeDataOp {
         if (!inner) xv = _mm512_sub_epi32(xv, zx);
         acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(xv, _mm512_loadu_si512(w_.data() + t * c_pad_ + ch)));
       }
-      _mm512_mask_cvtepi32_storeu_epi8(o + ch, k, requant_.apply16(acc, ch));
+      _mm512_mask_cvtsepi32_storeu_epi8(o + ch, k, requant_.apply16(acc, ch));
     }
     return c;
   }
@@ -577,6 +936,10 @@ class Int8Depthwise final : public NativeDataOp {
   std::vector<int32_t> w_;                  // [taps][c_pad]
   std::vector<int32_t> bias_, inner_bias_;  // [c_pad]
   std::vector<int64_t> rel_;                // per tap: input offset from the window's corner
+  uint32_t vnni_k_ = 0;                     // 3 or 5: the VNNI form's kernel size (row_vnni), else 0
+  std::vector<int8_t> w4_;                  // VNNI: [C / 16][ky / 4][kx][16 channels][ky % 4]
+  std::vector<int32_t> vnni_bias_;          // VNNI: bias - (zx + 128) * sum(w)
+  std::vector<int8_t> zero_row_;            // VNNI: an input row of zero points (rows in the padding)
   size_t ox_lo_ = 0, ox_hi_ = 0;
   std::string name_;
 };
@@ -614,6 +977,13 @@ class Int8TiledDeconv final : public NativeDataOp {
   static void task(void* ctx, size_t row) {
     const Task& t = *static_cast<const Task*>(ctx);
     const Int8TiledDeconv& op = *t.op;
+#if NN_NATIVE_X86
+    if (op.gemm_->has_deconv_2x2() && op.kh_ == 2 && op.kw_ == 2 && op.out_c_ == 1) {
+      int8_t* out0 = t.out + row * 2 * (op.in_w_ * 2);
+      op.gemm_->deconv_2x2_row(t.x + row * op.in_w_ * op.in_c_, op.in_w_, out0, out0 + op.in_w_ * 2);
+      return;
+    }
+#endif
     const size_t n = op.kh_ * op.kw_ * op.out_c_, c = op.out_c_;
     thread_local std::vector<int8_t> scratch;
     scratch.resize(op.in_w_ * n);
@@ -631,7 +1001,44 @@ class Int8TiledDeconv final : public NativeDataOp {
   std::string name_;
 };
 
+#if NN_NATIVE_X86
+NN_TARGET_I8_512 void requantize_avx512(const ChannelRequant& rq, const int32_t* acc, size_t rows, size_t n,
+                                        int8_t* out) {
+  for (size_t j = 0; j < n; j += 16) {
+    const __mmask16 k = __mmask16((1u << std::min<size_t>(16, n - j)) - 1);
+    const ChannelRequant::Columns16 c = rq.columns16(j);
+    for (size_t r = 0; r < rows; ++r)
+      _mm512_mask_cvtsepi32_storeu_epi8(out + r * n + j, k,
+                                        c.apply(_mm512_maskz_loadu_epi32(k, acc + r * n + j)));
+  }
+}
+#endif
+
+bool has_avx512_int8() {
+#if NN_NATIVE_X86
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
+  return has;
+#else
+  return false;
+#endif
+}
+
 }  // namespace
+
+void requantize_per_channel(const int32_t* acc, size_t rows, const std::vector<quant::Multiplier>& m,
+                            int32_t zo, quant::Range range, int64_t acc_bound, bool avx512, int8_t* out,
+                            bool* short_form) {
+  const size_t n = m.size(), padded = (n + 15) / 16 * 16;
+  const ChannelRequant rq(m, padded, zo, range, std::vector<int64_t>(n, acc_bound));
+  *short_form = rq.short_form;
+#if NN_NATIVE_X86
+  if (avx512 && has_avx512_int8()) return requantize_avx512(rq, acc, rows, n, out);
+#endif
+  (void)avx512;
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t j = 0; j < n; ++j) out[r * n + j] = rq.scalar(acc[r * n + j], j);
+}
 
 std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, const StaticLookup& statics,
                                                     const NativeIsa& isa, std::string* why) {
@@ -660,10 +1067,12 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
   const bool wide = has_vnni(isa);
   if (op.type == T::DEPTHWISE_CONV_2D) {
     if (!wide) return no("int8 depthwise without AVX-512 VNNI: XNNPACK's");
-    // Ours pays where XNNPACK's per-pixel overhead dominates (few channels) or the taps are
-    // many (5x5); on MobileNetV2's wide 3x3 layers XNNPACK's (fp32 requantization, 16-bit
-    // products) was 1.6-2x faster than our exact int32 lanes.
-    if (filter.dims[3] > 32 && size_t(filter.dims[1]) * filter.dims[2] < 25)
+    // Our int32 lanes pay where XNNPACK's per-pixel overhead dominates (few channels) or the
+    // taps are many (5x5); on MobileNetV2's wide 3x3 layers XNNPACK's (fp32 requantization,
+    // 16-bit products) was 1.6-2x faster than them, but not than the VNNI 3x3 form (VBMI).
+    const bool vnni3x3 =
+        has_vbmi() && filter.dims[1] == 3 && filter.dims[2] == 3 && p->dilation_h == 1 && p->dilation_w == 1;
+    if (!vnni3x3 && filter.dims[3] > 32 && size_t(filter.dims[1]) * filter.dims[2] < 25)
       return no("int8 3x3 depthwise on more than 32 channels: XNNPACK's");
     // filter [1, kh, kw, C]: the per-channel axis is 3
     if (p->depth_multiplier != 1 || in.dims[3] != out.dims[3]) return no("int8 depthwise with a multiplier");
@@ -700,9 +1109,6 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
         !p->pad_left && !p->pad_right)
       return std::make_unique<Int8PointwiseConv>(std::move(gemm), num_elements(in.dims) / in_c, out_c,
                                                  op.inputs[0]);
-    // Narrow inputs (an RGB stem) gather a few bytes per tap: XNNPACK's indirect conv is
-    // faster there (selfie's 3x3/2 stem, 3 channels: 0.30 vs 0.18 ms).
-    if (in_c < 16) return no("int8 window conv on fewer than 16 input channels");
     NativeConvShape shape;
     shape.batch = in.dims[0], shape.in_h = in.dims[1], shape.in_w = in.dims[2], shape.in_c = in_c;
     shape.out_h = out.dims[1], shape.out_w = out.dims[2], shape.out_c = out_c;
