@@ -163,7 +163,8 @@ def ort_agreement(int8_model, frames):
 
 
 def accuracy(args):
-    frames = sorted(glob.glob(os.path.join(CALIB, "selfie-test", "*.png")))
+    SELFIE["calib"] = args.selfie_calib
+    frames = sorted(glob.glob(os.path.join(CALIB, args.selfie_test, "*.*")))
     photos = sorted(glob.glob(os.path.join(CALIB, "photos-test", "*")))
     if not frames or not photos:
         sys.exit("int8: run bench/int8_data.py first")
@@ -308,6 +309,10 @@ def main():
     ap.add_argument("--variant", action="append", default=[],
                     help="LABEL='nnconvert options': one more int8 model of each of selfie and MobileNetV2, "
                          "with the default method and these options (e.g. b02='--max-output-error 0.02')")
+    ap.add_argument("--selfie-calib", default="selfie",
+                    help="selfie's calibration folder under assets/calib (selfie-fit: to choose settings)")
+    ap.add_argument("--selfie-test", default="selfie-test",
+                    help="the images selfie's IoU is measured on (selfie-val: to choose settings, never the test)")
     ap.add_argument("--rounds", type=int, default=3, help="alternating latency rounds")
     ap.add_argument("--no-avx512", action="store_true", help="also time with NN_NO_AVX512=1")
     ap.add_argument("--all-int8", action="store_true",

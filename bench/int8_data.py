@@ -4,8 +4,13 @@
   /usr/bin/python3 bench/int8_data.py      # as root it apt-installs the photo packages first
 
 Writes, under assets/calib/ (git-ignored):
-  selfie/         Megamind.avi frames 0, 3, ..., 87: the selfie model's calibration set
-  selfie-test/    frames 90, 93, ..., 267: the selfie accuracy test (bench/int8.py)
+  selfie/         the selfie model's calibration set: Megamind.avi frames 0, 3, ..., 87, the people
+                  photos of assets/media/people (scripts/fetch-assets.sh: opencv-doc, matplotlib,
+                  skimage) and messi5.jpg, and vtest.avi (pedestrians; nnconvert takes frames of it)
+  selfie-fit/     selfie/ split to choose nnconvert's settings without the test frames: frames
+  selfie-val/     0-45, vtest.avi and four photos fit; frames 48-87 and the other photos validate
+  selfie-test/    frames 90, 93, ..., 267: the selfie accuracy test (bench/int8.py); no sample of
+                  Megamind.avi past frame 87 is in any calibration folder
   photos/         every 4th photo (sorted by path): MobileNetV2's calibration set
   photos-test/    the other photos: MobileNetV2's agreement test
   photos.txt      where every photo came from
@@ -30,6 +35,13 @@ OUT = os.path.join(ROOT, "assets", "calib")
 PACKAGES = ["opencv-doc", "mate-backgrounds", "ukui-wallpapers", "gnome-backgrounds", "lomiri-wallpapers"]
 PHOTO_DIRS = ["/usr/share/doc/opencv-doc", "/usr/share/backgrounds"]
 MEGAMIND = os.path.join(ROOT, "assets", "media", "Megamind.avi")
+PEOPLE = os.path.join(ROOT, "assets", "media", "people")
+# People photos (scripts/fetch-assets.sh); the validation split's are the last two.
+PEOPLE_FIT = [os.path.join(ROOT, "assets", "media", "messi5.jpg")] + \
+    [os.path.join(PEOPLE, f) for f in ("basketball1.png", "grace_hopper.jpg", "astronaut.png")]
+PEOPLE_VAL = [os.path.join(PEOPLE, f) for f in ("basketball2.png", "camera.png")]
+PEOPLE_VIDEO = os.path.join(PEOPLE, "vtest.avi")
+FIT_LAST_FRAME = 45  # selfie-fit takes calibration frames up to this, selfie-val the rest
 SPEECH = os.path.join(ROOT, "assets", "media", "librispeech-7729-102255-0000.wav")
 NOISE = os.path.join(ROOT, "assets", "media", "noise")
 AUDIO_RATE = 16000
@@ -123,10 +135,19 @@ def main():
     install_packages()
     if os.path.isdir(OUT):
         shutil.rmtree(OUT)
-    for sub in ("selfie", "selfie-test", "photos", "photos-test"):
+    for sub in ("selfie", "selfie-fit", "selfie-val", "selfie-test", "photos", "photos-test"):
         os.makedirs(os.path.join(OUT, sub))
+    for f in PEOPLE_FIT + PEOPLE_VAL + [PEOPLE_VIDEO]:
+        if not os.path.isfile(f):
+            sys.exit(f"int8_data: {f} is missing: run scripts/fetch-assets.sh")
     for i, frame in zip(CALIB_FRAMES, megamind_frames(list(CALIB_FRAMES))):
-        cv2.imwrite(os.path.join(OUT, "selfie", f"megamind_{i:03d}.png"), frame)
+        name = f"megamind_{i:03d}.png"
+        cv2.imwrite(os.path.join(OUT, "selfie", name), frame)
+        cv2.imwrite(os.path.join(OUT, "selfie-fit" if i <= FIT_LAST_FRAME else "selfie-val", name), frame)
+    for sub, files in (("selfie-fit", PEOPLE_FIT + [PEOPLE_VIDEO]), ("selfie-val", PEOPLE_VAL)):
+        for f in files:
+            for d in ("selfie", sub):
+                shutil.copy(f, os.path.join(OUT, d, "people_" + os.path.basename(f)))
     for i, frame in zip(TEST_FRAMES, megamind_frames(list(TEST_FRAMES))):
         cv2.imwrite(os.path.join(OUT, "selfie-test", f"megamind_{i:03d}.png"), frame)
     listing = []
@@ -141,7 +162,7 @@ def main():
     with open(os.path.join(OUT, "photos.txt"), "w") as fh:
         fh.write("\n".join(listing) + "\n")
     audio_sets()
-    counts = {s: len(os.listdir(os.path.join(OUT, s))) for s in ("selfie", "selfie-test", "photos", "photos-test",
+    counts = {s: len(os.listdir(os.path.join(OUT, s))) for s in ("selfie", "selfie-fit", "selfie-val", "selfie-test", "photos", "photos-test",
                                                                  "audio")}
     print(f"int8_data: {OUT}: {counts}")
 
