@@ -61,7 +61,11 @@ def convert(spec, method=None, quantize=True, tag="", extra=()):
         if method:
             cmd += ["--calibration-method", method]
         cmd += QUANTIZE_ARGS + list(extra)
-    return path, run(cmd)
+    report = run(cmd)
+    if quantize:  # nnconvert's per-op error report beside the model
+        with open(path[:-len(".nnapi")] + "_report.txt", "w") as fh:
+            fh.write(" ".join(cmd) + "\n" + report)
+    return path, report
 
 
 DTLN = [os.path.join(MODELS, "dtln_1.tflite"), os.path.join(MODELS, "dtln_2.tflite"), "--stream",

@@ -7,6 +7,7 @@
 
 #include <opencv2/core.hpp>
 #include <opencv2/videoio.hpp>
+#include <opencv2/videoio/registry.hpp>
 
 #include "nn/image/preprocess.h"
 #include "npy.h"
@@ -55,7 +56,9 @@ Result<CalibrationSet> CalibrationSet::open(const std::string& dir, size_t frame
     }
     // Decoded front to back (seeking is not frame-exact in every container), keeping
     // the wanted frames; the frame count the container declares picks them.
-    cv::VideoCapture cap(f.string());
+    // FFmpeg where OpenCV has it: its GStreamer backend prints criticals on a broken file.
+    const int backend = cv::videoio_registry::hasBackend(cv::CAP_FFMPEG) ? cv::CAP_FFMPEG : cv::CAP_ANY;
+    cv::VideoCapture cap(f.string(), backend);
     const double declared = cap.isOpened() ? cap.get(cv::CAP_PROP_FRAME_COUNT) : 0;
     if (!cap.isOpened() || !(declared >= 1))
       return Status(StatusCode::kIoError, f.string() + ": cannot read video (not a video OpenCV can decode)");
