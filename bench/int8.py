@@ -61,7 +61,11 @@ def convert(spec, method=None, quantize=True, tag="", extra=()):
         if method:
             cmd += ["--calibration-method", method]
         cmd += QUANTIZE_ARGS + list(extra)
-    return path, run(cmd)
+    report = run(cmd)
+    if quantize:  # nnconvert's per-op error report beside the model
+        with open(path[:-len(".nnapi")] + "_report.txt", "w") as fh:
+            fh.write(" ".join(cmd) + "\n" + report)
+    return path, report
 
 
 DTLN = [os.path.join(MODELS, "dtln_1.tflite"), os.path.join(MODELS, "dtln_2.tflite"), "--stream",
@@ -93,14 +97,22 @@ def dtln_sisdr(extra=()):
     return rows, summary
 
 
+FLOAT_OUTPUTS = {}  # (model, images): the float model's outputs, the same for every variant
+
+
 def outputs(model, images, delegate="cpu"):
     """Output 0 of `model` on each image (nnrun, the tools' pre-processing)."""
+    key = (model, tuple(images), delegate)
+    if "_float" in os.path.basename(model) and key in FLOAT_OUTPUTS:
+        return FLOAT_OUTPUTS[key]
     res = []
     with tempfile.TemporaryDirectory() as tmp:
         for img in images:
             run([NNRUN, model, "--input", img, "-d", delegate, "--runs", "1", "--warmup", "0",
                  "--save-outputs", tmp])
             res.append(np.load(os.path.join(tmp, "output_0.npy")))
+    if "_float" in os.path.basename(model):
+        FLOAT_OUTPUTS[key] = res
     return res
 
 
@@ -115,19 +127,26 @@ def selfie_iou(float_model, int8_model, images):
     return ious
 
 
+MARGINS = (0.01, 0.02, 0.05, 0.1)  # float top-1 lead over the runner-up, as a fraction of the logit spread
+
+
 def top1_agreement(float_model, int8_model, images):
+    """Top-1 agreements over all images, and per MARGINS threshold over the images whose float
+    top-1 leads by at least that: {threshold: (agree, count)}."""
     f = outputs(float_model, images)
     q = outputs(int8_model, images)
     agree = [int(np.argmax(a) == np.argmax(b)) for a, b in zip(f, q)]
     # The reference MobileNetV2 has random weights (scripts/make_reference_models.py): many
     # photos have near-tied top classes. Also count those where the float top-1 is clear.
-    clear = []
-    for a, b in zip(f, q):
+    clear = {m: [0, 0] for m in MARGINS}
+    for a, same in zip(f, agree):
         a = a.ravel()
         top2 = np.sort(a)[-2:]
-        if top2[1] - top2[0] >= 0.1 * (a.max() - a.min()):
-            clear.append(int(np.argmax(a) == np.argmax(b)))
-    return sum(agree), len(agree), sum(clear), len(clear)
+        for m in MARGINS:
+            if top2[1] - top2[0] >= m * (a.max() - a.min()):
+                clear[m][0] += same
+                clear[m][1] += 1
+    return sum(agree), len(agree), clear
 
 
 def selfie_input(path):
@@ -163,22 +182,23 @@ def ort_agreement(int8_model, frames):
 
 
 def accuracy(args):
-    frames = sorted(glob.glob(os.path.join(CALIB, "selfie-test", "*.png")))
-    photos = sorted(glob.glob(os.path.join(CALIB, "photos-test", "*")))
+    SELFIE["calib"], MNV2["calib"] = args.selfie_calib, args.mobilenet_calib
+    frames = sorted(glob.glob(os.path.join(CALIB, args.selfie_test, "*.*")))
+    photos = sorted(glob.glob(os.path.join(CALIB, args.mobilenet_test, "*")))
     if not frames or not photos:
         sys.exit("int8: run bench/int8_data.py first")
     results = {}
     sf, _ = convert(SELFIE, quantize=False)
     runs = [(method, method, []) for method in args.methods]
     runs += [(label, None, extra.split()) for label, _, extra in (v.partition("=") for v in args.variant)]
-    for method, m, extra in runs:
+    for method, m, extra in runs if args.selfie else []:
         sq, report = convert(SELFIE, m, tag="_" + method, extra=extra)
         ious = selfie_iou(sf, sq, frames)
         results[f"selfie {method}"] = dict(iou_median=statistics.median(ious), iou_min=min(ious), frames=len(ious))
         summary = [l for l in report.splitlines() if "ops int8" in l or "output 0: relative" in l]
         print(f"selfie int8 ({method}): mask IoU vs float over {len(ious)} frames: median "
               f"{statistics.median(ious):.4f}, min {min(ious):.4f}; {'; '.join(summary)}", flush=True)
-        if method == args.methods[0]:
+        if args.methods and method == args.methods[0]:
             ort = ort_agreement(sq, frames[::6])
             if ort:
                 results["selfie ORT on the QDQ export vs our int8"] = dict(iou_median=statistics.median(ort),
@@ -196,14 +216,14 @@ def accuracy(args):
         mf, _ = convert(MNV2, quantize=False)
         for method, m, extra in runs:
             mq, report = convert(MNV2, m, tag="_" + method, extra=extra)
-            agree, n, margin_agree, margin_n = top1_agreement(mf, mq, photos)
+            agree, n, clear = top1_agreement(mf, mq, photos)
             results[f"mobilenet_v2 {method}"] = dict(top1_agreement=agree / n, photos=n,
-                                                     top1_agreement_clear=margin_agree / max(margin_n, 1),
-                                                     photos_clear=margin_n)
+                                                     by_margin={str(t): c for t, c in clear.items()})
             summary = [l for l in report.splitlines() if "ops int8" in l or "output 0: relative" in l]
+            by_margin = ", ".join(f">= {t:g}: {a}/{c}" for t, (a, c) in clear.items())
             print(f"mobilenet_v2 int8 ({method}): top-1 agrees with float on {agree}/{n} photos "
-                  f"({100.0 * agree / n:.1f}%); on the {margin_n} whose float top-1 leads by >= 10% of the "
-                  f"logit spread: {margin_agree}/{margin_n}; {'; '.join(summary)}", flush=True)
+                  f"({100.0 * agree / n:.1f}%); on those whose float top-1 leads by a fraction of the logit "
+                  f"spread {by_margin}; {'; '.join(summary)}", flush=True)
     return results
 
 
@@ -303,12 +323,22 @@ def latency(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["accuracy", "latency", "all"])
-    ap.add_argument("--methods", nargs="+", default=["percentile"], help="calibration methods to compare")
+    ap.add_argument("--methods", nargs="*", default=["percentile"],
+                    help="calibration methods to compare (none: the variants only)")
     ap.add_argument("--no-mobilenet", dest="mobilenet", action="store_false")
+    ap.add_argument("--no-selfie", dest="selfie", action="store_false")
     ap.add_argument("--no-audio", dest="audio", action="store_false")
     ap.add_argument("--variant", action="append", default=[],
                     help="LABEL='nnconvert options': one more int8 model of each of selfie and MobileNetV2, "
                          "with the default method and these options (e.g. b02='--max-output-error 0.02')")
+    ap.add_argument("--selfie-calib", default="selfie",
+                    help="selfie's calibration folder under assets/calib (selfie-fit: to choose settings)")
+    ap.add_argument("--selfie-test", default="selfie-test",
+                    help="the images selfie's IoU is measured on (selfie-val: to choose settings, never the test)")
+    ap.add_argument("--mobilenet-calib", default="photos",
+                    help="MobileNetV2's calibration folder under assets/calib (photos-fit: to choose settings)")
+    ap.add_argument("--mobilenet-test", default="photos-test",
+                    help="the photos top-1 agreement is measured on (photos-val: to choose settings)")
     ap.add_argument("--rounds", type=int, default=3, help="alternating latency rounds")
     ap.add_argument("--no-avx512", action="store_true", help="also time with NN_NO_AVX512=1")
     ap.add_argument("--all-int8", action="store_true",

@@ -4,10 +4,21 @@
   /usr/bin/python3 bench/int8_data.py      # as root it apt-installs the photo packages first
 
 Writes, under assets/calib/ (git-ignored):
-  selfie/         Megamind.avi frames 0, 3, ..., 87: the selfie model's calibration set
-  selfie-test/    frames 90, 93, ..., 267: the selfie accuracy test (bench/int8.py)
+  selfie/         the selfie model's calibration set: Megamind.avi frames 0, 3, ..., 87, the people
+                  photos of assets/media/people (scripts/fetch-assets.sh: opencv-doc, matplotlib,
+                  skimage) and messi5.jpg, and vtest.avi (pedestrians; nnconvert takes frames of it)
+                  - each image also flipped, zoomed in (centre 70%), darker (x0.7) and brighter
+                  (contrast x1.3, +20): the augmentations a PTQ tool adds
+  selfie-megamind/ the frames alone (the calibration set before the people were added)
+  selfie-fit/     selfie/ split to choose nnconvert's settings without the test frames: frames
+  selfie-val/     0-45, vtest.avi and four photos fit; frames 48-87 and the other photos validate
+  selfie-fit-aug/ selfie-fit/ with the augmentations (selfie-val/ says whether they help)
+  selfie-test/    frames 90, 93, ..., 267: the selfie accuracy test (bench/int8.py); no sample of
+                  Megamind.avi past frame 87 is in any calibration folder
   photos/         every 4th photo (sorted by path): MobileNetV2's calibration set
   photos-test/    the other photos: MobileNetV2's agreement test
+  photos-fit/     photos/ split to choose nnconvert's settings without the test photos: every
+  photos-val/     3rd calibration photo validates, the others fit
   photos.txt      where every photo came from
   audio/          DTLN's calibration set: the LibriSpeech clip's first 4 s (assets/media) alone and
                   under the Fire1 / Fire2 recordings at 0, 5 and 10 dB SNR, 16 kHz mono
@@ -30,6 +41,13 @@ OUT = os.path.join(ROOT, "assets", "calib")
 PACKAGES = ["opencv-doc", "mate-backgrounds", "ukui-wallpapers", "gnome-backgrounds", "lomiri-wallpapers"]
 PHOTO_DIRS = ["/usr/share/doc/opencv-doc", "/usr/share/backgrounds"]
 MEGAMIND = os.path.join(ROOT, "assets", "media", "Megamind.avi")
+PEOPLE = os.path.join(ROOT, "assets", "media", "people")
+# People photos (scripts/fetch-assets.sh); the validation split's are the last two.
+PEOPLE_FIT = [os.path.join(ROOT, "assets", "media", "messi5.jpg")] + \
+    [os.path.join(PEOPLE, f) for f in ("basketball1.png", "grace_hopper.jpg", "astronaut.png")]
+PEOPLE_VAL = [os.path.join(PEOPLE, f) for f in ("basketball2.png", "camera.png")]
+PEOPLE_VIDEO = os.path.join(PEOPLE, "vtest.avi")
+FIT_LAST_FRAME = 45  # selfie-fit takes calibration frames up to this, selfie-val the rest
 SPEECH = os.path.join(ROOT, "assets", "media", "librispeech-7729-102255-0000.wav")
 NOISE = os.path.join(ROOT, "assets", "media", "noise")
 AUDIO_RATE = 16000
@@ -46,6 +64,24 @@ def install_packages():
         sys.exit("int8_data: install these Debian packages first (as root): " + " ".join(missing))
     subprocess.run(["apt-get", "install", "-y", "--no-install-recommends"] + missing, check=True,
                    env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+
+
+def augmented(image):
+    """(suffix, image) of the calibration augmentations: a mirror, a zoom into the centre 70%,
+    darker, and brighter with more contrast (people nearer the camera, other lighting)."""
+    h, w = image.shape[:2]
+    y0, x0 = int(h * 0.15), int(w * 0.15)
+    zoom = cv2.resize(image[y0:h - y0, x0:w - x0], (w, h), interpolation=cv2.INTER_LINEAR)
+    dark = np.clip(image * 0.7, 0, 255).astype(np.uint8)
+    bright = np.clip((image.astype(np.float32) - 128) * 1.3 + 148, 0, 255).astype(np.uint8)
+    return [("flip", image[:, ::-1]), ("zoom", zoom), ("dark", dark), ("bright", bright)]
+
+
+def write_with_augmentations(image, folder, name, augment):
+    cv2.imwrite(os.path.join(folder, name + ".png"), image)
+    if augment:
+        for suffix, a in augmented(image):
+            cv2.imwrite(os.path.join(folder, f"{name}_{suffix}.png"), a)
 
 
 def megamind_frames(indices):
@@ -123,25 +159,43 @@ def main():
     install_packages()
     if os.path.isdir(OUT):
         shutil.rmtree(OUT)
-    for sub in ("selfie", "selfie-test", "photos", "photos-test"):
+    selfie_sets = ("selfie", "selfie-megamind", "selfie-fit", "selfie-fit-aug", "selfie-val")
+    for sub in selfie_sets + ("selfie-test", "photos", "photos-test", "photos-fit", "photos-val"):
         os.makedirs(os.path.join(OUT, sub))
-    for i, frame in zip(CALIB_FRAMES, megamind_frames(list(CALIB_FRAMES))):
-        cv2.imwrite(os.path.join(OUT, "selfie", f"megamind_{i:03d}.png"), frame)
+    for f in PEOPLE_FIT + PEOPLE_VAL + [PEOPLE_VIDEO]:
+        if not os.path.isfile(f):
+            sys.exit(f"int8_data: {f} is missing: run scripts/fetch-assets.sh")
+    # (image, name, the split that holds it) for every calibration image.
+    calib = [(frame, f"megamind_{i:03d}", "fit" if i <= FIT_LAST_FRAME else "val")
+             for i, frame in zip(CALIB_FRAMES, megamind_frames(list(CALIB_FRAMES)))]
+    calib += [(cv2.imread(f, cv2.IMREAD_COLOR), "people_" + os.path.splitext(os.path.basename(f))[0], split)
+              for split, files in (("fit", PEOPLE_FIT), ("val", PEOPLE_VAL)) for f in files]
+    for image, name, split in calib:
+        write_with_augmentations(image, os.path.join(OUT, "selfie"), name, augment=True)
+        if name.startswith("megamind"):
+            write_with_augmentations(image, os.path.join(OUT, "selfie-megamind"), name, augment=False)
+        write_with_augmentations(image, os.path.join(OUT, "selfie-" + split), name, augment=False)
+        if split == "fit":
+            write_with_augmentations(image, os.path.join(OUT, "selfie-fit-aug"), name, augment=True)
+    for sub in ("selfie", "selfie-fit", "selfie-fit-aug"):
+        shutil.copy(PEOPLE_VIDEO, os.path.join(OUT, sub, "people_vtest.avi"))
     for i, frame in zip(TEST_FRAMES, megamind_frames(list(TEST_FRAMES))):
         cv2.imwrite(os.path.join(OUT, "selfie-test", f"megamind_{i:03d}.png"), frame)
     listing = []
     for n, f in enumerate(photos()):
         sub = "photos" if n % 4 == 0 else "photos-test"
+        subs = [sub] + ([] if sub != "photos" else ["photos-val" if (n // 4) % 3 == 2 else "photos-fit"])
         name = f"{n:04d}_{os.path.basename(f)}"
-        if name.lower().endswith(".webp"):  # nnconvert reads jpg/png/bmp
-            cv2.imwrite(os.path.join(OUT, sub, name[:-5] + ".png"), cv2.imread(f, cv2.IMREAD_COLOR))
-        else:
-            shutil.copy(f, os.path.join(OUT, sub, name))
+        for d in subs:
+            if name.lower().endswith(".webp"):  # nnconvert reads jpg/png/bmp
+                cv2.imwrite(os.path.join(OUT, d, name[:-5] + ".png"), cv2.imread(f, cv2.IMREAD_COLOR))
+            else:
+                shutil.copy(f, os.path.join(OUT, d, name))
         listing.append(f"{sub}\t{f}")
     with open(os.path.join(OUT, "photos.txt"), "w") as fh:
         fh.write("\n".join(listing) + "\n")
     audio_sets()
-    counts = {s: len(os.listdir(os.path.join(OUT, s))) for s in ("selfie", "selfie-test", "photos", "photos-test",
+    counts = {s: len(os.listdir(os.path.join(OUT, s))) for s in selfie_sets + ("selfie-test", "photos", "photos-test", "photos-fit", "photos-val",
                                                                  "audio")}
     print(f"int8_data: {OUT}: {counts}")
 

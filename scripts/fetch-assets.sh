@@ -92,5 +92,37 @@ if ! verified "$media/noise/Fire1.wav" Fire1.wav || ! verified "$media/noise/Fir
 fi
 echo "[fetch-assets] fire recordings verified"
 
+# People beyond Megamind's one shot, for int8 calibration of the selfie model
+# (bench/int8_data.py): vtest.avi (pedestrians), basketball1/2.png from opencv-doc,
+# grace_hopper.jpg from python-matplotlib-data, astronaut.png and camera.png from
+# python3-skimage (apt-get download: nothing installed), sha256-checked.
+SHA256[vtest.avi]=45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf
+SHA256[basketball1.png]=ba06f6701f7260998b430c39b6557f775497e6ce7b1a74f0b7ea6af371bf54a6
+SHA256[basketball2.png]=b3047772e0dc6c9d83c26f64894ca1a897f799f855c5574ac24b2ef934c2978e
+SHA256[grace_hopper.jpg]=a8ca6d734765703b09728ab47fe59f473d93ae3967fc24c7c0288c3c7adb7130
+SHA256[astronaut.png]=88431cd9653ccd539741b555fb0a46b61558b301d4110412b5bc28b5e3ea6cb5
+SHA256[camera.png]=b0793d2adda0fa6ae899c03989482bff9a42d3d5690fc7e3648f2795d730c23a
+people="$media/people"
+mkdir -p "$people"
+for src in "$data/vtest.avi" "$data/basketball1.png" "$data/basketball2.png" \
+           /usr/share/matplotlib/mpl-data/sample_data/grace_hopper.jpg; do
+  f="$(basename "$src")"
+  if ! verified "$people/$f" "$f"; then
+    cp "$src" "$people/$f"
+    verified "$people/$f" "$f" || { echo "[fetch-assets] sha256 mismatch for $src" >&2; exit 1; }
+  fi
+done
+if ! verified "$people/astronaut.png" astronaut.png || ! verified "$people/camera.png" camera.png; then
+  echo "[fetch-assets] apt-get download python3-skimage (astronaut.png, camera.png)"
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && apt-get download -q python3-skimage >/dev/null 2>&1 && dpkg-deb -x ./python3-skimage_*.deb x)
+  for f in astronaut.png camera.png; do
+    cp "$tmp/x/usr/lib/python3/dist-packages/skimage/data/$f" "$people/$f"
+    verified "$people/$f" "$f" || { echo "[fetch-assets] sha256 mismatch for $f from python3-skimage" >&2; rm -rf "$tmp"; exit 1; }
+  done
+  rm -rf "$tmp"
+fi
+echo "[fetch-assets] people media verified"
+
 # PyTorch reference models + golden outputs (Debian's torch: /usr/bin/python3, not pyenv's).
 /usr/bin/python3 "$root/scripts/make_reference_models.py" --assets "$root/assets"

@@ -9,6 +9,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <opencv2/core/utils/logger.hpp>
 
 #include "cli.h"
 
@@ -18,24 +19,10 @@
 #include "nn/audio/wav.h"
 #include "nn/quantize/quantize.h"
 #include "nn/quantize/stream.h"
+#include "calibration_set.h"
 #include "tensor_io.h"
 
 namespace {
-
-// The calibration samples of a folder, sorted by name: images (for an image model) or .npy
-// tensors in the source model's layout (any single-input model).
-std::vector<std::string> calibration_images(const std::string& dir) {
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    std::string ext = e.path().extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (e.is_regular_file() && (ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp" || ext == ".npy"))
-      files.push_back(e.path().string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
 
 struct QuantizeArgs {
   std::string type, calibration, method = "percentile";
@@ -43,7 +30,7 @@ struct QuantizeArgs {
   double percentile = 99.99, max_op_error = 0.25, max_op_output_error = 0.01, max_output_error = 0;
   std::string range_margin = "auto";
   bool no_bias_correction = false;
-  size_t limit = 0, error_samples = 8, budget_lookahead = 4;
+  size_t limit = 0, error_samples = 8, budget_lookahead = 4, video_frames = 30;
   int threads = 1;
   std::string delegate = "cpu";
   std::vector<uint32_t> keep_float;
@@ -107,23 +94,25 @@ int quantize(std::shared_ptr<nn::Model>& model, const QuantizeArgs& args, bool q
                  m.inputs.size());
     return 2;
   }
-  std::vector<std::string> images = calibration_images(args.calibration);
-  if (args.limit > 0 && images.size() > args.limit) images.resize(args.limit);
-  if (images.empty()) {
-    std::fprintf(stderr, "nnconvert: --calibration %s: no .jpg/.jpeg/.png/.bmp images or .npy tensors\n",
+  auto set = nn::tools::CalibrationSet::open(args.calibration, args.video_frames);
+  if (!set) {
+    std::fprintf(stderr, "nnconvert: --calibration: %s\n", set.status().to_string().c_str());
+    return 1;
+  }
+  if (args.limit > 0) set->truncate(args.limit);
+  if (set->size() == 0) {
+    std::fprintf(stderr, "nnconvert: --calibration %s: no .jpg/.jpeg/.png/.bmp images, .npy tensors or videos\n",
                  args.calibration.c_str());
     return 2;
   }
+  if (!quiet && set->videos() > 0)
+    std::printf("calibration: %zu samples from %s (frames of %zu videos among them)\n", set->size(),
+                args.calibration.c_str(), set->videos());
   auto provider = [&](size_t i, std::vector<nn::Tensor>& inputs) -> nn::Status {
-    if (std::filesystem::path(images[i]).extension() != ".npy")
-      return nn::tools::image_to_input(images[i], m, 0, inputs[0].data());
-    auto array = nn::tools::read_npy(images[i]);
-    if (!array) return array.status().with_context(images[i]);
-    const std::string layout = m.metadata.input_source_layouts.empty() ? "" : m.metadata.input_source_layouts[0];
-    return nn::tools::npy_to_input(*array, m.operands[m.inputs[0]], layout, inputs[0].data()).with_context(images[i]);
+    return set->to_input(i, m, 0, inputs[0].data());
   };
   nn::quantize::QuantizeReport report;
-  auto q = nn::quantize::quantize_model(m, images.size(), provider, opt, &report);
+  auto q = nn::quantize::quantize_model(m, set->size(), provider, opt, &report);
   if (!q) {
     std::fprintf(stderr, "nnconvert: quantizing: %s\n", q.status().to_string().c_str());
     return 1;
@@ -239,6 +228,8 @@ int convert_stream(const std::vector<std::string>& inputs, const std::string& st
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Unreadable calibration images and videos are reported once, by us, not also by OpenCV.
+  cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);
   CLI::App app{
       "nnconvert: convert a TFLite (.tflite) or ONNX (.onnx) model into nnpipe's .nnapi file.\n"
       "Example: nnconvert assets/models/selfie_segmentation.tflite -o selfie.nnapi\n"
@@ -264,7 +255,7 @@ int main(int argc, char** argv) {
   QuantizeArgs qa;
   app.add_option("--quantize", qa.type, "post-training quantization: int8 (needs --calibration)");
   app.add_option("--calibration", qa.calibration,
-                 "folder of calibration images (pre-processed as the tools do per the model's metadata), .npy "
+                 "folder of calibration images and videos (pre-processed as the tools do per the model's metadata), .npy "
                  "input tensors (the source model's layout), or, with --stream, .wav files run through the stream");
   app.add_option("--calibration-method", qa.method, "minmax, percentile or entropy (default percentile)");
   app.add_option("--percentile", qa.percentile, "the percentile method's coverage (default 99.99)");
@@ -290,7 +281,9 @@ int main(int argc, char** argv) {
                  "(default): per tensor, by how much its range differs between the calibration set's two halves");
   app.add_option("--error-samples", qa.error_samples,
                  "calibration samples (spread over the set) on which errors are measured (default 8)");
-  app.add_option("--calibration-limit", qa.limit, "use at most this many calibration images (sorted by name)");
+  app.add_option("--calibration-limit", qa.limit, "use at most this many calibration samples (sorted by name)");
+  app.add_option("--video-frames", qa.video_frames,
+                 "frames taken from each video in the calibration folder, evenly spread (default 30)");
   app.add_option("--keep-float", qa.keep_float, "op indices to keep float");
   app.add_option("--threads", qa.threads, "threads for the calibration runs (default 1)");
   app.add_option("--calibration-delegate", qa.delegate, "where calibration runs the model: cpu (default) or reference");
