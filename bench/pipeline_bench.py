@@ -1,15 +1,18 @@
 #!/usr/bin/python3
 """Pipeline benchmark: background blur on a live-paced 30 fps source.
 
-Megamind.avi is decoded, brought to 30 fps, scaled to the target size and paced to the
-clock (videorate, videoscale, identity sync=true: frames arrive as a camera's would, each
-in a buffer of its own), then runs through
+The source (paced_source.py) costs what a camera's does: by default a loop of Megamind
+frames (--source-frames from --source-start, at 30 fps) is decoded and scaled to the target
+size and format once, before any timing, and pushed at 30 fps from an appsrc, each frame
+copied into a pooled buffer of its own (one memcpy) and paced to the clock by identity
+sync=true, into a leaky two-frame queue. --source decode keeps the earlier source (the file
+decoded, brought to 30 fps and scaled live; at 4K it cannot keep up on two cores). Then
   nnsegment ! nnbackground mode=blur ! fakesink sync=true
 Reported per run: frames delivered and dropped, inferences run and skipped (nnsegment's
 stats), frames nnbackground composited on its fast path (adaptive=true, its stats), the
 latency our two elements add per frame (GstTracer "latency" with flags=element: p50/p99 of
 nnsegment + nnbackground per buffer), process CPU time per frame (all threads, all
-elements, decoding included) and each element's own CPU time per frame (its "frame-cpu-ms"
+elements, the source included; "source alone" is the same source into a fakesink) and each element's own CPU time per frame (its "frame-cpu-ms"
 stats: nnsegment's streaming thread plus its inference worker's CPU per inference times
 inferences per frame; nnbackground's streaming thread plus its compositing helpers).
 --overload adds CPU contention (a busy process on every core: twice the work the cores
@@ -20,7 +23,7 @@ the ISA used is printed.
 
 Usage: /usr/bin/python3 bench/pipeline_bench.py [--sizes 720,1080,2160] [--seconds 20]
        [--budget 30] [--overload] [--repeat 3] [--isa native|avx2] [--thread-priority normal]
-       [--json OUT]
+       [--format RGBA|I420|...] [--source frames|decode] [--source-frames 30] [--json OUT]
 """
 import argparse
 import json
@@ -32,6 +35,8 @@ import subprocess
 import sys
 import tempfile
 
+import paced_source
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CHILD = r'''
@@ -42,12 +47,9 @@ from gi.repository import Gst, GLib
 Gst.init(None)
 cfg = json.loads(sys.argv[1])
 w, h = cfg["width"], cfg["height"]
-# videorate (24 -> 30 fps) comes before the scaler, so every frame is a buffer of its own as
-# a camera's would be (videorate's repeated frames are shared buffers, which the first
-# element writing into the frame would have to copy).
-desc = (f"filesrc location={cfg['video']} ! decodebin ! videorate ! video/x-raw,framerate=30/1 ! "
-        f"videoconvert ! videoscale ! video/x-raw,format={cfg['format']},width={w},height={h} ! "
-        f"identity sync=true name=pace ! queue max-size-buffers=2 leaky=downstream name=camq ! ")
+sys.path.insert(0, cfg["bench_dir"])
+import paced_source
+desc = paced_source.description(cfg["source"], w, h, cfg["format"], cfg["video"])
 if cfg.get("baseline"):  # the same source, decoding and pacing without our elements
     desc += "fakesink name=sink sync=true qos=true"
 else:
@@ -56,6 +58,8 @@ else:
              f"nnbackground name=bg mode=blur adaptive={str(cfg.get('adaptive', True)).lower()} ! "
              f"fakesink name=sink sync=true qos=true")
 pipe = Gst.parse_launch(desc)
+if cfg["source"] == "frames":
+    paced_source.attach(pipe, cfg["frames_path"], cfg["frame_size"])
 loop = GLib.MainLoop()
 frames = {"n": 0}
 def on_buffer(pad, info):
@@ -95,6 +99,7 @@ print(json.dumps({"error": err.get("e"), "frames_out": frames["n"], "wall_s": wa
 LATENCY_RE = re.compile(r"element-latency.*?element=\(string\)(\w+).*?time=\(guint64\)(\d+).*?ts=\(guint64\)(\d+)")
 
 
+VIDEO = os.path.join(ROOT, "assets", "media", "Megamind.avi")
 MODEL = os.path.join(ROOT, "assets", "models", "selfie_segmentation.nnapi")
 if not os.path.exists(MODEL):
     MODEL = os.path.join(ROOT, "assets", "models", "selfie_segmentation.tflite")
@@ -134,12 +139,12 @@ def host_isa():
     return {"cpu": model, "cores": os.cpu_count(), "host_isa": has, "isa_used": used}
 
 
-def run_one(width, height, seconds, budget, threads, overload, baseline=False, priority=None, fmt="RGBA",
+def run_one(width, height, seconds, budget, threads, overload, source, baseline=False, priority=None, fmt="RGBA",
             adaptive=True):
+    """source: {"source": "frames", "frames_path": ..., "frame_size": ...} or {"source": "decode"}."""
     cfg = dict(width=width, height=height, seconds=seconds, budget=budget, threads=threads, priority=priority,
-               format=fmt, adaptive=adaptive,
-               video=os.path.join(ROOT, "assets", "media", "Megamind.avi"),
-               model=MODEL, baseline=baseline)
+               format=fmt, adaptive=adaptive, video=VIDEO, model=MODEL, baseline=baseline,
+               bench_dir=os.path.dirname(os.path.abspath(__file__)), **source)
     env = dict(os.environ, GST_PLUGIN_PATH=os.path.join(os.environ.get("NN_BUILD_DIR", os.path.join(ROOT, "build")), "plugins"),
                GST_TRACERS="latency(flags=element)", GST_DEBUG="*:1,GST_TRACER:7", GST_DEBUG_NO_COLOR="1")
     burners = []
@@ -154,6 +159,7 @@ def run_one(width, height, seconds, budget, threads, overload, baseline=False, p
         lines = log.read().splitlines()
     for b in burners:
         b.terminate()
+    load_after = os.getloadavg()[0]
     if p.returncode != 0 or not p.stdout.strip():
         raise SystemExit(f"pipeline_bench: the pipeline failed: {' '.join(lines[-3:])}")
     res = json.loads(p.stdout.strip().splitlines()[-1])
@@ -170,7 +176,8 @@ def run_one(width, height, seconds, budget, threads, overload, baseline=False, p
     st = res["stats"]
     frames_in = st.get("frames-in", 0)
     return {
-        "size": f"{width}x{height}", "format": fmt, "overload": overload, "budget_ms": budget, "threads": threads,
+        "size": f"{width}x{height}", "format": fmt, "source": source["source"], "overload": overload, "budget_ms": budget, "threads": threads,
+        "load_1min": round(load_after, 1),
         "seconds": round(res["wall_s"], 1), "frames_out": res["frames_out"], "fps": res["frames_out"] / res["wall_s"],
         "frames_in": frames_in, "frames_dropped": st.get("frames-dropped", 0),
         "inferences_run": st.get("inferences-run", 0), "inferences_skipped": st.get("inferences-skipped", 0),
@@ -223,6 +230,11 @@ def main():
                     help="nnbackground adaptive=false: every frame at full quality (for CPU comparisons)")
     ap.add_argument("--isa", choices=["native", "avx2"], default="native",
                     help="avx2: disable AVX-512 in the engine's kernels and OpenCV (an AVX2-only host)")
+    ap.add_argument("--source", choices=["frames", "decode"], default="frames",
+                    help="frames: a loop of frames decoded and scaled once before timing, pushed at 30 fps "
+                         "(one copy each, as a camera's); decode: the file decoded and scaled live")
+    ap.add_argument("--source-frames", type=int, default=30, help="frames in the loop (--source frames)")
+    ap.add_argument("--source-start", type=int, default=30, help="the loop's first frame at 30 fps")
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
     if args.isa == "avx2":
@@ -233,13 +245,24 @@ def main():
     dims = {"480": (854, 480), "720": (1280, 720), "1080": (1920, 1080), "2160": (3840, 2160)}
     rows = []
     for s in args.sizes.split(","):
+        if s not in dims:
+            raise SystemExit(f"pipeline_bench: unknown size {s} (one of {', '.join(dims)})")
+    frames_dir = tempfile.TemporaryDirectory(prefix="nnpipe-bench-frames-")
+    for s in args.sizes.split(","):
+        source = {"source": args.source}
+        if args.source == "frames":
+            path = os.path.join(frames_dir.name, f"{s}-{args.format}.raw")
+            size = paced_source.prepare_frames(VIDEO, *dims[s], args.format, args.source_frames,
+                                               args.source_start, path)
+            source.update(frames_path=path, frame_size=size)
         runs = {False: [], True: []}
         for _ in range(args.repeat):
             # CPU our two elements cost per frame = the whole process's minus that of the same
             # pipeline without them (decoding, scaling, pacing), measured just before.
-            base = run_one(*dims[s], args.seconds, args.budget, args.threads, False, baseline=True, fmt=args.format)
+            base = run_one(*dims[s], args.seconds, args.budget, args.threads, False, source, baseline=True,
+                           fmt=args.format)
             for overload in ([False, True] if args.overload else [False]):
-                r = run_one(*dims[s], args.seconds, args.budget, args.threads, overload,
+                r = run_one(*dims[s], args.seconds, args.budget, args.threads, overload, source,
                             priority=args.thread_priority, fmt=args.format, adaptive=not args.no_adaptive)
                 r["baseline_cpu_ms_per_frame"] = base["cpu_ms_per_frame"]
                 r["elements_cpu_ms_per_frame"] = r["cpu_ms_per_frame"] - base["cpu_ms_per_frame"]
@@ -247,8 +270,12 @@ def main():
                 print(json.dumps(r))
         for overload in ([False, True] if args.overload else [False]):
             rows.append(combine(runs[overload]))
+        if args.source == "frames":
+            os.remove(source["frames_path"])  # 1 GB for 30 4K RGBA frames
+    frames_dir.cleanup()
     print()
-    print(f"Host: {isa['cpu']}, {isa['cores']} cores, {isa['host_isa']}; ISA used: {isa['isa_used']}")
+    print(f"Host: {isa['cpu']}, {isa['cores']} cores, {isa['host_isa']}; ISA used: {isa['isa_used']}; "
+          f"source: {args.source}; load average {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
     print()
     print("| size | format | load | fps out | frames in/out | dropped | inferences run/skipped | inference p50/p99 ms | "
           "added latency p50/p99 ms (nnsegment / nnbackground p99) | fast composites | "
