@@ -67,7 +67,7 @@ def main():
     Gst.init(None)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import paced_source
-    frames_dir = tempfile.TemporaryDirectory(prefix="nnpipe-bench-frames-")
+    frames_dir = paced_source.frames_dir()
     frames_path = os.path.join(frames_dir.name, "frames.raw")
     frame_size = 0
     if args.source == "frames":

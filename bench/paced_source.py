@@ -115,3 +115,12 @@ def attach(pipe, frames_path, frame_size):
         appsrc.emit("push-buffer", buf)
 
     src.connect("need-data", need_data)  # the handler holds the frames and the pool
+
+
+def frames_dir():
+    """A temporary directory for prepare_frames: in memory (/dev/shm) where there is one, so
+    writing a GB of 4K frames costs no disk writeback while the benchmark runs."""
+    import tempfile
+    shm = "/dev/shm"
+    return tempfile.TemporaryDirectory(prefix="nnpipe-bench-frames-",
+                                       dir=shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None)

@@ -91,8 +91,11 @@ s = {stats.nth_field_name(i): stats.get_value(stats.nth_field_name(i)) for i in 
 if bg_stats:
     s["bg-fast-frames"] = bg_stats.get_value("fast-frames")
     s["bg-frame-cpu-ms"] = bg_stats.get_value("frame-cpu-ms")
+    s["bg-serial-frames"] = bg_stats.get_value("serial-frames")
 cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 print(json.dumps({"error": err.get("e"), "frames_out": frames["n"], "wall_s": wall, "cpu_s": cpu,
+                  "sys_s": r1.ru_stime - r0.ru_stime, "minflt": r1.ru_minflt - r0.ru_minflt,
+                  "camq_overruns": camq_drops["n"],
                   "stats": {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in s.items()}}))
 '''
 
@@ -182,6 +185,7 @@ def run_one(width, height, seconds, budget, threads, overload, source, baseline=
         "frames_in": frames_in, "frames_dropped": st.get("frames-dropped", 0),
         "inferences_run": st.get("inferences-run", 0), "inferences_skipped": st.get("inferences-skipped", 0),
         "fast_composites": st.get("bg-fast-frames", 0),
+        "serial_composites": st.get("bg-serial-frames", 0),
         "inference_p50_ms": st.get("inference-p50-ms"), "inference_p99_ms": st.get("inference-p99-ms"),
         "added_latency_p50_ms": percentile(added, 50), "added_latency_p99_ms": percentile(added, 99),
         # nnsegment alone: what its latency-budget bounds (nnbackground's compositing follows).
@@ -190,6 +194,9 @@ def run_one(width, height, seconds, budget, threads, overload, source, baseline=
         "composite_latency_p50_ms": percentile(per_element["bg"], 50),
         "composite_latency_p99_ms": percentile(per_element["bg"], 99),
         "cpu_ms_per_frame": 1000 * res["cpu_s"] / max(res["frames_out"], 1),
+        "sys_ms_per_frame": 1000 * res["sys_s"] / max(res["frames_out"], 1),
+        "page_faults_per_frame": res["minflt"] / max(res["frames_out"], 1),
+        "queue_overruns": res["camq_overruns"],
         # Each element's own CPU per frame: nnsegment's streaming thread, plus its worker's
         # CPU per inference times the inferences per frame; nnbackground's (with helpers).
         "segment_cpu_ms_per_frame": st.get("frame-cpu-ms", 0) +
@@ -247,7 +254,7 @@ def main():
     for s in args.sizes.split(","):
         if s not in dims:
             raise SystemExit(f"pipeline_bench: unknown size {s} (one of {', '.join(dims)})")
-    frames_dir = tempfile.TemporaryDirectory(prefix="nnpipe-bench-frames-")
+    frames_dir = paced_source.frames_dir()
     for s in args.sizes.split(","):
         source = {"source": args.source}
         if args.source == "frames":

@@ -31,6 +31,11 @@
  * lowest cost seen at the current caps and settings times the recent slowdown. The stats
  * count these frames (fast-frames).
  *
+ * On a real-time streaming thread (nnsegment thread-priority=realtime upstream, or the
+ * application's choice) the frame is composited on that thread alone: OpenCV's helper
+ * threads have normal priority, and one preempted by a busy process in the middle of its
+ * rows would hold the frame (serial-frames counts these frames).
+ *
  * ## Example launch lines
  * |[
  * gst-launch-1.0 filesrc location=Megamind.avi ! decodebin ! videoconvert ! \
@@ -81,6 +86,7 @@
 #include "gstnnmaskmeta.h"
 #include "gstnnsegment.h"  // GST_NN_SEGMENT_PRESENT_QUERY
 #include "latency_window.h"
+#include "thread_priority.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_nn_background_debug);
 #define GST_CAT_DEFAULT gst_nn_background_debug
@@ -186,7 +192,7 @@ struct BackgroundState {
   LatencyWindow composite_ms;
   // The last ~2 s of this element's time per frame, for the cost reported upstream.
   LatencyWindow recent_ms{64};
-  guint64 frames = 0, frames_without_mask = 0, frames_without_background = 0, fast_frames = 0;
+  guint64 frames = 0, frames_without_mask = 0, frames_without_background = 0, fast_frames = 0, serial_frames = 0;
   // CPU time per frame: the streaming thread's and the compositor's helper threads'.
   double cpu_ms_total = 0;
   guint64 frames_timed = 0;
@@ -289,7 +295,8 @@ static void gst_nn_background_get_property(GObject* object, guint prop_id, GValu
                             s->frames_without_mask, NN_STAT_MASK_AGE, G_TYPE_UINT, s->last_mask_age,
                             NN_STAT_BACKGROUND_FRAMES, G_TYPE_UINT64, s->input->frames_received(),
                             NN_STAT_FRAMES_WITHOUT_BACKGROUND, G_TYPE_UINT64, s->frames_without_background,
-                            NN_STAT_FAST_FRAMES, G_TYPE_UINT64, s->fast_frames, NN_STAT_FRAME_CPU_MS, G_TYPE_DOUBLE,
+                            NN_STAT_FAST_FRAMES, G_TYPE_UINT64, s->fast_frames, NN_STAT_SERIAL_FRAMES, G_TYPE_UINT64,
+                            s->serial_frames, NN_STAT_FRAME_CPU_MS, G_TYPE_DOUBLE,
                             s->frames_timed ? s->cpu_ms_total / s->frames_timed : 0.0, nullptr));
       break;
     }
@@ -327,7 +334,7 @@ static gboolean gst_nn_background_start(GstBaseTransform* trans) {
   self->state->composite_ms.clear();
   self->state->recent_ms.clear();
   self->state->frames = self->state->frames_without_mask = self->state->frames_without_background = 0;
-  self->state->fast_frames = 0;
+  self->state->fast_frames = self->state->serial_frames = 0;
   self->state->cpu_ms_total = 0;
   self->state->frames_timed = 0;
   self->state->missing_mask_checked = false;
@@ -666,6 +673,10 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
   // Would full quality finish after the frame's deadline? Then the fast path.
   if (adaptive && meta->deadline_us > 0)
     settings.fast = s->governor.choose_fast((meta->deadline_us - t0) / 1000.0);
+  // A real-time streaming thread (nnsegment thread-priority=realtime, or the application's)
+  // composites alone: handing rows to OpenCV's normal-priority helpers would make it wait
+  // whenever a busy process preempts one mid-rows, the frame's tail latency.
+  settings.serial = nn::plugins::current_thread_is_realtime();
   if (s->is_yuv) {
     nn::plugins::YuvFrame yuv = s->yuv;
     yuv.y = static_cast<uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(frame, 0));
@@ -695,6 +706,7 @@ static GstFlowReturn composite(GstNnBackground* self, GstVideoFrame* frame) {
   s->recent_ms.add(adaptive ? full_equivalent_ms : ms);
   s->last_mask_age = meta->age;
   if (settings.fast) s->fast_frames++;
+  if (settings.serial) s->serial_frames++;
   // Every few frames, tell nnsegment upstream what compositing costs. The worst of the
   // last ~2 s, not a typical time: the budget bounds the pair's p99, and under CPU
   // contention the tail is what grows.
@@ -841,7 +853,7 @@ static void gst_nn_background_class_init(GstNnBackgroundClass* klass) {
           "stats", "Statistics",
           "Compositing time p50/p99 ms, frames, frames without a mask, background-pad frames received, "
           "frames composited without a background frame (mode=video), frames composited on the fast path "
-          "(adaptive)",
+          "(adaptive), frames composited on a real-time streaming thread alone (serial-frames), CPU ms per frame",
           GST_TYPE_STRUCTURE, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_set_static_metadata(
