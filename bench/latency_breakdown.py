@@ -79,7 +79,7 @@ def main():
             f"fakesink name=sink sync=true qos=true")
     pipe = Gst.parse_launch(desc)
     if args.source == "frames":
-        paced_source.attach(pipe, frames_path, frame_size)
+        paced_source.attach(pipe, frames_path, frame_size, realtime=args.thread_priority == "realtime")
     overruns = [0]
     pipe.get_by_name("camq").connect("overrun", lambda q: overruns.__setitem__(0, overruns[0] + 1))
 

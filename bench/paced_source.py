@@ -2,14 +2,18 @@
 
 "frames" (the default): a camera's cost. A loop of Megamind frames is decoded and scaled to
 the target size and format ONCE, before any timing (prepare_frames, to a raw file), read
-into memory, and pushed at 30 fps from an appsrc: each frame is copied into a buffer from a
-pool (one memcpy, a fresh buffer every frame as a camera's are, never the same GstBuffer
-twice) and paced to the clock by `identity sync=true`.
-"decode": the file decoded, brought to 30 fps and scaled live, frame by frame (the earlier
-source; at 4K on two cores it cannot keep 30 fps by itself).
+into memory, and pushed at 30 fps from a live appsrc: each frame is copied into a buffer
+from a pool (one memcpy, a fresh buffer every frame as a camera's are, never the same
+GstBuffer twice) and paced to the clock by `identity sync=true`. Live, as a camera is: the
+sink renders each frame at its timestamp plus the latency the elements declare (nnsegment:
+its budget), so a frame is late only when it misses that, not whenever it took any time.
+"decode": the file decoded, brought to 30 fps and scaled frame by frame, not live (the
+earlier source; at 4K on two cores it cannot keep 30 fps by itself, and a non-live sink
+counts every frame late by the elements' whole processing time).
 Both end in a leaky two-frame queue, the element a camera source's consumer would see.
 """
 import os
+import sys
 
 FPS = 30
 
@@ -70,7 +74,7 @@ def description(kind, width, height, fmt, video):
     """The source part of a pipeline description, up to and including its leaky queue
     (named camq) and a trailing '! '."""
     if kind == "frames":
-        head = (f"appsrc name=camsrc format=time is-live=false do-timestamp=false "
+        head = (f"appsrc name=camsrc format=time is-live=true do-timestamp=false "
                 f"caps=\"{caps_string(width, height, fmt)}\"")
     elif kind == "decode":
         head = decode_chain(video, width, height, fmt)
@@ -79,10 +83,13 @@ def description(kind, width, height, fmt, video):
     return head + " ! identity sync=true name=pace ! queue max-size-buffers=2 leaky=downstream name=camq ! "
 
 
-def attach(pipe, frames_path, frame_size):
+def attach(pipe, frames_path, frame_size, realtime=False):
     """Feed the appsrc of a 'frames' description from the raw file: the frames are read into
     memory here, before the pipeline runs; each push then costs one copy into a pooled
-    buffer. Keeps what it needs alive on the appsrc."""
+    buffer. realtime: the source's thread (the copy, the pacing) gets SCHED_RR 10, as a
+    real-time camera application's capture thread would (nnsegment thread-priority=realtime
+    gives the frame thread the same): a camera delivers on time whatever the CPU load, and a
+    starved source would make every frame late before it reaches the elements."""
     Gst = _gst()
     src = pipe.get_by_name("camsrc")
     if src is None:
@@ -102,6 +109,11 @@ def attach(pipe, frames_path, frame_size):
     state = {"n": 0}
 
     def need_data(appsrc, _length):
+        if state["n"] == 0 and realtime:  # the appsrc's streaming thread, once
+            try:
+                os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(10))
+            except OSError as e:
+                print(f"paced_source: no real-time priority for the source thread: {e}", file=sys.stderr)
         ok, buf = pool.acquire_buffer(None)
         if ok != Gst.FlowReturn.OK:
             appsrc.emit("end-of-stream")

@@ -59,7 +59,7 @@ else:
              f"fakesink name=sink sync=true qos=true")
 pipe = Gst.parse_launch(desc)
 if cfg["source"] == "frames":
-    paced_source.attach(pipe, cfg["frames_path"], cfg["frame_size"])
+    paced_source.attach(pipe, cfg["frames_path"], cfg["frame_size"], realtime=cfg.get("priority") == "realtime")
 loop = GLib.MainLoop()
 frames = {"n": 0}
 def on_buffer(pad, info):
@@ -92,6 +92,7 @@ if bg_stats:
     s["bg-fast-frames"] = bg_stats.get_value("fast-frames")
     s["bg-frame-cpu-ms"] = bg_stats.get_value("frame-cpu-ms")
     s["bg-serial-frames"] = bg_stats.get_value("serial-frames")
+    s["bg-frames"] = bg_stats.get_value("frames")
 cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 print(json.dumps({"error": err.get("e"), "frames_out": frames["n"], "wall_s": wall, "cpu_s": cpu,
                   "sys_s": r1.ru_stime - r0.ru_stime, "minflt": r1.ru_minflt - r0.ru_minflt,
@@ -179,10 +180,13 @@ def run_one(width, height, seconds, budget, threads, overload, source, baseline=
     st = res["stats"]
     frames_in = st.get("frames-in", 0)
     return {
-        "size": f"{width}x{height}", "format": fmt, "source": source["source"], "overload": overload, "budget_ms": budget, "threads": threads,
+        "size": f"{width}x{height}", "format": fmt, "source": source["source"], "priority": priority or "normal", "overload": overload, "budget_ms": budget, "threads": threads,
         "load_1min": round(load_after, 1),
         "seconds": round(res["wall_s"], 1), "frames_out": res["frames_out"], "fps": res["frames_out"] / res["wall_s"],
-        "frames_in": frames_in, "frames_dropped": st.get("frames-dropped", 0),
+        "frames_in": frames_in,
+        # nnsegment's QoS drops, and the frames nnbackground's own QoS (GstVideoFilter's) dropped.
+        "frames_dropped": st.get("frames-dropped", 0) + max(0, st.get("frames-out", 0) - st.get("bg-frames", 0)),
+        "segment_frames_out": st.get("frames-out", 0), "background_frames": st.get("bg-frames", 0),
         "inferences_run": st.get("inferences-run", 0), "inferences_skipped": st.get("inferences-skipped", 0),
         "fast_composites": st.get("bg-fast-frames", 0),
         "serial_composites": st.get("bg-serial-frames", 0),
@@ -215,6 +219,7 @@ def combine(runs):
             vals = sorted(r[key] for r in runs if r.get(key) is not None)
             row[key] = vals[len(vals) // 2] if len(vals) % 2 else (vals[len(vals) // 2 - 1] + vals[len(vals) // 2]) / 2
     row["frames_dropped"] = max(r["frames_dropped"] for r in runs)
+    row["queue_overruns"] = max(r["queue_overruns"] for r in runs)
     row["repeats"] = len(runs)
     return row
 
@@ -284,13 +289,13 @@ def main():
     print(f"Host: {isa['cpu']}, {isa['cores']} cores, {isa['host_isa']}; ISA used: {isa['isa_used']}; "
           f"source: {args.source}; load average {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
     print()
-    print("| size | format | load | fps out | frames in/out | dropped | inferences run/skipped | inference p50/p99 ms | "
+    print("| size | format | load (thread priority) | fps out | frames in/out | dropped: QoS / source queue | inferences run/skipped | inference p50/p99 ms | "
           "added latency p50/p99 ms (nnsegment / nnbackground p99) | fast composites | "
           "CPU ms/frame: process / source alone / our elements | CPU ms/frame: nnsegment / nnbackground (own stats) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['size']} | {r['format']} | {'overload' if r['overload'] else 'idle'} | {r['fps']:.1f} | {r['frames_in']}/{r['frames_out']} "
-              f"| {r['frames_dropped']} | {r['inferences_run']}/{r['inferences_skipped']} | "
+        print(f"| {r['size']} | {r['format']} | {'overload' if r['overload'] else 'idle'} ({r['priority']}) | {r['fps']:.1f} "
+              f"| {r['frames_in']}/{r['frames_out']} | {r['frames_dropped']} / {r['queue_overruns']} | {r['inferences_run']}/{r['inferences_skipped']} | "
               f"{r['inference_p50_ms']:.1f}/{r['inference_p99_ms']:.1f} | "
               f"{r['added_latency_p50_ms']:.1f}/{r['added_latency_p99_ms']:.1f} "
               f"({r['segment_latency_p99_ms']:.1f} / {r['composite_latency_p99_ms']:.1f}) | "

@@ -543,6 +543,8 @@ static gboolean gst_nn_background_set_info(GstVideoFilter* filter, GstCaps* /*in
   self->state->forget_converted();  // converted for the old size or layout
   self->state->governor.reset();     // costs of the old size
   const double ms = warm_up(self, GST_VIDEO_INFO_WIDTH(in_info), GST_VIDEO_INFO_HEIGHT(in_info));
+  GST_INFO_OBJECT(self, "warm-up composite at %dx%d: %.2f ms", GST_VIDEO_INFO_WIDTH(in_info),
+                  GST_VIDEO_INFO_HEIGHT(in_info), ms);
   if (ms > 0) {
     GST_OBJECT_LOCK(self);
     self->state->recent_ms.clear();
