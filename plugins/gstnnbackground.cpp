@@ -86,6 +86,7 @@
 #include "gstnnmaskmeta.h"
 #include "gstnnsegment.h"  // GST_NN_SEGMENT_PRESENT_QUERY
 #include "latency_window.h"
+#include "quality_governor.h"
 #include "thread_priority.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_nn_background_debug);
@@ -142,38 +143,6 @@ GType gst_nn_background_mode_get_type(void) {
 }
 
 namespace nn::plugins {
-
-// adaptive=true's choice between full quality and the fast path for one frame. Each kind
-// of frame (full; fast that blurs; fast that reuses a blur) has its uncontended cost, the
-// lowest seen at the same caps and settings; the slowdown is the p90 of recent frames' cost
-// over their own kind's lowest. CPU contention slows every kind alike, so the full-quality
-// cost is still predicted while only fast frames run -- and that prediction, not what a
-// fast frame cost, is what goes upstream into nnsegment's budget, so a stretch of fast
-// frames does not shrink the time the next frames get.
-class QualityGovernor {
- public:
-  enum Kind { kFull, kFastBlurred, kFastReused };
-  bool choose_fast(double left_ms) const {
-    return lowest_[kFull] > 0 && full_ms() > left_ms;  // not measured yet: measure it
-  }
-  // Full quality's predicted cost now (0 until measured).
-  double full_ms() const { return lowest_[kFull] * std::max(1.0, slowdown_.percentile(90)); }
-  // Records a frame; returns its cost as a full-quality frame would have had it.
-  double record(Kind kind, double ms) {
-    double& low = lowest_[kind];
-    if (low <= 0 || ms < low) low = std::max(ms, 1e-3);
-    slowdown_.add(ms / low);
-    return lowest_[kFull] > 0 ? std::max(ms, lowest_[kFull] * ms / low) : ms;
-  }
-  void reset() {
-    lowest_[0] = lowest_[1] = lowest_[2] = 0;
-    slowdown_.clear();
-  }
-
- private:
-  double lowest_[3] = {0, 0, 0};
-  LatencyWindow slowdown_{16};
-};
 
 struct BackgroundState {
   Compositor compositor;
@@ -463,10 +432,12 @@ static void report_cost(GstNnBackground* self, double ms) {
                      gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM, st));
 }
 
-// Composites a grey frame twice at the new size: the first allocates and faults in the
-// buffers, the second is timed. Returns its wall time in ms, or -1. That first estimate
-// of the cost goes upstream before the first frame (nnsegment's budget) and seeds the
-// adaptive governor, so frame 1 is already judged against its deadline.
+// Composites a grey frame three times at the new size: the first allocates and faults in
+// the buffers, the second (full quality) is timed, the third (the fast path) too. Returns
+// the full one's wall time in ms, or -1. That first estimate of the cost goes upstream
+// before the first frame (nnsegment's budget), and both seed the adaptive governor, so
+// frame 1 is already judged against its deadline (and a warm-up slowed by a busy machine
+// is corrected by the fast frames that follow).
 static double warm_up(GstNnBackground* self, int width, int height) {
   if (width <= 0 || height <= 0) return -1;
   const nn::plugins::PackedLayout& l = self->state->layout;
@@ -484,6 +455,7 @@ static double warm_up(GstNnBackground* self, int width, int height) {
   GST_OBJECT_LOCK(self);
   nn::plugins::CompositorSettings settings = settings_locked(self);
   GST_OBJECT_UNLOCK(self);
+  settings.serial = nn::plugins::current_thread_is_realtime();  // as composite() will
   // YUV: a grey frame's planes in one buffer (Y, then chroma).
   nn::plugins::YuvFrame yuv = self->state->yuv;
   std::vector<uint8_t> planes;
@@ -497,19 +469,27 @@ static double warm_up(GstNnBackground* self, int width, int height) {
     yuv.v = yuv.u + cw * ch;
     yuv.v_stride = cw;
   }
-  const auto composite_once = [&]() {
+  const auto composite_once = [&](bool fast) {
+    nn::plugins::CompositorSettings s = settings;
+    s.fast = fast;
+    const gint64 t0 = g_get_monotonic_time();
     if (self->state->is_yuv)
-      self->state->compositor.process_yuv(yuv, mask, settings);
+      self->state->compositor.process_yuv(yuv, mask, s);
     else
-      self->state->compositor.process(frame, l, mask, settings);
+      self->state->compositor.process(frame, l, mask, s);
+    return (g_get_monotonic_time() - t0) / 1000.0;
   };
   try {
-    composite_once();
-    const gint64 t0 = g_get_monotonic_time();
-    composite_once();
-    const double ms = (g_get_monotonic_time() - t0) / 1000.0;
+    composite_once(false);
+    const double ms = composite_once(false);
+    const double fast_ms = composite_once(true);
+    using Governor = nn::plugins::QualityGovernor;
     self->state->governed = settings;
-    self->state->governor.record(nn::plugins::QualityGovernor::kFull, ms);
+    self->state->governor.record_warm_up(
+        ms, self->state->compositor.last_reused_background() ? Governor::kFastReused : Governor::kFastBlurred,
+        fast_ms);
+    GST_INFO_OBJECT(self, "warm-up composite at %dx%d: full quality %.2f ms, fast path %.2f ms", width, height,
+                    ms, fast_ms);
     return ms;
   } catch (const std::exception& e) {  // only a head start: the first frame will say it properly
     GST_WARNING_OBJECT(self, "warm-up composite failed: %s", e.what());
@@ -543,8 +523,6 @@ static gboolean gst_nn_background_set_info(GstVideoFilter* filter, GstCaps* /*in
   self->state->forget_converted();  // converted for the old size or layout
   self->state->governor.reset();     // costs of the old size
   const double ms = warm_up(self, GST_VIDEO_INFO_WIDTH(in_info), GST_VIDEO_INFO_HEIGHT(in_info));
-  GST_INFO_OBJECT(self, "warm-up composite at %dx%d: %.2f ms", GST_VIDEO_INFO_WIDTH(in_info),
-                  GST_VIDEO_INFO_HEIGHT(in_info), ms);
   if (ms > 0) {
     GST_OBJECT_LOCK(self);
     self->state->recent_ms.clear();
