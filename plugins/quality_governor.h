@@ -32,6 +32,7 @@ class QualityGovernor {
   double full_ms() const { return lowest_full() * std::max(1.0, slowdown_.percentile(90)); }
   // Records a frame; returns its cost as a full-quality frame would have had it.
   double record(Kind kind, double ms) {
+    if (kind == kFull) full_measured_ = true;
     double& low = lowest_[kind];
     if (low <= 0 || ms < low) low = std::max(ms, 1e-3);
     slowdown_.add(ms / low);
@@ -41,18 +42,22 @@ class QualityGovernor {
   // The warm-up's two composites, one of each kind, timed under the same conditions.
   void record_warm_up(double full_ms, Kind fast_kind, double fast_ms) {
     record(kFull, full_ms);
+    full_measured_ = false;  // only the warm-up's, taken under whatever load there was then
     if (fast_kind == kFull || fast_ms <= 0) return;
     record(fast_kind, fast_ms);
     full_over_fast_[fast_kind] = full_ms / std::max(fast_ms, 1e-3);
   }
   void reset() {
     for (int k = 0; k < 3; ++k) lowest_[k] = full_over_fast_[k] = 0;
+    full_measured_ = false;
     slowdown_.clear();
   }
-  // The uncontended full-quality cost: the lowest full frame, or less when a fast kind's
-  // lowest since the warm-up says so.
+  // The uncontended full-quality cost: the lowest full frame; until a frame has measured
+  // it, less when a fast kind's lowest since the warm-up says so (the warm-up's ratio is
+  // one noisy pair of samples: it corrects a slowed warm-up, it does not outrank frames).
   double lowest_full() const {
     double full = lowest_[kFull];
+    if (full_measured_) return full;
     for (int k : {kFastBlurred, kFastReused})
       if (full_over_fast_[k] > 0 && lowest_[k] > 0) full = std::min(full, full_over_fast_[k] * lowest_[k]);
     return full;
@@ -61,6 +66,7 @@ class QualityGovernor {
  private:
   double lowest_[3] = {0, 0, 0};
   double full_over_fast_[3] = {0, 0, 0};  // the warm-up's full cost over each fast kind's
+  bool full_measured_ = false;            // a full frame recorded since the warm-up
   LatencyWindow slowdown_{16};
 };
 

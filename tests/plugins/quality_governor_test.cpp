@@ -23,9 +23,24 @@ TEST(QualityGovernor, AWarmUpSlowedByLoadDoesNotKeepTheFastPathForever) {
   EXPECT_NEAR(reported, 9.6, 1e-9) << "the full-quality equivalent goes upstream";
   EXPECT_FALSE(g.choose_fast(27.0)) << "full quality fits again";
   EXPECT_TRUE(g.choose_fast(9.0)) << "but not in less than its predicted cost";
-  // Full frames then measure it themselves.
+  // Full frames then measure it themselves, and from then on only they count.
+  g.record(QualityGovernor::kFull, 12.0);
+  EXPECT_NEAR(g.lowest_full(), 12.0, 1e-9) << "a measured full frame outranks the warm-up's ratio";
+  for (int i = 0; i < 4; ++i) g.record(QualityGovernor::kFastReused, 1.0);
+  EXPECT_NEAR(g.lowest_full(), 12.0, 1e-9);
   g.record(QualityGovernor::kFull, 8.0);
   EXPECT_NEAR(g.lowest_full(), 8.0, 1e-9);
+}
+
+// A warm-up whose fast sample was the slow one (full 16 ms, fast 22 ms: noise at start-up)
+// underestimates full quality only until a full frame measures it.
+TEST(QualityGovernor, AFullFrameCorrectsANoisyWarmUpRatio) {
+  QualityGovernor g;
+  g.record_warm_up(16.0, QualityGovernor::kFastReused, 22.0);
+  g.record(QualityGovernor::kFastReused, 2.0);
+  EXPECT_NEAR(g.lowest_full(), 16.0 / 22.0 * 2.0, 1e-9);
+  g.record(QualityGovernor::kFull, 3.5);
+  EXPECT_NEAR(g.lowest_full(), 3.5, 1e-9);
 }
 
 // Contention that comes after the warm-up still sends frames down the fast path: every
