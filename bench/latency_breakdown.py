@@ -13,6 +13,8 @@ waiting in a run queue), so each element's wall time per frame splits into:
   runqueue  the streaming thread ready to run but not given a CPU (preempted by other work)
   sleep     the rest: nnsegment waiting for its mask (bounded by latency-budget),
             nnbackground waiting for its helper threads
+The probes are Python: each takes the GIL on the streaming thread, so a stall behind a
+preempted GIL holder shows up as "sleep" (pipeline_bench.py keeps Python off that path).
 Printed: added-latency p50/p99 and the split, averaged over all frames and over the slowest
 5% (the tail that sets p99), and the frames lost on the way (the leaky queue's overruns,
 nnsegment's QoS drops).
