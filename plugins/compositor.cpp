@@ -480,6 +480,10 @@ void Compositor::upsample_coefficients(int fw, int fh, int shift) {
 
 template <class Body>
 void Compositor::parallel_rows(int rows, const Body& body) {
+  if (serial_) {
+    body(cv::Range(0, rows));
+    return;
+  }
   const std::thread::id caller = std::this_thread::get_id();
   std::atomic<int64_t> helper_ns{0};
   cv::parallel_for_(cv::Range(0, rows), [&](const cv::Range& range) {
@@ -510,6 +514,7 @@ void Compositor::process(cv::Mat& frame, const PackedLayout& layout, const MaskV
                          const CompositorSettings& s) {
   const int fw = frame.cols, fh = frame.rows;
   Call call(*this);
+  serial_ = s.serial;
   const bool video_ok = s.mode == BackgroundMode::kVideo && s.background &&
                         s.background->size() == frame.size() && s.background->type() == frame.type();
   const bool blurs = s.mode == BackgroundMode::kBlur || (s.mode == BackgroundMode::kVideo && !video_ok);
@@ -702,6 +707,7 @@ void rgb_to_yuv420(const cv::Mat& rgb, const PackedLayout& layout, const YuvFram
 void Compositor::process_yuv(const YuvFrame& f, const MaskView& mask, const CompositorSettings& s) {
   const int fw = f.width, fh = f.height, cw = (fw + 1) / 2, ch = (fh + 1) / 2;
   Call call(*this);
+  serial_ = s.serial;
   cv::Mat luma(fh, fw, CV_8UC1, f.y, f.y_stride);
   const bool video_ok = s.mode == BackgroundMode::kVideo && s.background && s.background->rows == fh &&
                         s.background->cols == fw && s.background->type() == CV_8UC3;

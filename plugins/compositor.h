@@ -79,6 +79,10 @@ struct CompositorSettings {
   // refinement, and the blurred background of a recent frame is reused (up to
   // kMaxBackgroundReuse frames in a row). 1080p: about 40% of the full cost.
   bool fast = false;
+  // The full-resolution row loops (alpha, blend) on the calling thread alone, no helper
+  // threads: nnbackground's choice when the streaming thread is real-time, which must not
+  // wait for a normal-priority helper that any busy process can preempt mid-rows.
+  bool serial = false;
 };
 
 // Scales `src` to cover `size` (aspect kept, the overflow cropped evenly) and reorders its
@@ -142,7 +146,8 @@ class Compositor {
   // pixels (shift 1; 2 when the work grid is 8x or more smaller than the frame).
   static int coefficient_shift(int frame_width);
   void upsample_coefficients(int frame_width, int frame_height, int shift);
-  // cv::parallel_for_ over rows [0, rows), counting other threads' CPU time in helper_ms.
+  // cv::parallel_for_ over rows [0, rows), counting other threads' CPU time in helper_ms;
+  // the calling thread alone when the settings ask for serial.
   template <class Body>
   void parallel_rows(int rows, const Body& body);
   const cv::Mat& scaled_image(const cv::Size& size, const PackedLayout& layout);
@@ -150,6 +155,7 @@ class Compositor {
   // Work resolution buffers, reused across frames.
   cv::Mat small_;        // frame at work size, frame channels (read only: it may be the meta's)
   bool small_shared_ = false;
+  bool serial_ = false;  // this call's CompositorSettings::serial
   cv::Mat small_luma_;   // CV_32F 0..1
   cv::Mat coarse_mask_;  // CV_32F mask resampled to work size
   cv::Mat guide_stats_, guide_means_;   // CV_32FC4 (I, p, I*I, I*p) and their box means

@@ -37,4 +37,6 @@
 #define NN_STAT_BACKGROUND_FRAMES "background-frames"     /* guint64 */
 #define NN_STAT_FRAMES_WITHOUT_BACKGROUND "frames-without-background" /* guint64 */
 #define NN_STAT_FAST_FRAMES "fast-frames"                 /* guint64 */
+/* frames composited on the streaming thread alone (it was real-time: no helper threads) */
+#define NN_STAT_SERIAL_FRAMES "serial-frames"             /* guint64 */
 /* also NN_STAT_MASK_AGE and NN_STAT_FRAME_CPU_MS */

@@ -171,7 +171,6 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
   const double threshold = self->threshold, smoothing = self->smoothing;
   const GstNnSegmentOutputMode mode = self->output_mode;
   const guint stats_interval = self->stats_interval_ms;
-  const auto priority_wanted = static_cast<nn::plugins::ThreadPriority>(self->thread_priority);
   const GstClockTime earliest = qos ? s->qos_earliest : GST_CLOCK_TIME_NONE;
   const double proportion = s->qos_proportion;
   const double downstream_ms = s->downstream_ms;
@@ -182,14 +181,7 @@ static GstFlowReturn process_frame(GstNnSegment* self, GstVideoFrame* frame, Gst
   // The budget bounds the time this frame spends here, pre-processing included: under CPU
   // contention pre-processing itself slows down, and the wait for the mask gets shorter.
   const auto entered = Clock::now();
-  const nn::plugins::ThreadPriority priority_got = s->thread_priority.apply(priority_wanted);
-  if (priority_got != s->thread_priority_got) {
-    GST_OBJECT_LOCK(self);
-    s->thread_priority_got = priority_got;
-    GST_OBJECT_UNLOCK(self);
-    GST_INFO_OBJECT(self, "streaming thread priority: %s (asked for %s)", nn::plugins::to_string(priority_got),
-                    nn::plugins::to_string(priority_wanted));
-  }
+  nn::plugins::apply_thread_priority(self);  // once per thread (set_info did it for the caps' thread)
   const gint64 entered_us = g_get_monotonic_time();  // the clock of the meta's deadline
   std::optional<Clock::time_point> deadline;  // set when the frame waits for its mask
   // How late this frame leaves past its deadline (0 if in time), for the next frames' wait.

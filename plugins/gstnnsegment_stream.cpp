@@ -159,6 +159,10 @@ gboolean segment_set_info(GstVideoFilter* filter, GstCaps* /*incaps*/, GstVideoI
                                         GstCaps* /*outcaps*/, GstVideoInfo* out_info) {
   GstNnSegment* self = GST_NN_SEGMENT(filter);
   SegmentState* s = self->state;
+  // The thread delivering the caps is the one that carries the frames after them: it gets
+  // its priority now, so what runs before the first frame on it (nnbackground's warm-up
+  // composites, at 4K tens of ms under load) does not hold up the first frames.
+  apply_thread_priority(self);
   const bool gray = GST_VIDEO_INFO_FORMAT(out_info) == GST_VIDEO_FORMAT_GRAY8;
   if (gray && (GST_VIDEO_INFO_WIDTH(out_info) != GST_VIDEO_INFO_WIDTH(in_info) ||
                GST_VIDEO_INFO_HEIGHT(out_info) != GST_VIDEO_INFO_HEIGHT(in_info))) {
@@ -228,6 +232,20 @@ gboolean segment_set_info(GstVideoFilter* filter, GstCaps* /*incaps*/, GstVideoI
                    GST_VIDEO_INFO_NAME(in_info), v.width, v.height, GST_VIDEO_INFO_NAME(out_info), s->rect.x,
                    s->rect.y, s->rect.width, s->rect.height);
   return TRUE;
+}
+
+void apply_thread_priority(GstNnSegment* self) {
+  SegmentState* s = self->state;
+  GST_OBJECT_LOCK(self);
+  const auto wanted = static_cast<ThreadPriority>(self->thread_priority);
+  GST_OBJECT_UNLOCK(self);
+  const ThreadPriority got = s->thread_priority.apply(wanted);
+  if (got != s->thread_priority_got) {
+    GST_OBJECT_LOCK(self);
+    s->thread_priority_got = got;
+    GST_OBJECT_UNLOCK(self);
+    GST_INFO_OBJECT(self, "streaming thread priority: %s (asked for %s)", to_string(got), to_string(wanted));
+  }
 }
 
 void reset_stream(GstNnSegment* self) {

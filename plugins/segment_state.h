@@ -90,6 +90,9 @@ gboolean segment_stop(GstBaseTransform* trans);
 gboolean segment_set_info(GstVideoFilter* filter, GstCaps* incaps, GstVideoInfo* in_info, GstCaps* outcaps,
                           GstVideoInfo* out_info);
 void reset_stream(GstNnSegment* self);
+// Gives the calling thread (the streaming thread) the thread-priority asked for, once per
+// thread; records what it got for the stats.
+void apply_thread_priority(GstNnSegment* self);
 
 // Builds the stats structure. Caller holds the object lock.
 GstStructure* make_stats_locked(GstNnSegment* self);

@@ -38,6 +38,11 @@ bool set_other(pid_t tid, int nice, uint64_t slice_ns) {
 
 }  // namespace
 
+bool current_thread_is_realtime() {
+  const int policy = sched_getscheduler(0);  // 0: the calling thread
+  return policy == SCHED_RR || policy == SCHED_FIFO;
+}
+
 const char* to_string(ThreadPriority p) {
   switch (p) {
     case ThreadPriority::kNormal:

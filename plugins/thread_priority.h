@@ -24,6 +24,9 @@ enum class ThreadPriority {
 };
 
 const char* to_string(ThreadPriority p);
+// Whether the calling thread runs on a real-time policy (SCHED_RR / SCHED_FIFO): one
+// syscall, cheap enough per frame.
+bool current_thread_is_realtime();
 // (GstNnThreadPriority's values are these, in this order: gstnnsegment.h.)
 
 class FrameThreadPriority {

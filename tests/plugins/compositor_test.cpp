@@ -192,4 +192,67 @@ TEST(CompositorCoefficients, QuarterGridAt4KFollowsTheMask) {
   EXPECT_LE(worst, 10) << "I420 luma";
 }
 
+// serial=true (nnbackground on a real-time streaming thread) runs the full-resolution rows
+// on the calling thread alone: the same composite, byte for byte, and no helper CPU time,
+// in every row loop (4K RGBA: the blend with its alpha; I420: the alpha image and the
+// luma and chroma blends; a fast frame; a colour frame). Parallel calls do use helpers
+// where OpenCV has more than one thread (checked so the serial figure means something).
+TEST(CompositorSerial, SerialRowsGiveTheSameCompositeWithoutHelpers) {
+  struct Case {
+    int w, h;
+    bool yuv, fast;
+    BackgroundMode mode;
+  };
+  bool parallel_used_helpers = false;
+  for (const Case c : {Case{3840, 2160, false, false, BackgroundMode::kBlur},
+                       Case{1920, 1080, false, true, BackgroundMode::kBlur},
+                       Case{1920, 1080, true, false, BackgroundMode::kBlur},
+                       Case{1280, 720, true, false, BackgroundMode::kColor}}) {
+    SCOPED_TRACE(testing::Message() << c.w << "x" << c.h << (c.yuv ? " I420" : " RGBA") << (c.fast ? " fast" : "")
+                                    << " mode " << int(c.mode));
+    Mask mask(c.w, c.h);
+    CompositorSettings settings;
+    settings.mode = c.mode;
+    settings.fast = c.fast;
+    const cv::Mat rgba = picture(c.w, c.h, 4);
+    cv::Mat i420;
+    cv::cvtColor(picture(c.w, c.h, 3), i420, cv::COLOR_RGB2YUV_I420);
+    const auto run = [&](bool serial, Compositor& comp) {
+      CompositorSettings s = settings;
+      s.serial = serial;
+      cv::Mat out = c.yuv ? i420.clone() : rgba.clone();
+      if (c.yuv) {
+        nn::plugins::YuvFrame f;
+        f.width = c.w, f.height = c.h;
+        f.y = out.data, f.y_stride = c.w;
+        f.u = out.data + static_cast<size_t>(c.w) * c.h, f.u_stride = c.w / 2;
+        f.v = f.u + static_cast<size_t>(c.w / 2) * (c.h / 2), f.v_stride = c.w / 2;
+        comp.process_yuv(f, mask.view, s);
+      } else {
+        comp.process(out, layout_of(4), mask.view, s);
+      }
+      return out;
+    };
+    // A fast frame reuses the previous frame's blur: give each compositor one full frame first.
+    Compositor parallel_comp, serial_comp;
+    if (c.fast) {
+      CompositorSettings full = settings;
+      full.fast = false;
+      cv::Mat warm = rgba.clone();
+      parallel_comp.process(warm, layout_of(4), mask.view, full);
+      warm = rgba.clone();
+      serial_comp.process(warm, layout_of(4), mask.view, full);
+    }
+    const cv::Mat parallel = run(false, parallel_comp);
+    parallel_used_helpers |= parallel_comp.last_stage_times().helper_ms > 0;
+    const cv::Mat serial = run(true, serial_comp);
+    EXPECT_EQ(serial_comp.last_stage_times().helper_ms, 0.0) << "serial: no helper thread took rows";
+    EXPECT_EQ(cv::norm(serial, parallel, cv::NORM_INF), 0) << "serial rows changed the composite";
+    EXPECT_GT(cv::norm(serial, c.yuv ? i420 : rgba, cv::NORM_L1), 0) << "nothing was composited";
+  }
+  if (cv::getNumThreads() > 1) {
+    EXPECT_TRUE(parallel_used_helpers) << "parallel calls never used a helper";
+  }
+}
+
 }  // namespace

@@ -6,6 +6,8 @@
 #include <random>
 #include <thread>
 
+#include <sched.h>
+
 #include "gstnnbackground.h"
 #include "plugin_test_util.h"
 
@@ -122,6 +124,39 @@ TEST_F(NnBackgroundTest, AdaptiveTakesTheFastPathOnlyWhenTheDeadlineIsNear) {
   g_object_set(bg_, "adaptive", FALSE, nullptr);
   for (int i = 0; i < 3; ++i) push(missed());
   EXPECT_EQ(stat_u64(bg_, "fast-frames"), 5u) << "adaptive=false: always full quality";
+  g_bytes_unref(mask);
+}
+
+// A real-time streaming thread (here the thread pushing) composites alone, never waiting
+// for OpenCV's normal-priority helpers; back on SCHED_OTHER the helpers take rows again.
+// Needs the right to SCHED_RR (root, CAP_SYS_NICE or RLIMIT_RTPRIO): skipped without it.
+TEST_F(NnBackgroundTest, RealtimeStreamingThreadCompositesAlone) {
+  const int w = 1920, h = 1080;
+  start("mode=blur adaptive=false", "RGBA", w, h);
+  GBytes* mask = half_mask(64, 48, 0.5);
+  const cv::Mat rgb = noise_rgb(w, h);
+  const auto push = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      GstBuffer* in = make_frame("RGBA", rgb);
+      attach_mask(in, mask, 64, 48, w, h);
+      gst_buffer_unref(gst_harness_push_and_pull(h_, in));
+    }
+  };
+  push(2);
+  EXPECT_EQ(stat_u64(bg_, "serial-frames"), 0u) << "a normal thread lets the helpers take rows";
+  sched_param rt{};
+  rt.sched_priority = 1;
+  if (sched_setscheduler(0, SCHED_RR, &rt) != 0) {
+    g_bytes_unref(mask);
+    GTEST_SKIP() << "SCHED_RR not permitted here";
+  }
+  push(3);
+  sched_param other{};
+  sched_setscheduler(0, SCHED_OTHER, &other);
+  EXPECT_EQ(stat_u64(bg_, "serial-frames"), 3u) << "every frame on the real-time thread";
+  push(2);
+  EXPECT_EQ(stat_u64(bg_, "serial-frames"), 3u) << "back on SCHED_OTHER: helpers again";
+  EXPECT_EQ(stat_u64(bg_, "frames"), 7u);
   g_bytes_unref(mask);
 }
 

@@ -357,10 +357,16 @@ TEST_F(NnSegmentTest, MaskMetaCarriesTheDeadline) {
 }
 
 // thread-priority: the thread that runs the element (here the one pushing) gets what the
-// stats say, and is put back at stop. As root real-time priority is allowed.
+// stats say -- from the caps on, so what runs on it before the first frame (nnbackground's
+// warm-up) has it too -- and is put back at stop. As root real-time priority is allowed.
 TEST_F(NnSegmentTest, ThreadPriorityIsAppliedAndPutBackAtStop) {
-  start("thread-priority=realtime latency-budget=0");
   ASSERT_EQ(sched_getscheduler(0), SCHED_OTHER);
+  start("thread-priority=realtime latency-budget=0");  // pushes the caps
+  const std::string at_caps = stat_string(seg_, "thread-priority");
+  if (geteuid() == 0) {
+    EXPECT_EQ(at_caps, "realtime") << "applied with the caps, before the first frame";
+    EXPECT_EQ(sched_getscheduler(0), SCHED_RR);
+  }
   gst_buffer_unref(push_pull(frame()));
   const std::string got = stat_string(seg_, "thread-priority");
   if (geteuid() == 0) {
