@@ -26,6 +26,7 @@ CpuOptions CpuOptions::from_environment() {
   o.swish_epilogue = !set("NN_NO_SWISH_EPILOGUE");
   o.drop_dead_taps = !set("NN_NO_DEAD_TAPS");
   o.native_int8 = !set("NN_NO_NATIVE_INT8");
+  o.native_fully_connected = !set("NN_NO_NATIVE_FC");
   return o;
 }
 
