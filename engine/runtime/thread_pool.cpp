@@ -12,7 +12,11 @@
 //  - a waiting thread yields the core (sched_yield) for a short while, then sleeps (a
 //    condition variable), so a spinning thread never holds a core someone needs;
 //  - when a job had to wait long for a straggler (a worker preempted mid-chunk), the pool
-//    runs the caller alone for a while (solo mode), then tries its workers again.
+//    runs the caller alone for a while (solo mode), then tries its workers again;
+//  - each thread first takes the chunks of its own contiguous share of the items (thread t
+//    the t-th of T ranges), then steals from the far end of the others': consecutive ops
+//    split alike (image rows) so a core mostly reads rows it wrote itself one op earlier,
+//    where claiming from one shared counter interleaved the rows of both cores.
 #include "runtime/thread_pool.h"
 
 #include <pthreadpool.h>
@@ -26,6 +30,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -65,6 +70,7 @@ struct Job {
   size_t tiles[6] = {1, 1, 1, 1, 1, 1};
   size_t items = 0;       // product of tiles
   size_t chunk = 1;       // items per chunk
+  uint32_t chunks = 0;    // chunks of the job
   uint32_t flags = 0;
 
   void run_item(size_t item) const {
@@ -176,13 +182,14 @@ class WaitWord {
 }  // namespace
 }  // namespace nn
 
-// The pool (the opaque struct of pthreadpool.h). The claim word packs the job's generation
-// (high 32 bits), the next chunk (16 bits) and the chunk count (16 bits): a thread that
-// claims a chunk by compare-and-swap knows it claimed it in the job it read, and the job's
-// description stays put until every chunk of that generation is done.
+// The pool (the opaque struct of pthreadpool.h). Each thread's range word packs the job's
+// generation (high 32 bits), the range's next chunk (16 bits) and its end (16 bits): its
+// owner claims from the front, the others steal from the end, both by compare-and-swap.
+// A job's chunks are all claimed before the next job is published, and the job's
+// description stays put until every chunk is done.
 struct pthreadpool {
-  explicit pthreadpool(size_t threads) : threads_count(threads) {
-    for (size_t t = 1; t < threads; ++t) workers.emplace_back([this] { worker_loop(); });
+  explicit pthreadpool(size_t threads) : threads_count(threads), ranges(new Range[threads]) {
+    for (size_t t = 1; t < threads; ++t) workers.emplace_back([this, t] { worker_loop(t); });
   }
   ~pthreadpool() {
     stop.store(true, std::memory_order_seq_cst);
@@ -206,13 +213,17 @@ struct pthreadpool {
     const size_t wanted = std::min<size_t>(items, threads_count * nn::kChunksPerThread);
     job.chunk = (items + wanted - 1) / wanted;
     const uint32_t chunks = static_cast<uint32_t>((items + job.chunk - 1) / job.chunk);  // <= 65535
-    const uint64_t gen = (claim.load(std::memory_order_relaxed) >> 32) + 1;
+    job.chunks = chunks;
+    const uint64_t gen = ++generation;
     done.store(0);
-    claim.store(gen << 32 | chunks, std::memory_order_release);
+    for (size_t t = 0; t < threads_count; ++t) {
+      const uint64_t first = chunks * t / threads_count, end = chunks * (t + 1) / threads_count;
+      ranges[t].word.store(gen << 32 | first << 16 | end, std::memory_order_release);
+    }
     epoch.add(1);
     epoch.wake_all();
     const auto published = nn::Clock::now();
-    const size_t ran = run_chunks();
+    const size_t ran = run_chunks(0);
     // Wait for chunks still running on workers: yield the core a while, then sleep.
     const auto drained = nn::Clock::now();
     // A straggler is a chunk that ends well after a chunk's time.
@@ -233,28 +244,41 @@ struct pthreadpool {
     }
   }
 
-  // Claims and runs chunks of the current job until none is left; returns how many it ran.
-  size_t run_chunks() {
-    size_t ran = 0;
-    uint64_t v = claim.load(std::memory_order_acquire);
+  // Claims a chunk of thread `owner`'s range: its next one when `front` (the owner), else
+  // its last one (a thief). -1 when the range is empty.
+  int64_t claim(size_t owner, bool front) {
+    std::atomic<uint64_t>& w = ranges[owner].word;
+    uint64_t v = w.load(std::memory_order_acquire);
     for (;;) {
-      const uint32_t next = static_cast<uint32_t>(v >> 16) & 0xffff, count = static_cast<uint32_t>(v) & 0xffff;
-      if (next >= count) return ran;
-      if (!claim.compare_exchange_weak(v, v + (uint64_t(1) << 16), std::memory_order_acq_rel,
-                                       std::memory_order_acquire))
-        continue;
-      {
-        nn::DenormalsOff denormals(job.flags & PTHREADPOOL_FLAG_DISABLE_DENORMALS);
-        const size_t begin = size_t(next) * job.chunk, end = std::min(job.items, begin + job.chunk);
-        for (size_t i = begin; i < end; ++i) job.run_item(i);
-      }
-      ++ran;
-      if (done.add(1) == count) done.wake_all();
-      v = claim.load(std::memory_order_acquire);
+      const uint64_t next = (v >> 16) & 0xffff, end = v & 0xffff;
+      if (next >= end) return -1;
+      const uint64_t taken = front ? v + (uint64_t(1) << 16) : v - 1;
+      if (w.compare_exchange_weak(v, taken, std::memory_order_acq_rel, std::memory_order_acquire))
+        return int64_t(front ? next : end - 1);
     }
   }
 
-  void worker_loop() {
+  // Runs chunks of the current job until none is left, its own range first, then the
+  // others' from their ends; returns how many it ran.
+  size_t run_chunks(size_t self) {
+    size_t ran = 0;
+    for (size_t k = 0; k < threads_count; ++k) {
+      const size_t owner = (self + k) % threads_count;
+      for (int64_t c; (c = claim(owner, k == 0)) >= 0;) {
+        const uint32_t chunks = job.chunks;
+        {
+          nn::DenormalsOff denormals(job.flags & PTHREADPOOL_FLAG_DISABLE_DENORMALS);
+          const size_t begin = size_t(c) * job.chunk, end = std::min(job.items, begin + job.chunk);
+          for (size_t i = begin; i < end; ++i) job.run_item(i);
+        }
+        ++ran;
+        if (done.add(1) == chunks) done.wake_all();
+      }
+    }
+    return ran;
+  }
+
+  void worker_loop(size_t self) {
     uint32_t seen = 0;  // the epoch at construction: a job or a stop before this thread ran still counts
     for (;;) {
       const auto idle = nn::Clock::now();
@@ -269,16 +293,20 @@ struct pthreadpool {
       }
       seen = epoch.load();
       if (stop.load(std::memory_order_acquire)) return;
-      run_chunks();
+      run_chunks(self);
     }
   }
 
   const size_t threads_count;
   std::mutex mutex;  // one job at a time, as pthreadpool
   nn::Job job;
-  // Each on its own cache line: the claim word, the done count and the epoch are written by
-  // different threads at different moments of a job.
-  alignas(64) std::atomic<uint64_t> claim{0};
+  // Each on its own cache line: the range words, the done count and the epoch are written
+  // by different threads at different moments of a job.
+  struct alignas(64) Range {
+    std::atomic<uint64_t> word{0};
+  };
+  std::unique_ptr<Range[]> ranges;  // per thread (0: the caller)
+  uint64_t generation = 0;
   alignas(64) nn::WaitWord done;   // chunks of the current job finished
   alignas(64) nn::WaitWord epoch;  // bumped per job (and at destruction): what idle workers sleep on
   alignas(64) char end_of_shared_lines = 0;

@@ -104,6 +104,26 @@ TEST(CpuOptions, HalfWidthForcesTheYmmLastPanel) {
   expect_both_exact(b, on);
 }
 
+TEST(CpuOptions, NativeFullyConnectedOffLeavesItToXnnpack) {
+  Built b;  // 5 x 7 rows of 24 (an MLP over every pixel) -> 40 units, RELU
+  uint32_t x = b.input({1, 5, 7, 24});
+  b.output(b.op(T::FULLY_CONNECTED, {x, b.constant({40, 24}, 23), b.constant({40}, 24), b.i32(1)}));
+  validate(b);
+  CpuOptions off;
+  off.native_fully_connected = false;
+  EXPECT_EQ(kernel_of(b, {}, "op 0").rfind("native fully connected", 0), 0u) << kernel_of(b, {}, "op 0");
+  EXPECT_EQ(kernel_of(b, off, "op 0"), "xnnpack");
+  expect_both_exact(b, off);
+}
+
+TEST(CpuOptions, OneRowFullyConnectedStaysOnXnnpack) {
+  Built b;  // a classifier's single row is a matrix-vector product
+  uint32_t x = b.input({1, 24});
+  b.output(b.op(T::FULLY_CONNECTED, {x, b.constant({40, 24}, 25), b.constant({40}, 26), b.i32(0)}));
+  validate(b);
+  EXPECT_EQ(kernel_of(b, {}, "op 0"), "xnnpack");
+}
+
 TEST(CpuOptions, TwoRowsOffRunsDepthwiseRowByRow) {
   if (!has_avx512()) GTEST_SKIP() << "row pairs are an AVX-512 kernel";
   Built b;

@@ -88,7 +88,8 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
   std::string name;
   switch (f.native) {
     case NativeKind::kConv:
-      name = f.depthwise ? "native conv+depthwise"
+      name = model_.operations[k].type == OperationType::FULLY_CONNECTED ? "native fully connected"
+             : f.depthwise ? "native conv+depthwise"
              : f.resize  ? "native conv+resize"
              : f.gated   ? "native conv (gated input)"
                          : "native conv";
@@ -96,7 +97,7 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
     case NativeKind::kDepthwise: name = "native depthwise"; break;
     case NativeKind::kDeconv: name = "native deconv"; break;
     case NativeKind::kResize: name = "native resize"; break;
-    case NativeKind::kAddMean: name = "native add+mean"; break;
+    case NativeKind::kAddMean: name = f.residual ? "native add+mean" : "native mean (global)"; break;
     case NativeKind::kNone: break;
   }
   const auto* winograd = dynamic_cast<const NativeWinograd*>(f.kernel.get());
@@ -110,7 +111,7 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && (conv || winograd)) {
     const NativeConvShape& s = conv ? conv->shape() : winograd->shape();
     const Dims& filter = model_.operands[model_.operations[k].inputs[1]].dims;
-    if (s.kernel_h != filter[1] || s.kernel_w != filter[2])
+    if (filter.size() == 4 && (s.kernel_h != filter[1] || s.kernel_w != filter[2]))
       name += ", " + std::to_string(s.kernel_h) + "x" + std::to_string(s.kernel_w) + " live taps";
   }
   if (f.native == NativeKind::kDepthwise && f.kernel &&

@@ -27,6 +27,7 @@ CpuOptions CpuOptions::from_environment() {
   o.drop_dead_taps = !set("NN_NO_DEAD_TAPS");
   o.winograd = !set("NN_NO_WINOGRAD");
   o.native_int8 = !set("NN_NO_NATIVE_INT8");
+  o.native_fully_connected = !set("NN_NO_NATIVE_FC");
   return o;
 }
 

@@ -59,11 +59,53 @@ static bool fed_by_expansion(const Model& m, uint32_t d, const Readers& readers,
   return false;
 }
 
+namespace {
+
+// FULLY_CONNECTED as a 1x1 conv over its rows: input [.., K] flattened to M rows of K,
+// weights [N, K] (a conv filter [N, 1, 1, K]), output M rows of N.
+std::optional<NativeConvShape> fully_connected_shape(const Model& m, const Operation& op) {
+  if (op.type != OperationType::FULLY_CONNECTED || op.inputs.size() != 4) return std::nullopt;
+  const Operand& in = m.operands[op.inputs[0]];
+  const Operand& w = m.operands[op.inputs[1]];
+  if (in.type != OperandType::TENSOR_FLOAT32 || w.dims.size() != 2 || w.dims[1] == 0) return std::nullopt;
+  const size_t k = w.dims[1], elements = num_elements(in.dims);
+  if (elements % k != 0 || elements / k > std::numeric_limits<uint32_t>::max()) return std::nullopt;
+  NativeConvShape s;
+  s.in_h = s.out_h = 1;
+  s.in_w = s.out_w = uint32_t(elements / k);
+  s.in_c = uint32_t(k);
+  s.out_c = w.dims[0];
+  return s;
+}
+
+}  // namespace
+
 NativeKind native_candidate(const Model& m, uint32_t k,
                             const Readers& readers,
                             const StaticLookup& statics, const CpuOptions& options, const NativeIsa& isa) {
   if (!native_conv_supported() || !options.native_kernels) return NativeKind::kNone;
   const Operation& op = m.operations[k];
+  if (op.type == OperationType::FULLY_CONNECTED) {
+    // Rows enough for a micro-tile (as dense_conv_candidate); a single row (a classifier)
+    // is a matrix-vector product XNNPACK streams as fast.
+    if (!options.native_fully_connected || !statics(op.inputs[1]) ||
+        (m.has_value(op.inputs[2]) && !statics(op.inputs[2])))
+      return NativeKind::kNone;
+    const std::optional<NativeConvShape> s = fully_connected_shape(m, op);
+    const uint32_t rows = s ? s->out_w : 0;
+    return rows >= 6 ? NativeKind::kConv : NativeKind::kNone;
+  }
+  if (is_global_mean(m, op, statics)) {
+    // A global average with no activation of its own (the clamp of NativeAddMean applies to
+    // the terms, not the mean) on NativeAddMean without an addend.
+    const Operand& x = m.operands[op.inputs[0]];
+    float lo, hi;
+    xnn_own_clamp(m, op, &lo, &hi);
+    const bool plain = lo == -std::numeric_limits<float>::infinity() && hi == std::numeric_limits<float>::infinity();
+    return options.add_mean && plain && x.type == OperandType::TENSOR_FLOAT32 && x.dims.size() == 4
+               ? NativeKind::kAddMean
+               : NativeKind::kNone;
+  }
   const Operand& in = m.operands[op.inputs[0]];
   const Operand& out = m.operands[op.outputs[0]];
   if (out.dims.size() != 4 || in.dims.size() != 4) return NativeKind::kNone;
@@ -116,6 +158,7 @@ std::optional<NativeResizeShape> resize_shape(const Model& m, const Operation& o
 }
 
 std::optional<NativeConvShape> conv_shape(const Model& m, const Operation& op) {
+  if (op.type == OperationType::FULLY_CONNECTED) return fully_connected_shape(m, op);
   std::string why;
   auto p = parse_window_op(m, op, &why);
   if (!p) return std::nullopt;

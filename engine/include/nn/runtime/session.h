@@ -40,7 +40,8 @@ struct CpuOptions {
   // A pointwise conv reading a bilinear upsampling runs before it, on the small image.
   // NN_NO_CONV_BEFORE_RESIZE=1.
   bool conv_before_resize = true;
-  // An ADD read only by a global average becomes one pass (native add+mean). NN_NO_ADD_MEAN=1.
+  // An ADD read only by a global average becomes one pass (native add+mean), and a global
+  // average alone runs on that kernel too, its rows over the threads. NN_NO_ADD_MEAN=1.
   bool add_mean = true;
   // A squeeze-and-excitation gate (MUL, maybe + ADD) is read in place by the 1x1 conv after
   // it (native conv, gated input). NN_NO_SE_FUSION=1.
@@ -57,6 +58,9 @@ struct CpuOptions {
   // Dense 3x3 stride-1 convs where F(4x4, 3x3) Winograd beats the native direct conv
   // (winograd_pays, delegates/cpu/native_winograd.h). NN_NO_WINOGRAD=1.
   bool winograd = true;
+  // FULLY_CONNECTED over at least a micro-tile of rows (ConvNeXt's and transformers' MLPs
+  // over every pixel) on the native 1x1 conv kernel; off: XNNPACK. NN_NO_NATIVE_FC=1.
+  bool native_fully_connected = true;
   // int8 convs (VNNI / AVX2 GEMM), depthwise and tiled transpose convs, MUL, HARD_SWISH, TANH,
   // MEAN and bilinear resize on nnpipe's kernels (delegates/cpu/native_int8.h); off: XNNPACK
   // or the reference. NN_NO_NATIVE_INT8=1.

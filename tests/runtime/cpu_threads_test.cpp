@@ -1,0 +1,137 @@
+// The CPU delegate's native kernels give the same bits at 1 and 2 threads: how a kernel
+// splits its work over the pool (tiles, pieces of a small image, panels of gated weights,
+// each thread's contiguous share of the chunks) must not change what any output sums, and
+// every output element must be written (the 2-thread session's arena is reused between
+// two runs on different inputs, so a skipped element shows as a stale value). Odd sizes, so tails and uneven pieces occur.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/thread_pool.h"
+#include "runtime_test_util.h"
+#include "test_model.h"
+
+namespace {
+
+using T = nn::OperationType;
+using Built = nn_test::TestModel;
+
+// Runs the model on the CPU delegate at `threads`; returns its first output, and which
+// kernels ran (Session::kernels()), one per line.
+std::vector<float> run_cpu(Built& b, int threads, std::string* kernels = nullptr) {
+  nn::SessionOptions o;
+  o.delegates = {"cpu"};
+  o.threads = threads;
+  auto opened = nn::Session::open(b.model, o);
+  EXPECT_TRUE(opened.is_ok()) << opened.status().to_string();
+  if (!opened.is_ok()) return {};
+  auto& session = *opened;
+  for (uint32_t seed : {17u, 31u}) {  // two runs: the second's outputs are returned
+    for (size_t k = 0; k < b.model->inputs.size(); ++k) {
+      const nn::Operand& in = b.model->operands[b.model->inputs[k]];
+      auto v = nn_test::random_floats(nn::num_elements(in.dims), seed + uint32_t(k), -1.f, 1.f);
+      EXPECT_TRUE(session->set_input(k, v.data(), v.size() * sizeof(float)).is_ok());
+    }
+    EXPECT_TRUE(session->run().is_ok());
+  }
+  const size_t n = nn::num_elements(session->output_desc(0).dims);
+  if (kernels)
+    for (const auto& k : session->kernels()) *kernels += k.kernel + "\n";
+  return std::vector<float>(session->output_f32(0), session->output_f32(0) + n);
+}
+
+// Bit-equal outputs at 1 and 2 threads, both within 1e-4 of the reference kernels.
+void expect_same_bits(Built& b, const std::string& kernel) {
+  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+  if (nn::usable_cores() < 2) GTEST_SKIP() << "one core: sessions run one thread";
+  std::string kernels;
+  const std::vector<float> one = run_cpu(b, 1, &kernels), two = run_cpu(b, 2);
+  EXPECT_NE(kernels.find(kernel), std::string::npos) << kernels;
+  ASSERT_EQ(one.size(), two.size());
+  ASSERT_FALSE(one.empty());
+  size_t differ = 0;
+  for (size_t i = 0; i < one.size(); ++i) differ += std::memcmp(&one[i], &two[i], sizeof(float)) != 0;
+  EXPECT_EQ(differ, 0u) << "of " << one.size() << " outputs";
+  nn::SessionOptions o;
+  o.delegates = {"cpu"};
+  o.threads = 2;
+  EXPECT_LE(nn_test::compare_with_reference(b.model, o).max_rel_error, 1e-4);
+}
+
+uint32_t conv(Built& b, uint32_t x, uint32_t in_c, uint32_t out_c, uint32_t k, uint32_t seed) {
+  uint32_t w = b.constant({out_c, k, k, in_c}, seed), bias = b.constant({out_c}, seed + 1);
+  return b.op(T::CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)});  // SAME padding
+}
+
+// 7x7 = 49 pixels: pieces of whole micro-tiles, the last with the 1-pixel tail; 75 output
+// channels: several weight panels and a partial one.
+TEST(CpuThreads, PointwiseConvOnASmallImage) {
+  Built b;
+  b.output(conv(b, b.input({1, 7, 7, 131}), 131, 75, 1, 41));
+  expect_same_bits(b, "native conv");
+}
+
+TEST(CpuThreads, SpatialConvOnASmallImage) {
+  Built b;  // 3x3, padded: edge tiles on im2col, 13x11 = 143 pixels
+  b.output(conv(b, b.input({1, 13, 11, 37}), 37, 45, 3, 43));
+  expect_same_bits(b, "native conv");
+}
+
+TEST(CpuThreads, ConvOnALargeImage) {
+  Built b;  // 33x35 = 1155 pixels: the uniform tiles
+  b.output(conv(b, b.input({1, 33, 35, 19}), 19, 53, 3, 45));
+  expect_same_bits(b, "native conv");
+}
+
+// A gate folded into the weights (no skip ADD): the gated panels built over the pool.
+TEST(CpuThreads, GatedWeightsConv) {
+  Built b;
+  uint32_t x = b.input({1, 7, 7, 203}), gate = b.input({1, 1, 1, 203});
+  uint32_t scaled = b.op(T::MUL, {x, gate, b.i32(0)});
+  b.output(conv(b, scaled, 203, 97, 1, 47));
+  expect_same_bits(b, "native conv (gated input)");
+}
+
+TEST(CpuThreads, FullyConnectedOverRows) {
+  Built b;  // 3 x 17 = 51 rows of 77 -> 130 units
+  uint32_t x = b.input({3, 17, 77});
+  b.output(b.op(T::FULLY_CONNECTED, {x, b.constant({130, 77}, 49), b.constant({130}, 50), b.i32(0)}));
+  expect_same_bits(b, "native fully connected");
+}
+
+TEST(CpuThreads, DepthwiseRows) {
+  Built b;  // 5x5 depthwise on 23x21x29
+  uint32_t w = b.constant({1, 5, 5, 29}, 51), bias = b.constant({29}, 52);
+  b.output(b.op(T::DEPTHWISE_CONV_2D, {b.input({1, 23, 21, 29}), w, bias, b.i32(2), b.i32(2), b.i32(2), b.i32(2),
+                                       b.i32(1), b.i32(1), b.i32(1), b.i32(0)}));
+  expect_same_bits(b, "native depthwise");
+}
+
+// A global average no ADD feeds: rows over the threads, summed in row order.
+TEST(CpuThreads, GlobalMean) {
+  Built b;
+  b.output(b.op(T::MEAN, {b.input({1, 19, 17, 45}), b.ints({1, 2}), b.i32(1)}));
+  expect_same_bits(b, "native mean (global)");
+}
+
+TEST(CpuThreads, GlobalAveragePool) {
+  Built b;  // AVERAGE_POOL_2D over the whole 9x11 image, explicit padding 0
+  b.output(b.op(T::AVERAGE_POOL_2D, {b.input({1, 9, 11, 21}), b.i32(0), b.i32(0), b.i32(0), b.i32(0), b.i32(1),
+                                     b.i32(1), b.i32(11), b.i32(9), b.i32(0)}));
+  expect_same_bits(b, "native mean (global)");
+}
+
+// With an activation of its own the mean stays on XNNPACK (the native clamp acts on terms).
+TEST(CpuThreads, GlobalAveragePoolWithRelu) {
+  Built b;
+  b.output(b.op(T::AVERAGE_POOL_2D, {b.input({1, 9, 11, 21}), b.i32(0), b.i32(0), b.i32(0), b.i32(0), b.i32(1),
+                                     b.i32(1), b.i32(11), b.i32(9), b.i32(1)}));
+  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+  std::string kernels;
+  run_cpu(b, 1, &kernels);
+  EXPECT_EQ(kernels, "xnnpack\n");
+}
+
+}  // namespace
