@@ -109,29 +109,4 @@ TEST(CpuThreads, DepthwiseRows) {
   expect_same_bits(b, "native depthwise");
 }
 
-// A global average no ADD feeds: rows over the threads, summed in row order.
-TEST(CpuThreads, GlobalMean) {
-  Built b;
-  b.output(b.op(T::MEAN, {b.input({1, 19, 17, 45}), b.ints({1, 2}), b.i32(1)}));
-  expect_same_bits(b, "native mean (global)");
-}
-
-TEST(CpuThreads, GlobalAveragePool) {
-  Built b;  // AVERAGE_POOL_2D over the whole 9x11 image, explicit padding 0
-  b.output(b.op(T::AVERAGE_POOL_2D, {b.input({1, 9, 11, 21}), b.i32(0), b.i32(0), b.i32(0), b.i32(0), b.i32(1),
-                                     b.i32(1), b.i32(11), b.i32(9), b.i32(0)}));
-  expect_same_bits(b, "native mean (global)");
-}
-
-// With an activation of its own the mean stays on XNNPACK (the native clamp acts on terms).
-TEST(CpuThreads, GlobalAveragePoolWithRelu) {
-  Built b;
-  b.output(b.op(T::AVERAGE_POOL_2D, {b.input({1, 9, 11, 21}), b.i32(0), b.i32(0), b.i32(0), b.i32(0), b.i32(1),
-                                     b.i32(1), b.i32(11), b.i32(9), b.i32(1)}));
-  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
-  std::string kernels;
-  run_cpu(b, 1, &kernels);
-  EXPECT_EQ(kernels, "xnnpack\n");
-}
-
 }  // namespace

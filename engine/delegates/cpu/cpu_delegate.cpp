@@ -97,7 +97,7 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
     case NativeKind::kDepthwise: name = "native depthwise"; break;
     case NativeKind::kDeconv: name = "native deconv"; break;
     case NativeKind::kResize: name = "native resize"; break;
-    case NativeKind::kAddMean: name = f.residual ? "native add+mean" : "native mean (global)"; break;
+    case NativeKind::kAddMean: name = "native add+mean"; break;
     case NativeKind::kNone: break;
   }
   const auto* winograd = dynamic_cast<const NativeWinograd*>(f.kernel.get());

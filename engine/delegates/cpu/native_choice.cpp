@@ -95,17 +95,6 @@ NativeKind native_candidate(const Model& m, uint32_t k,
     const uint32_t rows = s ? s->out_w : 0;
     return rows >= 6 ? NativeKind::kConv : NativeKind::kNone;
   }
-  if (is_global_mean(m, op, statics)) {
-    // A global average with no activation of its own (the clamp of NativeAddMean applies to
-    // the terms, not the mean) on NativeAddMean without an addend.
-    const Operand& x = m.operands[op.inputs[0]];
-    float lo, hi;
-    xnn_own_clamp(m, op, &lo, &hi);
-    const bool plain = lo == -std::numeric_limits<float>::infinity() && hi == std::numeric_limits<float>::infinity();
-    return options.add_mean && plain && x.type == OperandType::TENSOR_FLOAT32 && x.dims.size() == 4
-               ? NativeKind::kAddMean
-               : NativeKind::kNone;
-  }
   const Operand& in = m.operands[op.inputs[0]];
   const Operand& out = m.operands[op.outputs[0]];
   if (out.dims.size() != 4 || in.dims.size() != 4) return NativeKind::kNone;

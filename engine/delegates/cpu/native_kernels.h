@@ -310,10 +310,7 @@ struct NativeAddMeanShape {
 // average (AVERAGE_POOL_2D over the whole image, or MEAN over H and W), in one read of both
 // tensors instead of writing the sum and reading it back (the selfie decoder's
 // squeeze-and-excitation inputs; its 128x128 one was 4.5% of the model). Reads
-// NativeArgs::input and ::residual (a and b), writes the means to ::output. Without a
-// residual, the global average of a alone (a MEAN or pool no ADD feeds): its rows split
-// over the threads, so each core sums the rows it wrote one op earlier (XNNPACK's global
-// average runs on one thread and read half of its input from the other core).
+// NativeArgs::input and ::residual (a and b), writes the means to ::output.
 class NativeAddMean final : public NativeOp {
  public:
   explicit NativeAddMean(const NativeAddMeanShape& shape, const NativeIsa& isa = NativeIsa::best());

@@ -40,8 +40,7 @@ struct CpuOptions {
   // A pointwise conv reading a bilinear upsampling runs before it, on the small image.
   // NN_NO_CONV_BEFORE_RESIZE=1.
   bool conv_before_resize = true;
-  // An ADD read only by a global average becomes one pass (native add+mean), and a global
-  // average alone runs on that kernel too, its rows over the threads. NN_NO_ADD_MEAN=1.
+  // An ADD read only by a global average becomes one pass (native add+mean). NN_NO_ADD_MEAN=1.
   bool add_mean = true;
   // A squeeze-and-excitation gate (MUL, maybe + ADD) is read in place by the 1x1 conv after
   // it (native conv, gated input). NN_NO_SE_FUSION=1.
