@@ -20,10 +20,13 @@ using Built = nn_test::TestModel;
 
 // Runs the model on the CPU delegate at `threads`; returns its first output, and which
 // kernels ran (Session::kernels()), one per line.
+// Winograd is off: these cases pin the direct kernels' work split (native_winograd_test
+// has Winograd's own 1- vs 2-thread check).
 std::vector<float> run_cpu(Built& b, int threads, std::string* kernels = nullptr) {
   nn::SessionOptions o;
   o.delegates = {"cpu"};
   o.threads = threads;
+  o.cpu.winograd = false;
   auto opened = nn::Session::open(b.model, o);
   EXPECT_TRUE(opened.is_ok()) << opened.status().to_string();
   if (!opened.is_ok()) return {};
@@ -57,6 +60,7 @@ void expect_same_bits(Built& b, const std::string& kernel) {
   nn::SessionOptions o;
   o.delegates = {"cpu"};
   o.threads = 2;
+  o.cpu.winograd = false;
   EXPECT_LE(nn_test::compare_with_reference(b.model, o).max_rel_error, 1e-4);
 }
 
