@@ -676,6 +676,8 @@ class Int8WindowConv final : public NativeDataOp {
 // channels, the taps' (x - zx) * w summed exactly in int32 lanes (vpmulld), then
 // ChannelRequant. Taps in the padding are skipped (they read the zero point: nothing to add);
 // a pixel whose taps are all inside starts from bias - zx * sum(w) and multiplies x as it is.
+bool has_avx512_int8();  // the CPU runs the AVX-512 F/BW/VL int8 kernels (defined below)
+
 class Int8Depthwise final : public NativeDataOp {
  public:
   // w: [kh][kw][C] symmetric int8; bias [C] or null.
@@ -685,7 +687,7 @@ class Int8Depthwise final : public NativeDataOp {
       : s_(s),
         c_pad_((s.out_c + 15) / 16 * 16),
         zx_(zx),
-        avx512_(isa.avx512 && avx512_int8()),
+        avx512_(isa.avx512 && has_avx512_int8()),
         requant_(mult, c_pad_, zo, range,
                  accumulator_bounds(w, s.out_c, size_t(s.kernel_h) * s.kernel_w, 1, s.out_c, bias, zx)) {
     operands_ = {input};
@@ -749,16 +751,6 @@ class Int8Depthwise final : public NativeDataOp {
     const int8_t* x;
     int8_t* out;
   };
-  static bool avx512_int8() {
-#if NN_NATIVE_X86
-    static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                            __builtin_cpu_supports("avx512vl");
-    return has;
-#else
-    return false;
-#endif
-  }
-
   // Output row r: per pixel, the taps inside the image (input offsets) and whether all are.
   static void row(void* ctx, size_t r) {
     const Task& t = *static_cast<const Task*>(ctx);
