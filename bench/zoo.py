@@ -18,7 +18,9 @@ of the rounds' medians).
 
 Usage: /usr/bin/python3 bench/zoo.py [--models resnet18,hand_landmark_full,...] [--families tflite]
            [--rounds 3] [--runs 20] [--no-ort] [--readme] [--env NN_NO_AVX512=1 --tag avx2]
---env sets a variable for our runs only (ORT runs its best); --tag names the results file,
+           [--ort-no-avx512]
+--env sets a variable for our runs only (ORT runs its best unless --ort-no-avx512, which
+runs ORT's AVX2 kernels as an AVX2-only host would: bench/peers/ort_no_avx512.py); --tag names the results file,
 the README section (<!-- zoo-TAG:begin -->) and the chart, so the AVX2 table sits beside
 the default one.
 """
@@ -188,8 +190,12 @@ def export_onnx(name, model):
     return out
 
 
+ORT_ENV = {}  # --ort-no-avx512 points ort_bench.js at the copy of ORT that sees no AVX-512
+
+
 def ort_ms(onnx, threads, runs):
-    r = sh(["node", os.path.join(PEERS, "ort_bench.js"), onnx, str(threads), str(runs), "5"])
+    r = sh(["node", os.path.join(PEERS, "ort_bench.js"), onnx, str(threads), str(runs), "5"],
+           env=dict(os.environ, **ORT_ENV) if ORT_ENV else None)
     if r.returncode != 0:
         return None
     return json.loads(r.stdout.strip().splitlines()[-1])["median_ms"]
@@ -370,12 +376,18 @@ def main():
     ap.add_argument("--readme", action="store_true", help="write the table and chart into bench/README.md")
     ap.add_argument("--from-results", action="store_true", help="render bench/zoo/results.json, run nothing")
     ap.add_argument("--env", action="append", default=[], help="VAR=value for our runs only (repeatable)")
+    ap.add_argument("--ort-no-avx512", action="store_true",
+                    help="ORT on its AVX2 kernels (bench/peers/ort_no_avx512.py): an AVX2-only host's ORT")
     ap.add_argument("--tag", default="", help="results_TAG.json, README section zoo-TAG, chart zoo-latency-TAG.png")
     a = ap.parse_args()
     for item in a.env:
         key, _, value = item.partition("=")
         OUR_ENV[key] = value
     suffix = "_" + a.tag if a.tag else ""
+    if a.ort_no_avx512 and not a.no_ort and not a.from_results:
+        module = subprocess.run([sys.executable, os.path.join(PEERS, "ort_no_avx512.py")], check=True,
+                                capture_output=True, text=True).stdout.strip().splitlines()[-1]
+        ORT_ENV["NN_ORT_MODULE"] = module
     results = os.path.join(ZOO, f"results{suffix}.json")
     models = all_models()
     names = [n for n in (a.models.split(",") if a.models else models) if n]
@@ -412,7 +424,8 @@ def main():
         png = f"zoo-latency{suffix.replace('_', '-')}.png"
         has_chart = chart(rows, os.path.join(ROOT, "bench", png))
         env = "".join(f"{k}={v} " for k, v in OUR_ENV.items())
-        flags = "".join(f" --env {k}={v}" for k, v in OUR_ENV.items()) + (f" --tag {a.tag}" if a.tag else "")
+        flags = ("".join(f" --env {k}={v}" for k, v in OUR_ENV.items())
+                 + (" --ort-no-avx512" if a.ort_no_avx512 else "") + (f" --tag {a.tag}" if a.tag else ""))
         section = (f"Host: {host_isa()}; load average {os.getloadavg()[0]:.0f} at the end. Command: "
                    f"`/usr/bin/python3 bench/zoo.py --rounds {a.rounds} --runs {a.runs}"
                    f"{' --models ' + a.models if a.models else ''}{flags}`"

@@ -1,7 +1,8 @@
 // Times ONNX Runtime (CPU EP) on one ONNX model: node ort_bench.js MODEL THREADS RUNS WARMUP
 // Prints one JSON line {median_ms, p90_ms, p99_ms, runs, threads}.
 'use strict';
-const ort = require('onnxruntime-node');
+// NN_ORT_MODULE: another copy of the package, e.g. the one ort_no_avx512.py makes.
+const ort = require(process.env.NN_ORT_MODULE || 'onnxruntime-node');
 
 function percentile(sorted, p) {
   const idx = (p / 100) * (sorted.length - 1);

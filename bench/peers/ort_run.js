@@ -1,7 +1,7 @@
 // Runs ONNX Runtime (CPU EP) once: node ort_run.js MODEL INPUT.f32 OUTPUT.f32
 // INPUT.f32 is raw float32 in the model's input shape; writes output 0 as raw float32.
 'use strict';
-const ort = require('onnxruntime-node');
+const ort = require(process.env.NN_ORT_MODULE || 'onnxruntime-node');  // see ort_bench.js
 const fs = require('fs');
 
 async function main() {
