@@ -19,8 +19,9 @@ of the rounds' medians).
 Usage: /usr/bin/python3 bench/zoo.py [--models resnet18,hand_landmark_full,...] [--families tflite]
            [--rounds 3] [--runs 20] [--no-ort] [--readme] [--env NN_NO_AVX512=1 --tag avx2]
            [--ort-no-avx512]
---env sets a variable for our runs only (ORT runs its best unless --ort-no-avx512, which
-runs ORT's AVX2 kernels as an AVX2-only host would: bench/peers/ort_no_avx512.py); --tag names the results file,
+--env sets a variable for our runs only (ORT runs its best); --ort-no-avx512 also times ORT
+on its AVX2 kernels, as an AVX2-only host runs it (bench/peers/ort_no_avx512.py), in four more
+columns; --tag names the results file,
 the README section (<!-- zoo-TAG:begin -->) and the chart, so the AVX2 table sits beside
 the default one.
 """
@@ -190,12 +191,12 @@ def export_onnx(name, model):
     return out
 
 
-ORT_ENV = {}  # --ort-no-avx512 points ort_bench.js at the copy of ORT that sees no AVX-512
+ORT_AVX2_ENV = {}  # --ort-no-avx512: NN_ORT_MODULE, the copy of ORT that sees no AVX-512
 
 
-def ort_ms(onnx, threads, runs):
+def ort_ms(onnx, threads, runs, avx2=False):
     r = sh(["node", os.path.join(PEERS, "ort_bench.js"), onnx, str(threads), str(runs), "5"],
-           env=dict(os.environ, **ORT_ENV) if ORT_ENV else None)
+           env=dict(os.environ, **ORT_AVX2_ENV) if avx2 else None)
     if r.returncode != 0:
         return None
     return json.loads(r.stdout.strip().splitlines()[-1])["median_ms"]
@@ -264,14 +265,17 @@ def check_and_time(name, family, arg, a):
     row["ok"] = row["rel_error"] <= row["tolerance"]
     onnx = model if model.endswith(".onnx") else export_onnx(name, model)
     times = {("nn", 1): [], ("nn", 2): [], ("ort", 1): [], ("ort", 2): []}
+    if ORT_AVX2_ENV:
+        times.update({("ortavx2_", 1): [], ("ortavx2_", 2): []})
     for _ in range(a.rounds):
         for t in (1, 2):
             times[("nn", t)].append(nnrun(model, io + ["-d", "cpu", "--runs", str(a.runs), "--warmup", "3"], t)
                                     ["median_ms"])
             if onnx and not a.no_ort:
-                ms = ort_ms(onnx, t, a.runs)
-                if ms is not None:
-                    times[("ort", t)].append(ms)
+                for who in [w for w in ("ort", "ortavx2_") if (w, t) in times]:
+                    ms = ort_ms(onnx, t, a.runs, avx2=who != "ort")
+                    if ms is not None:
+                        times[(who, t)].append(ms)
     for (who, t), v in times.items():
         row[f"{who}{t}_ms"] = statistics.median(v) if v else None
     return row
@@ -297,20 +301,24 @@ def speedup(r):
 
 
 def table(rows):
+    avx2 = any(r.get("ortavx2_1_ms") for r in rows)  # a run with --ort-no-avx512: both ORTs' columns
+    extra = " ORT-AVX2 1T ms | ours/ORT-AVX2 1T | ORT-AVX2 2T ms | ours/ORT-AVX2 2T |" if avx2 else ""
     lines = ["| model | family | ops | GFLOP | max rel. error (tolerance) | ops on reference kernels | "
-             "ours 1T ms | ORT 1T ms | ours/ORT 1T | ours 2T ms | ORT 2T ms | ours/ORT 2T | ours 1T/2T |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "ours 1T ms | ORT 1T ms | ours/ORT 1T | ours 2T ms | ORT 2T ms | ours/ORT 2T | ours 1T/2T |" + extra,
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" * 4 if avx2 else "")]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | {r['family']} | FAILED: {r['error']} |||||||||||")
+            lines.append(f"| {r['model']} | {r['family']} | FAILED: {r['error']} |||||||||||" + ("||||" if avx2 else ""))
             continue
-        ratio = lambda t: (fmt(r[f"nn{t}_ms"] / r[f"ort{t}_ms"], ".2f")
-                           if r.get(f"ort{t}_ms") and r.get(f"nn{t}_ms") else "n/a")
+        ratio = lambda t, who="ort": (fmt(r[f"nn{t}_ms"] / r[f"{who}{t}_ms"], ".2f")
+                                      if r.get(f"{who}{t}_ms") and r.get(f"nn{t}_ms") else "n/a")
         lines.append(
             f"| {r['model']} | {r['family']} | {r['ops']} | {fmt(r.get('gflop'), '.2f')} | {r['rel_error']:.1e} ({r['tolerance']:.0e})"
             f"{'' if r['ok'] else ' **over**'} | {r['ref_ops']}{' (' + summarize(r['ref_list']) + ')' if r['ref_ops'] else ''} | "
             f"{fmt(r['nn1_ms'], '.2f')} | {fmt(r['ort1_ms'], '.2f')} | {ratio(1)} | "
-            f"{fmt(r['nn2_ms'], '.2f')} | {fmt(r['ort2_ms'], '.2f')} | {ratio(2)} | {speedup(r)} |")
+            f"{fmt(r['nn2_ms'], '.2f')} | {fmt(r['ort2_ms'], '.2f')} | {ratio(2)} | {speedup(r)} |"
+            + (f" {fmt(r.get('ortavx2_1_ms'), '.2f')} | {ratio(1, 'ortavx2_')} |"
+               f" {fmt(r.get('ortavx2_2_ms'), '.2f')} | {ratio(2, 'ortavx2_')} |" if avx2 else ""))
     ratios = {t: [r[f"nn{t}_ms"] / r[f"ort{t}_ms"] for r in rows
                   if "error" not in r and r.get(f"ort{t}_ms") and r.get(f"nn{t}_ms")] for t in (1, 2)}
     if ratios[1]:
@@ -323,6 +331,16 @@ def table(rows):
                 for t in (1, 2) if r.get(f"ort{t}_ms") and r.get(f"nn{t}_ms") and r[f"nn{t}_ms"] > r[f"ort{t}_ms"]]
         lines.append("")
         lines.append("Slower than ORT: " + (", ".join(over) if over else "none") + ".")
+    if avx2:
+        import math
+        v2 = {t: [r[f"nn{t}_ms"] / r[f"ortavx2_{t}_ms"] for r in rows
+                  if "error" not in r and r.get(f"ortavx2_{t}_ms") and r.get(f"nn{t}_ms")] for t in (1, 2)}
+        gm = {t: math.exp(sum(map(math.log, v)) / len(v)) for t, v in v2.items() if v}
+        over = [f"{r['model']} ({t}T {r[f'nn{t}_ms'] / r[f'ortavx2_{t}_ms']:.2f})" for r in rows if "error" not in r
+                for t in (1, 2) if r.get(f"ortavx2_{t}_ms") and r.get(f"nn{t}_ms") and r[f"nn{t}_ms"] > r[f"ortavx2_{t}_ms"]]
+        lines += ["", "Against ORT on its AVX2 kernels (--ort-no-avx512: what an AVX2-only host runs), geometric mean of "
+                  "ours/ORT-AVX2: " + ", ".join(f"{gm[t]:.2f} at {t} thread{'s' if t > 1 else ''}" for t in gm) + ".",
+                  "", "Slower than ORT-AVX2: " + (", ".join(over) if over else "none") + "."]
     slow = [f"{r['model']} ({speedup(r)})" for r in rows if "error" not in r and (r.get("gflop") or 0) > 0.3
             and r.get("nn1_ms") and r.get("nn2_ms") and r["nn1_ms"] / r["nn2_ms"] < 1.7]
     lines.append("")
@@ -377,7 +395,7 @@ def main():
     ap.add_argument("--from-results", action="store_true", help="render bench/zoo/results.json, run nothing")
     ap.add_argument("--env", action="append", default=[], help="VAR=value for our runs only (repeatable)")
     ap.add_argument("--ort-no-avx512", action="store_true",
-                    help="ORT on its AVX2 kernels (bench/peers/ort_no_avx512.py): an AVX2-only host's ORT")
+                    help="also time ORT on its AVX2 kernels (bench/peers/ort_no_avx512.py): an AVX2-only host's ORT")
     ap.add_argument("--tag", default="", help="results_TAG.json, README section zoo-TAG, chart zoo-latency-TAG.png")
     a = ap.parse_args()
     for item in a.env:
@@ -387,7 +405,7 @@ def main():
     if a.ort_no_avx512 and not a.no_ort and not a.from_results:
         module = subprocess.run([sys.executable, os.path.join(PEERS, "ort_no_avx512.py")], check=True,
                                 capture_output=True, text=True).stdout.strip().splitlines()[-1]
-        ORT_ENV["NN_ORT_MODULE"] = module
+        ORT_AVX2_ENV["NN_ORT_MODULE"] = module
     results = os.path.join(ZOO, f"results{suffix}.json")
     models = all_models()
     names = [n for n in (a.models.split(",") if a.models else models) if n]
