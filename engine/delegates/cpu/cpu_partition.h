@@ -74,6 +74,10 @@ struct Step {
   std::vector<NativeCall> native_calls;
   std::vector<ReferenceCall> reference_calls;
   double last_ms = 0;
+  // Profiled with a pool: StepTiming's busy_ms, jobs, serial_jobs and wait_ms of the last run.
+  std::vector<double> last_busy_ms;
+  uint32_t last_jobs = 0, last_serial_jobs = 0;
+  double last_wait_ms = 0;
 };
 
 // One live op of the partition as the passes see it: how it runs, and once it heads a

@@ -13,6 +13,7 @@
 #include "delegates/cpu/xnn_int8.h"
 #include "runtime/arena_planner.h"
 #include "runtime/partitioner.h"
+#include "runtime/thread_pool.h"
 
 namespace nn::cpu {
 namespace {
@@ -363,7 +364,13 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
 
 Status CpuPartition::run() {
   const bool cpu_clock = options_.threadpool == nullptr;
+  // With a pool, each step's wall time and each thread's CPU time in it.
+  const bool pool_profile = options_.profile && options_.threadpool;
+  if (pool_profile) thread_pool_set_profiling(options_.threadpool, true);
+  ThreadPoolBusy busy0;
+  double caller0 = 0;
   for (Step& step : steps_) {
+    if (pool_profile) busy0 = thread_pool_busy(options_.threadpool), caller0 = thread_cpu_ms();
     const double t0 = options_.profile ? profile_clock_ms(cpu_clock) : 0;
     if (step.kind == kXnnStep) {
       xnn_status s = xnn_invoke_runtime(step.runtime.get());
@@ -384,6 +391,18 @@ Status CpuPartition::run() {
       }
     }
     if (options_.profile) step.last_ms = profile_clock_ms(cpu_clock) - t0;
+    if (pool_profile) {
+      const double caller = thread_cpu_ms() - caller0;
+      const ThreadPoolBusy b = thread_pool_busy(options_.threadpool);
+      step.last_busy_ms.assign(b.chunk_ms.size(), 0.0);
+      for (size_t t = 0; t < b.chunk_ms.size(); ++t) step.last_busy_ms[t] = b.chunk_ms[t] - busy0.chunk_ms[t];
+      // The caller's work outside the pool's jobs (setup, serial parts) counts as busy; its
+      // waiting inside them does not.
+      step.last_busy_ms[0] += std::max(0.0, caller - (b.caller_in_jobs_ms - busy0.caller_in_jobs_ms));
+      step.last_jobs = static_cast<uint32_t>(b.jobs - busy0.jobs);
+      step.last_serial_jobs = static_cast<uint32_t>(b.serial_jobs - busy0.serial_jobs);
+      step.last_wait_ms = b.caller_wait_ms - busy0.caller_wait_ms;
+    }
   }
   return Status::ok();
 }
