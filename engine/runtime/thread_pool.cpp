@@ -11,8 +11,9 @@
 //    not scheduled in time finds nothing left to claim and costs nothing;
 //  - a waiting thread yields the core (sched_yield) for a short while, then sleeps (a
 //    condition variable), so a spinning thread never holds a core someone needs;
-//  - when a job had to wait long for a straggler (a worker preempted mid-chunk), the pool
-//    runs the caller alone for a while (solo mode), then tries its workers again;
+//  - when jobs keep waiting long for stragglers (a worker preempted mid-chunk, three times
+//    in quick succession), the pool runs the caller alone for a while (solo mode), then
+//    tries its workers again;
 //  - each thread first takes the chunks of its own contiguous share of the items (thread t
 //    the t-th of T ranges), then steals from the far end of the others': consecutive ops
 //    split alike (image rows) so a core mostly reads rows it wrote itself one op earlier,
@@ -56,8 +57,14 @@ uint64_t thread_cpu_ns() {
 constexpr auto kSpinWindow = std::chrono::microseconds(50);
 constexpr auto kYieldWindow = std::chrono::microseconds(200);
 // A job whose last chunk finished this long after the caller ran out of chunks had a
-// straggler: the pool then runs alone for kSoloPeriod.
+// straggler. kStrikes stragglers, each within kStrikeWindow of the one before, make the pool
+// run alone for kSoloPeriod: a worker losing its core again and again (more threads than
+// free cores). One straggler alone (a first run's page faults, a vCPU the host preempted
+// once) had made every job of the next 200 ms serial on an idle machine, so a 2-thread run
+// of a small model was either twice as fast or not at all, from one run to the next.
 constexpr auto kStragglerWait = std::chrono::microseconds(500);
+constexpr int kStrikes = 3;
+constexpr auto kStrikeWindow = std::chrono::milliseconds(50);
 constexpr auto kSoloPeriod = std::chrono::milliseconds(200);
 // Chunks per thread: small enough that a late worker leaves little for the others, large
 // enough that claiming is cheap next to the work.
@@ -261,8 +268,13 @@ struct pthreadpool {
                                std::memory_order_relaxed);
     }
     if (now - drained > straggling) {
-      solo_until = now + nn::kSoloPeriod;
-      solo_periods.fetch_add(1, std::memory_order_relaxed);
+      strikes = now - last_straggler < nn::kStrikeWindow ? strikes + 1 : 1;
+      last_straggler = now;
+      if (strikes >= nn::kStrikes) {
+        strikes = 0;
+        solo_until = now + nn::kSoloPeriod;
+        solo_periods.fetch_add(1, std::memory_order_relaxed);
+      }
     }
   }
 
@@ -345,6 +357,8 @@ struct pthreadpool {
   std::atomic<uint64_t> caller_in_jobs_ns{0};
   std::atomic<uint64_t> caller_wait_ns{0};
   nn::Clock::time_point solo_until{};
+  nn::Clock::time_point last_straggler{};
+  int strikes = 0;  // stragglers in a row, each within kStrikeWindow of the last
   std::vector<std::thread> workers;
 };
 

@@ -77,6 +77,20 @@ TEST(CpuThreads, PointwiseConvOnASmallImage) {
   expect_same_bits(b, "native conv");
 }
 
+// Many output channels on a small image: the threads split the panels (groups of one or
+// more panels, the last group partial), not the rows.
+TEST(CpuThreads, SpatialConvSplitsChannelsOnASmallImage) {
+  Built b;  // 3x3 on 7x7: 300 channels, ten 32-channel panels, the last partial
+  b.output(conv(b, b.input({1, 7, 7, 37}), 37, 300, 3, 53));
+  expect_same_bits(b, "native conv");
+}
+
+TEST(CpuThreads, PointwiseConvSplitsChannelsOnASmallImage) {
+  Built b;  // 1x1 on 5x5: 600 channels, 19 panels in groups of two
+  b.output(conv(b, b.input({1, 5, 5, 64}), 64, 600, 1, 55));
+  expect_same_bits(b, "native conv");
+}
+
 TEST(CpuThreads, SpatialConvOnASmallImage) {
   Built b;  // 3x3, padded: edge tiles on im2col, 13x11 = 143 pixels
   b.output(conv(b, b.input({1, 13, 11, 37}), 37, 45, 3, 43));
