@@ -66,6 +66,9 @@ struct Step {
   std::vector<uint32_t> inputs;   // non-static operands read, produced before the step
   std::vector<uint32_t> outputs;  // operands produced here and read later
   std::string label;
+  // Too little work to share: runs on the calling thread, the pool left asleep or spinning
+  // (waking it and waiting for it cost more than the second thread saves).
+  bool on_caller = false;
   // XNNPACK step
   std::unique_ptr<xnn_runtime, RuntimeDeleter> runtime;
   std::vector<uint32_t> external_operands;  // external id -> operand

@@ -78,6 +78,44 @@ class StepValues final : public XnnValues {
   std::deque<std::vector<float>> kept_;
 };
 
+// Below this estimated single-thread time a step runs on the caller alone: handing out a
+// job and waiting for its end cost the caller ~2 us with the other thread spinning (more
+// when it has to wake), which a second thread does not win back on ~4 us of work.
+constexpr double kOnCallerNs = 4000;
+
+// A head op's single-thread time, roughly: its multiply-adds at 32 per ns (the conv
+// kernels' ~64 GFLOP/s on a small op) plus the bytes of the tensors it reads and writes
+// at 16 per ns.
+double estimated_ns(const Model& m, uint32_t k, const std::vector<uint32_t>& reads,
+                    const std::vector<uint32_t>& writes) {
+  const Operation& op = m.operations[k];
+  double bytes = 0;
+  for (uint32_t o : reads) bytes += 4.0 * double(num_elements(m.operands[o].dims));
+  for (uint32_t o : writes) bytes += 4.0 * double(num_elements(m.operands[o].dims));
+  double macs = 0;
+  if (!op.outputs.empty() && op.inputs.size() > 1) {
+    const double out = double(num_elements(m.operands[op.outputs[0]].dims));
+    const Dims& w = m.operands[op.inputs[1]].dims;
+    switch (op.type) {
+      case OperationType::CONV_2D:
+      case OperationType::GROUPED_CONV_2D:
+        if (w.size() == 4) macs = out * w[1] * w[2] * w[3];
+        break;
+      case OperationType::DEPTHWISE_CONV_2D:
+        if (w.size() == 4) macs = out * w[1] * w[2];
+        break;
+      case OperationType::TRANSPOSE_CONV_2D:
+        if (w.size() == 4) macs = double(num_elements(m.operands[op.inputs[0]].dims)) * w[0] * w[1] * w[2];
+        break;
+      case OperationType::FULLY_CONNECTED:
+        if (w.size() == 2) macs = out * w[1];
+        break;
+      default: break;
+    }
+  }
+  return macs / 32 + bytes / 16;
+}
+
 // Profiling clock: with no thread pool, the calling thread's CPU time (steady under load
 // from other processes); with a pool, wall time (the workers' time is not ours to read).
 double profile_clock_ms(bool use_cpu_time) {
@@ -118,7 +156,7 @@ Status CpuPartition::build_xnn_step(Step& step, int64_t* retry_op) {
     }
   }
   xnn_runtime_t runtime = nullptr;
-  s = xnn_create_runtime_v2(sg.get(), options_.threadpool, 0, &runtime);
+  s = xnn_create_runtime_v2(sg.get(), step.on_caller ? nullptr : options_.threadpool, 0, &runtime);
   if (s != xnn_status_success) {
     // Which node XNNPACK refused is not reported; move the first op and rebuild.
     *retry_op = step.ops.front();
@@ -173,6 +211,28 @@ void CpuPartition::group_steps() {
       for (uint32_t k : g.ops) split.push_back({g.label, {k}});
     groups = std::move(split);
   }
+  // With a pool: runs of small heads become steps of their own that run on the caller.
+  std::vector<bool> on_caller(groups.size(), false);
+  if (options_.threadpool) {
+    std::map<uint32_t, bool> small;
+    for (size_t h = 0; h < heads.size(); ++h)
+      small[heads[h]] = estimated_ns(model_, heads[h], head_reads[h], head_writes[h]) < kOnCallerNs;
+    std::vector<LabeledGroup> split;
+    on_caller.clear();
+    for (LabeledGroup& g : groups) {
+      if (g.label == kReferenceStep) {  // the reference kernels never use the pool
+        split.push_back(std::move(g));
+        on_caller.push_back(false);
+        continue;
+      }
+      for (size_t i = 0, j; i < g.ops.size(); i = j) {
+        for (j = i + 1; j < g.ops.size() && small[g.ops[j]] == small[g.ops[i]];) ++j;
+        split.push_back({g.label, std::vector<uint32_t>(g.ops.begin() + i, g.ops.begin() + j)});
+        on_caller.push_back(small[g.ops[i]]);
+      }
+    }
+    groups = std::move(split);
+  }
   for (LabeledGroup& g : groups) {
     std::vector<uint32_t> with_fused;
     for (uint32_t k : g.ops) {
@@ -192,6 +252,7 @@ void CpuPartition::group_steps() {
   for (size_t g = 0; g < groups.size(); ++g) {
     Step& step = steps_[g];
     step.kind = static_cast<StepKind>(groups[g].label);
+    step.on_caller = on_caller[g];
     step.ops = groups[g].ops;
     std::set<uint32_t> written_here;
     for (uint32_t k : step.ops)
@@ -304,11 +365,12 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
     step.native_calls.clear();
     step.reference_calls.clear();
     if (step.kind == kNativeStep) {
+      const pthreadpool_t pool = step.on_caller ? nullptr : options_.threadpool;
       for (uint32_t k : step.ops) {
         if (absorbed(k)) continue;
         const FusedOp& f = rec(k);
         if (f.data) {
-          DataCall call{k, f.data.get(), {{}, pointer(model_.operations[k].outputs[0]), options_.threadpool}};
+          DataCall call{k, f.data.get(), {{}, pointer(model_.operations[k].outputs[0]), pool}};
           for (uint32_t i : f.data->operands()) call.args.inputs.push_back(pointer(i));
           for (const void* p : call.args.inputs)
             NN_CHECK_OR_RETURN(p, StatusCode::kInternal, step.label + ": no input buffer");
@@ -331,7 +393,7 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
         a.output = static_cast<float*>(pointer(written(f)));
         auto scratch = scratch_.find(k);
         a.scratch = scratch != scratch_.end() ? scratch->second : nullptr;
-        a.pool = options_.threadpool;
+        a.pool = pool;
         NN_CHECK_OR_RETURN(call.kernel && a.input && a.output && (!f.residual || a.residual) &&
                                (a.scratch || !call.kernel->scratch_bytes()),
                            StatusCode::kInternal, step.label + ": no buffer");
