@@ -68,8 +68,8 @@ constexpr auto kStrikeWindow = std::chrono::milliseconds(50);
 constexpr auto kSoloPeriod = std::chrono::milliseconds(200);
 // Chunks per thread: small enough that a late worker leaves little for the others and the
 // threads end a job together (the last chunk is what one thread waits for), large enough
-// that claiming is cheap next to the work. 4 had left the caller waiting ~5-10% of the
-// larger convs' time (nnrun --profile's wait) for the other thread's last chunk.
+// that claiming is cheap next to the work. At 4 the caller of a large conv visibly waited
+// for the other thread's last chunk (nnrun --profile's wait).
 constexpr size_t kChunksPerThread = 8;
 
 enum class Kind {
