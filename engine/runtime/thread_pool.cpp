@@ -11,8 +11,8 @@
 //    not scheduled in time finds nothing left to claim and costs nothing;
 //  - a waiting thread yields the core (sched_yield) for a short while, then sleeps (a
 //    condition variable), so a spinning thread never holds a core someone needs;
-//  - when jobs keep waiting long for stragglers (a worker preempted mid-chunk, three times
-//    in quick succession), the pool runs the caller alone for a while (solo mode), then
+//  - when jobs keep waiting long for stragglers (a worker preempted mid-chunk, twice in
+//    quick succession), the pool runs the caller alone for a while (solo mode), then
 //    tries its workers again;
 //  - each thread first takes the chunks of its own contiguous share of the items (thread t
 //    the t-th of T ranges), then steals from the far end of the others': consecutive ops
@@ -57,14 +57,14 @@ uint64_t thread_cpu_ns() {
 constexpr auto kSpinWindow = std::chrono::microseconds(50);
 constexpr auto kYieldWindow = std::chrono::microseconds(200);
 // A job whose last chunk finished this long after the caller ran out of chunks had a
-// straggler. kStrikes stragglers, each within kStrikeWindow of the one before, make the pool
+// straggler. kStrikes stragglers, the second within kStrikeWindow of the first, make the pool
 // run alone for kSoloPeriod: a worker losing its core again and again (more threads than
 // free cores). One straggler alone (a first run's page faults, a vCPU the host preempted
 // once) had made every job of the next 200 ms serial on an idle machine, so a 2-thread run
 // of a small model was either twice as fast or not at all, from one run to the next.
 constexpr auto kStragglerWait = std::chrono::microseconds(500);
-constexpr int kStrikes = 3;
-constexpr auto kStrikeWindow = std::chrono::milliseconds(50);
+constexpr int kStrikes = 2;
+constexpr auto kStrikeWindow = std::chrono::milliseconds(100);
 constexpr auto kSoloPeriod = std::chrono::milliseconds(200);
 // Chunks per thread: small enough that a late worker leaves little for the others and the
 // threads end a job together (the last chunk is what one thread waits for), large enough
