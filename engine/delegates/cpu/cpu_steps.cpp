@@ -79,13 +79,13 @@ class StepValues final : public XnnValues {
 };
 
 // Below this estimated single-thread time a step runs on the caller alone: handing out a
-// job and waiting for its end cost the caller ~2 us with the other thread spinning (more
-// when it has to wake), which a second thread does not win back on ~4 us of work.
+// job and waiting for its end costs the caller about half of it even with the other thread
+// spinning (bench/README.md, "Why the 2-thread figures moved"), more when it has to wake.
 constexpr double kOnCallerNs = 4000;
 
-// A head op's single-thread time, roughly: its multiply-adds at 32 per ns (the conv
-// kernels' ~64 GFLOP/s on a small op) plus the bytes of the tensors it reads and writes
-// at 16 per ns.
+// A head op's single-thread time, roughly: its multiply-adds at 32 per ns plus the bytes of
+// the tensors it reads and writes at 16 per ns, both well under what the kernels reach, so
+// the estimate errs toward sharing.
 double estimated_ns(const Model& m, uint32_t k, const std::vector<uint32_t>& reads,
                     const std::vector<uint32_t>& writes) {
   const Operation& op = m.operations[k];
