@@ -11,8 +11,9 @@
 //    not scheduled in time finds nothing left to claim and costs nothing;
 //  - a waiting thread yields the core (sched_yield) for a short while, then sleeps (a
 //    condition variable), so a spinning thread never holds a core someone needs;
-//  - when a job had to wait long for a straggler (a worker preempted mid-chunk), the pool
-//    runs the caller alone for a while (solo mode), then tries its workers again;
+//  - when jobs keep waiting long for stragglers (a worker preempted mid-chunk, twice in
+//    quick succession), the pool runs the caller alone for a while (solo mode), then
+//    tries its workers again;
 //  - each thread first takes the chunks of its own contiguous share of the items (thread t
 //    the t-th of T ranges), then steals from the far end of the others': consecutive ops
 //    split alike (image rows) so a core mostly reads rows it wrote itself one op earlier,
@@ -21,6 +22,7 @@
 
 #include <pthreadpool.h>
 #include <sched.h>
+#include <time.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
 #endif
@@ -42,6 +44,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+uint64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
+
 // How long an idle thread keeps checking before it sleeps: long enough to bridge the gap
 // between one op and the next in a run. For the first kSpinWindow it only pauses (a small
 // model's ops take microseconds: a yield that hands the core away for a slice loses the
@@ -49,12 +57,20 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kSpinWindow = std::chrono::microseconds(50);
 constexpr auto kYieldWindow = std::chrono::microseconds(200);
 // A job whose last chunk finished this long after the caller ran out of chunks had a
-// straggler: the pool then runs alone for kSoloPeriod.
+// straggler. kStrikes stragglers, the second within kStrikeWindow of the first, make the pool
+// run alone for kSoloPeriod: a worker losing its core again and again (more threads than
+// free cores). One straggler alone (a first run's page faults, a vCPU the host preempted
+// once) had made every job of the next 200 ms serial on an idle machine, so a 2-thread run
+// of a small model was either twice as fast or not at all, from one run to the next.
 constexpr auto kStragglerWait = std::chrono::microseconds(500);
+constexpr int kStrikes = 2;
+constexpr auto kStrikeWindow = std::chrono::milliseconds(100);
 constexpr auto kSoloPeriod = std::chrono::milliseconds(200);
-// Chunks per thread: small enough that a late worker leaves little for the others, large
-// enough that claiming is cheap next to the work.
-constexpr size_t kChunksPerThread = 4;
+// Chunks per thread: small enough that a late worker leaves little for the others and the
+// threads end a job together (the last chunk is what one thread waits for), large enough
+// that claiming is cheap next to the work. At 4 the caller of a large conv visibly waited
+// for the other thread's last chunk (nnrun --profile's wait).
+constexpr size_t kChunksPerThread = 8;
 
 enum class Kind {
   k1d, k1dTile1d, k2d, k2dTile1d, k2dTile2d, k3d, k3dTile2d, k4d, k4dTile2d, k5d, k5dTile2d, k6dTile2d
@@ -203,10 +219,20 @@ struct pthreadpool {
     jobs.fetch_add(1, std::memory_order_relaxed);
     const size_t items = j.items;
     if (items == 0) return;
+    const bool profiled = profiling.load(std::memory_order_relaxed);
+    const uint64_t entered = profiled ? nn::thread_cpu_ns() : 0;
     const bool solo = workers.empty() || items == 1 || nn::Clock::now() < solo_until;
     if (solo) {
-      nn::DenormalsOff denormals(j.flags & PTHREADPOOL_FLAG_DISABLE_DENORMALS);
-      for (size_t i = 0; i < items; ++i) j.run_item(i);
+      {
+        nn::DenormalsOff denormals(j.flags & PTHREADPOOL_FLAG_DISABLE_DENORMALS);
+        for (size_t i = 0; i < items; ++i) j.run_item(i);
+      }
+      serial_jobs.fetch_add(1, std::memory_order_relaxed);
+      if (profiled) {
+        const uint64_t spent = nn::thread_cpu_ns() - entered;
+        ranges[0].busy_ns.fetch_add(spent, std::memory_order_relaxed);
+        caller_in_jobs_ns.fetch_add(spent, std::memory_order_relaxed);
+      }
       return;
     }
     job = j;
@@ -223,7 +249,7 @@ struct pthreadpool {
     epoch.add(1);
     epoch.wake_all();
     const auto published = nn::Clock::now();
-    const size_t ran = run_chunks(0);
+    const size_t ran = run_chunks(0, profiled);
     // Wait for chunks still running on workers: yield the core a while, then sleep.
     const auto drained = nn::Clock::now();
     // A straggler is a chunk that ends well after a chunk's time.
@@ -238,9 +264,19 @@ struct pthreadpool {
         done.wait(d);
     }
     const auto now = nn::Clock::now();
+    if (profiled) {
+      caller_in_jobs_ns.fetch_add(nn::thread_cpu_ns() - entered, std::memory_order_relaxed);
+      caller_wait_ns.fetch_add(uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(now - drained).count()),
+                               std::memory_order_relaxed);
+    }
     if (now - drained > straggling) {
-      solo_until = now + nn::kSoloPeriod;
-      solo_periods.fetch_add(1, std::memory_order_relaxed);
+      strikes = now - last_straggler < nn::kStrikeWindow ? strikes + 1 : 1;
+      last_straggler = now;
+      if (strikes >= nn::kStrikes) {
+        strikes = 0;
+        solo_until = now + nn::kSoloPeriod;
+        solo_periods.fetch_add(1, std::memory_order_relaxed);
+      }
     }
   }
 
@@ -260,17 +296,21 @@ struct pthreadpool {
 
   // Runs chunks of the current job until none is left, its own range first, then the
   // others' from their ends; returns how many it ran.
-  size_t run_chunks(size_t self) {
+  // `profiled`: adds each chunk's CPU time to the thread's busy count before the chunk is
+  // counted done, so the caller sees it once the job has ended.
+  size_t run_chunks(size_t self, bool profiled) {
     size_t ran = 0;
     for (size_t k = 0; k < threads_count; ++k) {
       const size_t owner = (self + k) % threads_count;
       for (int64_t c; (c = claim(owner, k == 0)) >= 0;) {
         const uint32_t chunks = job.chunks;
+        const uint64_t started = profiled ? nn::thread_cpu_ns() : 0;
         {
           nn::DenormalsOff denormals(job.flags & PTHREADPOOL_FLAG_DISABLE_DENORMALS);
           const size_t begin = size_t(c) * job.chunk, end = std::min(job.items, begin + job.chunk);
           for (size_t i = begin; i < end; ++i) job.run_item(i);
         }
+        if (profiled) ranges[self].busy_ns.fetch_add(nn::thread_cpu_ns() - started, std::memory_order_relaxed);
         ++ran;
         if (done.add(1) == chunks) done.wake_all();
       }
@@ -293,7 +333,7 @@ struct pthreadpool {
       }
       seen = epoch.load();
       if (stop.load(std::memory_order_acquire)) return;
-      run_chunks(self);
+      run_chunks(self, profiling.load(std::memory_order_relaxed));
     }
   }
 
@@ -304,6 +344,7 @@ struct pthreadpool {
   // by different threads at different moments of a job.
   struct alignas(64) Range {
     std::atomic<uint64_t> word{0};
+    std::atomic<uint64_t> busy_ns{0};  // profiling: CPU time this thread spent in chunks
   };
   std::unique_ptr<Range[]> ranges;  // per thread (0: the caller)
   uint64_t generation = 0;
@@ -313,7 +354,13 @@ struct pthreadpool {
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> jobs{0};
   std::atomic<uint64_t> solo_periods{0};
+  std::atomic<uint64_t> serial_jobs{0};
+  std::atomic<bool> profiling{false};
+  std::atomic<uint64_t> caller_in_jobs_ns{0};
+  std::atomic<uint64_t> caller_wait_ns{0};
   nn::Clock::time_point solo_until{};
+  nn::Clock::time_point last_straggler{};
+  int strikes = 0;  // stragglers in a row, each within kStrikeWindow of the last
   std::vector<std::thread> workers;
 };
 
@@ -354,6 +401,24 @@ size_t free_cores() {
   const size_t idle = static_cast<size_t>(idle_share * double(all) + 0.5);
   return std::clamp<size_t>(idle, 1, cores);
 }
+
+void thread_pool_set_profiling(pthreadpool_t pool, bool on) {
+  if (pool) pool->profiling.store(on, std::memory_order_relaxed);
+}
+
+ThreadPoolBusy thread_pool_busy(pthreadpool_t pool) {
+  ThreadPoolBusy b;
+  if (!pool) return b;
+  for (size_t t = 0; t < pool->threads_count; ++t)
+    b.chunk_ms.push_back(double(pool->ranges[t].busy_ns.load(std::memory_order_acquire)) / 1e6);
+  b.caller_in_jobs_ms = double(pool->caller_in_jobs_ns.load(std::memory_order_relaxed)) / 1e6;
+  b.caller_wait_ms = double(pool->caller_wait_ns.load(std::memory_order_relaxed)) / 1e6;
+  b.jobs = pool->jobs.load(std::memory_order_relaxed);
+  b.serial_jobs = pool->serial_jobs.load(std::memory_order_relaxed);
+  return b;
+}
+
+double thread_cpu_ms() { return double(thread_cpu_ns()) / 1e6; }
 
 ThreadPoolStats thread_pool_stats(pthreadpool_t pool) {
   if (!pool) return {};

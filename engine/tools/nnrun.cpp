@@ -170,17 +170,42 @@ std::string compact_explain(const nn::Model& m, const nn::PlanReport& r, const s
 struct ProfileRow {
   std::string kernel, ops;
   double ms = 0, flops = 0;
+  // With a pool: median CPU ms per thread on the step, caller's wait ms, jobs (serial ones).
+  std::vector<double> busy_ms;
+  double wait_ms = 0, jobs = 0, serial_jobs = 0;
+  // Sum of the threads' busy time over threads x wall: 1 when every thread worked the whole step.
+  double efficiency() const {
+    double sum = 0;
+    for (double b : busy_ms) sum += b;
+    return busy_ms.empty() || ms <= 0 ? 0 : sum / (double(busy_ms.size()) * ms);
+  }
 };
 
-// Median ms per profiled step over the timed runs, sorted by time.
+// The profiled steps' timings over the timed runs, per step.
+struct StepSamples {
+  std::vector<double> ms, wait_ms, jobs, serial_jobs;
+  std::vector<std::vector<double>> busy_ms;  // [thread][run]
+  void add(const nn::StepTiming& t) {
+    ms.push_back(t.ms), wait_ms.push_back(t.wait_ms), jobs.push_back(t.jobs), serial_jobs.push_back(t.serial_jobs);
+    if (busy_ms.size() < t.busy_ms.size()) busy_ms.resize(t.busy_ms.size());
+    for (size_t k = 0; k < t.busy_ms.size(); ++k) busy_ms[k].push_back(t.busy_ms[k]);
+  }
+};
+
+// Medians per profiled step over the timed runs, sorted by time.
 std::vector<ProfileRow> profile_rows(const nn::Model& m, const std::vector<nn::StepTiming>& layout,
-                                     const std::vector<std::vector<double>>& ms_per_step) {
+                                     const std::vector<StepSamples>& samples) {
   std::vector<ProfileRow> rows;
   for (size_t i = 0; i < layout.size(); ++i) {
     ProfileRow r;
     r.kernel = layout[i].kernel.empty() ? layout[i].label : layout[i].kernel;
     r.ops = layout[i].ops.empty() ? layout[i].label : ops_text(m, layout[i].ops);
-    r.ms = nn::percentile(ms_per_step[i], 50);
+    const StepSamples& s = samples[i];
+    r.ms = nn::percentile(s.ms, 50);
+    for (const auto& b : s.busy_ms) r.busy_ms.push_back(nn::percentile(b, 50));
+    r.wait_ms = nn::percentile(s.wait_ms, 50);
+    r.jobs = nn::percentile(s.jobs, 50);
+    r.serial_jobs = nn::percentile(s.serial_jobs, 50);
     for (uint32_t k : layout[i].ops) r.flops += nn::bench::op_flops(m, k);
     rows.push_back(std::move(r));
   }
@@ -188,18 +213,55 @@ std::vector<ProfileRow> profile_rows(const nn::Model& m, const std::vector<nn::S
   return rows;
 }
 
+// "0.512+0.498": each thread's busy ms, the caller's first.
+std::string busy_text(const std::vector<double>& busy) {
+  std::string s;
+  char buf[32];
+  for (size_t k = 0; k < busy.size(); ++k) {
+    std::snprintf(buf, sizeof(buf), "%s%.3f", k ? "+" : "", busy[k]);
+    s += buf;
+  }
+  return s;
+}
+
 void print_profile(const std::vector<ProfileRow>& rows, double run_median_ms) {
-  double total_ms = 0, total_flops = 0;
-  for (const auto& r : rows) total_ms += r.ms, total_flops += r.flops;
+  double total_ms = 0, total_flops = 0, total_wait = 0;
+  std::vector<double> total_busy;
+  for (const auto& r : rows) {
+    total_ms += r.ms, total_flops += r.flops, total_wait += r.wait_ms;
+    if (total_busy.size() < r.busy_ms.size()) total_busy.resize(r.busy_ms.size());
+    for (size_t k = 0; k < r.busy_ms.size(); ++k) total_busy[k] += r.busy_ms[k];
+  }
+  const bool pool = !total_busy.empty();
   std::printf("profile: %zu steps, median ms of each over the timed runs (whole run median %.3f ms, steps timed "
               "one by one)\n", rows.size(), run_median_ms);
-  std::printf("%9s %6s %8s  %-34s %s\n", "ms", "%", "GFLOP/s", "kernel", "ops");
+  if (pool)
+    std::printf("  eff: the threads' CPU time on the step over threads x its wall time; busy: each thread's CPU "
+                "ms (caller first); jobs: pool jobs, (s) of them on the caller alone\n");
   auto gflops = [](double flops, double ms) { return ms > 0 ? flops / (ms * 1e6) : 0.0; };
-  for (const auto& r : rows)
-    std::printf("%9.4f %5.1f%% %8.1f  %-34s %s\n", r.ms, total_ms > 0 ? 100 * r.ms / total_ms : 0,
-                gflops(r.flops, r.ms), r.kernel.c_str(), r.ops.c_str());
-  std::printf("%9.4f %5.1f%% %8.1f  total (%.3f GFLOP)\n", total_ms, 100.0, gflops(total_flops, total_ms),
-              total_flops / 1e9);
+  if (pool) {
+    std::printf("%9s %6s %8s %5s %-17s %-7s  %-34s %s\n", "ms", "%", "GFLOP/s", "eff", "busy ms", "jobs", "kernel",
+                "ops");
+    for (const auto& r : rows) {
+      char jobs[32];
+      std::snprintf(jobs, sizeof(jobs), "%g(%g)", r.jobs, r.serial_jobs);
+      std::printf("%9.4f %5.1f%% %8.1f %4.0f%% %-17s %-7s  %-34s %s\n", r.ms, total_ms > 0 ? 100 * r.ms / total_ms : 0,
+                  gflops(r.flops, r.ms), 100 * r.efficiency(), busy_text(r.busy_ms).c_str(), jobs, r.kernel.c_str(),
+                  r.ops.c_str());
+    }
+    ProfileRow total;
+    total.ms = total_ms, total.busy_ms = total_busy;
+    std::printf("%9.4f %5.1f%% %8.1f %4.0f%% %-17s %-7s  total (%.3f GFLOP; the caller waited %.3f ms for other "
+                "threads)\n", total_ms, 100.0, gflops(total_flops, total_ms), 100 * total.efficiency(),
+                busy_text(total_busy).c_str(), "", total_flops / 1e9, total_wait);
+  } else {
+    std::printf("%9s %6s %8s  %-34s %s\n", "ms", "%", "GFLOP/s", "kernel", "ops");
+    for (const auto& r : rows)
+      std::printf("%9.4f %5.1f%% %8.1f  %-34s %s\n", r.ms, total_ms > 0 ? 100 * r.ms / total_ms : 0,
+                  gflops(r.flops, r.ms), r.kernel.c_str(), r.ops.c_str());
+    std::printf("%9.4f %5.1f%% %8.1f  total (%.3f GFLOP)\n", total_ms, 100.0, gflops(total_flops, total_ms),
+                total_flops / 1e9);
+  }
   std::vector<std::pair<std::string, ProfileRow>> by_kernel;
   for (const auto& r : rows) {
     auto it = std::find_if(by_kernel.begin(), by_kernel.end(), [&](const auto& g) { return g.first == r.kernel; });
@@ -321,14 +383,14 @@ int main(int argc, char** argv) {
     if (nn::Status s = session->run(); !s.is_ok()) return fail(s.to_string());
   std::vector<double> times;
   std::vector<nn::StepTiming> step_layout;  // --profile: the steps of the first timed run
-  std::vector<std::vector<double>> step_ms;
+  std::vector<StepSamples> step_samples;
   for (int k = 0; k < runs; ++k) {
     if (nn::Status s = session->run(); !s.is_ok()) return fail(s.to_string());
     times.push_back(session->last_run_ms());
     if (profile) {
       std::vector<nn::StepTiming> t = session->step_timings();
-      if (step_layout.empty()) step_layout = t, step_ms.resize(t.size());
-      for (size_t i = 0; i < t.size() && i < step_ms.size(); ++i) step_ms[i].push_back(t[i].ms);
+      if (step_layout.empty()) step_layout = t, step_samples.resize(t.size());
+      for (size_t i = 0; i < t.size() && i < step_samples.size(); ++i) step_samples[i].add(t[i]);
     }
   }
 
@@ -381,10 +443,15 @@ int main(int argc, char** argv) {
   if (explain) j["plan"] = compact_explain(*model, session->report(), session->kernels());
   std::vector<ProfileRow> rows;
   if (profile) {
-    rows = profile_rows(*model, step_layout, step_ms);
+    rows = profile_rows(*model, step_layout, step_samples);
     j["profile"] = nlohmann::json::array();
-    for (const auto& r : rows)
-      j["profile"].push_back({{"kernel", r.kernel}, {"ops", r.ops}, {"ms", r.ms}, {"flops", r.flops}});
+    for (const auto& r : rows) {
+      nlohmann::json row = {{"kernel", r.kernel}, {"ops", r.ops}, {"ms", r.ms}, {"flops", r.flops}};
+      if (!r.busy_ms.empty())
+        row.update({{"busy_ms", r.busy_ms}, {"efficiency", r.efficiency()}, {"jobs", r.jobs},
+                    {"serial_jobs", r.serial_jobs}, {"wait_ms", r.wait_ms}});
+      j["profile"].push_back(std::move(row));
+    }
   }
 
   if (json) {

@@ -5,6 +5,7 @@
 // two runs on different inputs, so a skipped element shows as a stale value). Odd sizes, so tails and uneven pieces occur.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -77,6 +78,20 @@ TEST(CpuThreads, PointwiseConvOnASmallImage) {
   expect_same_bits(b, "native conv");
 }
 
+// Many output channels on a small image: the threads split the panels (groups of one or
+// more panels, the last group partial), not the rows.
+TEST(CpuThreads, SpatialConvSplitsChannelsOnASmallImage) {
+  Built b;  // 3x3 on 7x7: 300 channels, ten 32-channel panels, the last partial
+  b.output(conv(b, b.input({1, 7, 7, 37}), 37, 300, 3, 53));
+  expect_same_bits(b, "native conv");
+}
+
+TEST(CpuThreads, PointwiseConvSplitsChannelsOnASmallImage) {
+  Built b;  // 1x1 on 5x5: 600 channels, 19 panels in groups of two
+  b.output(conv(b, b.input({1, 5, 5, 64}), 64, 600, 1, 55));
+  expect_same_bits(b, "native conv");
+}
+
 TEST(CpuThreads, SpatialConvOnASmallImage) {
   Built b;  // 3x3, padded: edge tiles on im2col, 13x11 = 143 pixels
   b.output(conv(b, b.input({1, 13, 11, 37}), 37, 45, 3, 43));
@@ -111,6 +126,51 @@ TEST(CpuThreads, DepthwiseRows) {
   b.output(b.op(T::DEPTHWISE_CONV_2D, {b.input({1, 23, 21, 29}), w, bias, b.i32(2), b.i32(2), b.i32(2), b.i32(2),
                                        b.i32(1), b.i32(1), b.i32(1), b.i32(0)}));
   expect_same_bits(b, "native depthwise");
+}
+
+// nnrun --profile's per-thread view: at 2 threads a large conv's step shows the CPU time of
+// both threads, a step too small to share only the caller's (no pool job), and no step more
+// CPU time than 2 x its wall time.
+TEST(CpuThreads, ProfileShowsEachThreadsCpuTime) {
+  if (nn::usable_cores() < 2) GTEST_SKIP() << "one core: sessions run one thread";
+  Built b;
+  const uint32_t big = conv(b, b.input({1, 56, 56, 64}), 64, 64, 3, 61);  // ~116M multiply-adds
+  const uint32_t conv_op = uint32_t(b.model->operations.size() - 1);
+  const uint32_t small = b.op(T::LOGISTIC, {b.input({1, 2, 2, 4})});
+  const uint32_t small_op = uint32_t(b.model->operations.size() - 1);
+  b.output(big);
+  b.output(small);
+  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+  nn::SessionOptions o;
+  o.delegates = {"cpu"};
+  o.threads = 2;
+  o.profile = true;
+  auto opened = nn::Session::open(b.model, o);
+  ASSERT_TRUE(opened.is_ok()) << opened.status().to_string();
+  auto& session = *opened;
+  ASSERT_EQ(session->report().threads, 2);
+  auto step_of = [](const std::vector<nn::StepTiming>& steps, uint32_t op) -> const nn::StepTiming* {
+    for (const auto& s : steps)
+      if (std::find(s.ops.begin(), s.ops.end(), op) != s.ops.end()) return &s;
+    return nullptr;
+  };
+  bool worker_seen = false;  // the second thread may lose its core to other processes in a run
+  for (int run = 0; run < 20; ++run) {
+    ASSERT_TRUE(session->run().is_ok());
+    const std::vector<nn::StepTiming> steps = session->step_timings();
+    const nn::StepTiming* c = step_of(steps, conv_op);
+    const nn::StepTiming* t = step_of(steps, small_op);
+    ASSERT_TRUE(c && t);
+    ASSERT_EQ(c->busy_ms.size(), 2u);
+    ASSERT_EQ(t->busy_ms.size(), 2u);
+    EXPECT_GE(c->jobs, 1u) << c->kernel;
+    EXPECT_GT(c->busy_ms[0], 0.0);
+    EXPECT_LE(c->busy_ms[0] + c->busy_ms[1], 2 * c->ms * 1.05 + 0.05) << "more CPU than 2 threads x wall";
+    worker_seen = worker_seen || c->busy_ms[1] > 0.1 * c->ms;
+    EXPECT_EQ(t->jobs, 0u) << t->kernel << ": a step this small runs on the caller";
+    EXPECT_EQ(t->busy_ms[1], 0.0);
+  }
+  EXPECT_TRUE(worker_seen) << "the conv step never showed the second thread's CPU time";
 }
 
 }  // namespace

@@ -201,6 +201,26 @@ std::vector<Case> odd_cases() {
   return cases;
 }
 
+// Built for 2 slots, the blocks are cut to near-equal sizes, not whole micro-tiles (98
+// tiles: 8 blocks of 13 or less, where 1 slot runs 16-tile blocks); every output keeps
+// its bits.
+void check_two_slot_blocks(const NativeIsa& isa, uint32_t m) {
+  const Case c{26, 26, 64, 64, true, Stage::kResidualRelu};
+  const NativeConvShape s = shape_of(c);
+  const Data d = data_for(s, 91);
+  const Epilogue e = epilogue_of(c.stage);
+  const NativeWinograd one_slot(s, d.filter.data(), d.bias.data(), e, 1, m, isa);
+  const NativeWinograd two_slots(s, d.filter.data(), d.bias.data(), e, 2, m, isa);
+  ASSERT_TRUE(one_slot.ok() && two_slots.ok());
+  pthreadpool_t pool = pthreadpool_create(2);
+  const size_t n = size_t(s.batch) * s.out_h * s.out_w * s.out_c;
+  const std::vector<float> one = run(one_slot, d, e, n, nullptr), two = run(two_slots, d, e, n, pool);
+  pthreadpool_destroy(pool);
+  EXPECT_EQ(std::memcmp(one.data(), two.data(), n * sizeof(float)), 0)
+      << describe(c) << (isa.avx512 ? " AVX-512" : " AVX2") << " F(" << m << "x" << m << ")";
+  EXPECT_LE(relative_error(two, direct(s, d, e), scale_of(s, d, e)), 3e-5);
+}
+
 std::vector<NativeIsa> isas() {
   std::vector<NativeIsa> v = {NativeIsa::with(false, 0, true)};
   if (has_avx512()) v.push_back(NativeIsa::with(true, -1, true));
@@ -293,6 +313,12 @@ TEST(NativeWinograd, SwitchPicksTheKernelAndBothMatchTheReference) {
       }
     }
   }
+}
+
+TEST(NativeWinograd, BalancedBlocksForTwoSlotsKeepTheBits) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  for (const NativeIsa& isa : isas())
+    for (uint32_t m : {2u, 4u}) check_two_slot_blocks(isa, m);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -174,6 +175,52 @@ TEST(ThreadPool, MoreThreadsThanCoresStayCheap) {
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(sum.load(), size_t(jobs) * 64 * 65 / 2);
   EXPECT_LT(ms / jobs, 0.5) << threads << " threads: " << ms << " ms for " << jobs << " jobs";
+  pthreadpool_destroy(pool);
+}
+
+// A job whose worker-side item sleeps 20 ms: the caller runs out of items and waits for it,
+// a straggler. Returns false if the worker did not take its item within 2 ms (no free core
+// then: the pool's straggler threshold grows with the caller's own time).
+bool straggling_job(pthreadpool_t pool) {
+  struct Ctx {
+    std::atomic<bool> started{false};
+    std::atomic<bool> worker_ran{false};
+    std::thread::id caller = std::this_thread::get_id();
+    std::chrono::steady_clock::time_point begun = std::chrono::steady_clock::now();
+  } ctx;
+  pthreadpool_parallelize_1d(
+      pool,
+      [](void* p, size_t i) {
+        Ctx& c = *static_cast<Ctx*>(p);
+        if (std::this_thread::get_id() != c.caller) {
+          c.started = true;
+          c.worker_ran = std::chrono::steady_clock::now() - c.begun < std::chrono::milliseconds(2);
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          return;
+        }
+        // The caller's item: hold the caller until the worker has its item, so the caller
+        // cannot take it.
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        while (i == 0 && !c.started && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+      },
+      &ctx, 2, 0);
+  return ctx.worker_ran;
+}
+
+// One straggler (a page fault, a preempted vCPU) leaves the pool parallel; stragglers in
+// quick succession make it run the caller alone a while.
+TEST(ThreadPool, OnlyRepeatedStragglersMakeThePoolRunAlone) {
+  if (nn::usable_cores() < 2) GTEST_SKIP() << "one core";
+  pthreadpool_t pool = pthreadpool_create(2);
+  ASSERT_NE(pool, nullptr);
+  if (!straggling_job(pool)) GTEST_SKIP() << "the worker never ran (no free core)";
+  EXPECT_EQ(nn::thread_pool_stats(pool).solo_periods, 0u) << "one straggler made the pool solo";
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));  // the strikes' window passes
+  EXPECT_EQ(nn::thread_pool_stats(pool).solo_periods, 0u);
+  int stragglers = 0;
+  for (int k = 0; k < 2; ++k) stragglers += straggling_job(pool);
+  if (stragglers < 2) GTEST_SKIP() << "the worker missed a job (no free core)";
+  EXPECT_EQ(nn::thread_pool_stats(pool).solo_periods, 1u);
   pthreadpool_destroy(pool);
 }
 

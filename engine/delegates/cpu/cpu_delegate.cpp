@@ -76,7 +76,8 @@ std::vector<StepTiming> CpuPartition::step_timings() const {
   if (!options_.profile) return t;
   for (const Step& s : steps_) {
     // Profiled steps hold one head op and its fused chain (or XNNPACK's one node).
-    t.push_back({s.label, s.last_ms, s.ops, kernel_name(s.ops.front())});
+    t.push_back({s.label, s.last_ms, s.ops, kernel_name(s.ops.front()), s.last_busy_ms, s.last_jobs,
+                 s.last_serial_jobs, s.last_wait_ms});
   }
   return t;
 }

@@ -66,6 +66,9 @@ struct Step {
   std::vector<uint32_t> inputs;   // non-static operands read, produced before the step
   std::vector<uint32_t> outputs;  // operands produced here and read later
   std::string label;
+  // Too little work to share: runs on the calling thread, the pool left asleep or spinning
+  // (waking it and waiting for it cost more than the second thread saves).
+  bool on_caller = false;
   // XNNPACK step
   std::unique_ptr<xnn_runtime, RuntimeDeleter> runtime;
   std::vector<uint32_t> external_operands;  // external id -> operand
@@ -74,6 +77,10 @@ struct Step {
   std::vector<NativeCall> native_calls;
   std::vector<ReferenceCall> reference_calls;
   double last_ms = 0;
+  // Profiled with a pool: StepTiming's busy_ms, jobs, serial_jobs and wait_ms of the last run.
+  std::vector<double> last_busy_ms;
+  uint32_t last_jobs = 0, last_serial_jobs = 0;
+  double last_wait_ms = 0;
 };
 
 // One live op of the partition as the passes see it: how it runs, and once it heads a

@@ -13,6 +13,7 @@
 #include "delegates/cpu/xnn_int8.h"
 #include "runtime/arena_planner.h"
 #include "runtime/partitioner.h"
+#include "runtime/thread_pool.h"
 
 namespace nn::cpu {
 namespace {
@@ -77,6 +78,44 @@ class StepValues final : public XnnValues {
   std::deque<std::vector<float>> kept_;
 };
 
+// Below this estimated single-thread time a step runs on the caller alone: handing out a
+// job and waiting for its end costs the caller about half of it even with the other thread
+// spinning (bench/README.md, "Why the 2-thread figures moved"), more when it has to wake.
+constexpr double kOnCallerNs = 4000;
+
+// A head op's single-thread time, roughly: its multiply-adds at 32 per ns plus the bytes of
+// the tensors it reads and writes at 16 per ns, both well under what the kernels reach, so
+// the estimate errs toward sharing.
+double estimated_ns(const Model& m, uint32_t k, const std::vector<uint32_t>& reads,
+                    const std::vector<uint32_t>& writes) {
+  const Operation& op = m.operations[k];
+  double bytes = 0;
+  for (uint32_t o : reads) bytes += 4.0 * double(num_elements(m.operands[o].dims));
+  for (uint32_t o : writes) bytes += 4.0 * double(num_elements(m.operands[o].dims));
+  double macs = 0;
+  if (!op.outputs.empty() && op.inputs.size() > 1) {
+    const double out = double(num_elements(m.operands[op.outputs[0]].dims));
+    const Dims& w = m.operands[op.inputs[1]].dims;
+    switch (op.type) {
+      case OperationType::CONV_2D:
+      case OperationType::GROUPED_CONV_2D:
+        if (w.size() == 4) macs = out * w[1] * w[2] * w[3];
+        break;
+      case OperationType::DEPTHWISE_CONV_2D:
+        if (w.size() == 4) macs = out * w[1] * w[2];
+        break;
+      case OperationType::TRANSPOSE_CONV_2D:
+        if (w.size() == 4) macs = double(num_elements(m.operands[op.inputs[0]].dims)) * w[0] * w[1] * w[2];
+        break;
+      case OperationType::FULLY_CONNECTED:
+        if (w.size() == 2) macs = out * w[1];
+        break;
+      default: break;
+    }
+  }
+  return macs / 32 + bytes / 16;
+}
+
 // Profiling clock: with no thread pool, the calling thread's CPU time (steady under load
 // from other processes); with a pool, wall time (the workers' time is not ours to read).
 double profile_clock_ms(bool use_cpu_time) {
@@ -117,7 +156,7 @@ Status CpuPartition::build_xnn_step(Step& step, int64_t* retry_op) {
     }
   }
   xnn_runtime_t runtime = nullptr;
-  s = xnn_create_runtime_v2(sg.get(), options_.threadpool, 0, &runtime);
+  s = xnn_create_runtime_v2(sg.get(), step.on_caller ? nullptr : options_.threadpool, 0, &runtime);
   if (s != xnn_status_success) {
     // Which node XNNPACK refused is not reported; move the first op and rebuild.
     *retry_op = step.ops.front();
@@ -172,6 +211,28 @@ void CpuPartition::group_steps() {
       for (uint32_t k : g.ops) split.push_back({g.label, {k}});
     groups = std::move(split);
   }
+  // With a pool: runs of small heads become steps of their own that run on the caller.
+  std::vector<bool> on_caller(groups.size(), false);
+  if (options_.threadpool) {
+    std::map<uint32_t, bool> small;
+    for (size_t h = 0; h < heads.size(); ++h)
+      small[heads[h]] = estimated_ns(model_, heads[h], head_reads[h], head_writes[h]) < kOnCallerNs;
+    std::vector<LabeledGroup> split;
+    on_caller.clear();
+    for (LabeledGroup& g : groups) {
+      if (g.label == kReferenceStep) {  // the reference kernels never use the pool
+        split.push_back(std::move(g));
+        on_caller.push_back(false);
+        continue;
+      }
+      for (size_t i = 0, j; i < g.ops.size(); i = j) {
+        for (j = i + 1; j < g.ops.size() && small[g.ops[j]] == small[g.ops[i]];) ++j;
+        split.push_back({g.label, std::vector<uint32_t>(g.ops.begin() + i, g.ops.begin() + j)});
+        on_caller.push_back(small[g.ops[i]]);
+      }
+    }
+    groups = std::move(split);
+  }
   for (LabeledGroup& g : groups) {
     std::vector<uint32_t> with_fused;
     for (uint32_t k : g.ops) {
@@ -191,6 +252,7 @@ void CpuPartition::group_steps() {
   for (size_t g = 0; g < groups.size(); ++g) {
     Step& step = steps_[g];
     step.kind = static_cast<StepKind>(groups[g].label);
+    step.on_caller = on_caller[g];
     step.ops = groups[g].ops;
     std::set<uint32_t> written_here;
     for (uint32_t k : step.ops)
@@ -303,11 +365,12 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
     step.native_calls.clear();
     step.reference_calls.clear();
     if (step.kind == kNativeStep) {
+      const pthreadpool_t pool = step.on_caller ? nullptr : options_.threadpool;
       for (uint32_t k : step.ops) {
         if (absorbed(k)) continue;
         const FusedOp& f = rec(k);
         if (f.data) {
-          DataCall call{k, f.data.get(), {{}, pointer(model_.operations[k].outputs[0]), options_.threadpool}};
+          DataCall call{k, f.data.get(), {{}, pointer(model_.operations[k].outputs[0]), pool}};
           for (uint32_t i : f.data->operands()) call.args.inputs.push_back(pointer(i));
           for (const void* p : call.args.inputs)
             NN_CHECK_OR_RETURN(p, StatusCode::kInternal, step.label + ": no input buffer");
@@ -330,7 +393,7 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
         a.output = static_cast<float*>(pointer(written(f)));
         auto scratch = scratch_.find(k);
         a.scratch = scratch != scratch_.end() ? scratch->second : nullptr;
-        a.pool = options_.threadpool;
+        a.pool = pool;
         NN_CHECK_OR_RETURN(call.kernel && a.input && a.output && (!f.residual || a.residual) &&
                                (a.scratch || !call.kernel->scratch_bytes()),
                            StatusCode::kInternal, step.label + ": no buffer");
@@ -363,7 +426,13 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
 
 Status CpuPartition::run() {
   const bool cpu_clock = options_.threadpool == nullptr;
+  // With a pool, each step's wall time and each thread's CPU time in it.
+  const bool pool_profile = options_.profile && options_.threadpool;
+  if (pool_profile) thread_pool_set_profiling(options_.threadpool, true);
+  ThreadPoolBusy busy0;
+  double caller0 = 0;
   for (Step& step : steps_) {
+    if (pool_profile) busy0 = thread_pool_busy(options_.threadpool), caller0 = thread_cpu_ms();
     const double t0 = options_.profile ? profile_clock_ms(cpu_clock) : 0;
     if (step.kind == kXnnStep) {
       xnn_status s = xnn_invoke_runtime(step.runtime.get());
@@ -384,6 +453,18 @@ Status CpuPartition::run() {
       }
     }
     if (options_.profile) step.last_ms = profile_clock_ms(cpu_clock) - t0;
+    if (pool_profile) {
+      const double caller = thread_cpu_ms() - caller0;
+      const ThreadPoolBusy b = thread_pool_busy(options_.threadpool);
+      step.last_busy_ms.assign(b.chunk_ms.size(), 0.0);
+      for (size_t t = 0; t < b.chunk_ms.size(); ++t) step.last_busy_ms[t] = b.chunk_ms[t] - busy0.chunk_ms[t];
+      // The caller's work outside the pool's jobs (setup, serial parts) counts as busy; its
+      // waiting inside them does not.
+      step.last_busy_ms[0] += std::max(0.0, caller - (b.caller_in_jobs_ms - busy0.caller_in_jobs_ms));
+      step.last_jobs = static_cast<uint32_t>(b.jobs - busy0.jobs);
+      step.last_serial_jobs = static_cast<uint32_t>(b.serial_jobs - busy0.serial_jobs);
+      step.last_wait_ms = b.caller_wait_ms - busy0.caller_wait_ms;
+    }
   }
   return Status::ok();
 }

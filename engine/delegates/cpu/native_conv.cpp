@@ -977,25 +977,32 @@ void NativeConv::dispatch(Task& task, pthreadpool_t pool) const {
     pthreadpool_parallelize_2d_tile_2d(pool, tile_fn, &task, m_total, n_blocks_, tile_m, tile_n, 0);
     return;
   }
-  // A small image (7x7, 14x14): up to 4 pieces of whole micro-tiles, the last one taking
-  // the m % rows tail too. Uniform tiles left a 1-row tile (7x7 = 49 = 3 x 16 + 1) that
-  // streamed every weight panel for one pixel.
+  // A small image (7x7, 14x14): its weights outweigh its pixels, so the threads split the
+  // output channels. Items are panel-major (a group of panels, then the pieces of its
+  // rows) and the pool gives each thread a contiguous run of items, so each core streams
+  // its own panels once; row-major pieces had made every core stream all the weights.
+  // Rows are cut (up to 4 pieces of whole micro-tiles, the last one taking the m % rows
+  // tail: a 1-row tile would stream a panel for one pixel) only where the panels give
+  // fewer than 4 items per thread.
   struct Pieces {
     Task* task;
     void (*tile_fn)(void*, size_t, size_t, size_t, size_t);
-    size_t full, pieces, rows, m_total, tile_n, n_blocks;
-  } pieces{&task, tile_fn, m_total / rows, 0, rows, m_total, tile_n, n_blocks_};
-  pieces.pieces = std::clamp<size_t>(pieces.full, 1, 4);
+    size_t full, pieces, rows, m_total, group, n_blocks;
+  } pieces{&task, tile_fn, m_total / rows, 0, rows, m_total, 0, n_blocks_};
+  const size_t wanted = 4 * pthreadpool_get_threads_count(pool);
+  pieces.group = std::clamp<size_t>(n_blocks_ / wanted, 1, tile_n);
+  const size_t groups = (n_blocks_ + pieces.group - 1) / pieces.group;
+  pieces.pieces = std::clamp<size_t>((wanted + groups - 1) / groups, 1, std::clamp<size_t>(pieces.full, 1, 4));
   pthreadpool_parallelize_2d(
       pool,
-      [](void* ctx, size_t i, size_t jt) {
+      [](void* ctx, size_t g, size_t i) {
         const Pieces& p = *static_cast<const Pieces*>(ctx);
         const size_t m0 = p.full * i / p.pieces * p.rows;
         const size_t m1 = i + 1 == p.pieces ? p.m_total : p.full * (i + 1) / p.pieces * p.rows;
-        const size_t j0 = jt * p.tile_n;
-        if (m1 > m0) p.tile_fn(p.task, m0, j0, m1 - m0, std::min(p.tile_n, p.n_blocks - j0));
+        const size_t j0 = g * p.group;
+        if (m1 > m0) p.tile_fn(p.task, m0, j0, m1 - m0, std::min(p.group, p.n_blocks - j0));
       },
-      &pieces, pieces.pieces, (n_blocks_ + tile_n - 1) / tile_n, 0);
+      &pieces, groups, pieces.pieces, 0);
 }
 
 }  // namespace nn::cpu

@@ -157,6 +157,12 @@ NativeWinograd::NativeWinograd(const NativeConvShape& shape, const float* filter
     block = std::max(block, (size_t(16) + rows - 1) / rows * rows);
   const size_t per_slot = (tiles_ + slots_ - 1) / slots_;
   block = std::min(block, (per_slot + rows - 1) / rows * rows);
+  if (slots_ > 1) {
+    // As many blocks per slot, of near-equal size: whole micro-tiles left a short last
+    // block (49 tiles in 16 + 16 + 16 + 1), so one thread ran 32 tiles and the other 17.
+    const size_t blocks = ((tiles_ + block - 1) / block + slots_ - 1) / slots_ * slots_;
+    block = (tiles_ + blocks - 1) / blocks;
+  }
   block_ = std::max<size_t>(1, std::min(block, tiles_));
   slot_floats_ = (points * block_ * (in_pad_ + out_pad_) + 15) / 16 * 16;
 

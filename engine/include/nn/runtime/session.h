@@ -104,6 +104,12 @@ struct StepTiming {
   double ms = 0;
   std::vector<uint32_t> ops = {};  // the IR ops the step runs (fused ones included), in order
   std::string kernel = {};         // what runs them: "native conv AVX-512", "xnnpack", "reference", ...
+  // With a thread pool: the CPU ms each pool thread (0: the caller) spent working on the step
+  // (not waiting), the pool jobs it ran, how many of them ran on the caller alone, and the
+  // wall ms the caller waited for the other threads' last items.
+  std::vector<double> busy_ms = {};
+  uint32_t jobs = 0, serial_jobs = 0;
+  double wait_ms = 0;
 };
 
 // Where each op went and why: from Session::report() and `nnrun --explain`.
