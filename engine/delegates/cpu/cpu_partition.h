@@ -92,6 +92,7 @@ struct FusedOp {
   std::optional<ScaledInput> gated; // a 1x1 conv reading x * gate (+ sum) in place
   std::optional<uint32_t> depthwise;  // a conv running the depthwise conv it feeds (NativeExpandDepthwise)
   Epilogue depthwise_epilogue;        // that depthwise's clamp and epilogue
+  std::optional<uint32_t> channel_scale;  // a per-output-channel constant folded into the weights
   std::unique_ptr<NativeOp> kernel;      // native ops
   std::unique_ptr<NativeDataOp> data;    // native data ops (native_data.h)
 };
@@ -130,6 +131,17 @@ class CpuPartition final : public CompiledPartition {
   // The LOGISTIC and MUL computing out * sigmoid(out) (SiLU), when they are out's only
   // readers and the sigmoid is read by the MUL alone: a swish epilogue.
   std::optional<std::pair<uint32_t, uint32_t>> swish_after(uint32_t out) const;
+  // The five ops computing out * (1 + erf(out / sqrt 2)) * 0.5 (GELU, erf form), each the
+  // only reader of the one before, out read by them alone: a GELU epilogue.
+  std::optional<std::vector<uint32_t>> gelu_after(uint32_t out) const;
+  // When MUL `k` multiplies out by a constant of one value per output channel (of `out`'s
+  // last axis), that constant.
+  std::optional<uint32_t> channel_scale_of(uint32_t k, uint32_t out) const;
+  // Whether live op k can be absorbed: not yet absorbed, heading nothing.
+  bool fusable(uint32_t k) const {
+    auto f = ops_.find(k);
+    return f != ops_.end() && !absorbed(k) && f->second.chain.empty();
+  }
   void fuse_expand_depthwise();
   Status make_native_kernels();
   void group_steps();

@@ -2,6 +2,7 @@
 // order CpuPartition::build runs them: constant folding, labelling (XNNPACK | native |
 // reference), the fusions, and the native kernels the heads get.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -10,6 +11,17 @@
 #include "delegates/cpu/xnn_int8.h"
 
 namespace nn::cpu {
+
+namespace {
+
+// An epilogue that only adds the bias: what a per-channel scale can be multiplied through.
+bool plain(const Epilogue& e) {
+  const Epilogue none;
+  return e.lo == none.lo && e.hi == none.hi && !e.hard_swish && !e.residual && !e.logistic && !e.swish &&
+         !e.gelu;
+}
+
+}  // namespace
 
 Status CpuPartition::fold_constants() {
   const OpRegistry& registry = OpRegistry::instance();
@@ -162,6 +174,10 @@ void CpuPartition::fuse_epilogues() {
     const Operation& op = model_.operations[k];
     if (!xnn_takes_output_clamp(op.type) || op.outputs.size() != 1) continue;
     const bool native = r.native != NativeKind::kNone;
+    // FULLY_CONNECTED and 1x1 convs run on NativeConv's GEMM tiles, which take the GELU
+    // stage and write rows any RESHAPE of them leaves in place.
+    const bool gemm = r.native == NativeKind::kConv && !r.resize && !r.gated &&
+                      (op.type == OperationType::FULLY_CONNECTED || pointwise_conv(model_, op));
     Epilogue& e = r.epilogue;
     uint32_t out = written(r);
     for (;;) {
@@ -172,6 +188,12 @@ void CpuPartition::fuse_epilogues() {
         absorb(k, sw->first);
         absorb(k, sw->second);
         r.output = model_.operations[sw->second].outputs[0];
+        break;
+      }
+      if (auto gelu = gemm && options_.cpu.gelu_epilogue ? gelu_after(out) : std::nullopt) {
+        e.gelu = true;  // the last stage, as swish
+        for (uint32_t g : *gelu) absorb(k, g);
+        r.output = model_.operations[gelu->back()].outputs[0];
         break;
       }
       if (!internal_single_use(out)) break;
@@ -199,6 +221,13 @@ void CpuPartition::fuse_epilogues() {
         e.residual = true;
         e.res_lo = lo, e.res_hi = hi;
         r.residual = *other;
+      } else if (gemm && next.type == OperationType::RESHAPE &&
+                 model_.operands[next.outputs[0]].type == OperandType::TENSOR_FLOAT32) {
+        // The same bytes under other dims: the head writes the RESHAPE's output.
+      } else if (auto scale = gemm && options_.cpu.channel_scale_fold && plain(e) && !r.channel_scale
+                                  ? channel_scale_of(c, out)
+                                  : std::nullopt) {
+        r.channel_scale = *scale;  // make_native_kernels multiplies it into filter and bias
       } else if (native && r.native == NativeKind::kDeconv && next.type == OperationType::LOGISTIC) {
         e.logistic = true;  // the last stage: nothing fuses after it (the loop ends below)
       } else {
@@ -231,6 +260,76 @@ std::optional<std::pair<uint32_t, uint32_t>> CpuPartition::swish_after(uint32_t 
     const bool pairs = (mul.inputs[0] == out && mul.inputs[1] == s) || (mul.inputs[0] == s && mul.inputs[1] == out);
     if (pairs && internal_single_use(s) && model_.operands[mul.outputs[0]].dims == model_.operands[out].dims)
       return std::pair{l, m};
+  }
+  return std::nullopt;
+}
+
+std::optional<std::vector<uint32_t>> CpuPartition::gelu_after(uint32_t out) const {
+  auto rd = readers_.find(out);
+  if (rd == readers_.end() || rd->second.size() != 2 || partition_outputs_.count(out) || model_outputs_.count(out))
+    return std::nullopt;
+  // A float constant of one element within 1e-6 of `want` (the exporters' constants are
+  // the float nearest sqrt 2, 1 / sqrt 2, 1 and 0.5).
+  auto is_scalar = [&](uint32_t o, float want) {
+    const Operand& c = model_.operands[o];
+    const void* v = static_data(o);
+    return v && (c.type == OperandType::TENSOR_FLOAT32 || c.type == OperandType::FLOAT32) &&
+           num_elements(c.dims) == 1 && std::fabs(*static_cast<const float*>(v) - want) <= 1e-6f * want;
+  };
+  // The other input of a two-input op with no fuse code reading `x`, when it is `want`'s
+  // scalar (want > 0) or the operand `other` (want == 0).
+  auto binary = [&](uint32_t k, OperationType type, uint32_t x, float want, uint32_t other = 0) {
+    const Operation& op = model_.operations[k];
+    if (op.type != type || !fuses_nothing(op, statics_) || !fusable(k)) return false;
+    for (int side = 0; side < 2; ++side)
+      if (op.inputs[side] == x && (want > 0 ? is_scalar(op.inputs[1 - side], want) : op.inputs[1 - side] == other))
+        return type != OperationType::DIV || side == 0;  // x / c, never c / x
+    return false;
+  };
+  // The only reader of operand o, when o is seen nowhere else.
+  auto next = [&](uint32_t o) -> int64_t { return internal_single_use(o) ? int64_t(readers_.at(o)[0]) : -1; };
+  for (int first = 0; first < 2; ++first) {
+    const uint32_t a = rd->second[first], m = rd->second[1 - first];
+    // out / sqrt 2 (or out * (1 / sqrt 2)) -> ERF -> + 1
+    if (!binary(a, OperationType::DIV, out, 1.41421356f) && !binary(a, OperationType::MUL, out, 0.70710678f))
+      continue;
+    const int64_t erf = next(model_.operations[a].outputs[0]);
+    if (erf < 0 || model_.operations[erf].type != OperationType::NNPIPE_ERF || !fusable(uint32_t(erf))) continue;
+    const uint32_t e = model_.operations[erf].outputs[0];
+    const int64_t plus = next(e);
+    if (plus < 0 || !binary(uint32_t(plus), OperationType::ADD, e, 1.f)) continue;
+    const uint32_t p = model_.operations[plus].outputs[0];
+    // then out * p * 0.5, or out * 0.5 * p (m is the MUL reading out)
+    const uint32_t mo = model_.operations[m].outputs[0];
+    const int64_t last = next(mo);
+    if (last < 0) continue;
+    const bool product_first = binary(m, OperationType::MUL, out, 0.f, p) && next(p) == int64_t(m) &&
+                               binary(uint32_t(last), OperationType::MUL, mo, 0.5f);
+    const bool half_first = binary(m, OperationType::MUL, out, 0.5f) && next(p) == last &&
+                            binary(uint32_t(last), OperationType::MUL, mo, 0.f, p);
+    if (!product_first && !half_first) continue;
+    if (model_.operands[model_.operations[last].outputs[0]].dims != model_.operands[out].dims) continue;
+    // In execution order: the ADD of one and the MUL by out come after their inputs.
+    std::vector<uint32_t> ops = {a, uint32_t(erf), uint32_t(plus), m, uint32_t(last)};
+    std::sort(ops.begin(), ops.end());
+    return ops;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint32_t> CpuPartition::channel_scale_of(uint32_t k, uint32_t out) const {
+  const Operation& mul = model_.operations[k];
+  if (mul.type != OperationType::MUL || !fuses_nothing(mul, statics_)) return std::nullopt;
+  const Dims& d = model_.operands[out].dims;
+  for (int side = 0; side < 2; ++side) {
+    const uint32_t s = mul.inputs[1 - side];
+    const Operand& c = model_.operands[s];
+    if (mul.inputs[side] != out || !static_data(s) || c.type != OperandType::TENSOR_FLOAT32 || c.dims.empty() ||
+        d.empty() || c.dims.back() != d.back() || c.dims.size() > d.size())
+      continue;
+    bool per_channel = true;
+    for (size_t i = 0; i + 1 < c.dims.size(); ++i) per_channel = per_channel && c.dims[i] == 1;
+    if (per_channel && model_.operands[mul.outputs[0]].dims == d) return s;
   }
   return std::nullopt;
 }
@@ -291,7 +390,31 @@ Status CpuPartition::make_native_kernels() {
           std::make_unique<NativeDepthwise>(*second, dw_filter, dw_bias, r.depthwise_epilogue, isa_),
           size_t(std::max(1, options_.threads)), isa_);
     } else {
-      native = make_native_op(model_, k, r.native, statics_, r.epilogue, isa_, options_.cpu.drop_dead_taps, nullptr,
+      // A folded per-channel scale: the kernel is built on filter and bias times it, one
+      // rounding per weight (gamma * (W x + b) and (gamma W) x + gamma b differ by that).
+      std::vector<float> scaled_filter, scaled_bias;
+      StaticLookup statics = statics_;
+      if (r.channel_scale) {
+        const Operation& op = model_.operations[k];
+        const float* scale = static_cast<const float*>(static_data(*r.channel_scale));
+        const size_t channels = model_.operands[*r.channel_scale].dims.back();
+        auto [filter, bias] = conv_weights(model_, op, statics_);
+        const size_t per_channel = num_elements(model_.operands[op.inputs[1]].dims) / channels;
+        scaled_filter.assign(filter, filter + channels * per_channel);
+        for (size_t c = 0; c < channels; ++c)
+          for (size_t i = 0; i < per_channel; ++i) scaled_filter[c * per_channel + i] *= scale[c];
+        if (bias) {
+          scaled_bias.assign(bias, bias + channels);
+          for (size_t c = 0; c < channels; ++c) scaled_bias[c] *= scale[c];
+        }
+        const uint32_t filter_operand = op.inputs[1], bias_operand = op.inputs[2];
+        statics = [&, filter_operand, bias_operand](uint32_t o) -> const void* {
+          if (o == filter_operand) return scaled_filter.data();
+          if (o == bias_operand && !scaled_bias.empty()) return scaled_bias.data();
+          return statics_(o);
+        };
+      }
+      native = make_native_op(model_, k, r.native, statics, r.epilogue, isa_, options_.cpu.drop_dead_taps, nullptr,
                               options_.cpu.winograd ? std::max(1, options_.threads) : 0);
     }
     NN_CHECK_OR_RETURN(native && native->ok(), StatusCode::kOutOfMemory, op_label(model_, k) + ": packing weights");
