@@ -143,6 +143,8 @@ class CpuPartition final : public CompiledPartition {
     return f != ops_.end() && !absorbed(k) && f->second.chain.empty();
   }
   void fuse_expand_depthwise();
+  // LayerNorm over the last axis written as ops (native_layer_norm.h), from its first MEAN.
+  void fuse_layer_norm();
   Status make_native_kernels();
   void group_steps();
 

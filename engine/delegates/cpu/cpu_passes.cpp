@@ -8,6 +8,7 @@
 
 #include "delegates/cpu/cpu_partition.h"
 #include "delegates/cpu/native_int8.h"
+#include "delegates/cpu/native_layer_norm.h"
 #include "delegates/cpu/xnn_int8.h"
 
 namespace nn::cpu {
@@ -360,6 +361,31 @@ void CpuPartition::fuse_expand_depthwise() {
     r.output = written(second);
     r.residual = second.residual;
     second.residual.reset();
+  }
+}
+
+// The nine ops of a LayerNorm become one native op, headed by its first MEAN.
+void CpuPartition::fuse_layer_norm() {
+  auto internal_readers = [&](uint32_t o) -> std::vector<uint32_t> {
+    auto r = readers_.find(o);
+    if (r == readers_.end() || partition_outputs_.count(o) || model_outputs_.count(o)) return {};
+    return r->second;
+  };
+  auto fusable_op = [&](uint32_t k) {
+    auto f = ops_.find(k);
+    return fusable(k) && (f->second.lowers || f->second.data);  // not left to the reference kernels
+  };
+  for (uint32_t k : live_) {
+    FusedOp& r = rec(k);
+    if (model_.operations[k].type != OperationType::MEAN || !fusable_op(k)) continue;
+    auto p = match_layer_norm(model_, k, statics_, internal_readers, fusable_op);
+    if (!p) continue;
+    r.data = std::make_unique<NativeLayerNorm>(*p, isa_.avx512);
+    r.native = NativeKind::kNone;
+    r.lowers = false;
+    r.step = kNativeStep;
+    for (uint32_t f : p->ops) absorb(k, f);
+    r.output = p->output;
   }
 }
 
