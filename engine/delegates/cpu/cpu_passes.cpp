@@ -369,7 +369,10 @@ void CpuPartition::fuse_layer_norm() {
   auto internal_readers = [&](uint32_t o) -> std::vector<uint32_t> {
     auto r = readers_.find(o);
     if (r == readers_.end() || partition_outputs_.count(o) || model_outputs_.count(o)) return {};
-    return r->second;
+    std::vector<uint32_t> ops = r->second;  // an op reading o twice (MUL(d, d)) once
+    std::sort(ops.begin(), ops.end());
+    ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
+    return ops;
   };
   auto fusable_op = [&](uint32_t k) {
     auto f = ops_.find(k);
