@@ -131,9 +131,15 @@ class CpuPartition final : public CompiledPartition {
   // The LOGISTIC and MUL computing out * sigmoid(out) (SiLU), when they are out's only
   // readers and the sigmoid is read by the MUL alone: a swish epilogue.
   std::optional<std::pair<uint32_t, uint32_t>> swish_after(uint32_t out) const;
-  // The five ops computing out * (1 + erf(out / sqrt 2)) * 0.5 (GELU, erf form), each the
-  // only reader of the one before, out read by them alone: a GELU epilogue.
-  std::optional<std::vector<uint32_t>> gelu_after(uint32_t out) const;
+  // The ops computing GELU of out, each the only reader of the one before, out read by
+  // them alone: out * (1 + erf(out / sqrt 2)) * 0.5 (five ops), or the tanh form
+  // out * (1 + tanh(sqrt(2 / pi) (out + 0.044715 POW(out, 3)))) * 0.5 (eight ops); the
+  // last two MULs in either order. A GELU epilogue.
+  struct GeluMatch {
+    std::vector<uint32_t> ops;  // in execution order
+    bool tanh_form = false;
+  };
+  std::optional<GeluMatch> gelu_after(uint32_t out) const;
   // When MUL `k` multiplies out by a constant of one value per output channel (of `out`'s
   // last axis), that constant.
   std::optional<uint32_t> channel_scale_of(uint32_t k, uint32_t out) const;

@@ -19,7 +19,7 @@ namespace {
 bool plain(const Epilogue& e) {
   const Epilogue none;
   return e.lo == none.lo && e.hi == none.hi && !e.hard_swish && !e.residual && !e.logistic && !e.swish &&
-         !e.gelu;
+         !e.gelu && !e.gelu_tanh;
 }
 
 }  // namespace
@@ -192,9 +192,9 @@ void CpuPartition::fuse_epilogues() {
         break;
       }
       if (auto gelu = gemm && options_.cpu.gelu_epilogue ? gelu_after(out) : std::nullopt) {
-        e.gelu = true;  // the last stage, as swish
-        for (uint32_t g : *gelu) absorb(k, g);
-        r.output = model_.operations[gelu->back()].outputs[0];
+        (gelu->tanh_form ? e.gelu_tanh : e.gelu) = true;  // the last stage, as swish
+        for (uint32_t g : gelu->ops) absorb(k, g);
+        r.output = model_.operations[gelu->ops.back()].outputs[0];
         break;
       }
       if (!internal_single_use(out)) break;
@@ -265,55 +265,89 @@ std::optional<std::pair<uint32_t, uint32_t>> CpuPartition::swish_after(uint32_t 
   return std::nullopt;
 }
 
-std::optional<std::vector<uint32_t>> CpuPartition::gelu_after(uint32_t out) const {
+std::optional<CpuPartition::GeluMatch> CpuPartition::gelu_after(uint32_t out) const {
   auto rd = readers_.find(out);
-  if (rd == readers_.end() || rd->second.size() != 2 || partition_outputs_.count(out) || model_outputs_.count(out))
-    return std::nullopt;
+  if (rd == readers_.end() || partition_outputs_.count(out) || model_outputs_.count(out)) return std::nullopt;
+  std::vector<uint32_t> readers = rd->second;
+  std::sort(readers.begin(), readers.end());
+  if (std::adjacent_find(readers.begin(), readers.end()) != readers.end()) return std::nullopt;
   // A float constant of one element within 1e-6 of `want` (the exporters' constants are
-  // the float nearest sqrt 2, 1 / sqrt 2, 1 and 0.5).
+  // the float nearest sqrt 2, 1 / sqrt 2, sqrt(2 / pi), 0.044715, 3, 1 and 0.5).
   auto is_scalar = [&](uint32_t o, float want) {
     const Operand& c = model_.operands[o];
     const void* v = static_data(o);
     return v && (c.type == OperandType::TENSOR_FLOAT32 || c.type == OperandType::FLOAT32) &&
            num_elements(c.dims) == 1 && std::fabs(*static_cast<const float*>(v) - want) <= 1e-6f * want;
   };
-  // The other input of a two-input op with no fuse code reading `x`, when it is `want`'s
-  // scalar (want > 0) or the operand `other` (want == 0).
-  auto binary = [&](uint32_t k, OperationType type, uint32_t x, float want, uint32_t other = 0) {
-    const Operation& op = model_.operations[k];
-    if (op.type != type || !fuses_nothing(op, statics_) || !fusable(k)) return false;
+  // Op k of `type` with no fuse code reading x and either `want`'s scalar (want > 0) or
+  // the operand `other` (want == 0), in either order (x first for DIV and POW).
+  auto binary = [&](int64_t k, OperationType type, uint32_t x, float want, uint32_t other = 0) {
+    if (k < 0 || !fusable(uint32_t(k))) return false;
+    const Operation& op = model_.operations[size_t(k)];
+    const bool pow = type == OperationType::POW;  // POW(a, b) has no fuse code
+    if (op.type != type || (!pow && !fuses_nothing(op, statics_)) || op.inputs.size() < 2) return false;
     for (int side = 0; side < 2; ++side)
       if (op.inputs[side] == x && (want > 0 ? is_scalar(op.inputs[1 - side], want) : op.inputs[1 - side] == other))
-        return type != OperationType::DIV || side == 0;  // x / c, never c / x
+        return (type != OperationType::DIV && !pow) || side == 0;
     return false;
   };
-  // The only reader of operand o, when o is seen nowhere else.
+  // The only reader of operand o, when o is seen nowhere else; -1 otherwise.
   auto next = [&](uint32_t o) -> int64_t { return internal_single_use(o) ? int64_t(readers_.at(o)[0]) : -1; };
-  for (int first = 0; first < 2; ++first) {
-    const uint32_t a = rd->second[first], m = rd->second[1 - first];
-    // out / sqrt 2 (or out * (1 / sqrt 2)) -> ERF -> + 1
-    if (!binary(a, OperationType::DIV, out, 1.41421356f) && !binary(a, OperationType::MUL, out, 0.70710678f))
-      continue;
-    const int64_t erf = next(model_.operations[a].outputs[0]);
-    if (erf < 0 || model_.operations[erf].type != OperationType::NNPIPE_ERF || !fusable(uint32_t(erf))) continue;
-    const uint32_t e = model_.operations[erf].outputs[0];
-    const int64_t plus = next(e);
-    if (plus < 0 || !binary(uint32_t(plus), OperationType::ADD, e, 1.f)) continue;
-    const uint32_t p = model_.operations[plus].outputs[0];
-    // then out * p * 0.5, or out * 0.5 * p (m is the MUL reading out)
-    const uint32_t mo = model_.operations[m].outputs[0];
+  auto output = [&](int64_t k) { return model_.operations[size_t(k)].outputs[0]; };
+  // t -> t + 1 -> then out * (t + 1) * 0.5 or out * 0.5 * (t + 1), m being the MUL that
+  // reads out: the ops from the ADD of one, or empty.
+  auto tail = [&](uint32_t t, uint32_t m) -> std::vector<uint32_t> {
+    const int64_t plus = next(t);
+    if (!binary(plus, OperationType::ADD, t, 1.f)) return {};
+    const uint32_t p = output(plus), mo = output(m);
     const int64_t last = next(mo);
-    if (last < 0) continue;
+    if (last < 0 || model_.operands[output(last)].dims != model_.operands[out].dims) return {};
     const bool product_first = binary(m, OperationType::MUL, out, 0.f, p) && next(p) == int64_t(m) &&
-                               binary(uint32_t(last), OperationType::MUL, mo, 0.5f);
+                               binary(last, OperationType::MUL, mo, 0.5f);
     const bool half_first = binary(m, OperationType::MUL, out, 0.5f) && next(p) == last &&
-                            binary(uint32_t(last), OperationType::MUL, mo, 0.f, p);
-    if (!product_first && !half_first) continue;
-    if (model_.operands[model_.operations[last].outputs[0]].dims != model_.operands[out].dims) continue;
-    // In execution order: the ADD of one and the MUL by out come after their inputs.
-    std::vector<uint32_t> ops = {a, uint32_t(erf), uint32_t(plus), m, uint32_t(last)};
-    std::sort(ops.begin(), ops.end());
-    return ops;
+                            binary(last, OperationType::MUL, mo, 0.f, p);
+    if (!product_first && !half_first) return {};
+    return {uint32_t(plus), m, uint32_t(last)};
+  };
+  auto match = [&](std::vector<uint32_t> ops, std::vector<uint32_t> rest, bool tanh_form) -> std::optional<GeluMatch> {
+    if (rest.empty()) return std::nullopt;
+    ops.insert(ops.end(), rest.begin(), rest.end());
+    std::sort(ops.begin(), ops.end());  // execution order
+    return GeluMatch{std::move(ops), tanh_form};
+  };
+  if (readers.size() == 2) {
+    // erf form: out / sqrt 2 (or out * (1 / sqrt 2)) -> ERF -> tail
+    for (int first = 0; first < 2; ++first) {
+      const uint32_t a = readers[first], m = readers[1 - first];
+      if (!binary(a, OperationType::DIV, out, 1.41421356f) && !binary(a, OperationType::MUL, out, 0.70710678f))
+        continue;
+      const int64_t erf = next(output(a));
+      if (erf < 0 || model_.operations[erf].type != OperationType::NNPIPE_ERF || !fusable(uint32_t(erf))) continue;
+      if (auto g = match({a, uint32_t(erf)}, tail(output(erf), m), false)) return g;
+    }
+  }
+  if (readers.size() == 3) {
+    // tanh form: POW(out, 3) * 0.044715 + out -> * sqrt(2 / pi) -> TANH -> tail
+    for (int i = 0; i < 3; ++i) {
+      const uint32_t cube = readers[i];
+      if (!binary(cube, OperationType::POW, out, 3.f)) continue;
+      const int64_t scaled = next(output(cube));
+      if (!binary(scaled, OperationType::MUL, output(cube), 0.044715f)) continue;
+      const int64_t sum = next(output(scaled));
+      if (!binary(sum, OperationType::ADD, out, 0.f, output(scaled))) continue;
+      const int64_t arg = next(output(sum));
+      if (!binary(arg, OperationType::MUL, output(sum), 0.7978845608f)) continue;
+      const int64_t tanh = next(output(arg));
+      if (tanh < 0 || model_.operations[tanh].type != OperationType::TANH || !fusable(uint32_t(tanh))) continue;
+      // out's third reader: the MUL of the tail
+      const uint32_t m = readers[0] != cube && readers[0] != uint32_t(sum)   ? readers[0]
+                         : readers[1] != cube && readers[1] != uint32_t(sum) ? readers[1]
+                                                                             : readers[2];
+      if (m == cube || m == uint32_t(sum)) continue;
+      if (auto g = match({cube, uint32_t(scaled), uint32_t(sum), uint32_t(arg), uint32_t(tanh)},
+                         tail(output(tanh), m), true))
+        return g;
+    }
   }
   return std::nullopt;
 }

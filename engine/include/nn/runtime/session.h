@@ -51,8 +51,9 @@ struct CpuOptions {
   // SiLU (LOGISTIC and the MUL by its input) after a native conv or depthwise conv runs in
   // its epilogue. NN_NO_SWISH_EPILOGUE=1.
   bool swish_epilogue = true;
-  // GELU in its erf form (DIV by sqrt 2, ERF, ADD 1, MUL by the input, MUL 0.5) after a
-  // native FULLY_CONNECTED or 1x1 conv runs in its epilogue. NN_NO_GELU_EPILOGUE=1.
+  // GELU after a native FULLY_CONNECTED or 1x1 conv runs in its epilogue: the erf form (DIV
+  // by sqrt 2, ERF, ADD 1, MUL by the input, MUL 0.5) and the tanh form (POW 3, MUL 0.044715,
+  // ADD, MUL sqrt(2 / pi), TANH, ADD 1, MULs). NN_NO_GELU_EPILOGUE=1.
   bool gelu_epilogue = true;
   // A MUL by one constant per output channel after a native FULLY_CONNECTED or 1x1 conv
   // (ConvNeXt's layer scale) is multiplied into its filter and bias. NN_NO_SCALE_FOLD=1.
