@@ -61,6 +61,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
   if (options_.cpu.conv_before_resize) fuse_conv_before_resize();
   if (native_conv_supported() && options_.cpu.native_kernels && options_.cpu.add_mean) fuse_add_mean();
   if (options_.cpu.se_fusion) fuse_se_gates();  // before the epilogues: what it absorbs fuses nowhere else
+  if (options_.cpu.layer_norm) fuse_layer_norm();  // before the epilogues: its ADD is no residual
   fuse_epilogues();
   if (options_.cpu.expand_depthwise) fuse_expand_depthwise();
   NN_RETURN_IF_ERROR(make_native_kernels());

@@ -24,6 +24,9 @@ CpuOptions CpuOptions::from_environment() {
   o.se_fusion = !set("NN_NO_SE_FUSION");
   o.expand_depthwise = !set("NN_NO_EXPAND_DEPTHWISE");
   o.swish_epilogue = !set("NN_NO_SWISH_EPILOGUE");
+  o.gelu_epilogue = !set("NN_NO_GELU_EPILOGUE");
+  o.channel_scale_fold = !set("NN_NO_SCALE_FOLD");
+  o.layer_norm = !set("NN_NO_LAYER_NORM");
   o.drop_dead_taps = !set("NN_NO_DEAD_TAPS");
   o.winograd = !set("NN_NO_WINOGRAD");
   o.native_int8 = !set("NN_NO_NATIVE_INT8");

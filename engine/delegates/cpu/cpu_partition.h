@@ -99,6 +99,7 @@ struct FusedOp {
   std::optional<ScaledInput> gated; // a 1x1 conv reading x * gate (+ sum) in place
   std::optional<uint32_t> depthwise;  // a conv running the depthwise conv it feeds (NativeExpandDepthwise)
   Epilogue depthwise_epilogue;        // that depthwise's clamp and epilogue
+  std::optional<uint32_t> channel_scale;  // a per-output-channel constant folded into the weights
   std::unique_ptr<NativeOp> kernel;      // native ops
   std::unique_ptr<NativeDataOp> data;    // native data ops (native_data.h)
 };
@@ -137,7 +138,26 @@ class CpuPartition final : public CompiledPartition {
   // The LOGISTIC and MUL computing out * sigmoid(out) (SiLU), when they are out's only
   // readers and the sigmoid is read by the MUL alone: a swish epilogue.
   std::optional<std::pair<uint32_t, uint32_t>> swish_after(uint32_t out) const;
+  // The ops computing GELU of out, each the only reader of the one before, out read by
+  // them alone: out * (1 + erf(out / sqrt 2)) * 0.5 (five ops), or the tanh form
+  // out * (1 + tanh(sqrt(2 / pi) (out + 0.044715 POW(out, 3)))) * 0.5 (eight ops); the
+  // last two MULs in either order. A GELU epilogue.
+  struct GeluMatch {
+    std::vector<uint32_t> ops;  // in execution order
+    bool tanh_form = false;
+  };
+  std::optional<GeluMatch> gelu_after(uint32_t out) const;
+  // When MUL `k` multiplies out by a constant of one value per output channel (of `out`'s
+  // last axis), that constant.
+  std::optional<uint32_t> channel_scale_of(uint32_t k, uint32_t out) const;
+  // Whether live op k can be absorbed: not yet absorbed, heading nothing.
+  bool fusable(uint32_t k) const {
+    auto f = ops_.find(k);
+    return f != ops_.end() && !absorbed(k) && f->second.chain.empty();
+  }
   void fuse_expand_depthwise();
+  // LayerNorm over the last axis written as ops (native_layer_norm.h), from its first MEAN.
+  void fuse_layer_norm();
   Status make_native_kernels();
   void group_steps();
 

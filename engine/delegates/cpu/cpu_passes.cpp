@@ -2,14 +2,27 @@
 // order CpuPartition::build runs them: constant folding, labelling (XNNPACK | native |
 // reference), the fusions, and the native kernels the heads get.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 
 #include "delegates/cpu/cpu_partition.h"
 #include "delegates/cpu/native_int8.h"
+#include "delegates/cpu/native_layer_norm.h"
 #include "delegates/cpu/xnn_int8.h"
 
 namespace nn::cpu {
+
+namespace {
+
+// An epilogue that only adds the bias: what a per-channel scale can be multiplied through.
+bool plain(const Epilogue& e) {
+  const Epilogue none;
+  return e.lo == none.lo && e.hi == none.hi && !e.hard_swish && !e.residual && !e.logistic && !e.swish &&
+         !e.gelu && !e.gelu_tanh;
+}
+
+}  // namespace
 
 Status CpuPartition::fold_constants() {
   const OpRegistry& registry = OpRegistry::instance();
@@ -162,6 +175,10 @@ void CpuPartition::fuse_epilogues() {
     const Operation& op = model_.operations[k];
     if (!xnn_takes_output_clamp(op.type) || op.outputs.size() != 1) continue;
     const bool native = r.native != NativeKind::kNone;
+    // FULLY_CONNECTED and 1x1 convs run on NativeConv's GEMM tiles, which take the GELU
+    // stage and write rows any RESHAPE of them leaves in place.
+    const bool gemm = r.native == NativeKind::kConv && !r.resize && !r.gated &&
+                      (op.type == OperationType::FULLY_CONNECTED || pointwise_conv(model_, op));
     Epilogue& e = r.epilogue;
     uint32_t out = written(r);
     for (;;) {
@@ -172,6 +189,12 @@ void CpuPartition::fuse_epilogues() {
         absorb(k, sw->first);
         absorb(k, sw->second);
         r.output = model_.operations[sw->second].outputs[0];
+        break;
+      }
+      if (auto gelu = gemm && options_.cpu.gelu_epilogue ? gelu_after(out) : std::nullopt) {
+        (gelu->tanh_form ? e.gelu_tanh : e.gelu) = true;  // the last stage, as swish
+        for (uint32_t g : gelu->ops) absorb(k, g);
+        r.output = model_.operations[gelu->ops.back()].outputs[0];
         break;
       }
       if (!internal_single_use(out)) break;
@@ -199,6 +222,13 @@ void CpuPartition::fuse_epilogues() {
         e.residual = true;
         e.res_lo = lo, e.res_hi = hi;
         r.residual = *other;
+      } else if (gemm && next.type == OperationType::RESHAPE &&
+                 model_.operands[next.outputs[0]].type == OperandType::TENSOR_FLOAT32) {
+        // The same bytes under other dims: the head writes the RESHAPE's output.
+      } else if (auto scale = gemm && options_.cpu.channel_scale_fold && plain(e) && !r.channel_scale
+                                  ? channel_scale_of(c, out)
+                                  : std::nullopt) {
+        r.channel_scale = *scale;  // make_native_kernels multiplies it into filter and bias
       } else if (native && r.native == NativeKind::kDeconv && next.type == OperationType::LOGISTIC) {
         e.logistic = true;  // the last stage: nothing fuses after it (the loop ends below)
       } else {
@@ -235,6 +265,110 @@ std::optional<std::pair<uint32_t, uint32_t>> CpuPartition::swish_after(uint32_t 
   return std::nullopt;
 }
 
+std::optional<CpuPartition::GeluMatch> CpuPartition::gelu_after(uint32_t out) const {
+  auto rd = readers_.find(out);
+  if (rd == readers_.end() || partition_outputs_.count(out) || model_outputs_.count(out)) return std::nullopt;
+  std::vector<uint32_t> readers = rd->second;
+  std::sort(readers.begin(), readers.end());
+  if (std::adjacent_find(readers.begin(), readers.end()) != readers.end()) return std::nullopt;
+  // A float constant of one element within 1e-6 of `want` (the exporters' constants are
+  // the float nearest sqrt 2, 1 / sqrt 2, sqrt(2 / pi), 0.044715, 3, 1 and 0.5).
+  auto is_scalar = [&](uint32_t o, float want) {
+    const Operand& c = model_.operands[o];
+    const void* v = static_data(o);
+    return v && (c.type == OperandType::TENSOR_FLOAT32 || c.type == OperandType::FLOAT32) &&
+           num_elements(c.dims) == 1 && std::fabs(*static_cast<const float*>(v) - want) <= 1e-6f * want;
+  };
+  // Op k of `type` with no fuse code reading x and either `want`'s scalar (want > 0) or
+  // the operand `other` (want == 0), in either order (x first for DIV and POW).
+  auto binary = [&](int64_t k, OperationType type, uint32_t x, float want, uint32_t other = 0) {
+    if (k < 0 || !fusable(uint32_t(k))) return false;
+    const Operation& op = model_.operations[size_t(k)];
+    const bool pow = type == OperationType::POW;  // POW(a, b) has no fuse code
+    if (op.type != type || (!pow && !fuses_nothing(op, statics_)) || op.inputs.size() < 2) return false;
+    for (int side = 0; side < 2; ++side)
+      if (op.inputs[side] == x && (want > 0 ? is_scalar(op.inputs[1 - side], want) : op.inputs[1 - side] == other))
+        return (type != OperationType::DIV && !pow) || side == 0;
+    return false;
+  };
+  // The only reader of operand o, when o is seen nowhere else; -1 otherwise.
+  auto next = [&](uint32_t o) -> int64_t { return internal_single_use(o) ? int64_t(readers_.at(o)[0]) : -1; };
+  auto output = [&](int64_t k) { return model_.operations[size_t(k)].outputs[0]; };
+  // t -> t + 1 -> then out * (t + 1) * 0.5 or out * 0.5 * (t + 1), m being the MUL that
+  // reads out: the ops from the ADD of one, or empty.
+  auto tail = [&](uint32_t t, uint32_t m) -> std::vector<uint32_t> {
+    const int64_t plus = next(t);
+    if (!binary(plus, OperationType::ADD, t, 1.f)) return {};
+    const uint32_t p = output(plus), mo = output(m);
+    const int64_t last = next(mo);
+    if (last < 0 || model_.operands[output(last)].dims != model_.operands[out].dims) return {};
+    const bool product_first = binary(m, OperationType::MUL, out, 0.f, p) && next(p) == int64_t(m) &&
+                               binary(last, OperationType::MUL, mo, 0.5f);
+    const bool half_first = binary(m, OperationType::MUL, out, 0.5f) && next(p) == last &&
+                            binary(last, OperationType::MUL, mo, 0.f, p);
+    if (!product_first && !half_first) return {};
+    return {uint32_t(plus), m, uint32_t(last)};
+  };
+  auto match = [&](std::vector<uint32_t> ops, std::vector<uint32_t> rest, bool tanh_form) -> std::optional<GeluMatch> {
+    if (rest.empty()) return std::nullopt;
+    ops.insert(ops.end(), rest.begin(), rest.end());
+    std::sort(ops.begin(), ops.end());  // execution order
+    return GeluMatch{std::move(ops), tanh_form};
+  };
+  if (readers.size() == 2) {
+    // erf form: out / sqrt 2 (or out * (1 / sqrt 2)) -> ERF -> tail
+    for (int first = 0; first < 2; ++first) {
+      const uint32_t a = readers[first], m = readers[1 - first];
+      if (!binary(a, OperationType::DIV, out, 1.41421356f) && !binary(a, OperationType::MUL, out, 0.70710678f))
+        continue;
+      const int64_t erf = next(output(a));
+      if (erf < 0 || model_.operations[erf].type != OperationType::NNPIPE_ERF || !fusable(uint32_t(erf))) continue;
+      if (auto g = match({a, uint32_t(erf)}, tail(output(erf), m), false)) return g;
+    }
+  }
+  if (readers.size() == 3) {
+    // tanh form: POW(out, 3) * 0.044715 + out -> * sqrt(2 / pi) -> TANH -> tail
+    for (int i = 0; i < 3; ++i) {
+      const uint32_t cube = readers[i];
+      if (!binary(cube, OperationType::POW, out, 3.f)) continue;
+      const int64_t scaled = next(output(cube));
+      if (!binary(scaled, OperationType::MUL, output(cube), 0.044715f)) continue;
+      const int64_t sum = next(output(scaled));
+      if (!binary(sum, OperationType::ADD, out, 0.f, output(scaled))) continue;
+      const int64_t arg = next(output(sum));
+      if (!binary(arg, OperationType::MUL, output(sum), 0.7978845608f)) continue;
+      const int64_t tanh = next(output(arg));
+      if (tanh < 0 || model_.operations[tanh].type != OperationType::TANH || !fusable(uint32_t(tanh))) continue;
+      // out's third reader: the MUL of the tail
+      const uint32_t m = readers[0] != cube && readers[0] != uint32_t(sum)   ? readers[0]
+                         : readers[1] != cube && readers[1] != uint32_t(sum) ? readers[1]
+                                                                             : readers[2];
+      if (m == cube || m == uint32_t(sum)) continue;
+      if (auto g = match({cube, uint32_t(scaled), uint32_t(sum), uint32_t(arg), uint32_t(tanh)},
+                         tail(output(tanh), m), true))
+        return g;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<uint32_t> CpuPartition::channel_scale_of(uint32_t k, uint32_t out) const {
+  const Operation& mul = model_.operations[k];
+  if (mul.type != OperationType::MUL || !fuses_nothing(mul, statics_)) return std::nullopt;
+  const Dims& d = model_.operands[out].dims;
+  for (int side = 0; side < 2; ++side) {
+    const uint32_t s = mul.inputs[1 - side];
+    const Operand& c = model_.operands[s];
+    if (mul.inputs[side] != out || !static_data(s) || c.type != OperandType::TENSOR_FLOAT32 || c.dims.empty() ||
+        d.empty() || c.dims.back() != d.back() || c.dims.size() > d.size())
+      continue;
+    bool per_channel = true;
+    for (size_t i = 0; i + 1 < c.dims.size(); ++i) per_channel = per_channel && c.dims[i] == 1;
+    if (per_channel && model_.operands[mul.outputs[0]].dims == d) return s;
+  }
+  return std::nullopt;
+}
+
 // A native conv (an inverted residual's expansion, a stem conv) and the depthwise conv
 // that is its only reader run as one op (NativeExpandDepthwise), where the tensor between
 // them is worth keeping out of memory and splitting over the threads recomputes few rows.
@@ -261,6 +395,34 @@ void CpuPartition::fuse_expand_depthwise() {
     r.output = written(second);
     r.residual = second.residual;
     second.residual.reset();
+  }
+}
+
+// The nine ops of a LayerNorm become one native op, headed by its first MEAN.
+void CpuPartition::fuse_layer_norm() {
+  auto internal_readers = [&](uint32_t o) -> std::vector<uint32_t> {
+    auto r = readers_.find(o);
+    if (r == readers_.end() || partition_outputs_.count(o) || model_outputs_.count(o)) return {};
+    std::vector<uint32_t> ops = r->second;  // an op reading o twice (MUL(d, d)) once
+    std::sort(ops.begin(), ops.end());
+    ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
+    return ops;
+  };
+  auto fusable_op = [&](uint32_t k) {
+    auto f = ops_.find(k);
+    return fusable(k) && (f->second.lowers || f->second.data);  // not left to the reference kernels
+  };
+  for (uint32_t k : live_) {
+    FusedOp& r = rec(k);
+    if (model_.operations[k].type != OperationType::MEAN || !fusable_op(k)) continue;
+    auto p = match_layer_norm(model_, k, statics_, internal_readers, fusable_op);
+    if (!p) continue;
+    r.data = std::make_unique<NativeLayerNorm>(*p, isa_.avx512);
+    r.native = NativeKind::kNone;
+    r.lowers = false;
+    r.step = kNativeStep;
+    for (uint32_t f : p->ops) absorb(k, f);
+    r.output = p->output;
   }
 }
 
@@ -291,7 +453,31 @@ Status CpuPartition::make_native_kernels() {
           std::make_unique<NativeDepthwise>(*second, dw_filter, dw_bias, r.depthwise_epilogue, isa_),
           size_t(std::max(1, options_.threads)), isa_);
     } else {
-      native = make_native_op(model_, k, r.native, statics_, r.epilogue, isa_, options_.cpu.drop_dead_taps, nullptr,
+      // A folded per-channel scale: the kernel is built on filter and bias times it, one
+      // rounding per weight (gamma * (W x + b) and (gamma W) x + gamma b differ by that).
+      std::vector<float> scaled_filter, scaled_bias;
+      StaticLookup statics = statics_;
+      if (r.channel_scale) {
+        const Operation& op = model_.operations[k];
+        const float* scale = static_cast<const float*>(static_data(*r.channel_scale));
+        const size_t channels = model_.operands[*r.channel_scale].dims.back();
+        auto [filter, bias] = conv_weights(model_, op, statics_);
+        const size_t per_channel = num_elements(model_.operands[op.inputs[1]].dims) / channels;
+        scaled_filter.assign(filter, filter + channels * per_channel);
+        for (size_t c = 0; c < channels; ++c)
+          for (size_t i = 0; i < per_channel; ++i) scaled_filter[c * per_channel + i] *= scale[c];
+        if (bias) {
+          scaled_bias.assign(bias, bias + channels);
+          for (size_t c = 0; c < channels; ++c) scaled_bias[c] *= scale[c];
+        }
+        const uint32_t filter_operand = op.inputs[1], bias_operand = op.inputs[2];
+        statics = [&, filter_operand, bias_operand](uint32_t o) -> const void* {
+          if (o == filter_operand) return scaled_filter.data();
+          if (o == bias_operand && !scaled_bias.empty()) return scaled_bias.data();
+          return statics_(o);
+        };
+      }
+      native = make_native_op(model_, k, r.native, statics, r.epilogue, isa_, options_.cpu.drop_dead_taps, nullptr,
                               options_.cpu.winograd ? std::max(1, options_.threads) : 0);
     }
     NN_CHECK_OR_RETURN(native && native->ok(), StatusCode::kOutOfMemory, op_label(model_, k) + ": packing weights");

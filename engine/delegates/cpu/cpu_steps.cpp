@@ -370,7 +370,7 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
         if (absorbed(k)) continue;
         const FusedOp& f = rec(k);
         if (f.data) {
-          DataCall call{k, f.data.get(), {{}, pointer(model_.operations[k].outputs[0]), pool}};
+          DataCall call{k, f.data.get(), {{}, pointer(written(f)), pool}};
           for (uint32_t i : f.data->operands()) call.args.inputs.push_back(pointer(i));
           for (const void* p : call.args.inputs)
             NN_CHECK_OR_RETURN(p, StatusCode::kInternal, step.label + ": no input buffer");

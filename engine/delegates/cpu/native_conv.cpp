@@ -702,18 +702,74 @@ void swish_inplace(float* data, size_t rows, size_t n, size_t stride, bool avx51
   }
 }
 
+#if NN_NATIVE_X86
+// GCC 12 calls the AVX-512 shift intrinsic's unused pass-through operand uninitialized.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+NN_TARGET_AVX512 void gelu_tanh_avx512(float* p, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(p + i, gelu_tanh16(_mm512_loadu_ps(p + i)));
+  if (i < n) {
+    const __mmask16 m = __mmask16((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(p + i, m, gelu_tanh16(_mm512_maskz_loadu_ps(m, p + i)));
+  }
+}
+#pragma GCC diagnostic pop
+
+NN_TARGET_AVX2 void gelu_tanh_avx2(float* p, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(p + i, gelu_tanh8(_mm256_loadu_ps(p + i)));
+  for (; i < n; ++i) p[i] = gelu_tanh_approx(p[i]);
+}
+
+NN_TARGET_AVX512 void gelu_avx512(float* p, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(p + i, gelu16(_mm512_loadu_ps(p + i)));
+  if (i < n) {
+    const __mmask16 m = __mmask16((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(p + i, m, gelu16(_mm512_maskz_loadu_ps(m, p + i)));
+  }
+}
+
+NN_TARGET_AVX2 void gelu_avx2(float* p, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(p + i, gelu8(_mm256_loadu_ps(p + i)));
+  for (; i < n; ++i) p[i] = gelu_approx(p[i]);
+}
+#endif
+
+void gelu_inplace(float* data, size_t rows, size_t n, size_t stride, bool avx512, bool tanh_form) {
+  for (size_t r = 0; r < rows; ++r) {
+    float* p = data + r * stride;
+#if NN_NATIVE_X86
+    if (avx512) {
+      tanh_form ? gelu_tanh_avx512(p, n) : gelu_avx512(p, n);
+      continue;
+    }
+    tanh_form ? gelu_tanh_avx2(p, n) : gelu_avx2(p, n);
+#else
+    (void)avx512;
+    for (size_t i = 0; i < n; ++i) p[i] = tanh_form ? gelu_tanh_approx(p[i]) : gelu_approx(p[i]);
+#endif
+  }
+}
+
 // Rows [m0, m0 + m_count) x panels [j0, j0 + j_count) of the output.
 template <class Gemm>
 void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_t j_count) {
   run_tile_gemm<Gemm>(ctx, m0, j0, m_count, j_count);
   const Task& t = *static_cast<const Task*>(ctx);
   const NativeConv& conv = *t.conv;
-  if (!conv.epilogue_.swish) return;
-  // The tile's outputs are still in cache: the swish stage as one more pass over them.
+  const Epilogue& e = conv.epilogue_;
+  if (!e.swish && !e.gelu && !e.gelu_tanh) return;
+  // The tile's outputs are still in cache: the swish / GELU stage as one more pass over them.
   constexpr size_t kPanel = Gemm::kPanel;
   const size_t ldc = conv.shape_.out_c, col = j0 * kPanel;
-  swish_inplace(t.output + m0 * ldc + col, m_count, std::min(ldc, (j0 + j_count) * kPanel) - col, ldc,
-                conv.avx512_);
+  const size_t n = std::min(ldc, (j0 + j_count) * kPanel) - col;
+  if (e.gelu || e.gelu_tanh)
+    gelu_inplace(t.output + m0 * ldc + col, m_count, n, ldc, conv.avx512_, e.gelu_tanh);
+  else
+    swish_inplace(t.output + m0 * ldc + col, m_count, n, ldc, conv.avx512_);
 }
 
 template <class Gemm>

@@ -249,38 +249,15 @@ class MeanOp final : public NativeDataOp {
   size_t outer_, n_, inner_;
 };
 
-// erf(x) as a rational function of x on [-4, 4] (erf is +-1 to float precision beyond):
-// x * P(x^2) / Q(x^2), the coefficients of Eigen's fast erf; within 4.2e-7 of erf.
-constexpr float kErfAlpha[] = {-2.72614225801306e-10f, 2.77068142495902e-08f,  -2.10102402082508e-06f,
-                               -5.69250639462346e-05f, -7.34990630326855e-04f, -2.95459980854025e-03f,
-                               -1.60960333262415e-02f};
-constexpr float kErfBeta[] = {-1.45660718464996e-05f, -2.13374055278905e-04f, -1.68282697438203e-03f,
-                              -7.37332916720468e-03f, -1.42647390514189e-02f};
-
-float erf_scalar(float v) {
-  const float x = std::min(std::max(v, -4.f), 4.f), x2 = x * x;
-  float p = kErfAlpha[0], q = kErfBeta[0];
-  for (size_t i = 1; i < 7; ++i) p = std::fma(p, x2, kErfAlpha[i]);
-  for (size_t i = 1; i < 5; ++i) q = std::fma(q, x2, kErfBeta[i]);
-  return x * p / q;
-}
-
 #if NN_NATIVE_X86
 NN_TARGET_AVX2 void erf_avx2(const float* in, float* out, size_t n) {
-  const __m256 lo = _mm256_set1_ps(-4.f), hi = _mm256_set1_ps(4.f);
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 x = _mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(in + i), lo), hi);
-    const __m256 x2 = _mm256_mul_ps(x, x);
-    __m256 p = _mm256_set1_ps(kErfAlpha[0]), q = _mm256_set1_ps(kErfBeta[0]);
-    for (size_t k = 1; k < 7; ++k) p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(kErfAlpha[k]));
-    for (size_t k = 1; k < 5; ++k) q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(kErfBeta[k]));
-    _mm256_storeu_ps(out + i, _mm256_div_ps(_mm256_mul_ps(x, p), q));
-  }
-  for (; i < n; ++i) out[i] = erf_scalar(in[i]);
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, erf8(_mm256_loadu_ps(in + i)));
+  for (; i < n; ++i) out[i] = erf_approx(in[i]);
 }
 #endif
 
+// erf as native_epilogue.h computes it (erf_approx: the GELU epilogue's erf too).
 class ErfOp final : public NativeDataOp {
  public:
   ErfOp(uint32_t input, size_t count) : count_(count) { operands_ = {input}; }
@@ -302,7 +279,7 @@ class ErfOp final : public NativeDataOp {
         return;
       }
 #endif
-      for (size_t i = begin; i < end; ++i) out[i] = erf_scalar(in[i]);
+      for (size_t i = begin; i < end; ++i) out[i] = erf_approx(in[i]);
     });
   }
 

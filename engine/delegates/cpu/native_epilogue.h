@@ -11,6 +11,12 @@
 //                                        input), last; NativeConv and NativeDepthwise apply
 //                                        it in a pass over each tile / row while in cache
 //                                        (swish_inplace), not in the micro-kernels
+//   y = y * (1 + erf(y / sqrt 2)) / 2    GELU (erf form: the DIV, ERF, ADD 1, MUL and MUL 0.5
+//                                        exporters write), last; NativeConv only, in the same
+//                                        pass over each tile as swish (gelu_inplace)
+//   y = y / (1 + exp(-2 sqrt(2 / pi) (y + 0.044715 y^3)))
+//                                        GELU's tanh form (0.5 y (1 + tanh(u)) = y sigmoid(2u)),
+//                                        the same way
 //
 // The order is the IR's: each stage is the op the delegate folded, applied in sequence.
 #pragma once
@@ -53,7 +59,40 @@ struct Epilogue {
   float res_hi = std::numeric_limits<float>::infinity();
   bool logistic = false;  // honoured by NativeDeconv only (the fusion rule offers it no other)
   bool swish = false;     // NativeConv and NativeDepthwise only, after the stages above
+  bool gelu = false;      // NativeConv only, after the stages above (never with swish)
+  bool gelu_tanh = false; // as gelu, its tanh form
 };
+
+// erf(x) as x * P(x^2) / Q(x^2) on [-4, 4] (beyond, erf is +-1 in float: 1 - erf(4) =
+// 1.5e-8), the coefficients of Eigen's fast erf. Against std::erf in double over every
+// float: at most 3.8e-7 absolute and 3.8e-7 relative (3 ulps of 1, near x = 4; outputs in
+// the denormal range aside), so x * (1 + erf) in GELU is off by at most 1.9e-7 |x|
+// (cpu_gelu_layer_norm_test.cpp pins these).
+inline constexpr float kErfAlpha[] = {-2.72614225801306e-10f, 2.77068142495902e-08f,  -2.10102402082508e-06f,
+                                      -5.69250639462346e-05f, -7.34990630326855e-04f, -2.95459980854025e-03f,
+                                      -1.60960333262415e-02f};
+inline constexpr float kErfBeta[] = {-1.45660718464996e-05f, -2.13374055278905e-04f, -1.68282697438203e-03f,
+                                     -7.37332916720468e-03f, -1.42647390514189e-02f};
+
+inline float erf_approx(float v) {
+  const float x = std::min(std::max(v, -4.f), 4.f), x2 = x * x;
+  float p = kErfAlpha[0], q = kErfBeta[0];
+  for (int i = 1; i < 7; ++i) p = std::fma(p, x2, kErfAlpha[i]);
+  for (int i = 1; i < 5; ++i) q = std::fma(q, x2, kErfBeta[i]);
+  return x * p / q;
+}
+
+// GELU as the vector kernels compute it: x * (1 + erf(x * (1 / sqrt 2))) * 0.5.
+inline float gelu_approx(float x) {
+  return x * (1.f + erf_approx(x * 0.70710678118654752f)) * 0.5f;
+}
+
+// The tanh form's argument 2 sqrt(2 / pi) (x + 0.044715 x^3), as x (a + b x^2): its GELU
+// is x * sigmoid(that).
+inline constexpr float kGeluTanhA = 1.5957691216057308f, kGeluTanhB = 1.5957691216057308f * 0.044715f;
+inline float gelu_tanh_approx(float x) {
+  return x / (1.f + std::exp(-x * std::fma(x * x, kGeluTanhB, kGeluTanhA)));
+}
 
 inline float apply_epilogue(const Epilogue& e, float v, float residual) {
   v = std::min(std::max(v, e.lo), e.hi);
@@ -191,6 +230,46 @@ NN_INLINE_AVX2 __m256 logistic8(__m256 v) {
   p = _mm256_fmadd_ps(p, r, one);
   const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127)), 23);
   return _mm256_div_ps(one, _mm256_fmadd_ps(p, _mm256_castsi256_ps(bits), one));
+}
+
+// erf_approx on 8 / 16 lanes (the same FMAs in the same order: equal results).
+NN_INLINE_AVX2 __m256 erf8(__m256 v) {
+  const __m256 x = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(-4.f)), _mm256_set1_ps(4.f));
+  const __m256 x2 = _mm256_mul_ps(x, x);
+  __m256 p = _mm256_set1_ps(kErfAlpha[0]), q = _mm256_set1_ps(kErfBeta[0]);
+  for (int k = 1; k < 7; ++k) p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(kErfAlpha[k]));
+  for (int k = 1; k < 5; ++k) q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(kErfBeta[k]));
+  return _mm256_div_ps(_mm256_mul_ps(x, p), q);
+}
+NN_INLINE_AVX512 __m512 erf16(__m512 v) {
+  const __m512 x = min16(max16(v, _mm512_set1_ps(-4.f)), _mm512_set1_ps(4.f));
+  const __m512 x2 = _mm512_mul_ps(x, x);
+  __m512 p = _mm512_set1_ps(kErfAlpha[0]), q = _mm512_set1_ps(kErfBeta[0]);
+  for (int k = 1; k < 7; ++k) p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(kErfAlpha[k]));
+  for (int k = 1; k < 5; ++k) q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(kErfBeta[k]));
+  return _mm512_div_ps(_mm512_mul_ps(x, p), q);
+}
+// gelu_approx on 8 / 16 lanes.
+NN_INLINE_AVX2 __m256 gelu8(__m256 x) {
+  const __m256 e = erf8(_mm256_mul_ps(x, _mm256_set1_ps(0.70710678118654752f)));
+  return _mm256_mul_ps(_mm256_mul_ps(x, _mm256_add_ps(_mm256_set1_ps(1.f), e)), _mm256_set1_ps(0.5f));
+}
+NN_INLINE_AVX512 __m512 gelu16(__m512 x) {
+  const __m512 e = erf16(_mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f)));
+  return _mm512_mul_ps(_mm512_mul_ps(x, _mm512_add_ps(_mm512_set1_ps(1.f), e)), _mm512_set1_ps(0.5f));
+}
+
+// gelu_tanh_approx on 16 / 8 lanes: x * sigmoid(x (a + b x^2)).
+NN_INLINE_AVX512 __m512 gelu_tanh16(__m512 x) {
+  __m512 v[1] = {_mm512_mul_ps(x, _mm512_fmadd_ps(_mm512_mul_ps(x, x), _mm512_set1_ps(kGeluTanhB),
+                                                  _mm512_set1_ps(kGeluTanhA)))};
+  logistic16<1>(v);
+  return _mm512_mul_ps(x, v[0]);
+}
+NN_INLINE_AVX2 __m256 gelu_tanh8(__m256 x) {
+  const __m256 u = _mm256_mul_ps(x, _mm256_fmadd_ps(_mm256_mul_ps(x, x), _mm256_set1_ps(kGeluTanhB),
+                                                    _mm256_set1_ps(kGeluTanhA)));
+  return _mm256_mul_ps(x, logistic8(u));
 }
 
 // First n (0..8) lanes set.

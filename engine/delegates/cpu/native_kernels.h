@@ -61,6 +61,9 @@ struct NativeConvShape {
 // x = x / (1 + exp(-x)) over `rows` runs of n floats, `stride` apart: the swish stage of
 // an epilogue (native_epilogue.h), on 16 lanes (avx512) or 8.
 void swish_inplace(float* data, size_t rows, size_t n, size_t stride, bool avx512);
+// x = x * (1 + erf(x / sqrt 2)) / 2 (gelu_approx, native_epilogue.h) the same way: the GELU
+// stage; tanh_form: its tanh approximation (gelu_tanh_approx).
+void gelu_inplace(float* data, size_t rows, size_t n, size_t stride, bool avx512, bool tanh_form = false);
 
 // body(ctx, row) for every row in [0, rows): on the calling thread without a pool, else
 // spread over the pool's threads.

@@ -51,6 +51,16 @@ struct CpuOptions {
   // SiLU (LOGISTIC and the MUL by its input) after a native conv or depthwise conv runs in
   // its epilogue. NN_NO_SWISH_EPILOGUE=1.
   bool swish_epilogue = true;
+  // GELU after a native FULLY_CONNECTED or 1x1 conv runs in its epilogue: the erf form (DIV
+  // by sqrt 2, ERF, ADD 1, MUL by the input, MUL 0.5) and the tanh form (POW 3, MUL 0.044715,
+  // ADD, MUL sqrt(2 / pi), TANH, ADD 1, MULs). NN_NO_GELU_EPILOGUE=1.
+  bool gelu_epilogue = true;
+  // A MUL by one constant per output channel after a native FULLY_CONNECTED or 1x1 conv
+  // (ConvNeXt's layer scale) is multiplied into its filter and bias. NN_NO_SCALE_FOLD=1.
+  bool channel_scale_fold = true;
+  // LayerNorm over the channels written as ops (MEAN, SUB, POW, MEAN, ADD eps, SQRT, DIV,
+  // MUL gamma, ADD beta) runs as one native op. NN_NO_LAYER_NORM=1.
+  bool layer_norm = true;
   // A native conv drops kernel rows / columns that read only padding for every output
   // pixel (dilations wider than the image). NN_NO_DEAD_TAPS=1.
   bool drop_dead_taps = true;
