@@ -660,9 +660,10 @@ INSTANTIATE_TEST_SUITE_P(OddSizes, Channels, ::testing::Values(1u, 13u, 127u));
 // on rows wide enough for every interior pixel group (8, 4, 1) and both edges.
 class DwChannels : public ::testing::TestWithParam<uint32_t> {};
 
-// Which kernel runs a 3x3 depthwise with nothing to fuse (cpu_delegate.cpp says why).
-Runs plain_3x3_depthwise(uint32_t c) {
-  return c <= 32 ? Runs::kNative : Runs::kNativeAvx512;
+// Which kernel runs a 3x3 depthwise with nothing to fuse, out_w output columns wide
+// (native_candidate says why).
+Runs plain_3x3_depthwise(uint32_t c, uint32_t out_w) {
+  return c <= 32 || out_w >= 14 ? Runs::kNative : Runs::kNativeAvx512;
 }
 
 TEST_P(DwChannels, DepthwiseSameStride2) {
@@ -671,7 +672,7 @@ TEST_P(DwChannels, DepthwiseSameStride2) {
   uint32_t x = b.input({1, 13, 13, c});
   uint32_t w = b.constant({1, 3, 3, c}, 7), bias = b.constant({c}, 8);
   b.output(b.op(T::DEPTHWISE_CONV_2D, {x, w, bias, b.i32(1), b.i32(2), b.i32(2), b.i32(1), b.i32(0)}));
-  check(b, "op 0 DEPTHWISE_CONV_2D", plain_3x3_depthwise(c));
+  check(b, "op 0 DEPTHWISE_CONV_2D", plain_3x3_depthwise(c, 7));
 }
 
 TEST_P(DwChannels, DepthwiseSameStride1Relu6) {
@@ -680,7 +681,7 @@ TEST_P(DwChannels, DepthwiseSameStride1Relu6) {
   uint32_t x = b.input({2, 5, 15, c});  // 13 interior columns: groups of 8, 4 and 1
   uint32_t w = b.constant({1, 3, 3, c}, 41), bias = b.constant({c}, 42);
   b.output(b.op(T::DEPTHWISE_CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(3)}));
-  check(b, "op 0 DEPTHWISE_CONV_2D", plain_3x3_depthwise(c));
+  check(b, "op 0 DEPTHWISE_CONV_2D", plain_3x3_depthwise(c, 15));
 }
 
 TEST_P(DwChannels, Depthwise5x5SameDilatedRelu6) {
@@ -896,6 +897,69 @@ TEST(CpuDelegateFusion, ExpansionStaysApartWhenSharedNarrowOrSmall) {
   auto r = profiled_cpu(b);
   EXPECT_LE(r.max_rel_error, kTolerance);
   EXPECT_EQ(nn_test::count_steps(r, "DEPTHWISE_CONV_2D [native]"), 4) << nn_test::step_labels(r);
+}
+
+// A profiled one-thread session on the AVX2 kernels beside the reference kernels.
+nn_test::Comparison profiled_avx2(Built& b, float lo = -1.f, float hi = 1.f) {
+  nn::Status v = b.model->validate_and_infer_shapes();
+  EXPECT_TRUE(v.is_ok()) << v.to_string();
+  nn::SessionOptions o;
+  o.delegates = {"cpu"};
+  o.profile = true;
+  o.cpu.avx512 = false;
+  return nn_test::compare_with_reference(b.model, o, lo, hi);
+}
+
+// On the AVX2 kernels (6-pixel tiles, a row's last 1-4 pixels on the smaller kernels) an
+// expansion runs with its depthwise where a row holds at least 6 tiles: 56 (9 tiles and 2
+// pixels), 38 (6 and 2) and 64 wide fuse, 33 (5 and 3) and 28 do not. The expansion's RELU
+// is an op of its own; 40 channels, so a depthwise left apart is a wide 3x3 one, native
+// from 14-pixel maps on. The expanded tensors are all >= 512 KB.
+TEST(CpuDelegateFusion, Avx2ExpansionRunsWithItsDepthwiseOnRowsOfSixTiles) {
+  if (!has_avx2()) GTEST_SKIP() << "no native kernels on this CPU";
+  Built b;
+  uint32_t ew = b.constant({40, 1, 1, 7}, 91), eb = b.constant({40}, 92);
+  uint32_t dw = b.constant({1, 3, 3, 40}, 93), db = b.constant({40}, 94);
+  for (auto [h, w] : {std::pair{60u, 56u}, std::pair{90u, 38u}, std::pair{52u, 64u}, std::pair{104u, 33u},
+                      std::pair{120u, 28u}}) {
+    uint32_t e = b.op(T::CONV_2D, {b.input({1, h, w, 7}), ew, eb, b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
+    b.output(b.op(T::DEPTHWISE_CONV_2D, {b.op(T::RELU, {e}), dw, db, b.i32(1), b.i32(1), b.i32(1), b.i32(1),
+                                         b.i32(0)}));
+  }
+  auto r = profiled_avx2(b, -2.f, 2.f);
+  EXPECT_LE(r.max_rel_error, kTolerance);
+  // Ops 3i (conv), 3i+1 (RELU), 3i+2 (depthwise) per block: the 33- and 28-wide ones apart.
+  EXPECT_EQ(nn_test::count_steps(r, "op 11 DEPTHWISE_CONV_2D [native]"), 1) << nn_test::step_labels(r);
+  EXPECT_EQ(nn_test::count_steps(r, "op 14 DEPTHWISE_CONV_2D [native]"), 1) << nn_test::step_labels(r);
+  EXPECT_EQ(r.steps.size(), 7u) << nn_test::step_labels(r);
+}
+
+// On the AVX2 kernels a wide 3x3 depthwise with nothing to fuse runs on XNNPACK only on
+// maps narrower than 14 pixels (7x7x64 below; 14x14x64 and 16x9x48 native), unless it runs
+// with the expansion feeding it: a 48-wide expansion whose RELU feeds a stride-4 depthwise
+// (a 12-pixel output) is fused through that activation op. Outputs are the reference's.
+TEST(CpuDelegateFusion, Avx2WideDepthwiseOnXnnpackOnlyOnSmallMapsWithNothingToFuse) {
+  if (!has_avx2()) GTEST_SKIP() << "no native kernels on this CPU";
+  Built b;
+  uint32_t dw = b.constant({1, 3, 3, 64}, 95), db = b.constant({64}, 96);
+  uint32_t dw48 = b.constant({1, 3, 3, 48}, 97), db48 = b.constant({48}, 98);
+  auto depthwise = [&](uint32_t x, uint32_t wt, uint32_t bias, int stride) {
+    return b.op(T::DEPTHWISE_CONV_2D,
+                {x, wt, bias, b.i32(1), b.i32(stride), b.i32(stride), b.i32(1), b.i32(0)});
+  };
+  b.output(depthwise(b.input({1, 7, 7, 64}), dw, db, 1));     // op 0: XNNPACK
+  b.output(depthwise(b.input({1, 14, 14, 64}), dw, db, 1));   // op 1: native
+  b.output(depthwise(b.input({1, 9, 16, 48}), dw48, db48, 1));  // op 2: native
+  uint32_t ew = b.constant({48, 1, 1, 5}, 99), eb = b.constant({48}, 100);
+  uint32_t e = b.op(T::CONV_2D, {b.input({1, 96, 48, 5}), ew, eb, b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
+  b.output(depthwise(b.op(T::RELU, {e}), dw48, db48, 4));  // ops 3-5: one native step
+  auto r = profiled_avx2(b, -2.f, 2.f);
+  EXPECT_LE(r.max_rel_error, kTolerance);
+  EXPECT_EQ(nn_test::count_steps(r, "op 0 DEPTHWISE_CONV_2D [xnnpack]"), 1) << nn_test::step_labels(r);
+  EXPECT_EQ(nn_test::count_steps(r, "op 1 DEPTHWISE_CONV_2D [native]"), 1) << nn_test::step_labels(r);
+  EXPECT_EQ(nn_test::count_steps(r, "op 2 DEPTHWISE_CONV_2D [native]"), 1) << nn_test::step_labels(r);
+  EXPECT_EQ(nn_test::count_steps(r, "op 3 CONV_2D [native]"), 1) << nn_test::step_labels(r);
+  EXPECT_EQ(nn_test::count_steps(r, "op 5 DEPTHWISE_CONV_2D"), 0) << nn_test::step_labels(r);
 }
 
 // A squeeze-and-excitation tail into the 1x1 conv that reads it: conv(x * gate) and

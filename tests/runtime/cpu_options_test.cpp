@@ -125,15 +125,22 @@ TEST(CpuOptions, OneRowFullyConnectedStaysOnXnnpack) {
 }
 
 TEST(CpuOptions, TwoRowsOffRunsDepthwiseRowByRow) {
-  if (!has_avx512()) GTEST_SKIP() << "row pairs are an AVX-512 kernel";
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "no native kernels";
   Built b;
-  b.output(depthwise(b, b.input({1, 12, 13, 40}), 40, 7));
+  b.output(depthwise(b, b.input({1, 14, 17, 40}), 40, 7));  // 17 wide: native on AVX2 too
   validate(b);
-  CpuOptions off;
-  off.depthwise_two_rows = false;
-  EXPECT_NE(kernel_of(b, {}, "op 0").find("row pairs"), std::string::npos) << kernel_of(b, {}, "op 0");
-  EXPECT_EQ(kernel_of(b, off, "op 0").find("row pairs"), std::string::npos) << kernel_of(b, off, "op 0");
-  expect_both_exact(b, off);
+  // On AVX-512 (where the CPU has it) and on the AVX2 kernels.
+  for (bool avx512 : {true, false}) {
+    if (avx512 && !has_avx512()) continue;
+    SCOPED_TRACE(avx512 ? "AVX-512" : "AVX2");
+    CpuOptions on, off;
+    on.avx512 = off.avx512 = avx512;
+    off.depthwise_two_rows = false;
+    EXPECT_NE(kernel_of(b, on, "op 0").find("row pairs"), std::string::npos) << kernel_of(b, on, "op 0");
+    EXPECT_EQ(kernel_of(b, off, "op 0").find("row pairs"), std::string::npos) << kernel_of(b, off, "op 0");
+    expect_both_exact(b, off);
+    expect_both_exact(b, on);
+  }
 }
 
 TEST(CpuOptions, ConvBeforeResizeOffKeepsTheirOrder) {

@@ -47,15 +47,22 @@ bool dense_conv_candidate(const Model& m, const Operation& op) {
          size_t(out.dims[0]) * out.dims[1] * out.dims[2] >= 6;
 }
 
-// Whether depthwise op d reads a native conv that is its input's only reader, and would run
-// with it (NativeExpandDepthwise, at one thread: expand_depthwise_pays).
+// Whether depthwise op d reads a native conv (through its activation ops, each the only
+// reader of what it reads) and would run with it (NativeExpandDepthwise, at one thread:
+// expand_depthwise_pays).
 static bool fed_by_expansion(const Model& m, uint32_t d, const Readers& readers, const NativeIsa& isa) {
-  const uint32_t in = m.operations[d].inputs[0];
-  auto r = readers.find(in);
-  if (r == readers.end() || r->second.size() != 1) return false;
-  for (const Operation& op : m.operations)
-    if (!op.outputs.empty() && op.outputs[0] == in)
-      return dense_conv_candidate(m, op) && expand_depthwise_pays(m, d, 1, isa);
+  uint32_t in = m.operations[d].inputs[0];
+  for (int hop = 0; hop < 3; ++hop) {
+    auto r = readers.find(in);
+    if (r == readers.end() || r->second.size() != 1) return false;
+    const Operation* producer = nullptr;
+    for (const Operation& op : m.operations)
+      if (!op.outputs.empty() && op.outputs[0] == in) producer = &op;
+    if (!producer) return false;
+    if (!is_activation(producer->type))
+      return dense_conv_candidate(m, *producer) && expand_depthwise_pays(m, d, 1, isa);
+    in = producer->inputs[0];
+  }
   return false;
 }
 
@@ -110,13 +117,12 @@ NativeKind native_candidate(const Model& m, uint32_t k,
     case OperationType::DEPTHWISE_CONV_2D:
       if (p->depth_multiplier != 1 || out.dims[3] != in.dims[3] || p->filter_h > NativeDepthwise::kMaxKernelH)
         return NativeKind::kNone;
-      // On AVX2, XNNPACK's 3x3 up16x9 dwconv beats ours on wide layers with nothing to fuse
-      // (MobileNetV2: 10.3-10.9 vs 11.2-11.9 ms with all dw native); ours wins on narrow
-      // ones (selfie's 16-channel decoder), where the epilogue saves a pass (selfie's
-      // residual ADDs, LR-ASPP's 5x5 + HARD_SWISH: 17.6-18.8 vs 17.6-23.4 ms) and where it
-      // runs with the expansion that feeds it (MobileNetV2's 112x112x96: 0.64 -> 0.43 ms).
-      // Ours on AVX-512 wins everywhere (bench/README.md).
-      if (!isa.avx512 && p->filter_h == 3 && p->filter_w == 3 && out.dims[3] > 32 &&
+      // On AVX2, XNNPACK's 3x3 up16x9 dwconv (its AVX2 kernel: bench/cpuinfo_no_avx512.py)
+      // beats ours only on small maps of wide layers with nothing to fuse (MobileNetV2's
+      // 7x7x576-960: 0.011-0.022 vs 0.016-0.025 ms); from 14x14 on ours is as fast or faster
+      // (its 28x28x192: 0.051 vs 0.042 ms, 14x14x384 0.039 vs 0.037), and where the
+      // epilogue saves a pass or it runs with its expansion. Ours on AVX-512 wins everywhere.
+      if (!isa.avx512 && p->filter_h == 3 && p->filter_w == 3 && out.dims[3] > 32 && out.dims[2] < 14 &&
           !feeds_epilogue_op(m, k, readers, statics) && !fed_by_expansion(m, k, readers, isa))
         return NativeKind::kNone;
       return NativeKind::kDepthwise;
@@ -164,14 +170,28 @@ std::optional<NativeConvShape> conv_shape(const Model& m, const Operation& op) {
   return s;
 }
 
+// Micro-kernel cost of a conv over one row of `width` pixels, in pixels at the full
+// tile's rate. AVX-512: a tail costs a whole 8-row tile (as measured when the fusion was
+// tuned). AVX2: a tail runs the 4-, 2- or 1-row kernel, or the 6-row one for 5 rows (a
+// 56-pixel row: 9 tiles and a 2-row one; fused, MobileNetV2's 56x56x144 expansions and
+// their depthwise ran 4-7% faster than apart).
+static size_t row_tile_cost(size_t width, const NativeIsa& isa) {
+  const size_t tile = NativeConv::tile_pixels(isa), tail = width % tile;
+  const size_t tail_cost = tail == 0 ? 0 : isa.avx512 || tail > 4 ? tile : tail > 2 ? 4 : tail;
+  return width - tail + tail_cost;
+}
+
 bool expand_depthwise_pays(const Model& m, uint32_t d, int threads, const NativeIsa& isa) {
   auto s = conv_shape(m, m.operations[d]);
   if (!s) return false;
   const size_t halo = NativeExpandDepthwise::halo_rows(*s) * size_t(std::max(1, threads) - 1);
-  const size_t tile = NativeConv::tile_pixels(isa);
-  const size_t width = s->in_w, tiled = (width + tile - 1) / tile * tile;
+  const size_t width = s->in_w;
   const size_t bytes = size_t(s->batch) * s->in_h * s->in_w * s->in_c * sizeof(float);
-  return bytes >= (size_t(512) << 10) && halo * 25 <= s->in_h && tiled * 100 <= width * 103;
+  // AVX2: rows of at least 6 tiles (MobileNetV2's 28-pixel rows, 4 tiles and a 4-row one,
+  // ran 5% slower fused than apart: too few pixels per pass over the weights).
+  const bool enough_tiles = isa.avx512 || width >= 6 * NativeConv::tile_pixels(isa);
+  return bytes >= (size_t(512) << 10) && halo * 25 <= s->in_h && enough_tiles &&
+         row_tile_cost(width, isa) * 100 <= width * 103;
 }
 
 bool drop_dead_taps(NativeConvShape* s, const float* filter, std::vector<float>* live) {

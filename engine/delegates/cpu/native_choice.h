@@ -54,8 +54,9 @@ std::optional<NativeConvShape> conv_shape(const Model& m, const Operation& op);
 // Whether running the conv that feeds depthwise op d together with it
 // (NativeExpandDepthwise) pays at this thread count: the tensor between them is large
 // enough to leave the caches between two separate ops (512 KB); each further thread's range
-// recomputes at most 4% of its rows; and one row fills the conv's micro-tiles (the conv
-// runs a row at a time: a 28-pixel row wastes 12% of 32).
+// recomputes at most 4% of its rows; and one row fills the conv's micro-tiles within 3%
+// (the conv runs a row at a time: on AVX-512 a 28-pixel row wastes 12% of 32; AVX2 runs a
+// row's last 1-4 pixels on its smaller kernels, and wants rows of at least 6 tiles).
 bool expand_depthwise_pays(const Model& m, uint32_t d, int threads, const NativeIsa& isa);
 
 // Drops the kernel rows / columns at either end that read only padding for every output

@@ -43,7 +43,7 @@ bool avx512_half_width();
 struct NativeIsa {
   bool avx512 = false;      // the AVX-512F kernels, else the AVX2 ones
   bool half_width = false;  // NativeConv on AVX-512: ymm kernels for last panels of 1-8 / 17-24 columns
-  bool two_rows = true;     // NativeDepthwise on AVX-512: output rows in pairs
+  bool two_rows = true;     // NativeDepthwise: output rows in pairs
   // All this CPU has (every switch on).
   static NativeIsa best();
   // avx512: allowed; half_width: 1 forced on, 0 forced off, -1 measured (avx512_half_width).
@@ -182,7 +182,7 @@ class NativeDepthwise final : public NativeOp {
   // falls in the padding); residual_row / output_row are that output row.
   void run_row(const float* const* rows, size_t oy, const float* residual_row, float* output_row) const;
   const NativeConvShape& shape() const { return shape_; }
-  // Output rows computed in pairs (NativeIsa::two_rows, stride 1, 3 or 5 wide, AVX-512).
+  // Output rows computed in pairs (NativeIsa::two_rows, stride 1, 3 or 5 wide).
   bool row_pairs() const { return two_rows_; }
 
   struct Task;
