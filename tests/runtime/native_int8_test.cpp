@@ -169,6 +169,46 @@ TEST(NativeInt8, MulByAPerChannelGateOrASameShapedTensorEqualsTheReference) {
   }
 }
 
+// Every pair of an input byte and a gate byte: a [1, 256, 1, 256] tensor whose pixel p holds
+// p - 128 in every channel, a gate whose channel c holds c - 128. Multipliers with right
+// shifts 0 to 12, and exactly 2^-3 (the multiplier 2^30, left to the general form).
+TEST(NativeInt8, GateMulEqualsTheReferenceOnEveryPair) {
+  std::vector<std::vector<int8_t>> x(2);
+  for (int p = 0; p < 256; ++p)
+    for (int c = 0; c < 256; ++c) x[0].push_back(static_cast<int8_t>(p - 128));
+  for (int c = 0; c < 256; ++c) x[1].push_back(static_cast<int8_t>(c - 128));
+  struct Scales {
+    float a, b, out;
+    int32_t za, zb, zo, fuse;
+  };
+  std::mt19937 rng(11);
+  std::vector<Scales> cases = {{0.105f, 1.f / 256, 0.053f, -124, -128, -122, 1},  // selfie's gate, ReLU
+                               {0.5f, 0.25f, 1.f, 3, -9, 0, 0},                   // 2^-3 exactly
+                               {0.9f, 0.9f, 1.f, 0, 0, 0, 0},                      // 0.81: no right shift
+                               {0.03f, 0.05f, 0.07f, 11, -7, 2, 3}};
+  for (int i = 0; i < 12; ++i) {
+    auto r = [&rng](float lo, float hi) { return lo + (hi - lo) * float(rng() % 100000) / 100000.f; };
+    cases.push_back({r(0.001f, 0.3f), r(0.001f, 0.3f), r(0.0005f, 0.2f), int32_t(rng() % 256) - 128,
+                     int32_t(rng() % 256) - 128, int32_t(rng() % 256) - 128, 0});
+  }
+  for (const Scales& sc : cases) {
+    auto m = one_op(T::MUL, {q8({1, 256, 1, 256}, sc.a, sc.za), q8({1, 1, 1, 256}, sc.b, sc.zb)}, {uint32_t(sc.fuse)},
+                    q8({1, 256, 1, 256}, sc.out, sc.zo));
+    ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+    const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
+    for (bool avx512 : {true, false}) {
+      CpuOptions cpu;
+      cpu.avx512 = avx512;
+      std::string kernel;
+      const std::vector<int8_t> got = run(m, x, "cpu", cpu, 2, &kernel);
+      size_t differ = 0;
+      for (size_t i = 0; i < got.size(); ++i) differ += got[i] != expected[i];
+      EXPECT_EQ(differ, 0u) << sc.a << " x " << sc.b << " -> " << sc.out << " on " << kernel;
+      EXPECT_EQ(kernel.rfind("native int8 mul", 0), 0u) << kernel;
+    }
+  }
+}
+
 TEST(NativeInt8, HardSwishAndTanhTablesEqualTheReference) {
   for (uint32_t c : kChannels) {
     check(one_op(T::HARD_SWISH, {q8({1, 5, 7, c}, 0.0367f, -46)}, {}, q8({1, 5, 7, c}, 0.0264f, -114)),

@@ -161,6 +161,9 @@ class Int8Mul final : public NativeDataOp {
     simd_ = fp_.left < 16;
     avx512_ = simd_ && avx512_int8(isa);
     avx2_ = simd_ && !avx512_ && avx2(isa);
+    // The gate's int32-only form (GateConstants): no left shift, a right shift of at most 15,
+    // and not the multiplier 2^30, whose rounding sign test differs at a product of -1.
+    gate_int32_ = avx512_ && per_channel_ && m_.shift <= 0 && -m_.shift <= 15 && m_.multiplier != (1 << 30);
   }
 
   const char* kernel() const override {
@@ -173,10 +176,21 @@ class Int8Mul final : public NativeDataOp {
            static_cast<const int8_t*>(args.inputs[1]),
            static_cast<int8_t*>(args.output),
            {},
+           {},
+           {},
            0};
     if (per_channel_) {
       t.gate.resize(channels_ + 16);
       for (size_t c = 0; c < channels_; ++c) t.gate[c] = int32_t(t.b[c]) - zb_;
+      if (gate_int32_) {
+        t.g_high.assign(channels_ + 16, 0);
+        t.g_low.assign(channels_ + 16, 0);
+        for (size_t c = 0; c < channels_; ++c) {
+          const int64_t g = int64_t{t.gate[c]} * m_.multiplier;  // floor division by 2^17 below
+          t.g_high[c] = static_cast<int32_t>(g >> 17);
+          t.g_low[c] = static_cast<int32_t>(g & ((1 << 17) - 1));
+        }
+      }
     }
     const size_t rows = chunk_count(pixels_, channels_, &t.per_chunk);
     for_each_row(args.pool, rows, &Int8Mul::chunk, &t);
@@ -188,6 +202,7 @@ class Int8Mul final : public NativeDataOp {
     const int8_t *a, *b;
     int8_t* out;
     std::vector<int32_t> gate;  // b - zb per channel (per_channel_)
+    std::vector<int32_t> g_high, g_low;  // (b - zb) * multiplier = high * 2^17 + low (gate_int32_)
     size_t per_chunk;
   };
 
@@ -201,6 +216,7 @@ class Int8Mul final : public NativeDataOp {
     const Int8Mul& op = *t.op;
     const size_t p0 = row * t.per_chunk, p1 = std::min(op.pixels_, p0 + t.per_chunk);
 #if NN_NATIVE_X86
+    if (op.gate_int32_) return op.gate_avx512(t, p0, p1);
     if (op.avx512_) return op.pixels_avx512(t, p0, p1);
     if (op.avx2_) return op.pixels_avx2(t, p0, p1);
 #endif
@@ -250,6 +266,35 @@ class Int8Mul final : public NativeDataOp {
 #undef NN_MUL_BLOCK
   }
 
+  // A per-channel gate g = b - zb without 64-bit products. With d = a - za, P = d g (|P| < 2^16),
+  // M the multiplier and e the right shift, NNAPI's rounding doubling high multiply and
+  // rounding divide nest into one floor:
+  //   out - zo = floor((d G + 2^30 + 2^31 (2^(e-1) - n)) / 2^(31+e)),  G = g M,
+  // n = [P M < -2^30] = [P < 0] (M > 2^30), the 2^31 term absent for e = 0. With
+  // G = Gh 2^17 + Gl (0 <= Gl < 2^17) the floor splits into int32 steps:
+  //   floor((d Gh + Ch + floor(d Gl / 2^17)) / 2^(14+e)),  Ch = 2^13 + 2^14 (2^(e-1) - n),
+  // |d Gh| < 2^30, Ch < 2^29 (e <= 15), and sign(d Gh) = sign(P).
+  NN_TARGET_INT8_512 void gate_avx512(const Task& t, size_t p0, size_t p1) const {
+    const int e = -m_.shift;
+    const __m512i za = _mm512_set1_epi32(za_), zo = _mm512_set1_epi32(zo_);
+    const __m512i lo = _mm512_set1_epi32(range_.lo), hi = _mm512_set1_epi32(range_.hi);
+    const __m512i ch = _mm512_set1_epi32((1 << 13) + (e > 0 ? (1 << (13 + e)) : 0));
+    const __m512i negative = _mm512_set1_epi32(e > 0 ? 1 << 14 : 0);
+    const __m128i shift = _mm_cvtsi32_si128(14 + e);
+    const size_t c = channels_;
+    for (size_t p = p0; p < p1; ++p)
+      for (size_t i = 0; i < c; i += 16) {
+        const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - i)) - 1);
+        const __m512i d = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, t.a + p * c + i)), za);
+        const __m512i high = _mm512_mullo_epi32(d, _mm512_loadu_si512(t.g_high.data() + i));
+        const __m512i low = _mm512_srai_epi32(_mm512_mullo_epi32(d, _mm512_loadu_si512(t.g_low.data() + i)), 17);
+        __m512i v = _mm512_add_epi32(_mm512_add_epi32(high, ch), low);
+        v = _mm512_mask_sub_epi32(v, _mm512_cmplt_epi32_mask(high, _mm512_setzero_si512()), v, negative);  // - 2^14 n
+        v = _mm512_add_epi32(_mm512_sra_epi32(v, shift), zo);
+        _mm512_mask_cvtepi32_storeu_epi8(t.out + p * c + i, k, _mm512_min_epi32(_mm512_max_epi32(v, lo), hi));
+      }
+  }
+
   NN_TARGET_INT8_AVX2 void pixels_avx2(const Task& t, size_t p0, size_t p1) const {
     const __m256i za = _mm256_set1_epi32(za_), zb = _mm256_set1_epi32(zb_), zo = _mm256_set1_epi32(zo_);
     const __m256i lo = _mm256_set1_epi32(range_.lo), hi = _mm256_set1_epi32(range_.hi);
@@ -280,7 +325,7 @@ class Int8Mul final : public NativeDataOp {
   quant::Multiplier m_;
   FixedPoint fp_;
   quant::Range range_;
-  bool simd_ = false, avx512_ = false, avx2_ = false;
+  bool simd_ = false, avx512_ = false, avx2_ = false, gate_int32_ = false;
 };
 
 // ---------------------------------------------------------------------------------------
