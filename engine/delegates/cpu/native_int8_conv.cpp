@@ -36,6 +36,16 @@
 namespace nn::cpu {
 namespace {
 
+#if NN_NATIVE_X86
+// acc += u (unsigned bytes) . w (signed bytes) per int32 lane, in acc's own register. GCC 12
+// gives the intrinsic a fresh destination inside unrolled tiles and copies each accumulator
+// back and forth every step (two moves per vpdpbusd); the tied asm operand keeps them put.
+__attribute__((target("avx512f,avx512vnni"), always_inline)) inline void dpbusd_in_place(__m512i& acc, __m512i u,
+                                                                                        __m512i w) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(w));
+}
+#endif
+
 // Per-output-channel NNAPI fixed-point multipliers: these kernels implement NNAPI's
 // requantization only (the CPU delegate gives them no op under Requantization::kFp32).
 std::vector<quant::Multiplier> nnapi_multipliers(const Operand& in, const Operand& filter, const Operand& out,
@@ -376,7 +386,7 @@ class Int8Gemm {
       for (size_t g = 0; g < k_groups_; ++g) {
         const __m512i ug = _mm512_permutexvar_epi32(_mm512_set1_epi32(int(g)), u);
         for (size_t i = 0; i < kBlocks; ++i)
-          acc[i] = _mm512_dpbusd_epi32(acc[i], ug, _mm512_loadu_si512(w[i] + g * 64));
+          dpbusd_in_place(acc[i], ug, _mm512_loadu_si512(w[i] + g * 64));
       }
       for (size_t i = 0; i < kBlocks; ++i)
         _mm512_mask_cvtsepi32_storeu_epi8(o + i * kVnniCols, keep[i], rq[i].apply(acc[i]));
@@ -415,7 +425,7 @@ class Int8Gemm {
         for (size_t r = 0; r < kRows; ++r) {
           int32_t xv;
           std::memcpy(&xv, u + r * k_ + 4 * g, 4);
-          acc[r] = _mm512_dpbusd_epi32(acc[r], _mm512_set1_epi32(xv), wg);
+          dpbusd_in_place(acc[r], _mm512_set1_epi32(xv), wg);
         }
       }
       const __mmask16 keep = __mmask16((1u << std::min<size_t>(16, n_ - j)) - 1);
