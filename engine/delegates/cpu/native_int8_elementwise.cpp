@@ -163,7 +163,8 @@ class Int8Mul final : public NativeDataOp {
     avx2_ = simd_ && !avx512_ && avx2(isa);
     // The gate's int32-only form (GateConstants): no left shift, a right shift of at most 15,
     // and not the multiplier 2^30, whose rounding sign test differs at a product of -1.
-    gate_int32_ = avx512_ && per_channel_ && m_.shift <= 0 && -m_.shift <= 15 && m_.multiplier != (1 << 30);
+    gate_int32_ = (avx512_ || avx2_) && per_channel_ && m_.shift <= 0 && -m_.shift <= 15 &&
+                  m_.multiplier != (1 << 30);
   }
 
   const char* kernel() const override {
@@ -216,7 +217,8 @@ class Int8Mul final : public NativeDataOp {
     const Int8Mul& op = *t.op;
     const size_t p0 = row * t.per_chunk, p1 = std::min(op.pixels_, p0 + t.per_chunk);
 #if NN_NATIVE_X86
-    if (op.gate_int32_) return op.gate_avx512(t, p0, p1);
+    if (op.gate_int32_ && op.avx512_) return op.gate_avx512(t, p0, p1);
+    if (op.gate_int32_) return op.gate_avx2(t, p0, p1);
     if (op.avx512_) return op.pixels_avx512(t, p0, p1);
     if (op.avx2_) return op.pixels_avx2(t, p0, p1);
 #endif
@@ -293,6 +295,33 @@ class Int8Mul final : public NativeDataOp {
         v = _mm512_add_epi32(_mm512_sra_epi32(v, shift), zo);
         _mm512_mask_cvtepi32_storeu_epi8(t.out + p * c + i, k, _mm512_min_epi32(_mm512_max_epi32(v, lo), hi));
       }
+  }
+
+  // gate_avx512 on 8 channels a step, the channels past the last 8 as the reference.
+  NN_TARGET_INT8_AVX2 void gate_avx2(const Task& t, size_t p0, size_t p1) const {
+    const int e = -m_.shift;
+    const __m256i za = _mm256_set1_epi32(za_), zo = _mm256_set1_epi32(zo_), zero = _mm256_setzero_si256();
+    const __m256i lo = _mm256_set1_epi32(range_.lo), hi = _mm256_set1_epi32(range_.hi);
+    const __m256i ch = _mm256_set1_epi32((1 << 13) + (e > 0 ? (1 << (13 + e)) : 0));
+    const __m256i negative = _mm256_set1_epi32(e > 0 ? 1 << 14 : 0);
+    const __m128i shift = _mm_cvtsi32_si128(14 + e);
+    const size_t c = channels_;
+    for (size_t p = p0; p < p1; ++p) {
+      size_t i = 0;
+      for (; i + 8 <= c; i += 8) {
+        const __m256i d = _mm256_sub_epi32(
+            _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(t.a + p * c + i))), za);
+        const __m256i high = _mm256_mullo_epi32(
+            d, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.g_high.data() + i)));
+        const __m256i low = _mm256_srai_epi32(
+            _mm256_mullo_epi32(d, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.g_low.data() + i))), 17);
+        __m256i v = _mm256_add_epi32(_mm256_add_epi32(high, ch), low);
+        v = _mm256_sub_epi32(v, _mm256_and_si256(_mm256_cmpgt_epi32(zero, high), negative));  // - 2^14 n
+        v = _mm256_add_epi32(_mm256_sra_epi32(v, shift), zo);
+        store8(t.out + p * c + i, _mm256_min_epi32(_mm256_max_epi32(v, lo), hi));
+      }
+      pixel_tail(t, p, i);
+    }
   }
 
   NN_TARGET_INT8_AVX2 void pixels_avx2(const Task& t, size_t p0, size_t p1) const {
@@ -886,8 +915,9 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
       return std::make_unique<Int8Add>(in, b, out, op.inputs[0], op.inputs[1], *static_cast<const int32_t*>(fuse),
                                        isa);
     }
-    case T::LOGISTIC:
+    case T::LOGISTIC:  // XNNPACK's beats a table looked up a byte at a time
       if (!cpu.native_int8_logistic) return no("native int8 LOGISTIC off");
+      if (!avx512_vbmi(isa)) return no("int8 LOGISTIC without AVX-512 VBMI (XNNPACK's is faster)");
       [[fallthrough]];
     case T::HARD_SWISH:
     case T::TANH: {
@@ -900,6 +930,7 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
     }
     case T::AVERAGE_POOL_2D: {
       if (!cpu.native_int8_pool) return no("native int8 AVERAGE_POOL_2D off");
+      if (!avx512_int8(isa)) return no("int8 AVERAGE_POOL_2D without AVX-512 (XNNPACK's is as fast)");
       auto p = decode_pool(m, op);
       if (!p.is_ok() || in.dims.size() != 4) return no("int8 AVERAGE_POOL_2D parameters");
       const int64_t h0 = -p->pad_h.before, w0 = -p->pad_w.before;
