@@ -85,7 +85,7 @@ std::vector<int8_t> run(const std::shared_ptr<Model>& m, const std::vector<std::
 // int8 kernels (AVX-512 where the CPU has it, then AVX2; 1 and 2 threads), byte for byte,
 // and with the switch off (`off_kernel`: the kernel that must run then).
 void check(const std::shared_ptr<Model>& m, const std::string& name, const std::string& native_kind,
-           const std::string& off_kernel, bool native = true) {
+           const std::string& off_kernel, bool native = true, const CpuOptions& base = {}) {
   const Status valid = m->validate_and_infer_shapes();
   ASSERT_TRUE(valid.is_ok()) << name << ": " << valid.to_string();
   std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(name)));
@@ -98,7 +98,7 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
   ASSERT_FALSE(expected.empty()) << name;
   for (bool avx512 : {true, false}) {
     for (int threads : {1, 2}) {
-      CpuOptions cpu;
+      CpuOptions cpu = base;
       cpu.avx512 = avx512;
       std::string kernel;
       const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
@@ -108,7 +108,13 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
       const bool gemm = vnni_only || native_kind == "deconv";
       const bool wide = avx512 && has_avx512_int8() && (!gemm || has_vnni());
       const std::string isa = wide ? " AVX-512" : has_avx2() ? " AVX2" : "";
-      if (!native || (vnni_only && !wide))
+      // LOGISTIC and the global pool have XNNPACK kernels as fast as a byte-wise table or our
+      // AVX2 sums: they are native with AVX-512 (LOGISTIC: VBMI) only.
+      const T type = m->operations[0].type;
+      const bool takes = type == T::LOGISTIC          ? avx512 && has_avx512_int8() && has_vbmi()
+                         : type == T::AVERAGE_POOL_2D ? avx512 && has_avx512_int8()
+                                                      : true;
+      if (!native || (vnni_only && !wide) || !takes)
         EXPECT_EQ(kernel, off_kernel) << name << " without VNNI";
       else
         EXPECT_EQ(kernel.rfind("native int8 " + native_kind + (native_kind == "table" ? "" : isa), 0), 0u)
@@ -126,7 +132,7 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
                               << " of " << got.size() << " bytes differ from the reference";
     }
   }
-  CpuOptions off;
+  CpuOptions off = base;
   off.native_int8 = false;
   std::string kernel;
   run(m, x, "cpu", off, 1, &kernel);
@@ -169,6 +175,46 @@ TEST(NativeInt8, MulByAPerChannelGateOrASameShapedTensorEqualsTheReference) {
   }
 }
 
+// Every pair of an input byte and a gate byte: a [1, 256, 1, 256] tensor whose pixel p holds
+// p - 128 in every channel, a gate whose channel c holds c - 128. Multipliers with right
+// shifts 0 to 12, and exactly 2^-3 (the multiplier 2^30, left to the general form).
+TEST(NativeInt8, GateMulEqualsTheReferenceOnEveryPair) {
+  std::vector<std::vector<int8_t>> x(2);
+  for (int p = 0; p < 256; ++p)
+    for (int c = 0; c < 256; ++c) x[0].push_back(static_cast<int8_t>(p - 128));
+  for (int c = 0; c < 256; ++c) x[1].push_back(static_cast<int8_t>(c - 128));
+  struct Scales {
+    float a, b, out;
+    int32_t za, zb, zo, fuse;
+  };
+  std::mt19937 rng(11);
+  std::vector<Scales> cases = {{0.105f, 1.f / 256, 0.053f, -124, -128, -122, 1},  // selfie's gate, ReLU
+                               {0.5f, 0.25f, 1.f, 3, -9, 0, 0},                   // 2^-3 exactly
+                               {0.9f, 0.9f, 1.f, 0, 0, 0, 0},                      // 0.81: no right shift
+                               {0.03f, 0.05f, 0.07f, 11, -7, 2, 3}};
+  for (int i = 0; i < 12; ++i) {
+    auto r = [&rng](float lo, float hi) { return lo + (hi - lo) * float(rng() % 100000) / 100000.f; };
+    cases.push_back({r(0.001f, 0.3f), r(0.001f, 0.3f), r(0.0005f, 0.2f), int32_t(rng() % 256) - 128,
+                     int32_t(rng() % 256) - 128, int32_t(rng() % 256) - 128, 0});
+  }
+  for (const Scales& sc : cases) {
+    auto m = one_op(T::MUL, {q8({1, 256, 1, 256}, sc.a, sc.za), q8({1, 1, 1, 256}, sc.b, sc.zb)}, {uint32_t(sc.fuse)},
+                    q8({1, 256, 1, 256}, sc.out, sc.zo));
+    ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+    const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
+    for (bool avx512 : {true, false}) {
+      CpuOptions cpu;
+      cpu.avx512 = avx512;
+      std::string kernel;
+      const std::vector<int8_t> got = run(m, x, "cpu", cpu, 2, &kernel);
+      size_t differ = 0;
+      for (size_t i = 0; i < got.size(); ++i) differ += got[i] != expected[i];
+      EXPECT_EQ(differ, 0u) << sc.a << " x " << sc.b << " -> " << sc.out << " on " << kernel;
+      EXPECT_EQ(kernel.rfind("native int8 mul", 0), 0u) << kernel;
+    }
+  }
+}
+
 TEST(NativeInt8, HardSwishAndTanhTablesEqualTheReference) {
   for (uint32_t c : kChannels) {
     check(one_op(T::HARD_SWISH, {q8({1, 5, 7, c}, 0.0367f, -46)}, {}, q8({1, 5, 7, c}, 0.0264f, -114)),
@@ -176,6 +222,119 @@ TEST(NativeInt8, HardSwishAndTanhTablesEqualTheReference) {
     check(one_op(T::TANH, {q8({1, 3, 11, c}, 0.031f, 5)}, {}, q8({1, 3, 11, c}, 1.f / 128, 0)),
           "TANH x" + std::to_string(c), "table", "reference");
   }
+}
+
+TEST(NativeInt8, SameShapedAddEqualsTheReference) {
+  CpuOptions add;
+  add.native_int8_add = true;
+  for (uint32_t c : kChannels) {
+    // A residual: the larger scale first, then second; ReLU; an output scale above both.
+    check(one_op(T::ADD, {q8({1, 7, 9, c}, 0.105f, -124), q8({1, 7, 9, c}, 0.031f, 9)}, {1},
+                 q8({1, 7, 9, c}, 0.12f, -100)),
+          "ADD x" + std::to_string(c), "add", "xnnpack", true, add);
+    check(one_op(T::ADD, {q8({2, 3, 5, c}, 0.0173f, 3), q8({2, 3, 5, c}, 0.05f, -7)}, {0},
+                 q8({2, 3, 5, c}, 0.011f, 2)),
+          "ADD smaller-first x" + std::to_string(c), "add", "xnnpack", true, add);
+    // Equal input scales (multipliers of exactly 1/2: no rounding shift), RELU6.
+    check(one_op(T::ADD, {q8({1, 5, 3, c}, 0.02f, -128), q8({1, 5, 3, c}, 0.02f, 127)}, {3},
+                 q8({1, 5, 3, c}, 0.04f, -20)),
+          "ADD equal scales x" + std::to_string(c), "add", "xnnpack", true, add);
+  }
+  // Every pair of input bytes, at scale ratios whose rounding steps fall in many places.
+  std::vector<std::vector<int8_t>> pairs(2, std::vector<int8_t>(65536));
+  for (size_t i = 0; i < 65536; ++i) {
+    pairs[0][i] = static_cast<int8_t>(i & 255);
+    pairs[1][i] = static_cast<int8_t>(i >> 8);
+  }
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 24; ++trial) {
+    auto scale = [&rng] { return 0.001f + 0.2f * float(rng() % 10000) / 10000.f; };
+    const float sa = scale(), sb = trial % 3 == 0 ? sa : scale(), so = scale();
+    const int32_t za = int32_t(rng() % 256) - 128, zb = int32_t(rng() % 256) - 128, zo = int32_t(rng() % 256) - 128;
+    auto m = one_op(T::ADD, {q8({1, 256, 256, 1}, sa, za), q8({1, 256, 256, 1}, sb, zb)}, {0},
+                    q8({1, 256, 256, 1}, so, zo));
+    ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+    const std::vector<int8_t> expected = run(m, pairs, "reference", {}, 1, nullptr);
+    for (bool avx512 : {true, false}) {
+      CpuOptions cpu = add;
+      cpu.avx512 = avx512;
+      std::string kernel;
+      const std::vector<int8_t> got = run(m, pairs, "cpu", cpu, 1, &kernel);
+      size_t differ = 0;
+      for (size_t i = 0; i < got.size(); ++i) differ += got[i] != expected[i];
+      EXPECT_EQ(differ, 0u) << "every pair, scales " << sa << " " << sb << " -> " << so << " on " << kernel;
+    }
+  }
+  // Off by default (XNNPACK's add is faster); a broadcast ADD is not taken.
+  std::string kernel;
+  auto m = one_op(T::ADD, {q8({1, 4, 4, 16}, 0.1f, 0), q8({1, 4, 4, 16}, 0.2f, 0)}, {0}, q8({1, 4, 4, 16}, 0.3f, 0));
+  ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+  std::vector<std::vector<int8_t>> x(2, std::vector<int8_t>(256, 1));
+  run(m, x, "cpu", {}, 1, &kernel);
+  EXPECT_EQ(kernel, "xnnpack");
+  auto b = one_op(T::ADD, {q8({1, 4, 4, 16}, 0.1f, 0), q8({1, 1, 1, 16}, 0.2f, 0)}, {0}, q8({1, 4, 4, 16}, 0.3f, 0));
+  ASSERT_TRUE(b->validate_and_infer_shapes().is_ok());
+  x[1].resize(16);
+  run(b, x, "cpu", add, 1, &kernel);
+  EXPECT_EQ(kernel, "xnnpack");
+}
+
+TEST(NativeInt8, LogisticTableEqualsTheReference) {
+  for (uint32_t c : kChannels)
+    check(one_op(T::LOGISTIC, {q8({1, 5, 7, c}, 0.0611f, 17)}, {}, q8({1, 5, 7, c}, 1.f / 256, -128)),
+          "LOGISTIC x" + std::to_string(c), "table", "xnnpack");
+  CpuOptions off;
+  off.native_int8_logistic = false;
+  std::string kernel;
+  auto m = one_op(T::LOGISTIC, {q8({1, 5, 7, 16}, 0.0611f, 17)}, {}, q8({1, 5, 7, 16}, 1.f / 256, -128));
+  ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+  run(m, {std::vector<int8_t>(5 * 7 * 16, 3)}, "cpu", off, 1, &kernel);
+  EXPECT_EQ(kernel, "xnnpack");
+}
+
+// AVERAGE_POOL_2D with implicit padding (1 SAME, 2 VALID), stride 1, a filter of fw x fh.
+std::shared_ptr<Model> pool_model(Dims in, Dims out, int32_t padding, int32_t fw, int32_t fh, int32_t fuse) {
+  return one_op(T::AVERAGE_POOL_2D, {q8(in, 0.031f, -5)}, {}, q8(out, 0.031f, -5),
+                [=](Model& m, std::vector<uint32_t>& ins) {
+                  for (int32_t v : {padding, 1, 1, fw, fh, fuse}) ins.push_back(m.add_scalar_i32(v));
+                });
+}
+
+TEST(NativeInt8, GlobalAveragePoolEqualsTheReference) {
+  // 1, 2, 4, 8, 16 channels take several pixels per step; 7 x 77 pixels leave a partial step;
+  // 8200 pixels cross the int16 partial sums' flush (every 255 steps) at every channel count.
+  for (uint32_t c : {1u, 2u, 4u, 8u, 13u, 16u, 64u, 127u}) {
+    check(pool_model({2, 7, 77, c}, {2, 1, 1, c}, 2, 77, 7, 0), "global AVERAGE_POOL_2D x" + std::to_string(c),
+          "average pool", "xnnpack");
+    check(pool_model({1, 1, 8200, c}, {1, 1, 1, c}, 2, 8200, 1, 1),
+          "global AVERAGE_POOL_2D 8200 pixels, RELU x" + std::to_string(c), "average pool", "xnnpack");
+  }
+  // Every value -128 or 127: the largest partial sums an int16 lane holds.
+  for (int8_t v : {int8_t(-128), int8_t(127)})
+    for (uint32_t c : {4u, 16u, 64u}) {
+      auto m = pool_model({1, 40, 205, c}, {1, 1, 1, c}, 2, 205, 40, 0);
+      ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+      const std::vector<std::vector<int8_t>> x{std::vector<int8_t>(40 * 205 * c, v)};
+      std::string kernel;
+      EXPECT_EQ(run(m, x, "cpu", {}, 1, &kernel), run(m, x, "reference", {}, 1, nullptr)) << int(v) << " x" << c;
+      if (has_avx512_int8()) {
+        EXPECT_EQ(kernel.rfind("native int8 average pool", 0), 0u) << kernel;
+      }
+    }
+  // A VALID window the size of the image.
+  check(pool_model({1, 5, 6, 16}, {1, 1, 1, 16}, 2, 6, 5, 0), "VALID 6x5 on 5x6", "average pool", "xnnpack");
+  // Not global: not the native kernel (XNNPACK's or the reference's).
+  std::string kernel;
+  auto m = pool_model({1, 6, 6, 16}, {1, 6, 6, 16}, 1, 3, 3, 0);
+  ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+  run(m, {std::vector<int8_t>(6 * 6 * 16, 3)}, "cpu", {}, 1, &kernel);
+  EXPECT_NE(kernel.rfind("native int8", 0), 0u) << kernel;
+  CpuOptions off;
+  off.native_int8_pool = false;
+  auto g = pool_model({1, 6, 6, 16}, {1, 1, 1, 16}, 2, 6, 6, 0);
+  ASSERT_TRUE(g->validate_and_infer_shapes().is_ok());
+  run(g, {std::vector<int8_t>(6 * 6 * 16, 3)}, "cpu", off, 1, &kernel);
+  EXPECT_EQ(kernel, "xnnpack");
 }
 
 TEST(NativeInt8, MeanOverHeightAndWidthEqualsTheReference) {

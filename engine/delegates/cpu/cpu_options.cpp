@@ -30,6 +30,9 @@ CpuOptions CpuOptions::from_environment() {
   o.drop_dead_taps = !set("NN_NO_DEAD_TAPS");
   o.winograd = !set("NN_NO_WINOGRAD");
   o.native_int8 = !set("NN_NO_NATIVE_INT8");
+  o.native_int8_add = set("NN_NATIVE_INT8_ADD");
+  o.native_int8_logistic = !set("NN_NO_NATIVE_INT8_LOGISTIC");
+  o.native_int8_pool = !set("NN_NO_NATIVE_INT8_POOL");
   o.native_fully_connected = !set("NN_NO_NATIVE_FC");
   return o;
 }

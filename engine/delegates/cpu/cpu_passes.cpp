@@ -65,7 +65,7 @@ Status CpuPartition::label_ops(bool use_xnnpack, const std::map<uint32_t, std::s
     r.op = k;
     const bool allowed = use_xnnpack && !force_reference.count(k);
     std::string why_not_int8;  // int8 ops XNNPACK runs slowly or not at all (native_int8.h)
-    if (allowed && options_.cpu.native_int8 && options_.requantization == Requantization::kNnapi) r.data = make_native_int8_op(model_, k, statics_, isa_, &why_not_int8);
+    if (allowed && options_.cpu.native_int8 && options_.requantization == Requantization::kNnapi) r.data = make_native_int8_op(model_, k, statics_, isa_, options_.cpu, &why_not_int8);
     r.lowers = !r.data && allowed && xnn_can_lower(model_, k, statics_).supported;
     if (r.data) {
       r.step = kNativeStep;

@@ -5,12 +5,22 @@
 // - MUL by a per-channel gate (squeeze-and-excitation) or by a same-shaped tensor: XNNPACK's
 //   broadcasting qs8 multiply calls its micro-kernel once per pixel (the selfie decoder's
 //   128x128x16 gate ran at 1.2 G elements/s). NNAPI's fixed-point requantization
-//   (ops/quant_math.h) in 16 (AVX-512) or 8 (AVX2) int32 lanes.
+//   (ops/quant_math.h) in 16 (AVX-512) or 8 (AVX2) int32 lanes; a per-channel gate with its
+//   two roundings nested into one floor and no 64-bit products (Int8Mul::gate_avx512).
 // - HARD_SWISH and TANH: the reference kernel's 256-entry table (the exactly rounded
 //   function), looked up 64 bytes a step with AVX-512 VBMI's two-table byte permute, else a
 //   byte at a time. XNNPACK 2022 has no int8 hard-swish or tanh.
+// - ADD of two same-shaped tensors, when CpuOptions::native_int8_add asks for it: NNAPI's
+//   arithmetic (both inputs rescaled by fixed-point multipliers after a left shift of 20,
+//   summed, requantized: three requantizations) in 16 / 8 int32 lanes, the input stage
+//   without 64-bit products (the multiplier split at bit 11). Exact, but about 3x slower
+//   than XNNPACK's qs8 add, which rounds once in its own way (within one step).
+// - LOGISTIC: the reference's table, as HARD_SWISH and TANH, with AVX-512 VBMI only (a byte-wise
+//   table loses to XNNPACK's).
 // - MEAN over H and W (a global average): exact int32 sums per channel, then the
-//   reference's requantization. XNNPACK 2022 has no int8 MEAN node.
+//   reference's requantization. XNNPACK 2022 has no int8 MEAN node. A global
+//   AVERAGE_POOL_2D the same (AVX-512 only), with the reference's integer division (half away
+//   from zero). Sums in int16 lanes, 255 values at a time.
 // - RESIZE_BILINEAR: the reference's arithmetic (dequantize, blend in float in the same
 //   order, divide by the output scale, round half away from zero), 16 / 8 channels a step;
 //   XNNPACK's resize interpolates with 11-bit weights (within one step).
@@ -37,15 +47,17 @@
 #include "delegates/cpu/cpu_internal.h"
 #include "delegates/cpu/native_data.h"
 #include "delegates/cpu/native_kernels.h"
+#include "nn/runtime/session.h"
 #include "ops/quant_math.h"
 
 namespace nn::cpu {
 
 // The native int8 kernel of op `op_index`, or nullptr with *why.
 // (native_int8_elementwise.cpp; CONV_2D and TRANSPOSE_CONV_2D go to make_native_int8_conv.)
+// `cpu` turns single kernels off (CpuOptions::native_int8_add, _logistic, _pool).
 std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& model, uint32_t op_index,
                                                   const StaticLookup& statics, const NativeIsa& isa,
-                                                  std::string* why);
+                                                  const CpuOptions& cpu, std::string* why);
 
 // CONV_2D (groups 1; windows gathered into rows unless 1x1, stride 1, unpadded) and
 // TRANSPOSE_CONV_2D with kernel == stride as one int8 GEMM, DEPTHWISE_CONV_2D (multiplier 1)

@@ -36,6 +36,16 @@
 namespace nn::cpu {
 namespace {
 
+#if NN_NATIVE_X86
+// acc += u (unsigned bytes) . w (signed bytes) per int32 lane, in acc's own register. GCC 12
+// gives the intrinsic a fresh destination inside unrolled tiles and copies each accumulator
+// back and forth every step (two moves per vpdpbusd); the tied asm operand keeps them put.
+__attribute__((target("avx512f,avx512vnni"), always_inline)) inline void dpbusd_in_place(__m512i& acc, __m512i u,
+                                                                                        __m512i w) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(w));
+}
+#endif
+
 // Per-output-channel NNAPI fixed-point multipliers: these kernels implement NNAPI's
 // requantization only (the CPU delegate gives them no op under Requantization::kFp32).
 std::vector<quant::Multiplier> nnapi_multipliers(const Operand& in, const Operand& filter, const Operand& out,
@@ -376,7 +386,7 @@ class Int8Gemm {
       for (size_t g = 0; g < k_groups_; ++g) {
         const __m512i ug = _mm512_permutexvar_epi32(_mm512_set1_epi32(int(g)), u);
         for (size_t i = 0; i < kBlocks; ++i)
-          acc[i] = _mm512_dpbusd_epi32(acc[i], ug, _mm512_loadu_si512(w[i] + g * 64));
+          dpbusd_in_place(acc[i], ug, _mm512_loadu_si512(w[i] + g * 64));
       }
       for (size_t i = 0; i < kBlocks; ++i)
         _mm512_mask_cvtsepi32_storeu_epi8(o + i * kVnniCols, keep[i], rq[i].apply(acc[i]));
@@ -403,26 +413,44 @@ class Int8Gemm {
       const __mmask64 m = bytes - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (bytes - i)) - 1;
       _mm512_mask_storeu_epi8(u + i, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, x + i), flip));
     }
-    for (size_t j = 0; j < n_; j += kVnniCols) {
-      const int8_t* w = packed8_.data() + j * k_groups_ * 4;
-      __m512i acc[kRows];
-      const __m512i b = _mm512_loadu_si512(bias_.data() + j);
+    size_t j = 0;
+    for (; j + 2 * kVnniCols <= n_; j += 2 * kVnniCols) columns_vnni<kRows, 2>(u, j, out, ldo);
+    for (; j < n_; j += kVnniCols) columns_vnni<kRows, 1>(u, j, out, ldo);
+  }
+
+  // tile_vnni's columns [j, j + 16 * kBlocks): each broadcast of 4 input bytes feeds kBlocks
+  // vpdpbusd (one broadcast per vpdpbusd bounds the tile by the loads otherwise).
+  template <size_t kRows, size_t kBlocks>
+  NN_INLINE_VNNI void columns_vnni(const uint8_t* u, size_t j, int8_t* out, size_t ldo) const {
+    const int8_t* w = packed8_.data() + j * k_groups_ * 4;
+    __m512i acc[kBlocks][kRows];
+#pragma GCC unroll 2
+    for (size_t i = 0; i < kBlocks; ++i) {
+      const __m512i b = _mm512_loadu_si512(bias_.data() + j + i * kVnniCols);
 #pragma GCC unroll 8
-      for (size_t r = 0; r < kRows; ++r) acc[r] = b;
-      for (size_t g = 0; g < k_groups_; ++g) {
-        const __m512i wg = _mm512_loadu_si512(w + g * 64);
+      for (size_t r = 0; r < kRows; ++r) acc[i][r] = b;
+    }
+    for (size_t g = 0; g < k_groups_; ++g) {
+      __m512i wg[kBlocks];
+#pragma GCC unroll 2
+      for (size_t i = 0; i < kBlocks; ++i) wg[i] = _mm512_loadu_si512(w + (i * kVnniCols * k_groups_ + g * 16) * 4);
 #pragma GCC unroll 8
-        for (size_t r = 0; r < kRows; ++r) {
-          int32_t xv;
-          std::memcpy(&xv, u + r * k_ + 4 * g, 4);
-          acc[r] = _mm512_dpbusd_epi32(acc[r], _mm512_set1_epi32(xv), wg);
-        }
+      for (size_t r = 0; r < kRows; ++r) {
+        int32_t xv;
+        std::memcpy(&xv, u + r * k_ + 4 * g, 4);
+        const __m512i xb = _mm512_set1_epi32(xv);
+#pragma GCC unroll 2
+        for (size_t i = 0; i < kBlocks; ++i) dpbusd_in_place(acc[i][r], xb, wg[i]);
       }
-      const __mmask16 keep = __mmask16((1u << std::min<size_t>(16, n_ - j)) - 1);
-      const ChannelRequant::Columns16 rq = requant_.columns16(j);
+    }
+#pragma GCC unroll 2
+    for (size_t i = 0; i < kBlocks; ++i) {
+      const size_t jb = j + i * kVnniCols;
+      const __mmask16 keep = __mmask16((1u << std::min<size_t>(16, n_ - jb)) - 1);
+      const ChannelRequant::Columns16 rq = requant_.columns16(jb);
 #pragma GCC unroll 8
       for (size_t r = 0; r < kRows; ++r)
-        _mm512_mask_cvtsepi32_storeu_epi8(out + r * ldo + j, keep, rq.apply(acc[r]));
+        _mm512_mask_cvtsepi32_storeu_epi8(out + r * ldo + jb, keep, rq.apply(acc[i][r]));
     }
   }
 

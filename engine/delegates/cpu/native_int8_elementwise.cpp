@@ -29,6 +29,7 @@
 namespace nn::cpu {
 namespace {
 
+
 using T = OperationType;
 constexpr OperandType kQ8 = OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
 
@@ -160,6 +161,10 @@ class Int8Mul final : public NativeDataOp {
     simd_ = fp_.left < 16;
     avx512_ = simd_ && avx512_int8(isa);
     avx2_ = simd_ && !avx512_ && avx2(isa);
+    // The gate's int32-only form (GateConstants): no left shift, a right shift of at most 15,
+    // and not the multiplier 2^30, whose rounding sign test differs at a product of -1.
+    gate_int32_ = (avx512_ || avx2_) && per_channel_ && m_.shift <= 0 && -m_.shift <= 15 &&
+                  m_.multiplier != (1 << 30);
   }
 
   const char* kernel() const override {
@@ -172,10 +177,21 @@ class Int8Mul final : public NativeDataOp {
            static_cast<const int8_t*>(args.inputs[1]),
            static_cast<int8_t*>(args.output),
            {},
+           {},
+           {},
            0};
     if (per_channel_) {
       t.gate.resize(channels_ + 16);
       for (size_t c = 0; c < channels_; ++c) t.gate[c] = int32_t(t.b[c]) - zb_;
+      if (gate_int32_) {
+        t.g_high.assign(channels_ + 16, 0);
+        t.g_low.assign(channels_ + 16, 0);
+        for (size_t c = 0; c < channels_; ++c) {
+          const int64_t g = int64_t{t.gate[c]} * m_.multiplier;  // floor division by 2^17 below
+          t.g_high[c] = static_cast<int32_t>(g >> 17);
+          t.g_low[c] = static_cast<int32_t>(g & ((1 << 17) - 1));
+        }
+      }
     }
     const size_t rows = chunk_count(pixels_, channels_, &t.per_chunk);
     for_each_row(args.pool, rows, &Int8Mul::chunk, &t);
@@ -187,6 +203,7 @@ class Int8Mul final : public NativeDataOp {
     const int8_t *a, *b;
     int8_t* out;
     std::vector<int32_t> gate;  // b - zb per channel (per_channel_)
+    std::vector<int32_t> g_high, g_low;  // (b - zb) * multiplier = high * 2^17 + low (gate_int32_)
     size_t per_chunk;
   };
 
@@ -200,6 +217,8 @@ class Int8Mul final : public NativeDataOp {
     const Int8Mul& op = *t.op;
     const size_t p0 = row * t.per_chunk, p1 = std::min(op.pixels_, p0 + t.per_chunk);
 #if NN_NATIVE_X86
+    if (op.gate_int32_ && op.avx512_) return op.gate_avx512(t, p0, p1);
+    if (op.gate_int32_) return op.gate_avx2(t, p0, p1);
     if (op.avx512_) return op.pixels_avx512(t, p0, p1);
     if (op.avx2_) return op.pixels_avx2(t, p0, p1);
 #endif
@@ -249,6 +268,62 @@ class Int8Mul final : public NativeDataOp {
 #undef NN_MUL_BLOCK
   }
 
+  // A per-channel gate g = b - zb without 64-bit products. With d = a - za, P = d g (|P| < 2^16),
+  // M the multiplier and e the right shift, NNAPI's rounding doubling high multiply and
+  // rounding divide nest into one floor:
+  //   out - zo = floor((d G + 2^30 + 2^31 (2^(e-1) - n)) / 2^(31+e)),  G = g M,
+  // n = [P M < -2^30] = [P < 0] (M > 2^30), the 2^31 term absent for e = 0. With
+  // G = Gh 2^17 + Gl (0 <= Gl < 2^17) the floor splits into int32 steps:
+  //   floor((d Gh + Ch + floor(d Gl / 2^17)) / 2^(14+e)),  Ch = 2^13 + 2^14 (2^(e-1) - n),
+  // |d Gh| < 2^30, Ch < 2^29 (e <= 15), and sign(d Gh) = sign(P).
+  NN_TARGET_INT8_512 void gate_avx512(const Task& t, size_t p0, size_t p1) const {
+    const int e = -m_.shift;
+    const __m512i za = _mm512_set1_epi32(za_), zo = _mm512_set1_epi32(zo_);
+    const __m512i lo = _mm512_set1_epi32(range_.lo), hi = _mm512_set1_epi32(range_.hi);
+    const __m512i ch = _mm512_set1_epi32((1 << 13) + (e > 0 ? (1 << (13 + e)) : 0));
+    const __m512i negative = _mm512_set1_epi32(e > 0 ? 1 << 14 : 0);
+    const __m128i shift = _mm_cvtsi32_si128(14 + e);
+    const size_t c = channels_;
+    for (size_t p = p0; p < p1; ++p)
+      for (size_t i = 0; i < c; i += 16) {
+        const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - i)) - 1);
+        const __m512i d = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, t.a + p * c + i)), za);
+        const __m512i high = _mm512_mullo_epi32(d, _mm512_loadu_si512(t.g_high.data() + i));
+        const __m512i low = _mm512_srai_epi32(_mm512_mullo_epi32(d, _mm512_loadu_si512(t.g_low.data() + i)), 17);
+        __m512i v = _mm512_add_epi32(_mm512_add_epi32(high, ch), low);
+        v = _mm512_mask_sub_epi32(v, _mm512_cmplt_epi32_mask(high, _mm512_setzero_si512()), v, negative);  // - 2^14 n
+        v = _mm512_add_epi32(_mm512_sra_epi32(v, shift), zo);
+        _mm512_mask_cvtepi32_storeu_epi8(t.out + p * c + i, k, _mm512_min_epi32(_mm512_max_epi32(v, lo), hi));
+      }
+  }
+
+  // gate_avx512 on 8 channels a step, the channels past the last 8 as the reference.
+  NN_TARGET_INT8_AVX2 void gate_avx2(const Task& t, size_t p0, size_t p1) const {
+    const int e = -m_.shift;
+    const __m256i za = _mm256_set1_epi32(za_), zo = _mm256_set1_epi32(zo_), zero = _mm256_setzero_si256();
+    const __m256i lo = _mm256_set1_epi32(range_.lo), hi = _mm256_set1_epi32(range_.hi);
+    const __m256i ch = _mm256_set1_epi32((1 << 13) + (e > 0 ? (1 << (13 + e)) : 0));
+    const __m256i negative = _mm256_set1_epi32(e > 0 ? 1 << 14 : 0);
+    const __m128i shift = _mm_cvtsi32_si128(14 + e);
+    const size_t c = channels_;
+    for (size_t p = p0; p < p1; ++p) {
+      size_t i = 0;
+      for (; i + 8 <= c; i += 8) {
+        const __m256i d = _mm256_sub_epi32(
+            _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(t.a + p * c + i))), za);
+        const __m256i high = _mm256_mullo_epi32(
+            d, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.g_high.data() + i)));
+        const __m256i low = _mm256_srai_epi32(
+            _mm256_mullo_epi32(d, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.g_low.data() + i))), 17);
+        __m256i v = _mm256_add_epi32(_mm256_add_epi32(high, ch), low);
+        v = _mm256_sub_epi32(v, _mm256_and_si256(_mm256_cmpgt_epi32(zero, high), negative));  // - 2^14 n
+        v = _mm256_add_epi32(_mm256_sra_epi32(v, shift), zo);
+        store8(t.out + p * c + i, _mm256_min_epi32(_mm256_max_epi32(v, lo), hi));
+      }
+      pixel_tail(t, p, i);
+    }
+  }
+
   NN_TARGET_INT8_AVX2 void pixels_avx2(const Task& t, size_t p0, size_t p1) const {
     const __m256i za = _mm256_set1_epi32(za_), zb = _mm256_set1_epi32(zb_), zo = _mm256_set1_epi32(zo_);
     const __m256i lo = _mm256_set1_epi32(range_.lo), hi = _mm256_set1_epi32(range_.hi);
@@ -279,11 +354,152 @@ class Int8Mul final : public NativeDataOp {
   quant::Multiplier m_;
   FixedPoint fp_;
   quant::Range range_;
+  bool simd_ = false, avx512_ = false, avx2_ = false, gate_int32_ = false;
+};
+
+// ---------------------------------------------------------------------------------------
+// ADD of two same-shaped tensors, NNAPI's addQuant8: each centred input x shifted left by 20,
+// times its fixed-point multiplier (scale / twice the larger input scale: <= 1/2, so a right
+// shift), summed, times the output's multiplier, + zo, clamped.
+class Int8Add final : public NativeDataOp {
+ public:
+  static constexpr int kLeftShift = 20;
+
+  Int8Add(const Operand& a, const Operand& b, const Operand& out, uint32_t a_index, uint32_t b_index,
+          int32_t fuse, const NativeIsa& isa)
+      : count_(num_elements(out.dims)),
+        za_(a.zero_point),
+        zb_(b.zero_point),
+        zo_(out.zero_point),
+        ma_(quant::quantize_multiplier(a.scale / (2.0 * std::max(a.scale, b.scale)))),
+        mb_(quant::quantize_multiplier(b.scale / (2.0 * std::max(a.scale, b.scale)))),
+        mo_(quant::quantize_multiplier(2.0 * std::max(a.scale, b.scale) /
+                                       ((1 << kLeftShift) * double(out.scale)))),
+        ia_(ma_),
+        ib_(mb_),
+        fo_(mo_),
+        range_(quant::activation_range(fuse, out)) {
+    operands_ = {a_index, b_index};
+    // Each rescaled input is below 2^27 in magnitude (|x| <= 255 << 20, times <= 1/2), the
+    // sum below 2^28: the output multiplier's left shift must not overflow (never in practice).
+    simd_ = ma_.shift <= 0 && mb_.shift <= 0 && fo_.left <= 2;
+    avx512_ = simd_ && avx512_int8(isa);
+    avx2_ = simd_ && !avx512_ && avx2(isa);
+  }
+
+  const char* kernel() const override {
+    return avx512_ ? "native int8 add AVX-512" : avx2_ ? "native int8 add AVX2" : "native int8 add";
+  }
+
+  void run(const NativeDataArgs& args) const override {
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<const int8_t*>(args.inputs[1]),
+           static_cast<int8_t*>(args.output), 0};
+    const size_t rows = chunk_count(count_, 1, &t.per_chunk);
+    for_each_row(args.pool, rows, &Int8Add::chunk, &t);
+  }
+
+ private:
+  struct Task {
+    const Int8Add* op;
+    const int8_t *a, *b;
+    int8_t* out;
+    size_t per_chunk;
+  };
+
+  // The input stage's constants: srdhm(x << 20, M) = floor((x M + 2^10) / 2^11) for |x| < 2^8,
+  // = x Mh + ((x Ml + 2^10) >> 11) with M = Mh 2^11 + Ml: int32 products only. Then the
+  // rounding divide by 2^right (ties away from zero) as (v + 2^(right-1) + (v < 0 ? -1 : 0)) >> right.
+  struct InputStage {
+    int32_t high = 0, low = 0, half = 0;
+    int right = 0;
+    explicit InputStage(quant::Multiplier m)
+        : high(m.multiplier >> 11),
+          low(m.multiplier & 2047),
+          half(m.shift < 0 ? int32_t(int64_t{1} << (-m.shift - 1)) : 0),
+          right(m.shift < 0 ? -m.shift : 0) {}
+  };
+
+  int32_t scalar(int32_t a, int32_t b) const {
+    const int32_t sa = quant::multiply_by_quantized_multiplier((a - za_) * (1 << kLeftShift), ma_);
+    const int32_t sb = quant::multiply_by_quantized_multiplier((b - zb_) * (1 << kLeftShift), mb_);
+    return std::clamp(quant::multiply_by_quantized_multiplier(sa + sb, mo_) + zo_, range_.lo, range_.hi);
+  }
+
+  static void chunk(void* ctx, size_t row) {
+    const Task& t = *static_cast<const Task*>(ctx);
+    const Int8Add& op = *t.op;
+    const size_t i0 = row * t.per_chunk, i1 = std::min(op.count_, i0 + t.per_chunk);
+    size_t i = i0;
+#if NN_NATIVE_X86
+    if (op.avx512_)
+      i = op.run_avx512(t, i0, i1);
+    else if (op.avx2_)
+      i = op.run_avx2(t, i0, i1);
+#endif
+    for (; i < i1; ++i) t.out[i] = static_cast<int8_t>(op.scalar(t.a[i], t.b[i]));
+  }
+
+#if NN_NATIVE_X86
+  NN_INLINE_INT8_512 static __m512i stage16(__m512i x, const InputStage& s) {
+    const __m512i hi = _mm512_mullo_epi32(x, _mm512_set1_epi32(s.high));
+    const __m512i lo = _mm512_mullo_epi32(x, _mm512_set1_epi32(s.low));
+    __m512i v = _mm512_add_epi32(hi, _mm512_srai_epi32(_mm512_add_epi32(lo, _mm512_set1_epi32(1 << 10)), 11));
+    if (s.right == 0) return v;
+    v = _mm512_add_epi32(_mm512_add_epi32(v, _mm512_set1_epi32(s.half)), _mm512_srai_epi32(v, 31));
+    return _mm512_sra_epi32(v, _mm_cvtsi32_si128(s.right));
+  }
+
+  NN_TARGET_INT8_512 size_t run_avx512(const Task& t, size_t i0, size_t i1) const {
+    const __m512i za = _mm512_set1_epi32(za_), zb = _mm512_set1_epi32(zb_), zo = _mm512_set1_epi32(zo_);
+    const __m512i lo = _mm512_set1_epi32(range_.lo), hi = _mm512_set1_epi32(range_.hi);
+    const Fixed16 fo(fo_);
+    for (size_t i = i0; i < i1; i += 16) {
+      const __mmask16 k = __mmask16((1u << std::min<size_t>(16, i1 - i)) - 1);
+      const __m512i xa = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, t.a + i)), za);
+      const __m512i xb = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, t.b + i)), zb);
+      const __m512i sum = _mm512_add_epi32(stage16(xa, ia_), stage16(xb, ib_));
+      const __m512i v = _mm512_add_epi32(fo.apply(sum), zo);
+      _mm512_mask_cvtepi32_storeu_epi8(t.out + i, k, _mm512_min_epi32(_mm512_max_epi32(v, lo), hi));
+    }
+    return i1;
+  }
+
+  NN_TARGET_INT8_AVX2 static __m256i stage8(__m256i x, const InputStage& s) {
+    const __m256i hi = _mm256_mullo_epi32(x, _mm256_set1_epi32(s.high));
+    const __m256i lo = _mm256_mullo_epi32(x, _mm256_set1_epi32(s.low));
+    __m256i v = _mm256_add_epi32(hi, _mm256_srai_epi32(_mm256_add_epi32(lo, _mm256_set1_epi32(1 << 10)), 11));
+    if (s.right == 0) return v;
+    v = _mm256_add_epi32(_mm256_add_epi32(v, _mm256_set1_epi32(s.half)), _mm256_srai_epi32(v, 31));
+    return _mm256_sra_epi32(v, _mm_cvtsi32_si128(s.right));
+  }
+
+  NN_TARGET_INT8_AVX2 size_t run_avx2(const Task& t, size_t i0, size_t i1) const {
+    const __m256i za = _mm256_set1_epi32(za_), zb = _mm256_set1_epi32(zb_), zo = _mm256_set1_epi32(zo_);
+    const __m256i lo = _mm256_set1_epi32(range_.lo), hi = _mm256_set1_epi32(range_.hi);
+    size_t i = i0;
+    for (; i + 8 <= i1; i += 8) {
+      const __m256i xa = _mm256_sub_epi32(
+          _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(t.a + i))), za);
+      const __m256i xb = _mm256_sub_epi32(
+          _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(t.b + i))), zb);
+      const __m256i v = _mm256_add_epi32(mbqm8(_mm256_add_epi32(stage8(xa, ia_), stage8(xb, ib_)), fo_), zo);
+      store8(t.out + i, _mm256_min_epi32(_mm256_max_epi32(v, lo), hi));
+    }
+    return i;
+  }
+#endif
+
+  size_t count_;
+  int32_t za_, zb_, zo_;
+  quant::Multiplier ma_, mb_, mo_;
+  InputStage ia_, ib_;
+  FixedPoint fo_;
+  quant::Range range_;
   bool simd_ = false, avx512_ = false, avx2_ = false;
 };
 
 // ---------------------------------------------------------------------------------------
-// HARD_SWISH / TANH through the reference's table: out[i] = table[in[i] + 128].
+// HARD_SWISH / TANH / LOGISTIC through the reference's table: out[i] = table[in[i] + 128].
 class Int8Table final : public NativeDataOp {
  public:
   Int8Table(const std::vector<int32_t>& table, uint32_t input, size_t count, const NativeIsa& isa)
@@ -343,10 +559,15 @@ class Int8Table final : public NativeDataOp {
 // ---------------------------------------------------------------------------------------
 // MEAN over H and W of NHWC: the reference sums exactly, then requantizes
 // round((sum / count - zi) * si / so) + zo in double. int32 sums are exact below 2^23 pixels.
+// A global AVERAGE_POOL_2D (`pool`: same scale and zero point in and out, as NNAPI requires)
+// divides the sum by the count rounding half away from zero, clamped to `pool_range`.
 class Int8Mean final : public NativeDataOp {
  public:
-  Int8Mean(const Operand& in, const Operand& out, uint32_t input, const NativeIsa& isa)
-      : batch_(in.dims[0]),
+  Int8Mean(const Operand& in, const Operand& out, uint32_t input, const NativeIsa& isa, bool pool = false,
+           quant::Range pool_range = {})
+      : pool_(pool),
+        pool_range_(pool_range),
+        batch_(in.dims[0]),
         pixels_(size_t(in.dims[1]) * in.dims[2]),
         channels_(in.dims[3]),
         in_(in),
@@ -356,6 +577,9 @@ class Int8Mean final : public NativeDataOp {
     operands_ = {input};
   }
   const char* kernel() const override {
+    if (pool_)
+      return avx512_ ? "native int8 average pool AVX-512" : avx2_ ? "native int8 average pool AVX2"
+                                                                  : "native int8 average pool";
     return avx512_ ? "native int8 mean AVX-512" : avx2_ ? "native int8 mean AVX2" : "native int8 mean";
   }
 
@@ -387,6 +611,15 @@ class Int8Mean final : public NativeDataOp {
 #endif
     for (; c < c1; ++c)
       for (size_t p = 0; p < op.pixels_; ++p) sum[c - c0] += image[p * op.channels_ + c];
+    if (op.pool_) {  // the reference pool's integer division
+      const int32_t count = static_cast<int32_t>(op.pixels_);
+      for (c = c0; c < c1; ++c) {
+        const int32_t v = sum[c - c0];
+        const int32_t q = v >= 0 ? (v + count / 2) / count : (v - count / 2) / count;
+        t.out[n * op.channels_ + c] = static_cast<int8_t>(std::clamp(q, op.pool_range_.lo, op.pool_range_.hi));
+      }
+      return;
+    }
     const double count = double(op.pixels_);  // the reference: elements in / elements out
     const quant::Range r = quant::type_range(op.out_.type);
     for (c = c0; c < c1; ++c) {
@@ -397,13 +630,37 @@ class Int8Mean final : public NativeDataOp {
   }
 
 #if NN_NATIVE_X86
+  // Sums in int16 lanes (255 int8 values at most, then added into int32), 32 channels a
+  // step; fewer channels that divide 32 take 32 / C pixels a step, lane j holding channel j % C.
   NN_TARGET_INT8_512 size_t sums_avx512(const int8_t* image, size_t c0, size_t c1, int32_t* sum) const {
-    for (size_t c = c0; c < c1; c += 16) {
-      const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c1 - c)) - 1);
-      __m512i acc = _mm512_setzero_si512();
-      for (size_t p = 0; p < pixels_; ++p)
-        acc = _mm512_add_epi32(acc, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, image + p * channels_ + c)));
-      _mm512_mask_storeu_epi32(sum + (c - c0), k, acc);
+    const size_t c = channels_;
+    const bool packed = c < 32 && 32 % c == 0;  // then c0 == 0, c1 == c: one block
+    const size_t per_step = packed ? 32 / c : 1, steps = pixels_ / per_step;
+    for (size_t c_begin = c0; c_begin < c1; c_begin += 32) {
+      const size_t width = packed ? 32 : std::min<size_t>(32, c1 - c_begin);
+      const __mmask32 k = width == 32 ? ~__mmask32{0} : (__mmask32{1} << width) - 1;
+      __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+      for (size_t s0 = 0; s0 < steps; s0 += 255) {
+        __m512i acc = _mm512_setzero_si512();
+        const size_t s1 = std::min(steps, s0 + 255);
+        for (size_t st = s0; st < s1; ++st)
+          acc = _mm512_add_epi16(acc, _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(
+                                          k, image + st * per_step * c + (packed ? 0 : c_begin))));
+        lo = _mm512_add_epi32(lo, _mm512_cvtepi16_epi32(_mm512_castsi512_si256(acc)));
+        hi = _mm512_add_epi32(hi, _mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(acc, 1)));
+      }
+      alignas(64) int32_t lane[32];
+      _mm512_store_si512(lane, lo);
+      _mm512_store_si512(lane + 16, hi);
+      if (!packed) {
+        for (size_t j = 0; j < width; ++j) sum[c_begin - c0 + j] = lane[j];
+        continue;
+      }
+      for (size_t j = 0; j < c; ++j) sum[j] = 0;
+      for (size_t j = 0; j < 32; ++j) sum[j % c] += lane[j];
+      for (size_t p = steps * per_step; p < pixels_; ++p)  // pixels left over from the last step
+        for (size_t j = 0; j < c; ++j) sum[j] += image[p * c + j];
+      return c1;
     }
     return c1;
   }
@@ -420,6 +677,8 @@ class Int8Mean final : public NativeDataOp {
   }
 #endif
 
+  bool pool_;
+  quant::Range pool_range_;
   size_t batch_, pixels_, channels_;
   Operand in_, out_;
   bool avx512_, avx2_;
@@ -614,7 +873,7 @@ class Int8Resize final : public NativeDataOp {
 }  // namespace
 
 std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, const StaticLookup& statics,
-                                                  const NativeIsa& isa, std::string* why) {
+                                                  const NativeIsa& isa, const CpuOptions& cpu, std::string* why) {
   const Operation& op = m.operations[k];
   auto no = [&](const char* reason) {
     *why = reason;
@@ -647,12 +906,42 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
       return std::make_unique<Int8Mul>(full, other, out, full_index, other_index,
                                        *static_cast<const int32_t*>(fuse), per_channel, isa);
     }
+    case T::ADD: {
+      if (!cpu.native_int8_add) return no("native int8 ADD off");
+      const Operand& b = m.operands[op.inputs[1]];
+      const void* fuse = statics(op.inputs[2]);
+      if (b.type != kQ8 || !fuse) return no("int8 ADD with a non-int8 input or a non-constant fuse code");
+      if (in.dims != out.dims || b.dims != out.dims) return no("int8 ADD with broadcasting");
+      return std::make_unique<Int8Add>(in, b, out, op.inputs[0], op.inputs[1], *static_cast<const int32_t*>(fuse),
+                                       isa);
+    }
+    case T::LOGISTIC:  // XNNPACK's beats a table looked up a byte at a time
+      if (!cpu.native_int8_logistic) return no("native int8 LOGISTIC off");
+      if (!avx512_vbmi(isa)) return no("int8 LOGISTIC without AVX-512 VBMI (XNNPACK's is faster)");
+      [[fallthrough]];
     case T::HARD_SWISH:
     case T::TANH: {
-      const bool hs = op.type == T::HARD_SWISH;
-      const std::vector<int32_t> table = quant::lookup_table(
-          in, out, [hs](double x) { return hs ? x * std::clamp(x + 3.0, 0.0, 6.0) / 6.0 : std::tanh(x); });
+      const T type = op.type;
+      const std::vector<int32_t> table = quant::lookup_table(in, out, [type](double x) {
+        if (type == T::LOGISTIC) return 1.0 / (1.0 + std::exp(-x));
+        return type == T::HARD_SWISH ? x * std::clamp(x + 3.0, 0.0, 6.0) / 6.0 : std::tanh(x);
+      });
       return std::make_unique<Int8Table>(table, op.inputs[0], num_elements(in.dims), isa);
+    }
+    case T::AVERAGE_POOL_2D: {
+      if (!cpu.native_int8_pool) return no("native int8 AVERAGE_POOL_2D off");
+      if (!avx512_int8(isa)) return no("int8 AVERAGE_POOL_2D without AVX-512 (XNNPACK's is as fast)");
+      auto p = decode_pool(m, op);
+      if (!p.is_ok() || in.dims.size() != 4) return no("int8 AVERAGE_POOL_2D parameters");
+      const int64_t h0 = -p->pad_h.before, w0 = -p->pad_w.before;
+      const bool global = p->out_h == 1 && p->out_w == 1 && h0 <= 0 && w0 <= 0 && h0 + p->filter_h >= p->in_h &&
+                          w0 + p->filter_w >= p->in_w;
+      if (!global) return no("int8 AVERAGE_POOL_2D other than global");
+      if (in.scale != out.scale || in.zero_point != out.zero_point)
+        return no("int8 AVERAGE_POOL_2D that requantizes");
+      if (size_t(in.dims[1]) * in.dims[2] >= (size_t{1} << 23))
+        return no("int8 AVERAGE_POOL_2D over 2^23 pixels or more");
+      return std::make_unique<Int8Mean>(in, out, op.inputs[0], isa, true, quant::activation_range(p->fuse, out));
     }
     case T::MEAN:
       if (in.dims.size() != 4 || !is_global_mean(m, op, statics))

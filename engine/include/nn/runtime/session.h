@@ -74,6 +74,13 @@ struct CpuOptions {
   // MEAN and bilinear resize on nnpipe's kernels (delegates/cpu/native_int8.h); off: XNNPACK
   // or the reference. NN_NO_NATIVE_INT8=1.
   bool native_int8 = true;
+  // Within native_int8: LOGISTIC by its table (NN_NO_NATIVE_INT8_LOGISTIC=1) and a global
+  // AVERAGE_POOL_2D (NN_NO_NATIVE_INT8_POOL=1); off: XNNPACK (within one step). An exact
+  // same-shaped ADD in NNAPI's fixed point, off by default: about 3x slower than XNNPACK's
+  // one-rounding qs8 add (within one step). NN_NATIVE_INT8_ADD=1 turns it on.
+  bool native_int8_logistic = true;
+  bool native_int8_pool = true;
+  bool native_int8_add = false;
 
   // The defaults with each variable above that is set applied (NN_NO_*=1 turns its
   // switch off; NN_AVX512_HALF_WIDTH=1 / 0 forces the choice).
