@@ -41,13 +41,17 @@ struct Gram {
     for (size_t i = 0; i < k * k; ++i) h[i] += acc[i];
   }
 
-  // E[x x^T], or the covariance when centered.
-  std::vector<double> form(bool centered) const {
+  // E[x x^T], or the covariance when centered; its off-diagonal shrunk by k / rows (all of
+  // it from k rows down): fewer rows than dimensions pin the form down in a few directions
+  // only, and rounding fitted to them does worse on other inputs (a form that is only its
+  // diagonal makes rounding to nearest the best).
+  std::vector<double> form(bool centered, bool shrink) const {
     std::vector<double> f(k * k);
     const double n = std::max(1.0, rows);
+    const double keep = shrink ? 1.0 - std::min(1.0, static_cast<double>(k) / n) : 1.0;
     for (size_t i = 0; i < k; ++i)
       for (size_t j = 0; j < k; ++j)
-        f[i * k + j] = h[i * k + j] / n - (centered ? (mean[i] / n) * (mean[j] / n) : 0.0);
+        f[i * k + j] = (h[i * k + j] / n - (centered ? (mean[i] / n) * (mean[j] / n) : 0.0)) * (i == j ? 1.0 : keep);
     return f;
   }
 };
@@ -60,7 +64,20 @@ struct ChannelResult {
   double before = 0, after = 0;
   size_t flipped = 0;
 };
-ChannelResult round_channel(const std::vector<double>& h, size_t k, const float* x, int8_t* q, size_t stride) {
+double quadratic(const std::vector<double>& h, size_t k, const std::vector<double>& e) {
+  double s = 0;
+  for (size_t i = 0; i < k; ++i) {
+    if (e[i] == 0) continue;
+    double row = 0;
+    for (size_t j = 0; j < k; ++j) row += h[i * k + j] * e[j];
+    s += e[i] * row;
+  }
+  return s;
+}
+
+// `raw`: the unshrunk form, for the figures reported.
+ChannelResult round_channel(const std::vector<double>& h, const std::vector<double>& raw, size_t k, const float* x,
+                            int8_t* q, size_t stride) {
   std::vector<double> e(k), g(k, 0.0);
   for (size_t i = 0; i < k; ++i) e[i] = q[i * stride] - static_cast<double>(x[i]);
   for (size_t i = 0; i < k; ++i) {
@@ -68,8 +85,9 @@ ChannelResult round_channel(const std::vector<double>& h, size_t k, const float*
     for (size_t j = 0; j < k; ++j) g[j] += h[j * k + i] * e[i];
   }
   ChannelResult r;
-  for (size_t i = 0; i < k; ++i) r.before += e[i] * g[i];
-  double current = r.before;
+  r.before = quadratic(raw, k, e);
+  double current = 0;
+  for (size_t i = 0; i < k; ++i) current += e[i] * g[i];
   std::vector<bool> changed(k, false);
   for (int pass = 0; pass < kMaxPasses; ++pass) {
     bool any = false;
@@ -91,8 +109,7 @@ ChannelResult round_channel(const std::vector<double>& h, size_t k, const float*
     }
     if (!any) break;
   }
-  r.after = 0;
-  for (size_t i = 0; i < k; ++i) r.after += e[i] * g[i];
+  r.after = quadratic(raw, k, e);
   r.flipped = static_cast<size_t>(std::count(changed.begin(), changed.end(), true));
   return r;
 }
@@ -177,9 +194,9 @@ Result<RoundingResult> adaptive_filter_rounding(const Model& model, uint32_t k,
         gram.add(in->data(), rows, patch, row_step(rows, inputs.size()));
       }
     }
-    const std::vector<double> h = gram.form(centered);
+    const std::vector<double> h = gram.form(centered, true), raw = gram.form(centered, false);
     for (size_t c = 0; c < out_channels; ++c) {
-      const ChannelResult r = round_channel(h, patch, x.data() + c * patch, f.values.data() + c * patch, 1);
+      const ChannelResult r = round_channel(h, raw, patch, x.data() + c * patch, f.values.data() + c * patch, 1);
       const double s2 = scale_of(c) * scale_of(c);
       result.nearest_error += r.before * s2;
       result.adapted_error += r.after * s2;
@@ -220,7 +237,8 @@ Result<RoundingResult> adaptive_filter_rounding(const Model& model, uint32_t k,
     std::vector<float> xc(taps);
     for (size_t c = 0; c < channels; ++c) {
       for (size_t t = 0; t < taps; ++t) xc[t] = x[t * channels + c];
-      const ChannelResult r = round_channel(grams[c].form(centered), taps, xc.data(), f.values.data() + c, channels);
+      const ChannelResult r = round_channel(grams[c].form(centered, true), grams[c].form(centered, false), taps,
+                                            xc.data(), f.values.data() + c, channels);
       const double s2 = scale_of(c) * scale_of(c);
       result.nearest_error += r.before * s2;
       result.adapted_error += r.after * s2;
