@@ -29,6 +29,10 @@ struct Calibration {
   // The same per contiguous chunk of the samples (the automatic margin): [chunk][operand].
   std::vector<std::vector<std::unique_ptr<RangeObserver>>> chunks;
   std::vector<std::vector<std::vector<float>>> kept;     // [sample][operand]
+  // Adaptive rounding's samples, as kept: others than the error samples (the error its
+  // rounding saves is then measured on inputs it was not fitted to). Empty: none asked, or
+  // the set has no others (then it fits on the error samples).
+  std::vector<std::vector<std::vector<float>>> fit;
 };
 
 bool is_float_activation(const Operand& o) {
@@ -86,12 +90,17 @@ Result<Calibration> calibrate(const Model& model, size_t samples, const InputPro
     const size_t stride = std::max<size_t>(1, samples / std::max<size_t>(1, options.error_samples));
     const bool keep = s % stride == 0 && cal.kept.size() < options.error_samples;
     if (keep) cal.kept.emplace_back(model.operands.size());
+    // The sample after each error sample fits adaptive rounding.
+    const bool fit = options.weight_rounding == WeightRounding::kAdaptive && stride > 1 && s % stride == 1 &&
+                     cal.fit.size() < options.error_samples;
+    if (fit) cal.fit.emplace_back(model.operands.size());
     auto take = [&](uint32_t operand, const void* data) {
       const size_t n = num_elements(model.operands[operand].dims);
       const float* f = static_cast<const float*>(data);
       cal.observers[operand]->observe(f, n);
       cal.chunks[s * cal.chunks.size() / samples][operand]->observe(f, n);
       if (keep) cal.kept.back()[operand].assign(f, f + n);
+      if (fit) cal.fit.back()[operand].assign(f, f + n);
     };
     for (size_t i = 0; i < inputs.size(); ++i)
       if (cal.observers[model.inputs[i]]) take(model.inputs[i], inputs[i].data());
@@ -402,7 +411,7 @@ Result<Model> quantize_model(const Model& source, size_t num_samples, const Inpu
     } else if (is_candidate(model, k, &r.reason)) {
       if (opt.weight_rounding == WeightRounding::kAdaptive && has_quantizable_bias(model, k)) {
         std::vector<const std::vector<float>*> inputs;
-        for (const auto& sample : cal.kept) inputs.push_back(&sample[op.inputs[0]]);
+        for (const auto& sample : cal.fit.empty() ? cal.kept : cal.fit) inputs.push_back(&sample[op.inputs[0]]);
         auto adapted = adaptive_filter_rounding(model, k, inputs, opt.per_channel, opt.bias_correction);
         if (!adapted.is_ok()) return adapted.status().with_context("adaptive rounding of op " + std::to_string(k));
         RoundingResult& rounding = *adapted;

@@ -41,14 +41,15 @@ struct Gram {
     for (size_t i = 0; i < k * k; ++i) h[i] += acc[i];
   }
 
-  // E[x x^T], or the covariance when centered; its off-diagonal shrunk by k / rows (all of
-  // it from k rows down): fewer rows than dimensions pin the form down in a few directions
+  // E[x x^T], or the covariance when centered; with `shrink` its off-diagonal scaled by
+  // rows / (rows + k): few rows against k dimensions pin the form down in a few directions
   // only, and rounding fitted to them does worse on other inputs (a form that is only its
-  // diagonal makes rounding to nearest the best).
+  // diagonal makes rounding to nearest the best). MobileNetV2, every op int8, 16 samples:
+  // model error 0.1628 nearest, 0.1568 shrunk by k / rows, 0.1562 so.
   std::vector<double> form(bool centered, bool shrink) const {
     std::vector<double> f(k * k);
     const double n = std::max(1.0, rows);
-    const double keep = shrink ? 1.0 - std::min(1.0, static_cast<double>(k) / n) : 1.0;
+    const double keep = shrink ? n / (n + static_cast<double>(k)) : 1.0;
     for (size_t i = 0; i < k; ++i)
       for (size_t j = 0; j < k; ++j)
         f[i * k + j] = (h[i * k + j] / n - (centered ? (mean[i] / n) * (mean[j] / n) : 0.0)) * (i == j ? 1.0 : keep);

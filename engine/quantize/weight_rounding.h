@@ -14,7 +14,7 @@ namespace nn::quantize {
 
 // What adaptive rounding did to one op: the squared output error the filter's rounding
 // brings on the calibration inputs (summed over channels), rounded to nearest and adapted,
-// and how many values round the other way.
+// and how many values round the other way (on the samples it was fitted to).
 struct RoundingResult {
   std::vector<int8_t> values;  // the filter's int8 values (empty: op not handled)
   double nearest_error = 0, adapted_error = 0;

@@ -284,7 +284,7 @@ int main(int argc, char** argv) {
                "quantize conv/FC biases as they are, without absorbing the mean shift of their int8 filters");
   app.add_option("--weight-rounding", qa.weight_rounding,
                  "how conv/depthwise/FC filters round to int8: nearest (default) or adaptive (each value down or up, "
-                 "whichever leaves the op's output error on the error samples' inputs smallest)");
+                 "whichever leaves the op's output error smallest on as many other calibration samples as --error-samples)");
   app.add_option("--range-margin", qa.range_margin,
                  "headroom for inputs calibration did not see: widen every activation range by this fraction, or auto "
                  "(default): per tensor, by how much its range differs between the calibration set's two halves");

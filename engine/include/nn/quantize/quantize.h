@@ -79,8 +79,8 @@ struct QuantizeOptions {
   // channel, over the error samples) that quantizing its filter brings to its output.
   bool bias_correction = true;
   // How conv / depthwise / FC filters round to int8: to nearest, or adaptively (each value
-  // down or up, whichever leaves the op's output error on the error samples' inputs
-  // smallest: weight_rounding.h).
+  // down or up, whichever leaves the op's output error smallest on as many calibration
+  // samples as error_samples, each the one after an error sample: weight_rounding.h).
   WeightRounding weight_rounding = WeightRounding::kNearest;
   // Calibration samples (spread evenly over the set) whose every intermediate is kept to
   // measure each op's error and the model's.
