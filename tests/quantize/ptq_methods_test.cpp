@@ -174,6 +174,29 @@ TEST(QuantizeAdaptiveRounding, LowersEachOpsOutputErrorAgainstRoundingToNearest)
   }
 }
 
+// An FC fitted on fewer rows than it has inputs (16 samples of an FC's 144 here, as
+// MobileNetV2's classifier sees 16 of 1280): the form's shrinkage keeps the rounding from
+// fitting those rows alone, so on other inputs it does no worse than rounding to nearest.
+TEST(QuantizeAdaptiveRounding, FewerRowsThanInputsDoNotOverfit) {
+  const auto m = conv_dw_fc();
+  const uint32_t k = 2;
+  const Operand& in = m->operands[m->operations[k].inputs[0]];
+  std::vector<std::vector<float>> fit, held;
+  for (uint32_t s = 0; s < 16; ++s) fit.push_back(correlated_input(num_elements(in.dims), 10 + s));
+  for (uint32_t s = 0; s < 256; ++s) held.push_back(correlated_input(num_elements(in.dims), 500 + s));
+  std::vector<const std::vector<float>*> ptrs;
+  for (const auto& v : fit) ptrs.push_back(&v);
+  auto r = quantize::adaptive_filter_rounding(*m, k, ptrs, /*per_channel=*/true, /*centered=*/false);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const quantize::Int8Filter nearest = quantize::int8_filter(m->operands[m->operations[k].inputs[1]], -1);
+  const std::vector<float> exact = op_outputs(*m, k, {}, true, held);
+  const double e_near = squared_distance(op_outputs(*m, k, nearest.values, false, held), exact);
+  const double e_adapt = squared_distance(op_outputs(*m, k, r->values, false, held), exact);
+  std::printf("FC fitted on 16 rows of 144 inputs, on 256 others: nearest %.4g, adaptive %.4g (x%.2f), %zu flipped\n",
+              e_near, e_adapt, e_adapt / e_near, r->flipped);
+  EXPECT_LE(e_adapt, 1.0 * e_near);
+}
+
 // quantize_model with adaptive rounding: the int8 model's filters hold the adapted values
 // (some differ from nearest, none by more than one), the report says how many, and the
 // whole model's output is no further from float than with rounding to nearest (activations'
