@@ -13,6 +13,7 @@
 #include "nn/runtime/session.h"
 #include "quantize/range_observer.h"
 #include "quantize/rewrite.h"
+#include "quantize/weight_rounding.h"
 
 namespace nn::quantize {
 namespace {
@@ -28,6 +29,10 @@ struct Calibration {
   // The same per contiguous chunk of the samples (the automatic margin): [chunk][operand].
   std::vector<std::vector<std::unique_ptr<RangeObserver>>> chunks;
   std::vector<std::vector<std::vector<float>>> kept;     // [sample][operand]
+  // Adaptive rounding's samples, as kept: others than the error samples (the error its
+  // rounding saves is then measured on inputs it was not fitted to). Empty: none asked, or
+  // the set has no others (then it fits on the error samples).
+  std::vector<std::vector<std::vector<float>>> fit;
 };
 
 bool is_float_activation(const Operand& o) {
@@ -85,12 +90,17 @@ Result<Calibration> calibrate(const Model& model, size_t samples, const InputPro
     const size_t stride = std::max<size_t>(1, samples / std::max<size_t>(1, options.error_samples));
     const bool keep = s % stride == 0 && cal.kept.size() < options.error_samples;
     if (keep) cal.kept.emplace_back(model.operands.size());
+    // The sample after each error sample fits adaptive rounding.
+    const bool fit = options.weight_rounding == WeightRounding::kAdaptive && stride > 1 && s % stride == 1 &&
+                     cal.fit.size() < options.error_samples;
+    if (fit) cal.fit.emplace_back(model.operands.size());
     auto take = [&](uint32_t operand, const void* data) {
       const size_t n = num_elements(model.operands[operand].dims);
       const float* f = static_cast<const float*>(data);
       cal.observers[operand]->observe(f, n);
       cal.chunks[s * cal.chunks.size() / samples][operand]->observe(f, n);
       if (keep) cal.kept.back()[operand].assign(f, f + n);
+      if (fit) cal.fit.back()[operand].assign(f, f + n);
     };
     for (size_t i = 0; i < inputs.size(); ++i)
       if (cal.observers[model.inputs[i]]) take(model.inputs[i], inputs[i].data());
@@ -129,12 +139,14 @@ struct ErrorSum {
 // `readers_clip`: per operand, the range outside which its readers cannot tell values apart
 // (a HARD_SWISH reader's -3): the reference is clamped to it before comparing.
 Result<double> op_error(const Model& model, uint32_t k, const Ranges& ranges, const Ranges& readers_clip,
-                        const Calibration& cal, bool per_channel, const std::vector<float>& bias_shift) {
+                        const Calibration& cal, bool per_channel, const std::vector<float>& bias_shift,
+                        const std::vector<int8_t>& filter) {
   Ranges sub_ranges;
   std::vector<uint32_t> input_operands;
   Model sub = extract_op(model, k, ranges, &sub_ranges, &input_operands);
   const BiasShifts shifts = {bias_shift};
-  NN_ASSIGN_OR_RETURN(Model qsub, rewrite_quantized(sub, {true}, sub_ranges, per_channel, &shifts));
+  const FilterValues filters = {filter};
+  NN_ASSIGN_OR_RETURN(Model qsub, rewrite_quantized(sub, {true}, sub_ranges, per_channel, &shifts, &filters));
   const Operation& op = model.operations[k];
   ErrorSum sum;
   std::vector<std::vector<float>> outs(op.outputs.size());
@@ -166,11 +178,11 @@ Result<double> op_error(const Model& model, uint32_t k, const Ranges& ranges, co
 // its output on the kept samples' inputs. Rounding a filter is not zero-mean once the
 // input's mean is not zero, and the shift passes through every later layer.
 Result<std::vector<float>> bias_shift(const Model& model, uint32_t k, const Ranges& ranges, const Calibration& cal,
-                                      bool per_channel) {
+                                      bool per_channel, const std::vector<int8_t>& filter) {
   Ranges sub_ranges;
   std::vector<uint32_t> input_operands;
   const Model sub = extract_op(model, k, ranges, &sub_ranges, &input_operands);
-  const Model exact = without_activation(sub), rounded = with_int8_filter_values(sub, per_channel);
+  const Model exact = without_activation(sub), rounded = with_int8_filter_values(sub, per_channel, filter);
   const Dims& dims = model.operands[model.operations[k].outputs[0]].dims;
   const size_t n = num_elements(dims), channels = dims.empty() ? 1 : dims.back();
   std::vector<float> a(n), b(n);
@@ -217,6 +229,13 @@ std::optional<CalibrationMethod> calibration_method_from_name(std::string_view n
   if (name == "minmax") return CalibrationMethod::kMinMax;
   if (name == "percentile") return CalibrationMethod::kPercentile;
   if (name == "entropy") return CalibrationMethod::kEntropy;
+  if (name == "mse") return CalibrationMethod::kMse;
+  return std::nullopt;
+}
+
+std::optional<WeightRounding> weight_rounding_from_name(std::string_view name) {
+  if (name == "nearest") return WeightRounding::kNearest;
+  if (name == "adaptive") return WeightRounding::kAdaptive;
   return std::nullopt;
 }
 
@@ -225,9 +244,21 @@ std::string_view calibration_method_name(CalibrationMethod m) {
     case CalibrationMethod::kMinMax: return "minmax";
     case CalibrationMethod::kPercentile: return "percentile";
     case CalibrationMethod::kEntropy: return "entropy";
+    case CalibrationMethod::kMse: return "mse";
   }
   return "?";
 }
+
+namespace {
+// "  (rounding: N values flipped, filter error x0.NN)" when adaptive rounding applied.
+std::string rounding_note(const OpQuantReport& op) {
+  if (op.rounding_error_nearest <= 0) return "";
+  char s[96];
+  std::snprintf(s, sizeof s, "  (adaptive rounding: %zu values flipped, filter error x%.2f)", op.rounding_flipped,
+                op.rounding_error_adapted / op.rounding_error_nearest);
+  return s;
+}
+}  // namespace
 
 size_t QuantizeReport::quantized_ops() const {
   size_t n = 0;
@@ -245,10 +276,10 @@ std::string QuantizeReport::to_string() const {
   for (const OpQuantReport& op : ops) {
     const std::string type(operation_type_name(op.type));
     if (op.error >= 0)
-      std::snprintf(line, sizeof line, "  op %3u %-20s %-5s err %.4f  out %s  [%9.3g, %9.3g]  %s%s%s\n",
+      std::snprintf(line, sizeof line, "  op %3u %-20s %-5s err %.4f  out %s  [%9.3g, %9.3g]  %s%s%s%s\n",
                     op.op_index, type.c_str(), op.quantized ? "int8" : "float", op.error,
                     op.output_error >= 0 ? (std::to_string(op.output_error).substr(0, 6)).c_str() : "  -   ",
-                    op.range_lo, op.range_hi, op.output_name.c_str(),
+                    op.range_lo, op.range_hi, op.output_name.c_str(), rounding_note(op).c_str(),
                     op.reason.empty() ? "" : "  -- ", op.reason.c_str());
     else
       std::snprintf(line, sizeof line, "  op %3u %-20s %-5s err   -     out   -     [%9.3g, %9.3g]  %s  -- %s\n", op.op_index,
@@ -363,6 +394,7 @@ Result<Model> quantize_model(const Model& source, size_t num_samples, const Inpu
   rep.samples = num_samples;
   rep.output_budget = opt.max_output_error;
   BiasShifts shifts(model.operations.size());
+  FilterValues filters(model.operations.size());
   std::vector<bool> quantize_op(model.operations.size(), false);
   for (uint32_t k = 0; k < model.operations.size(); ++k) {
     const Operation& op = model.operations[k];
@@ -377,11 +409,24 @@ Result<Model> quantize_model(const Model& source, size_t num_samples, const Inpu
     if (std::find(opt.keep_float.begin(), opt.keep_float.end(), k) != opt.keep_float.end()) {
       r.reason = "kept float (asked)";
     } else if (is_candidate(model, k, &r.reason)) {
+      if (opt.weight_rounding == WeightRounding::kAdaptive && has_quantizable_bias(model, k)) {
+        std::vector<const std::vector<float>*> inputs;
+        for (const auto& sample : cal.fit.empty() ? cal.kept : cal.fit) inputs.push_back(&sample[op.inputs[0]]);
+        auto adapted = adaptive_filter_rounding(model, k, inputs, opt.per_channel, opt.bias_correction);
+        if (!adapted.is_ok()) return adapted.status().with_context("adaptive rounding of op " + std::to_string(k));
+        RoundingResult& rounding = *adapted;
+        if (!rounding.values.empty()) {
+          filters[k] = std::move(rounding.values);
+          r.rounding_error_nearest = rounding.nearest_error;
+          r.rounding_error_adapted = rounding.adapted_error;
+          r.rounding_flipped = rounding.flipped;
+        }
+      }
       if (opt.bias_correction && has_quantizable_bias(model, k)) {
-        auto shift = bias_shift(model, k, ranges, cal, opt.per_channel);
+        auto shift = bias_shift(model, k, ranges, cal, opt.per_channel, filters[k]);
         if (shift.is_ok()) shifts[k] = std::move(*shift);
       }
-      auto err = op_error(model, k, ranges, readers_clip, cal, opt.per_channel, shifts[k]);
+      auto err = op_error(model, k, ranges, readers_clip, cal, opt.per_channel, shifts[k], filters[k]);
       if (!err.is_ok()) {
         r.reason = "no valid int8 form: " + err.status().message();
       } else {
@@ -403,7 +448,7 @@ Result<Model> quantize_model(const Model& source, size_t num_samples, const Inpu
     if (!r.quantized || model.outputs.empty()) continue;
     std::vector<bool> only(model.operations.size(), false);
     only[r.op_index] = true;
-    NN_ASSIGN_OR_RETURN(Model single, rewrite_quantized(model, only, ranges, opt.per_channel, &shifts));
+    NN_ASSIGN_OR_RETURN(Model single, rewrite_quantized(model, only, ranges, opt.per_channel, &shifts, &filters));
     NN_ASSIGN_OR_RETURN(std::vector<double> e, output_errors(model, single, cal, opt));
     r.output_error = e[0];
     if (r.output_error > opt.max_op_output_error) {
@@ -414,7 +459,7 @@ Result<Model> quantize_model(const Model& source, size_t num_samples, const Inpu
       quantize_op[r.op_index] = false;
     }
   }
-  NN_ASSIGN_OR_RETURN(Model q, rewrite_quantized(model, quantize_op, ranges, opt.per_channel, &shifts));
+  NN_ASSIGN_OR_RETURN(Model q, rewrite_quantized(model, quantize_op, ranges, opt.per_channel, &shifts, &filters));
   // The whole int8 model against the float one on the kept samples.
   NN_ASSIGN_OR_RETURN(rep.output_errors, output_errors(model, q, cal, opt));
 
@@ -436,7 +481,7 @@ Result<Model> quantize_model(const Model& source, size_t num_samples, const Inpu
       Model best_model;
       for (size_t t = 0; t < tries; ++t) {
         quantize_op[order[t]] = false;
-        NN_ASSIGN_OR_RETURN(Model trial, rewrite_quantized(model, quantize_op, ranges, opt.per_channel, &shifts));
+        NN_ASSIGN_OR_RETURN(Model trial, rewrite_quantized(model, quantize_op, ranges, opt.per_channel, &shifts, &filters));
         quantize_op[order[t]] = true;
         NN_ASSIGN_OR_RETURN(std::vector<double> e, output_errors(model, trial, cal, opt));
         if (best_errors.empty() || e[0] < best_errors[0]) {
@@ -464,7 +509,8 @@ Result<Model> quantize_model(const Model& source, size_t num_samples, const Inpu
                                      std::string(calibration_method_name(opt.method)) + " on " +
                                      std::to_string(num_samples) + " samples" +
                                      (opt.per_channel ? ", per-channel filters" : ", per-tensor filters") +
-                                     (opt.bias_correction ? ", bias correction" : "");
+                                     (opt.bias_correction ? ", bias correction" : "") +
+                                     (opt.weight_rounding == WeightRounding::kAdaptive ? ", adaptive rounding" : "");
   if (report) *report = std::move(rep);
   return q;
 }

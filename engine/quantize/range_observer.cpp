@@ -140,12 +140,63 @@ FloatRange RangeObserver::entropy_range() const {
   return r;
 }
 
+namespace {
+// One side of zero's histogram as suffix sums, for the squared error of clipping it at t
+// in O(1): sum over bins whose centre x lies past t of count * (x - t)^2.
+struct ClipError {
+  std::vector<double> n, s1, s2;  // from bin b to the end: counts, sum x, sum x^2
+  double width;
+  ClipError(const std::vector<uint64_t>& hist, double w) : n(hist.size() + 1), s1(hist.size() + 1), s2(hist.size() + 1), width(w) {
+    for (size_t b = hist.size(); b-- > 0;) {
+      const double c = static_cast<double>(hist[b]), x = (static_cast<double>(b) + 0.5) * w;
+      n[b] = n[b + 1] + c;
+      s1[b] = s1[b + 1] + c * x;
+      s2[b] = s2[b + 1] + c * x * x;
+    }
+  }
+  // The clipped values' squared error and how many there are.
+  std::pair<double, double> clipped(double t) const {
+    const double first = std::floor(t / width - 0.5) + 1;  // first bin whose centre is past t
+    const size_t b = static_cast<size_t>(std::clamp(first, 0.0, static_cast<double>(n.size() - 1)));
+    return {s2[b] - 2 * t * s1[b] + t * t * n[b], n[b]};
+  }
+};
+}  // namespace
+
+FloatRange RangeObserver::mse_range() const {
+  // Both ends on a grid of kSteps fractions of each side's extreme; the error of a pair:
+  // the clipped values' (x - clip)^2, and step^2 / 12 for every value inside (rounding to an
+  // int8 step much wider than a bin spreads uniformly).
+  constexpr int kSteps = 200;
+  const ClipError pos(pos_, width_), neg(neg_, width_);
+  const double total = static_cast<double>(count_);
+  const double hi_max = std::max(0.f, max_), lo_max = std::max(0.f, -min_);
+  double best = std::numeric_limits<double>::infinity();
+  FloatRange r{min_, max_};
+  for (int i = hi_max > 0 ? 1 : kSteps; i <= kSteps; ++i) {
+    const double hi = hi_max * i / kSteps;
+    const auto [hi_err, hi_out] = pos.clipped(hi);
+    for (int j = lo_max > 0 ? 1 : kSteps; j <= kSteps; ++j) {
+      const double lo = lo_max * j / kSteps;
+      const auto [lo_err, lo_out] = neg.clipped(lo);
+      const double step = (hi + lo) / 255.0;
+      const double err = hi_err + lo_err + (total - hi_out - lo_out) * step * step / 12.0;
+      if (err < best) {
+        best = err;
+        r = {static_cast<float>(-lo), static_cast<float>(hi)};
+      }
+    }
+  }
+  return r;
+}
+
 FloatRange RangeObserver::range(CalibrationMethod method, double percentile) const {
   if (count_ == 0 || width_ == 0) return {min_, max_};
   switch (method) {
     case CalibrationMethod::kMinMax: return {min_, max_};
     case CalibrationMethod::kPercentile: return percentile_range(percentile);
     case CalibrationMethod::kEntropy: return entropy_range();
+    case CalibrationMethod::kMse: return mse_range();
   }
   return {min_, max_};
 }

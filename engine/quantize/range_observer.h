@@ -38,6 +38,7 @@ class RangeObserver {
   void grow_to(double magnitude);
   FloatRange percentile_range(double percentile) const;
   FloatRange entropy_range() const;
+  FloatRange mse_range() const;
 
   std::vector<uint64_t> pos_ = std::vector<uint64_t>(kBins, 0);  // x >= 0, by |x|
   std::vector<uint64_t> neg_ = std::vector<uint64_t>(kBins, 0);  // x < 0, by |x|

@@ -49,13 +49,8 @@ int8_t quantize_value(float x, QuantParams p) {
   return static_cast<int8_t>(std::clamp(q, -128.0, 127.0));
 }
 
-// A filter's symmetric int8 form: one scale per channel along channel_dim (or one in all
-// when channel_dim < 0), values in [-127, 127].
-struct Int8Filter {
-  std::vector<int8_t> values;
-  std::vector<float> scales;  // per channel along channel_dim, or one
-  size_t inner = 1;           // elements after channel_dim (the stride of a channel step)
-};
+}  // namespace
+
 Int8Filter int8_filter(const Operand& w, int channel_dim) {
   const size_t n = num_elements(w.dims);
   const float* v = w.as<float>();
@@ -78,6 +73,13 @@ Int8Filter int8_filter(const Operand& w, int channel_dim) {
   }
   return f;
 }
+
+int filter_channel_dim(OperationType type, bool per_channel) {
+  const WeightSlots slots = weight_slots(type);
+  return per_channel && slots.has ? slots.channel_dim : -1;
+}
+
+namespace {
 
 struct Builder {
   const Model& f;
@@ -114,8 +116,10 @@ struct Builder {
 
   // A filter as symmetric int8 (int8_filter), with its scales on the operand.
   // Returns the operand and the scales (one per output channel either way).
-  std::pair<uint32_t, std::vector<float>> quantize_filter(const Operand& w, int channel_dim, size_t out_channels) {
+  std::pair<uint32_t, std::vector<float>> quantize_filter(const Operand& w, int channel_dim, size_t out_channels,
+                                                          const std::vector<int8_t>& values) {
     Int8Filter f = int8_filter(w, channel_dim);
+    if (values.size() == f.values.size()) f.values = values;
     const bool per_channel = channel_dim >= 0;
     const uint32_t id =
         q.add_constant(per_channel ? kPerChannel : kQ8, w.dims, f.values.data(), f.values.size(), w.name + "/int8");
@@ -249,8 +253,9 @@ bool is_candidate(const Model& m, uint32_t k, std::string* reason) {
 }
 
 Result<Model> rewrite_quantized(const Model& f, const std::vector<bool>& quantize_op, const Ranges& ranges,
-                                bool per_channel, const BiasShifts* shifts) {
+                                bool per_channel, const BiasShifts* shifts, const FilterValues* filters) {
   static const std::vector<float> kNoShift;
+  static const std::vector<int8_t> kNearest;
   Builder b{f, {}};
   Model& q = b.q;
   q.metadata = f.metadata;
@@ -298,7 +303,8 @@ Result<Model> rewrite_quantized(const Model& f, const std::vector<bool>& quantiz
         const int dim = per_channel ? slots.channel_dim : -1;
         const size_t out_channels = op.type == T::DEPTHWISE_CONV_2D ? o.dims.back() : o.dims[0];
         filter_per_channel = dim >= 0;
-        auto [id, scales] = b.quantize_filter(o, dim, out_channels);
+        const std::vector<int8_t>& values = filters && k < filters->size() ? (*filters)[k] : kNearest;
+        auto [id, scales] = b.quantize_filter(o, dim, out_channels, values);
         out.inputs[s] = id;
         filter_scales = std::move(scales);
       } else if (slots.has && s == 2) {
@@ -376,13 +382,14 @@ Model without_activation(const Model& one_op) {
   return m;
 }
 
-Model with_int8_filter_values(const Model& one_op, bool per_channel) {
+Model with_int8_filter_values(const Model& one_op, bool per_channel, const std::vector<int8_t>& chosen) {
   Model m = without_activation(one_op);
   Operation& op = m.operations[0];
   const WeightSlots slots = weight_slots(op.type);
   if (!slots.has) return m;
   const Operand w = m.operands[op.inputs[1]];
-  const Int8Filter f = int8_filter(w, per_channel ? slots.channel_dim : -1);
+  Int8Filter f = int8_filter(w, per_channel ? slots.channel_dim : -1);
+  if (chosen.size() == f.values.size()) f.values = chosen;
   const size_t channels = f.scales.size();
   std::vector<float> values(f.values.size());
   for (size_t i = 0; i < values.size(); ++i) values[i] = f.values[i] * f.scales[channels > 1 ? (i / f.inner) % channels : 0];

@@ -17,6 +17,21 @@ using Ranges = std::vector<std::optional<FloatRange>>;  // per operand; set for 
 // Per op: what to subtract from its float bias (per output channel) before quantizing it,
 // bias correction's estimate of the mean shift its int8 filter brings. Empty: nothing.
 using BiasShifts = std::vector<std::vector<float>>;
+// Per op: its filter's int8 values when chosen other than by rounding to nearest (adaptive
+// rounding, weight_rounding.h), in the filter's layout with int8_filter's scales. Empty: nearest.
+using FilterValues = std::vector<std::vector<int8_t>>;
+
+// A filter's symmetric int8 form: one scale per channel along channel_dim (or one in all
+// when channel_dim < 0), each value rounded to nearest within [-127, 127].
+struct Int8Filter {
+  std::vector<int8_t> values;
+  std::vector<float> scales;  // per channel along channel_dim, or one
+  size_t inner = 1;           // elements after channel_dim (the stride of a channel step)
+};
+Int8Filter int8_filter(const Operand& w, int channel_dim);
+// The channel dim op `type`'s filter is quantized along (-1: one scale: FC, or !per_channel,
+// or an op without a filter).
+int filter_channel_dim(OperationType type, bool per_channel);
 
 // TENSOR_QUANT8_ASYMM_SIGNED parameters covering `range` widened to hold 0 (so zero, ReLU's
 // floor and zero padding are exact).
@@ -38,8 +53,10 @@ bool output_takes_input_params(OperationType type);
 // int8 weights (per channel when per_channel and NNAPI allows it) and int32 biases; QUANTIZE
 // and DEQUANTIZE where int8 meets float. Operands no longer used are dropped. Validated.
 // `shifts`, when given, holds one entry per op of `model`.
+// `filters`, when given, holds one entry per op of `model` (FilterValues).
 Result<Model> rewrite_quantized(const Model& model, const std::vector<bool>& quantize_op, const Ranges& ranges,
-                                bool per_channel, const BiasShifts* shifts = nullptr);
+                                bool per_channel, const BiasShifts* shifts = nullptr,
+                                const FilterValues* filters = nullptr);
 
 // Whether op k has a constant float filter and bias that quantization would turn int8 and
 // int32 (what bias correction applies to).
@@ -49,7 +66,8 @@ bool has_quantizable_bias(const Model& model, uint32_t k);
 // its filter replaced by what its int8 form dequantizes to: their outputs differ by what
 // the filter's rounding alone brings.
 Model without_activation(const Model& one_op);
-Model with_int8_filter_values(const Model& one_op, bool per_channel);
+// `values`, when not empty, are the filter's int8 values (FilterValues) instead of nearest.
+Model with_int8_filter_values(const Model& one_op, bool per_channel, const std::vector<int8_t>& values = {});
 
 // The float model with each RELU / RELU1 / RELU6 folded into the fuse code of the conv,
 // depthwise, transpose conv, FULLY_CONNECTED, ADD, SUB or MUL that is its input's only

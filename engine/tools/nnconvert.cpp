@@ -28,7 +28,7 @@ struct QuantizeArgs {
   std::string type, calibration, method = "percentile";
   bool per_tensor = false;
   double percentile = 99.99, max_op_error = 0.25, max_op_output_error = 0.01, max_output_error = 0;
-  std::string range_margin = "auto";
+  std::string range_margin = "auto", weight_rounding = "nearest";
   bool no_bias_correction = false;
   size_t limit = 0, error_samples = 8, budget_lookahead = 4, video_frames = 30;
   int threads = 1;
@@ -52,10 +52,16 @@ int quantize_options(const QuantizeArgs& args, nn::quantize::QuantizeOptions* op
   }
   auto method = nn::quantize::calibration_method_from_name(args.method);
   if (!method) {
-    std::fprintf(stderr, "nnconvert: --calibration-method %s: expected minmax, percentile or entropy\n",
+    std::fprintf(stderr, "nnconvert: --calibration-method %s: expected minmax, percentile, entropy or mse\n",
                  args.method.c_str());
     return 2;
   }
+  auto rounding = nn::quantize::weight_rounding_from_name(args.weight_rounding);
+  if (!rounding) {
+    std::fprintf(stderr, "nnconvert: --weight-rounding %s: expected nearest or adaptive\n", args.weight_rounding.c_str());
+    return 2;
+  }
+  opt->weight_rounding = *rounding;
   if (args.error_samples == 0) {
     std::fprintf(stderr, "nnconvert: --error-samples must be at least 1\n");
     return 2;
@@ -257,7 +263,7 @@ int main(int argc, char** argv) {
   app.add_option("--calibration", qa.calibration,
                  "folder of calibration images and videos (pre-processed as the tools do per the model's metadata), .npy "
                  "input tensors (the source model's layout), or, with --stream, .wav files run through the stream");
-  app.add_option("--calibration-method", qa.method, "minmax, percentile or entropy (default percentile)");
+  app.add_option("--calibration-method", qa.method, "minmax, percentile, entropy or mse (default percentile)");
   app.add_option("--percentile", qa.percentile, "the percentile method's coverage (default 99.99)");
   bool per_channel = false;
   auto* per_channel_flag =
@@ -276,6 +282,9 @@ int main(int argc, char** argv) {
                  "the model most (default 4; 1: the largest)");
   app.add_flag("--no-bias-correction", qa.no_bias_correction,
                "quantize conv/FC biases as they are, without absorbing the mean shift of their int8 filters");
+  app.add_option("--weight-rounding", qa.weight_rounding,
+                 "how conv/depthwise/FC filters round to int8: nearest (default) or adaptive (each value down or up, "
+                 "whichever leaves the op's output error smallest on as many other calibration samples as --error-samples)");
   app.add_option("--range-margin", qa.range_margin,
                  "headroom for inputs calibration did not see: widen every activation range by this fraction, or auto "
                  "(default): per tensor, by how much its range differs between the calibration set's two halves");

@@ -36,9 +36,15 @@ namespace nn::quantize {
 //               (outliers clipped).
 //  kEntropy:    the clipping range whose 256-level quantization keeps the histogram closest
 //               in KL divergence (TensorRT's calibration), searched per side of zero.
-enum class CalibrationMethod { kMinMax, kPercentile, kEntropy };
+//  kMse:        the clipping range [lo, hi] whose int8 form gives the tensor's values the
+//               least mean squared error (rounding inside, clipping outside), searched over
+//               a grid of both ends on the histogram.
+enum class CalibrationMethod { kMinMax, kPercentile, kEntropy, kMse };
 std::optional<CalibrationMethod> calibration_method_from_name(std::string_view name);
 std::string_view calibration_method_name(CalibrationMethod method);
+
+enum class WeightRounding { kNearest, kAdaptive };
+std::optional<WeightRounding> weight_rounding_from_name(std::string_view name);
 
 struct QuantizeOptions {
   CalibrationMethod method = CalibrationMethod::kPercentile;
@@ -72,6 +78,10 @@ struct QuantizeOptions {
   // Bias correction: each quantized conv/FC's bias absorbs the mean shift (per output
   // channel, over the error samples) that quantizing its filter brings to its output.
   bool bias_correction = true;
+  // How conv / depthwise / FC filters round to int8: to nearest, or adaptively (each value
+  // down or up, whichever leaves the op's output error smallest on as many calibration
+  // samples as error_samples, each the one after an error sample: weight_rounding.h).
+  WeightRounding weight_rounding = WeightRounding::kNearest;
   // Calibration samples (spread evenly over the set) whose every intermediate is kept to
   // measure each op's error and the model's.
   size_t error_samples = 8;
@@ -95,6 +105,10 @@ struct OpQuantReport {
   float range_lo = 0, range_hi = 0;  // the calibrated range of output 0 (float outputs)
   std::string reason;     // why it stays float ("" when quantized)
   bool returned_by_budget = false;  // passed the per-op limits, returned to float by the budget
+  // Adaptive weight rounding: the squared output error its filter's rounding brings, to
+  // nearest and adapted (0 and 0: not applied), and how many values round the other way.
+  double rounding_error_nearest = 0, rounding_error_adapted = 0;
+  size_t rounding_flipped = 0;
 };
 
 // One step of the whole-model budget: after op `op_index` returned to float (none for the
