@@ -178,15 +178,17 @@ TEST(ThreadPool, MoreThreadsThanCoresStayCheap) {
   pthreadpool_destroy(pool);
 }
 
-// A job whose worker-side item sleeps 20 ms: the caller runs out of items and waits for it,
-// a straggler. Returns false if the worker did not take its item within 2 ms (no free core
-// then: the pool's straggler threshold grows with the caller's own time).
+// A job whose worker-side item sleeps 40 ms: the caller runs out of items and waits for it,
+// a straggler. Returns false if the worker did not take its item within 2 ms or the
+// caller's own item took over 5 ms (no free core then: the pool's straggler threshold is 4x
+// the caller's time per item, which must stay under the 40 ms).
 bool straggling_job(pthreadpool_t pool) {
   struct Ctx {
     std::atomic<bool> started{false};
     std::atomic<bool> worker_ran{false};
     std::thread::id caller = std::this_thread::get_id();
     std::chrono::steady_clock::time_point begun = std::chrono::steady_clock::now();
+    std::atomic<bool> caller_quick{false};
   } ctx;
   pthreadpool_parallelize_1d(
       pool,
@@ -195,16 +197,17 @@ bool straggling_job(pthreadpool_t pool) {
         if (std::this_thread::get_id() != c.caller) {
           c.started = true;
           c.worker_ran = std::chrono::steady_clock::now() - c.begun < std::chrono::milliseconds(2);
-          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          std::this_thread::sleep_for(std::chrono::milliseconds(40));
           return;
         }
         // The caller's item: hold the caller until the worker has its item, so the caller
         // cannot take it.
         const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
         while (i == 0 && !c.started && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+        c.caller_quick = std::chrono::steady_clock::now() - c.begun < std::chrono::milliseconds(5);
       },
       &ctx, 2, 0);
-  return ctx.worker_ran;
+  return ctx.worker_ran && ctx.caller_quick;
 }
 
 // One straggler (a page fault, a preempted vCPU) leaves the pool parallel; stragglers in
