@@ -236,7 +236,6 @@ Result<HostTensor> tensor_from_proto(const onnx::TensorProto& t) {
     n *= static_cast<size_t>(d);
     h.dims.push_back(d);
   }
-  h.v.resize(n);
   const int32_t type = h.onnx_type;
   if (t.has_raw_data()) {
     const std::string& raw = t.raw_data();
@@ -245,6 +244,7 @@ Result<HostTensor> tensor_from_proto(const onnx::TensorProto& t) {
       return Status(StatusCode::kInvalidModel, name + ": raw_data holds " + std::to_string(raw.size()) +
                                                    " bytes, dims " + dims_str(h.dims) + " of " +
                                                    onnx_type_name(type) + " need " + std::to_string(n * es));
+    h.v.resize(n);  // only once the file holds the data: dims alone must not allocate
     const uint8_t* p = reinterpret_cast<const uint8_t*>(raw.data());
     for (size_t k = 0; k < n; ++k) h.v[k] = decode_raw(p + k * es, type);
     return h;
@@ -254,6 +254,20 @@ Result<HostTensor> tensor_from_proto(const onnx::TensorProto& t) {
                                                  " values, dims " + dims_str(h.dims) + " need " +
                                                  std::to_string(n));
   };
+  // The typed field must hold the n values before they are allocated (a corrupt file's dims
+  // alone could ask for gigabytes).
+  const size_t typed = type == kFLOAT                       ? size_t(t.float_data_size())
+                       : type == kDOUBLE                    ? size_t(t.double_data_size())
+                       : type == kINT64                     ? size_t(t.int64_data_size())
+                       : type == kUINT32 || type == kUINT64 ? size_t(t.uint64_data_size())
+                                                            : size_t(t.int32_data_size());
+  const char* field = type == kFLOAT                       ? "float_data"
+                      : type == kDOUBLE                    ? "double_data"
+                      : type == kINT64                     ? "int64_data"
+                      : type == kUINT32 || type == kUINT64 ? "uint64_data"
+                                                           : "int32_data";
+  if (typed != n) return size_error(field, typed);
+  h.v.resize(n);
   switch (type) {
     case kFLOAT:
       if (static_cast<size_t>(t.float_data_size()) != n) return size_error("float_data", t.float_data_size());
