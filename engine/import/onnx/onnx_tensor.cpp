@@ -270,34 +270,26 @@ Result<HostTensor> tensor_from_proto(const onnx::TensorProto& t) {
   h.v.resize(n);
   switch (type) {
     case kFLOAT:
-      if (static_cast<size_t>(t.float_data_size()) != n) return size_error("float_data", t.float_data_size());
       for (size_t k = 0; k < n; ++k) h.v[k] = t.float_data(static_cast<int>(k));
       break;
     case kDOUBLE:
-      if (static_cast<size_t>(t.double_data_size()) != n)
-        return size_error("double_data", t.double_data_size());
       for (size_t k = 0; k < n; ++k) h.v[k] = t.double_data(static_cast<int>(k));
       break;
     case kINT64:
-      if (static_cast<size_t>(t.int64_data_size()) != n) return size_error("int64_data", t.int64_data_size());
       for (size_t k = 0; k < n; ++k) h.v[k] = static_cast<double>(t.int64_data(static_cast<int>(k)));
       break;
     case kUINT32:
     case kUINT64:
-      if (static_cast<size_t>(t.uint64_data_size()) != n)
-        return size_error("uint64_data", t.uint64_data_size());
       for (size_t k = 0; k < n; ++k) h.v[k] = static_cast<double>(t.uint64_data(static_cast<int>(k)));
       break;
     case kFLOAT16:
     case kBFLOAT16:
-      if (static_cast<size_t>(t.int32_data_size()) != n) return size_error("int32_data", t.int32_data_size());
       for (size_t k = 0; k < n; ++k) {
         uint16_t bits = static_cast<uint16_t>(t.int32_data(static_cast<int>(k)));
         h.v[k] = decode_raw(reinterpret_cast<const uint8_t*>(&bits), type);
       }
       break;
     default:  // int32, int16, uint16, int8, uint8, bool: int32_data
-      if (static_cast<size_t>(t.int32_data_size()) != n) return size_error("int32_data", t.int32_data_size());
       for (size_t k = 0; k < n; ++k) {
         int32_t x = t.int32_data(static_cast<int>(k));
         h.v[k] = type == kBOOL ? (x != 0) : x;
