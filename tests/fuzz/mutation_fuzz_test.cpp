@@ -18,6 +18,7 @@
 
 #include <fcntl.h>
 #include <onnx/onnx_pb.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -976,6 +977,36 @@ TEST(FuzzRegressions, OnnxHardSigmoidWithoutInputsIsRefused) {
     n.add_output("y");
   }));
   EXPECT_NE(msg.find("expects one input"), std::string::npos) << msg;
+}
+
+
+TEST(FuzzRegressions, OnnxInitializerWithoutItsDataAllocatesNothing) {
+  // An initializer whose dims ask for 2^30 floats but whose file holds none: the importer had
+  // sized the tensor from the dims first (8 GB of doubles) and only then found no data.
+  for (bool raw : {false, true}) {
+    rusage before{};
+    getrusage(RUSAGE_SELF, &before);
+    const std::string msg = onnx_import_error(onnx_model_bytes([&](onnx::GraphProto& g) {
+      onnx::TensorProto& w = *g.add_initializer();
+      w.set_name("w");
+      w.set_data_type(onnx::TensorProto::FLOAT);
+      w.add_dims(65536);
+      w.add_dims(16384);
+      if (raw) w.set_raw_data(std::string(12, '\0'));
+      onnx::NodeProto& n = *g.add_node();
+      n.set_op_type("Add");
+      n.add_input("x");
+      n.add_input("w");
+      n.add_output("y");
+    }));
+    rusage after{};
+    getrusage(RUSAGE_SELF, &after);
+    EXPECT_NE(msg.find(raw ? "raw_data holds 12 bytes" : "float_data holds 0 values"), std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("w"), std::string::npos) << msg;
+    // ru_maxrss is in KiB; the bug touched gigabytes.
+    EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 256L * 1024) << "peak RSS grew by " << after.ru_maxrss - before.ru_maxrss << " KiB";
+  }
 }
 
 }  // namespace
