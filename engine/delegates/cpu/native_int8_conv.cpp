@@ -380,16 +380,27 @@ class Int8Gemm {
       if (kh > 1) z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(tap_row, px + row_stride), 1);
       if (kh > 2) z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(tap_row, px + 2 * row_stride), 2);
       if (kh > 3) z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(tap_row, px + 3 * row_stride), 3);
-      const __m512i u = _mm512_xor_si512(_mm512_permutexvar_epi8(order, z), flip);
-      __m512i acc[kBlocks];
-      for (size_t i = 0; i < kBlocks; ++i) acc[i] = b[i];
-      for (size_t g = 0; g < k_groups_; ++g) {
-        const __m512i ug = _mm512_permutexvar_epi32(_mm512_set1_epi32(int(g)), u);
-        for (size_t i = 0; i < kBlocks; ++i)
+      // The window's groups of 4 bytes broadcast from memory (load ports) rather than by a
+      // vpermd each (the shuffle port, which the window's assembly already keeps busy).
+      alignas(64) int32_t window[16];
+      _mm512_store_si512(window, _mm512_xor_si512(_mm512_permutexvar_epi8(order, z), flip));
+      // Two accumulators per block (even and odd groups): half the vpdpbusd chain's latency.
+      __m512i acc[kBlocks], odd[kBlocks];
+      for (size_t i = 0; i < kBlocks; ++i) acc[i] = b[i], odd[i] = _mm512_setzero_si512();
+      size_t g = 0;
+      for (; g + 2 <= k_groups_; g += 2) {
+        const __m512i ug = _mm512_set1_epi32(window[g]), uh = _mm512_set1_epi32(window[g + 1]);
+        for (size_t i = 0; i < kBlocks; ++i) {
           dpbusd_in_place(acc[i], ug, _mm512_loadu_si512(w[i] + g * 64));
+          dpbusd_in_place(odd[i], uh, _mm512_loadu_si512(w[i] + (g + 1) * 64));
+        }
+      }
+      if (g < k_groups_) {
+        const __m512i ug = _mm512_set1_epi32(window[g]);
+        for (size_t i = 0; i < kBlocks; ++i) dpbusd_in_place(acc[i], ug, _mm512_loadu_si512(w[i] + g * 64));
       }
       for (size_t i = 0; i < kBlocks; ++i)
-        _mm512_mask_cvtsepi32_storeu_epi8(o + i * kVnniCols, keep[i], rq[i].apply(acc[i]));
+        _mm512_mask_cvtsepi32_storeu_epi8(o + i * kVnniCols, keep[i], rq[i].apply(_mm512_add_epi32(acc[i], odd[i])));
     }
   }
 #endif
