@@ -446,12 +446,16 @@ void ParallelChoice::record(double ms) {
   }
   (sampled_ % 2 == 0 ? parallel_ms_ : serial_ms_)[sampled_ / 2] = ms;
   round_ms_ += ms;
-  if (++sampled_ < 2 * kSamples) return;
+  ++sampled_;
+  // The first pair already decides when the caller alone was far slower (a model that
+  // scales): one run off the pool per round, not kSamples.
+  const bool clear = sampled_ == 2 && serial_ms_[0] > kSerialFarSlower * parallel_ms_[0];
+  if (sampled_ < 2 * kSamples && !clear) return;
   auto median = [](double* v) {
     std::sort(v, v + kSamples);
     return v[kSamples / 2];
   };
-  chosen_parallel_ = !(median(serial_ms_) < kSerialMargin * median(parallel_ms_));
+  chosen_parallel_ = clear || !(median(serial_ms_) < kSerialMargin * median(parallel_ms_));
   exploring_ = false;
   last_round_ms_ = round_ms_;
   settled_ms_ = 0;

@@ -61,15 +61,17 @@ class SerialJobs {
 // data to each other cheaply: on a host that moves its vCPUs between a near and a far
 // placement for minutes at a time, a small model's every op reading the other core's output
 // made 2 threads slower than 1 (bench/README.md, "Why the 2-thread figures moved").
-// A round of exploration times kSamples runs each way, alternating; the faster mode (the
-// caller alone only if clearly faster) then runs until kMinRuns runs and kSettleShare times
-// the round's time have passed, and a new round starts (the placement may have moved).
+// A round of exploration times kSamples runs each way, alternating (one each when the
+// caller alone is far slower); the faster mode (the caller alone only if clearly faster)
+// then runs until kMinRuns runs and kSettleShare times the round's time have passed, and
+// a new round starts (the placement may have moved).
 class ParallelChoice {
  public:
   static constexpr int kSamples = 3;
   static constexpr int kMinRuns = 256;
   static constexpr double kSettleShare = 40;
   static constexpr double kSerialMargin = 0.95;  // the caller alone must be 5% faster
+  static constexpr double kSerialFarSlower = 1.25;  // a first pair this far apart ends the round
 
   // Whether the next run should use the pool's threads.
   bool parallel() const;

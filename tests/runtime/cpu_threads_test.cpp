@@ -179,8 +179,8 @@ TEST(CpuThreads, ProfileShowsEachThreadsCpuTime) {
   if (!worker_seen) GTEST_SKIP() << "the second thread got no core in 200 runs: host busy";
 }
 
-// CpuOptions::adaptive_threads: after the cold run a 2-thread session alternates runs on
-// both threads and runs on the caller alone (the worker's CPU time shows which), every one
+// CpuOptions::adaptive_threads: after the cold run a 2-thread session times a run on both
+// threads, then one on the caller alone (the worker's CPU time shows which), every one
 // bit-equal to 1 thread; with the switch off every run shares the pool.
 double process_cpu_ms() {
   timespec ts{};
@@ -235,25 +235,30 @@ TEST(CpuThreads, AdaptiveThreadsSampleTheCallerAloneWithTheSameBits) {
   ASSERT_FALSE(want.empty());
   const int count = 1 + 2 * nn::ParallelChoice::kSamples;  // the cold run and one round
   // The worker may get no core while other processes run: try a few sessions, skip if never.
+  bool measured = false;
   for (int attempt = 0; attempt < 5; ++attempt) {
     auto on = open(2, true), off = open(2, false);
     ASSERT_TRUE(on && off);
     std::vector<double> on_ms, off_ms;
     runs(*on, &want, count, &on_ms);
     runs(*off, &want, count, &off_ms);
-    // Medians: a tick's late accounting can put a slice of CPU time in the wrong run.
-    std::vector<double> shared, serial, off_shared(off_ms.begin() + 1, off_ms.end());
-    for (int r = 1; r < count; ++r) (r % 2 == 1 ? shared : serial).push_back(on_ms[r]);
+    // Run 2 is the round's first run on the caller alone; after it the round goes on
+    // (runs 4, 6 alone too) or, the caller alone far slower, ends (all shared). Medians of
+    // the shared runs: a tick's late accounting can put a slice of CPU time in the wrong run.
+    std::vector<double> shared = {on_ms[1], on_ms[3], on_ms[5]}, off_shared(off_ms.begin() + 1, off_ms.end());
     auto median = [](std::vector<double> v) {
       std::sort(v.begin(), v.end());
       return v[v.size() / 2];
     };
     if (median(shared) < 0.1 || median(off_shared) < 0.1) continue;  // the worker missed runs: busy host
-    EXPECT_LT(median(serial), median(shared) / 4) << "runs 2, 4, 6 should leave the worker idle";
-    EXPECT_GT(median(off_shared), 4 * median(serial)) << "with the switch off every run shares the pool";
+    measured = true;
+    if (on_ms[2] >= median(shared) / 4) continue;  // a late tick's slice, once: try another session
+    EXPECT_GT(*std::min_element(off_shared.begin(), off_shared.end()), 0.05)
+        << "with the switch off every run shares the pool";
     return;
   }
-  GTEST_SKIP() << "the worker got no core in 5 sessions: host busy";
+  if (!measured) GTEST_SKIP() << "the worker got no core in 5 sessions: host busy";
+  ADD_FAILURE() << "run 2 kept the worker busy in every session";
 }
 
 }  // namespace

@@ -329,6 +329,15 @@ TEST(ParallelChoice, PrefersThePoolUnlessTheCallerIsClearlyFaster) {
     explore(c, 10.0, 12.0);
     EXPECT_TRUE(c.parallel());
   }
+  {  // a model that scales: the first pair ends the round, one run off the pool
+    Choice c;
+    c.record(50.0);
+    c.record(10.0);
+    ASSERT_FALSE(c.parallel());
+    c.record(13.0);
+    EXPECT_FALSE(c.exploring());
+    EXPECT_TRUE(c.parallel());
+  }
   {  // medians, not means: one lucky serial run does not decide
     Choice c;
     c.record(50.0);
