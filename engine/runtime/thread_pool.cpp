@@ -44,6 +44,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+thread_local bool t_serial_jobs = false;  // SerialJobs on this thread
+
 uint64_t thread_cpu_ns() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -221,7 +223,7 @@ struct pthreadpool {
     if (items == 0) return;
     const bool profiled = profiling.load(std::memory_order_relaxed);
     const uint64_t entered = profiled ? nn::thread_cpu_ns() : 0;
-    const bool solo = workers.empty() || items == 1 || nn::Clock::now() < solo_until;
+    const bool solo = workers.empty() || items == 1 || nn::t_serial_jobs || nn::Clock::now() < solo_until;
     if (solo) {
       {
         nn::DenormalsOff denormals(j.flags & PTHREADPOOL_FLAG_DISABLE_DENORMALS);
@@ -419,6 +421,47 @@ ThreadPoolBusy thread_pool_busy(pthreadpool_t pool) {
 }
 
 double thread_cpu_ms() { return double(thread_cpu_ns()) / 1e6; }
+
+SerialJobs::SerialJobs(bool on) : previous_(t_serial_jobs) { t_serial_jobs = previous_ || on; }
+SerialJobs::~SerialJobs() { t_serial_jobs = previous_; }
+
+bool ParallelChoice::parallel() const {
+  if (!exploring_) return chosen_parallel_;
+  return cold_ || sampled_ % 2 == 0;
+}
+
+void ParallelChoice::record(double ms) {
+  if (cold_) {
+    cold_ = false;
+    return;
+  }
+  if (!exploring_) {
+    settled_ms_ += ms;
+    if (++settled_runs_ >= kMinRuns && settled_ms_ >= kSettleShare * last_round_ms_) {
+      exploring_ = true;
+      sampled_ = 0;
+      round_ms_ = 0;
+    }
+    return;
+  }
+  (sampled_ % 2 == 0 ? parallel_ms_ : serial_ms_)[sampled_ / 2] = ms;
+  round_ms_ += ms;
+  ++sampled_;
+  // The first pair already decides when the caller alone was far slower (a model that
+  // scales): one run off the pool per round, not kSamples.
+  const bool clear = sampled_ == 2 && serial_ms_[0] > kSerialFarSlower * parallel_ms_[0];
+  if (sampled_ < 2 * kSamples && !clear) return;
+  auto median = [](double* v) {
+    std::sort(v, v + kSamples);
+    return v[kSamples / 2];
+  };
+  chosen_parallel_ = clear || !(median(serial_ms_) < kSerialMargin * median(parallel_ms_));
+  exploring_ = false;
+  last_round_ms_ = round_ms_;
+  settled_ms_ = 0;
+  settled_runs_ = 0;
+  ++rounds_;
+}
 
 ThreadPoolStats thread_pool_stats(pthreadpool_t pool) {
   if (!pool) return {};

@@ -42,4 +42,55 @@ ThreadPoolBusy thread_pool_busy(pthreadpool_t pool);
 // The calling thread's CPU time in ms (CLOCK_THREAD_CPUTIME_ID).
 double thread_cpu_ms();
 
+// While one lives, the pool jobs this thread starts run on it alone, cut in the same items
+// as on all threads (so results are bit-equal), and counted as serial jobs. Scoped to the
+// thread: another session sharing the pool is not affected.
+class SerialJobs {
+ public:
+  explicit SerialJobs(bool on);
+  ~SerialJobs();
+  SerialJobs(const SerialJobs&) = delete;
+  SerialJobs& operator=(const SerialJobs&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Whether a partition's runs should share the pool or run on the caller alone, chosen from
+// wall times of both, measured as it runs. Two threads pay off only when the cores hand
+// data to each other cheaply: on a host that moves its vCPUs between a near and a far
+// placement for minutes at a time, a small model's every op reading the other core's output
+// made 2 threads slower than 1 (bench/README.md, "Why the 2-thread figures moved").
+// A round of exploration times kSamples runs each way, alternating (one each when the
+// caller alone is far slower); the faster mode (the caller alone only if clearly faster)
+// then runs until kMinRuns runs and kSettleShare times the round's time have passed, and
+// a new round starts (the placement may have moved).
+class ParallelChoice {
+ public:
+  static constexpr int kSamples = 3;
+  static constexpr int kMinRuns = 256;
+  static constexpr double kSettleShare = 40;
+  static constexpr double kSerialMargin = 0.95;  // the caller alone must be 5% faster
+  static constexpr double kSerialFarSlower = 1.25;  // a first pair this far apart ends the round
+
+  // Whether the next run should use the pool's threads.
+  bool parallel() const;
+  // The wall time of the run just made, in the mode parallel() gave for it.
+  void record(double ms);
+  bool exploring() const { return exploring_; }
+  uint64_t rounds() const { return rounds_; }
+
+ private:
+  bool exploring_ = true;
+  bool chosen_parallel_ = true;
+  bool cold_ = true;  // the first run (page faults, first touches) is not a sample
+  int sampled_ = 0;   // runs timed in this round: even ones parallel, odd ones serial
+  double parallel_ms_[kSamples] = {}, serial_ms_[kSamples] = {};
+  double round_ms_ = 0;    // wall time of this round's runs
+  double settled_ms_ = 0;  // since the last round ended
+  int settled_runs_ = 0;
+  double last_round_ms_ = 0;
+  uint64_t rounds_ = 0;
+};
+
 }  // namespace nn

@@ -227,6 +227,128 @@ TEST(ThreadPool, OnlyRepeatedStragglersMakeThePoolRunAlone) {
   pthreadpool_destroy(pool);
 }
 
+// Jobs started under SerialJobs run every item on the calling thread, counted as serial
+// jobs; other threads' jobs and the same thread's after the scope are shared again.
+TEST(ThreadPool, SerialJobsRunOnTheCallerAlone) {
+  if (nn::usable_cores() < 2) GTEST_SKIP() << "one core";
+  pthreadpool_t pool = pthreadpool_create(2);
+  ASSERT_NE(pool, nullptr);
+  struct Ctx {
+    std::mutex mutex;
+    std::map<std::thread::id, int> items;
+  };
+  auto job = [&](Ctx& c) {
+    pthreadpool_parallelize_1d(
+        pool,
+        [](void* p, size_t) {
+          const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+          while (std::chrono::steady_clock::now() < until) {
+          }
+          Ctx& x = *static_cast<Ctx*>(p);
+          std::lock_guard<std::mutex> lock(x.mutex);
+          ++x.items[std::this_thread::get_id()];
+        },
+        &c, 64, 0);
+  };
+  const uint64_t serial_before = nn::thread_pool_busy(pool).serial_jobs;
+  {
+    nn::SerialJobs serial(true);
+    nn::SerialJobs nested(false);  // an inner scope that does not ask keeps the outer one
+    for (int k = 0; k < 5; ++k) {
+      Ctx c;
+      job(c);
+      ASSERT_EQ(c.items.size(), 1u);
+      EXPECT_EQ(c.items.begin()->first, std::this_thread::get_id());
+      EXPECT_EQ(c.items.begin()->second, 64);
+    }
+  }
+  EXPECT_EQ(nn::thread_pool_busy(pool).serial_jobs - serial_before, 5u);
+  bool shared = false;  // after the scope: the worker takes items again (when it gets a core)
+  for (int k = 0; k < 50 && !shared; ++k) {
+    Ctx c;
+    job(c);
+    shared = c.items.size() == 2;
+  }
+  EXPECT_EQ(nn::thread_pool_busy(pool).serial_jobs - serial_before, 5u);
+  pthreadpool_destroy(pool);
+  if (!shared) GTEST_SKIP() << "the worker never ran (no free core)";
+}
+
+// ParallelChoice on made-up timings: it samples both ways alternately after the cold run,
+// keeps the caller alone only when its median is clearly faster, and measures again once
+// both kMinRuns runs and kSettleShare times the round's time have passed.
+namespace {
+using Choice = nn::ParallelChoice;
+// Feeds one round's samples: each run's time from the mode it was asked to run in.
+void explore(Choice& c, double parallel_ms, double serial_ms) {
+  ASSERT_TRUE(c.exploring());
+  for (int k = 0; k < 2 * Choice::kSamples; ++k) {
+    ASSERT_EQ(c.parallel(), k % 2 == 0) << "sample " << k;
+    c.record(c.parallel() ? parallel_ms : serial_ms);
+  }
+  ASSERT_FALSE(c.exploring());
+}
+}  // namespace
+
+TEST(ParallelChoice, KeepsTheFasterModeAndMeasuresAgain) {
+  Choice c;
+  EXPECT_TRUE(c.parallel());  // the cold run shares the pool and is not a sample
+  c.record(100.0);
+  ASSERT_TRUE(c.exploring());
+  explore(c, 10.0, 8.0);
+  EXPECT_FALSE(c.parallel()) << "the caller alone was 20% faster";
+  EXPECT_EQ(c.rounds(), 1u);
+  // Settled until 256 runs and 40 x the round's 54 ms (2160 ms: 270 runs of 8 ms).
+  for (int k = 0; k < 269; ++k) {
+    ASSERT_FALSE(c.exploring()) << "run " << k;
+    ASSERT_FALSE(c.parallel());
+    c.record(8.0);
+  }
+  c.record(8.0);
+  ASSERT_TRUE(c.exploring());
+  explore(c, 7.0, 8.0);  // the placement moved: sharing pays again
+  EXPECT_TRUE(c.parallel());
+  EXPECT_EQ(c.rounds(), 2u);
+  // Short runs: kMinRuns is what holds the next round back.
+  for (int k = 0; k < Choice::kMinRuns - 1; ++k) c.record(50.0);
+  EXPECT_FALSE(c.exploring());
+  c.record(50.0);
+  EXPECT_TRUE(c.exploring());
+}
+
+TEST(ParallelChoice, PrefersThePoolUnlessTheCallerIsClearlyFaster) {
+  {
+    Choice c;
+    c.record(50.0);
+    explore(c, 10.0, 9.7);  // 3% faster alone: within the margin
+    EXPECT_TRUE(c.parallel());
+  }
+  {
+    Choice c;
+    c.record(50.0);
+    explore(c, 10.0, 12.0);
+    EXPECT_TRUE(c.parallel());
+  }
+  {  // a model that scales: the first pair ends the round, one run off the pool
+    Choice c;
+    c.record(50.0);
+    c.record(10.0);
+    ASSERT_FALSE(c.parallel());
+    c.record(13.0);
+    EXPECT_FALSE(c.exploring());
+    EXPECT_TRUE(c.parallel());
+  }
+  {  // medians, not means: one lucky serial run does not decide
+    Choice c;
+    c.record(50.0);
+    ASSERT_TRUE(c.parallel());
+    const double serial[Choice::kSamples] = {1.0, 12.0, 12.0};
+    for (int k = 0; k < 2 * Choice::kSamples; ++k) c.record(k % 2 == 0 ? 10.0 : serial[k / 2]);
+    ASSERT_FALSE(c.exploring());
+    EXPECT_TRUE(c.parallel());
+  }
+}
+
 // A session asked for more threads than the process may use runs that many, and 0 (the
 // cores free now) is accepted and runs.
 TEST(ThreadPool, SessionThreadsClampToCores) {

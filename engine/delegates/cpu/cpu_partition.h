@@ -23,6 +23,7 @@
 #include "nn/ops/registry.h"
 #include "runtime/buffer.h"
 #include "runtime/delegate.h"
+#include "runtime/thread_pool.h"
 
 namespace nn::cpu {
 
@@ -185,6 +186,7 @@ class CpuPartition final : public CompiledPartition {
     fused_into_[k] = head;
     rec(head).chain.push_back(k);
   }
+  Status run_steps();
   // Effective reads and writes after fusion: a head reads what its fused ops read (the
   // residual, a gated input's parts) and writes the last fused op's output.
   std::vector<uint32_t> writes(uint32_t k) const;
@@ -207,6 +209,7 @@ class CpuPartition final : public CompiledPartition {
   std::map<uint32_t, void*> scratch_;         // native head op -> its NativeArgs::scratch, in arena_
   AlignedBuffer arena_;
   std::vector<Step> steps_;
+  ParallelChoice parallel_choice_;  // CpuOptions::adaptive_threads
 };
 
 }  // namespace nn::cpu

@@ -425,6 +425,24 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
 }
 
 Status CpuPartition::run() {
+  // Sharing the pool or not, as ParallelChoice measures (not when profiling: the profile
+  // shows the shared schedule).
+  if (options_.threadpool && options_.cpu.adaptive_threads && !options_.profile) {
+    const bool parallel = parallel_choice_.parallel();
+    const auto start = std::chrono::steady_clock::now();
+    Status s;
+    {
+      SerialJobs serial(!parallel);
+      s = run_steps();
+    }
+    parallel_choice_.record(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    return s;
+  }
+  return run_steps();
+}
+
+Status CpuPartition::run_steps() {
   const bool cpu_clock = options_.threadpool == nullptr;
   // With a pool, each step's wall time and each thread's CPU time in it.
   const bool pool_profile = options_.profile && options_.threadpool;

@@ -81,6 +81,11 @@ struct CpuOptions {
   bool native_int8_logistic = true;
   bool native_int8_pool = true;
   bool native_int8_add = false;
+  // With a thread pool: each partition times runs sharing the pool and runs on the caller
+  // alone, both now and then, and runs the faster way (runtime/thread_pool.h,
+  // ParallelChoice): a host whose cores hand data slowly to each other at the moment runs
+  // a small model faster on one. NN_NO_ADAPTIVE_THREADS=1.
+  bool adaptive_threads = true;
 
   // The defaults with each variable above that is set applied (NN_NO_*=1 turns its
   // switch off; NN_AVX512_HALF_WIDTH=1 / 0 forces the choice).
