@@ -152,8 +152,15 @@ if ! verified "$nsfw/model.json" model.json || ! verified "$nsfw/group1-shard1of
   mkdir -p "$nsfw" && mv "$tmp/out/model.json" "$tmp/out/group1-shard1of1" "$nsfw/"
   rm -rf "$tmp" "$models/nsfw_mobilenet_v2.onnx"
 fi
-if [ ! -f "$models/nsfw_mobilenet_v2.onnx" ]; then
+# Goldens (tests/quantize/pretrained_mobilenet_test): the converter's PyTorch rebuild of the
+# Keras graph (equal to TensorFlow.js within 1.1e-6) on photos from assets/media.
+nsfw_golden="$root/assets/golden/nsfw_mobilenet_v2"
+if [ ! -f "$models/nsfw_mobilenet_v2.onnx" ] || [ ! -f "$nsfw_golden/grace_hopper_probabilities.npy" ]; then
   /usr/bin/python3 "$root/scripts/convert_tfjs_keras.py" "$nsfw" -o "$models/nsfw_mobilenet_v2.onnx"
+  rm -rf "$nsfw_golden"
+  /usr/bin/python3 "$root/scripts/convert_tfjs_keras.py" "$nsfw" --save-inputs "$nsfw_golden" \
+    --labels Drawing,Hentai,Neutral,Porn,Sexy --check "$media/messi5.jpg" "$people/grace_hopper.jpg" \
+    "$people/astronaut.png" "$people/camera.png" "$people/basketball1.png" >/dev/null
 fi
 echo "[fetch-assets] nsfwjs MobileNetV2 verified"
 
