@@ -2,7 +2,8 @@
 """int8 models beside float: accuracy and latency (bench/README.md, "int8").
 
   /usr/bin/python3 bench/int8_data.py            # calibration/test data under assets/calib
-  /usr/bin/python3 bench/int8.py accuracy        # selfie IoU, MobileNetV2 top-1 agreement, DTLN SI-SDR
+  /usr/bin/python3 bench/int8.py accuracy        # selfie IoU, MobileNetV2 top-1 agreement (pretrained
+                                                 # nsfwjs and random-weight), DTLN SI-SDR
   /usr/bin/python3 bench/int8.py accuracy --variant b02="--max-output-error 0.02" ...  # the trade-off
   /usr/bin/python3 bench/int8.py latency         # int8 vs float (1 thread) and vs ONNX Runtime
   /usr/bin/python3 bench/int8.py latency --all-int8 --no-avx512   # + every op int8, + AVX2
@@ -38,6 +39,12 @@ SELFIE = dict(name="selfie", source=os.path.join(MODELS, "selfie_segmentation.tf
 MNV2 = dict(name="mobilenet_v2", source=os.path.join(MODELS, "mobilenet_v2.onnx"), calib="photos",
             extra=["--mean", "123.675", "116.28", "103.53", "--std", "58.395", "57.12", "57.375",
                    "--input-color", "RGB", "--task", "classification"])
+# The pretrained MobileNetV2 (scripts/fetch-assets.sh: nsfwjs's Keras MobileNetV2, ImageNet
+# weights in its first 98 layers, fine-tuned to 5 classes; RGB / 255 as nsfwjs feeds it).
+NSFW_MNV2 = dict(name="nsfw_mobilenet_v2", source=os.path.join(MODELS, "nsfw_mobilenet_v2.onnx"), calib="photos",
+                 extra=["--mean", "0", "0", "0", "--std", "255", "255", "255", "--input-color", "RGB",
+                        "--task", "classification"])
+NSFW_CLASSES = ("Drawing", "Hentai", "Neutral", "Porn", "Sexy")
 
 
 def run(cmd, **kw):
@@ -149,6 +156,21 @@ def top1_agreement(float_model, int8_model, images):
     return sum(agree), len(agree), clear
 
 
+def logit_errors(float_model, int8_model, images):
+    """Per image: |int8 logits - float logits| / |float logits| (L2)."""
+    return [float(np.linalg.norm(b.ravel() - a.ravel()) / max(np.linalg.norm(a.ravel()), 1e-12))
+            for a, b in zip(outputs(float_model, images), outputs(int8_model, images))]
+
+
+def class_counts(float_model, images):
+    """How many images the float model puts in each class (NSFW_CLASSES)."""
+    counts = {}
+    for a in outputs(float_model, images):
+        c = NSFW_CLASSES[int(np.argmax(a))]
+        counts[c] = counts.get(c, 0) + 1
+    return counts
+
+
 def selfie_input(path):
     """The selfie model's input as the tools make it (resize INTER_AREA, RGB, /255), [1,H,W,3]."""
     import cv2
@@ -182,7 +204,7 @@ def ort_agreement(int8_model, frames):
 
 
 def accuracy(args):
-    SELFIE["calib"], MNV2["calib"] = args.selfie_calib, args.mobilenet_calib
+    SELFIE["calib"], MNV2["calib"], NSFW_MNV2["calib"] = args.selfie_calib, args.mobilenet_calib, args.mobilenet_calib
     frames = sorted(glob.glob(os.path.join(CALIB, args.selfie_test, "*.*")))
     photos = sorted(glob.glob(os.path.join(CALIB, args.mobilenet_test, "*")))
     if not frames or not photos:
@@ -212,18 +234,29 @@ def accuracy(args):
             print(f"dtln {r['clip']}: SI-SDR {r['before']:.2f} dB, float +{r['float_gain']:.2f}, int8 "
                   f"+{r['int8_gain']:.2f} ({r['float_gain'] - r['int8_gain']:.2f} dB lost); {'; '.join(summary)}",
                   flush=True)
-    if args.mobilenet:
-        mf, _ = convert(MNV2, quantize=False)
+    specs = ([NSFW_MNV2] if args.pretrained else []) + ([MNV2] if args.mobilenet else [])
+    for spec in specs:
+        if not os.path.exists(spec["source"]):
+            print(f"{spec['name']}: {spec['source']} is missing (scripts/fetch-assets.sh): skipped", flush=True)
+            continue
+        mf, _ = convert(spec, quantize=False)
+        if spec is NSFW_MNV2:
+            results[f"{spec['name']} float top-1 classes"] = classes = class_counts(mf, photos)
+            print(f"{spec['name']}: float top-1 classes over the {len(photos)} photos: {classes}", flush=True)
         for method, m, extra in runs:
-            mq, report = convert(MNV2, m, tag="_" + method, extra=extra)
+            mq, report = convert(spec, m, tag="_" + method, extra=extra)
             agree, n, clear = top1_agreement(mf, mq, photos)
-            results[f"mobilenet_v2 {method}"] = dict(top1_agreement=agree / n, photos=n,
-                                                     by_margin={str(t): c for t, c in clear.items()})
+            errors = logit_errors(mf, mq, photos)
+            results[f"{spec['name']} {method}"] = dict(top1_agreement=agree / n, photos=n,
+                                                       by_margin={str(t): c for t, c in clear.items()},
+                                                       logit_error_median=statistics.median(errors),
+                                                       logit_error_max=max(errors))
             summary = [l for l in report.splitlines() if "ops int8" in l or "output 0: relative" in l]
             by_margin = ", ".join(f">= {t:g}: {a}/{c}" for t, (a, c) in clear.items())
-            print(f"mobilenet_v2 int8 ({method}): top-1 agrees with float on {agree}/{n} photos "
+            print(f"{spec['name']} int8 ({method}): top-1 agrees with float on {agree}/{n} photos "
                   f"({100.0 * agree / n:.1f}%); on those whose float top-1 leads by a fraction of the logit "
-                  f"spread {by_margin}; {'; '.join(summary)}", flush=True)
+                  f"spread {by_margin}; logits' relative error median {statistics.median(errors):.4f}, max "
+                  f"{max(errors):.4f}; {'; '.join(summary)}", flush=True)
     return results
 
 
@@ -325,7 +358,10 @@ def main():
     ap.add_argument("what", choices=["accuracy", "latency", "all"])
     ap.add_argument("--methods", nargs="*", default=["percentile"],
                     help="calibration methods to compare (none: the variants only)")
-    ap.add_argument("--no-mobilenet", dest="mobilenet", action="store_false")
+    ap.add_argument("--no-mobilenet", dest="mobilenet", action="store_false",
+                    help="skip the random-weight MobileNetV2 (scripts/make_reference_models.py)")
+    ap.add_argument("--no-pretrained", dest="pretrained", action="store_false",
+                    help="skip the pretrained MobileNetV2 (nsfwjs's, scripts/fetch-assets.sh)")
     ap.add_argument("--no-selfie", dest="selfie", action="store_false")
     ap.add_argument("--no-audio", dest="audio", action="store_false")
     ap.add_argument("--variant", action="append", default=[],

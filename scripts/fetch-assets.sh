@@ -124,5 +124,45 @@ if ! verified "$people/astronaut.png" astronaut.png || ! verified "$people/camer
 fi
 echo "[fetch-assets] people media verified"
 
+# A pretrained MobileNetV2 for int8 accuracy (bench/int8.py): nsfwjs's (MIT), Keras
+# MobileNetV2 1.0/224, ImageNet weights frozen in its first 98 layers, the rest fine-tuned
+# to 5 classes (Drawing, Hentai, Neutral, Porn, Sexy). No ImageNet-head MobileNetV2 ships in
+# the npm registry or Debian. The package bundles the TensorFlow.js layers model as JS
+# modules; node writes model.json and the weight shard out, scripts/convert_tfjs_keras.py
+# makes the ONNX file.
+NSFWJS_PKG="nsfwjs@4.3.0"
+nsfw="$models/nsfwjs_mobilenet_v2"
+SHA256[model.json]=feffc6868d61e412a4e7a22657a3d07a8a48df6e11688a9e25b77c23cb7b45c9
+SHA256[group1-shard1of1]=8e7dddbb16acacc1bf1601b1b8a761e730ff934b7f2d7771312b2f000e5f5f13
+if ! verified "$nsfw/model.json" model.json || ! verified "$nsfw/group1-shard1of1" group1-shard1of1; then
+  echo "[fetch-assets] npm pack $NSFWJS_PKG"
+  tmp="$(mktemp -d)"
+  mkdir -p "$tmp/out"
+  (cd "$tmp" && npm pack --silent "$NSFWJS_PKG" >/dev/null && tar xzf ./*.tgz && cd package &&
+   node -e 'const fs = require("fs"), out = process.argv[1];
+            const spec = require("./dist/models/mobilenet_v2/model.min.js");
+            const shard = require("./dist/models/mobilenet_v2/group1-shard1of1.min.js");
+            fs.writeFileSync(out + "/model.json", JSON.stringify(spec));
+            fs.writeFileSync(out + "/group1-shard1of1", Buffer.from(shard, "base64"));' "$tmp/out")
+  for f in model.json group1-shard1of1; do
+    if ! verified "$tmp/out/$f" "$f"; then
+      echo "[fetch-assets] sha256 mismatch for $f from $NSFWJS_PKG" >&2; rm -rf "$tmp"; exit 1
+    fi
+  done
+  mkdir -p "$nsfw" && mv "$tmp/out/model.json" "$tmp/out/group1-shard1of1" "$nsfw/"
+  rm -rf "$tmp" "$models/nsfw_mobilenet_v2.onnx"
+fi
+# Goldens (tests/quantize/pretrained_mobilenet_test): the converter's PyTorch rebuild of the
+# Keras graph (equal to TensorFlow.js within 1.1e-6) on photos from assets/media.
+nsfw_golden="$root/assets/golden/nsfw_mobilenet_v2"
+if [ ! -f "$models/nsfw_mobilenet_v2.onnx" ] || [ ! -f "$nsfw_golden/grace_hopper_probabilities.npy" ]; then
+  /usr/bin/python3 "$root/scripts/convert_tfjs_keras.py" "$nsfw" -o "$models/nsfw_mobilenet_v2.onnx"
+  rm -rf "$nsfw_golden"
+  /usr/bin/python3 "$root/scripts/convert_tfjs_keras.py" "$nsfw" --save-inputs "$nsfw_golden" \
+    --labels Drawing,Hentai,Neutral,Porn,Sexy --check "$media/messi5.jpg" "$people/grace_hopper.jpg" \
+    "$people/astronaut.png" "$people/camera.png" "$people/basketball1.png" >/dev/null
+fi
+echo "[fetch-assets] nsfwjs MobileNetV2 verified"
+
 # PyTorch reference models + golden outputs (Debian's torch: /usr/bin/python3, not pyenv's).
 /usr/bin/python3 "$root/scripts/make_reference_models.py" --assets "$root/assets"
