@@ -34,6 +34,7 @@ CpuOptions CpuOptions::from_environment() {
   o.native_int8_logistic = !set("NN_NO_NATIVE_INT8_LOGISTIC");
   o.native_int8_pool = !set("NN_NO_NATIVE_INT8_POOL");
   o.native_fully_connected = !set("NN_NO_NATIVE_FC");
+  o.native_grouped_conv = !set("NN_NO_NATIVE_GROUPED");
   return o;
 }
 
