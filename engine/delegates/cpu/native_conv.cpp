@@ -893,8 +893,9 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
     calls.push_back({tile, 1, true});
     extends = inside;
   }
-  const size_t run_k = T == 1 ? size_t(s.kernel_w) * in_c : conv.group_in_, run_lda = size_t(s.stride_w) * in_c;
   const bool grouped = conv.group_in_ != in_c;
+  const size_t run_k = grouped ? conv.group_in_ : T == 1 ? size_t(s.kernel_w) * in_c : in_c;
+  const size_t run_lda = size_t(s.stride_w) * in_c;
   for (const Call& call : calls) {
     const size_t r = call.tile * kRows, mr = std::min((call.tile + call.count) * kRows, m_count) - r;
     const float* rows = scratch.data() + r * k_all;
