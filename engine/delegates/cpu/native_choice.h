@@ -43,9 +43,9 @@ bool feeds_epilogue_op(const Model& m, uint32_t k, const Readers& readers, const
 bool dense_conv_candidate(const Model& m, const Operation& op);
 
 // A GROUPED_CONV_2D on NativeConv's grouped form (per-tap runs of each group's channels):
-// on the AVX2 kernels, at least one micro-tile of pixels, at most 16 taps, and
-// CpuOptions::native_grouped_conv on. (On AVX2, XNNPACK's grouped GEMMs run RegNet's group
-// width 16 at ~45-50 GFLOP/s: bench/README.md.)
+// on the AVX2 kernels (on AVX-512 XNNPACK's are faster), at least one micro-tile of pixels,
+// at most 16 taps, and CpuOptions::native_grouped_conv on. (On AVX2, XNNPACK's grouped GEMMs
+// run RegNet's group width 16 at ~45-50 GFLOP/s, ours at ~80-110: bench/README.md.)
 bool grouped_conv_pays(const Model& m, const Operation& op, const WindowParams& p, const CpuOptions& options,
                        const NativeIsa& isa);
 
