@@ -94,7 +94,8 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
              : f.depthwise ? "native conv+depthwise"
              : f.resize  ? "native conv+resize"
              : f.gated   ? "native conv (gated input)"
-                         : "native conv";
+             : model_.operations[k].type == OperationType::GROUPED_CONV_2D ? "native grouped conv"
+                                                                             : "native conv";
       break;
     case NativeKind::kDepthwise: name = "native depthwise"; break;
     case NativeKind::kDeconv: name = "native deconv"; break;

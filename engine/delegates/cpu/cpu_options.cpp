@@ -35,6 +35,7 @@ CpuOptions CpuOptions::from_environment() {
   o.native_int8_pool = !set("NN_NO_NATIVE_INT8_POOL");
   o.native_fully_connected = !set("NN_NO_NATIVE_FC");
   o.adaptive_threads = !set("NN_NO_ADAPTIVE_THREADS");
+  o.native_grouped_conv = !set("NN_NO_NATIVE_GROUPED");
   return o;
 }
 

@@ -100,7 +100,8 @@ void CpuPartition::fuse_conv_before_resize() {
     if (!internal_single_use(o)) continue;
     const uint32_t c = readers_.at(o)[0];
     auto conv = ops_.find(c);
-    if (conv == ops_.end() || conv->second.native != NativeKind::kConv || model_.operations[c].inputs[0] != o)
+    if (conv == ops_.end() || conv->second.native != NativeKind::kConv || model_.operations[c].inputs[0] != o ||
+        model_.operations[c].type == OperationType::GROUPED_CONV_2D)
       continue;
     const Dims& small = model_.operands[model_.operations[k].inputs[0]].dims;
     const bool one_tile = size_t(small[0]) * small[1] * small[2] >= 6;  // as dense_conv_candidate
@@ -376,7 +377,8 @@ void CpuPartition::fuse_expand_depthwise() {
   for (uint32_t k : live_) {
     FusedOp& r = rec(k);
     if (r.native != NativeKind::kConv || absorbed(k) || r.resize || r.gated || r.epilogue.residual) continue;
-    if (auto shape = conv_shape(model_, model_.operations[k]); !shape || !NativeExpandDepthwise::supports(*shape))
+    if (auto shape = conv_shape(model_, model_.operations[k]);
+        !shape || shape->groups != 1 || !NativeExpandDepthwise::supports(*shape))
       continue;
     const uint32_t expanded = written(r);
     if (!internal_single_use(expanded)) continue;

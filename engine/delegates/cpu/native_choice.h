@@ -14,6 +14,7 @@
 #include "delegates/cpu/cpu_internal.h"
 #include "delegates/cpu/native_kernels.h"
 #include "nn/ir/model.h"
+#include "ops/op_params.h"
 #include "nn/runtime/session.h"
 
 namespace nn::cpu {
@@ -40,6 +41,13 @@ bool feeds_epilogue_op(const Model& m, uint32_t k, const Readers& readers, const
 
 // A CONV_2D with at least one micro-tile of output pixels.
 bool dense_conv_candidate(const Model& m, const Operation& op);
+
+// A GROUPED_CONV_2D on NativeConv's grouped form (per-tap runs of each group's channels):
+// on the AVX2 kernels (on AVX-512 XNNPACK's are faster), at least one micro-tile of pixels,
+// at most 16 taps, and CpuOptions::native_grouped_conv on. (On AVX2, XNNPACK's grouped GEMMs
+// run RegNet's group width 16 at ~45-50 GFLOP/s, ours at ~80-110: bench/README.md.)
+bool grouped_conv_pays(const Model& m, const Operation& op, const WindowParams& p, const CpuOptions& options,
+                       const NativeIsa& isa);
 
 // The native kernel op k runs on, if any (kNone: XNNPACK's).
 NativeKind native_candidate(const Model& m, uint32_t k, const Readers& readers, const StaticLookup& statics,

@@ -384,39 +384,47 @@ bool native_conv_supported() {
 NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const float* bias,
                        const Epilogue& epilogue, const NativeIsa& isa)
     : shape_(shape), epilogue_(epilogue) {
+  const uint32_t groups = std::max<uint32_t>(1, shape.groups);
+  group_in_ = shape.in_c / groups;
+  group_out_ = shape.out_c / groups;
   pointwise_ = shape.kernel_h == 1 && shape.kernel_w == 1 && shape.stride_h == 1 && shape.stride_w == 1 &&
                shape.pad_top == 0 && shape.pad_left == 0 && shape.out_h == shape.in_h &&
                shape.out_w == shape.in_w;
-  k_ = size_t(shape.kernel_h) * shape.kernel_w * shape.in_c;
+  k_ = size_t(shape.kernel_h) * shape.kernel_w * group_in_;
   // Implicit GEMM: one run of A per kernel row when its taps are contiguous in the input
-  // (dilation_w 1), else one per tap (FCN's dilated 3x3 convs had gone through im2col).
-  taps_w_ = shape.dilation_w == 1 ? 1 : shape.kernel_w;
+  // (dilation_w 1, not grouped), else one per tap (FCN's dilated 3x3 convs had gone through
+  // im2col; a group's channels are a run of group_in_ within each input pixel).
+  taps_w_ = shape.dilation_w == 1 && groups == 1 ? 1 : shape.kernel_w;
   segments_ = size_t(shape.kernel_h) * taps_w_ <= 16 ? size_t(shape.kernel_h) * taps_w_ : 0;
+  // A grouped conv reads every tile through per-tap runs (in place or of its im2col rows).
+  if (groups > 1 && (segments_ == 0 || shape.in_c % groups || shape.out_c % groups)) return;
   avx512_ = isa.avx512;
   // Edge micro-tiles read zero-padded copies of their input rows (run_tile) where those fit
   // in the tile's im2col space: the columns a tile's windows span, at most its pixels' taps.
   const size_t tile_rows = avx512_ ? 8 : 6;
   const size_t reach = size_t(shape.kernel_w - 1) * shape.dilation_w + 1;
-  strips_ = segments_ > 0 && (tile_rows - 1) * shape.stride_w + reach <= tile_rows * shape.kernel_w;
-  // 32-wide panels only where a conv has more than 16 output channels (else half empty).
-  wide_ = avx512_ && shape.out_c > 16;
+  strips_ = groups == 1 && segments_ > 0 && (tile_rows - 1) * shape.stride_w + reach <= tile_rows * shape.kernel_w;
+  // 32-wide panels only where a conv (group) has more than 16 output channels (else half empty).
+  wide_ = avx512_ && group_out_ > 16;
   // The ymm kernels for 17-24 and 1-8 columns only pay where a zmm FMA costs two ymm ones,
   // and only convs whose last panel has that many columns use them.
-  const uint32_t last_panel = shape.out_c % 32;
+  const size_t last_panel = group_out_ % 32;
   half_width_ = wide_ && ((last_panel > 16 && last_panel <= 24) || (last_panel > 0 && last_panel <= 8)) &&
                 isa.half_width;
-  // Weight panels as wide as the kernel's tile: per panel its bias, then k rows of width.
+  // Weight panels as wide as the kernel's tile, group by group: per panel its bias, then k
+  // rows of width.
   const size_t width = wide_ ? kNr512 : kNr;
-  n_blocks_ = (shape.out_c + width - 1) / width;
+  group_panels_ = (group_out_ + width - 1) / width;
+  n_blocks_ = groups * group_panels_;
   const size_t panel = width * (k_ + 1);
   AlignedFloats packed = allocate_floats(n_blocks_ * panel);
   if (!packed) return;
   float* p = packed.get();
   for (size_t j = 0; j < n_blocks_; ++j) {
     float* dst = p + j * panel;
-    for (size_t c = 0; c < width; ++c) {
-      const size_t n = j * width + c;
-      if (n >= shape.out_c) break;
+    const auto [first, columns] = panel_columns(j, width);
+    for (size_t c = 0; c < columns; ++c) {
+      const size_t n = first + c;
       dst[c] = bias ? bias[n] : 0.f;
       for (size_t q = 0; q < k_; ++q) dst[width + q * width + c] = filter[n * k_ + q];
     }
@@ -523,10 +531,17 @@ struct Avx2Gemm {
   static constexpr size_t kRows = kMr;
   static constexpr size_t kPanel = kNr;
   using Epi = EpilogueAvx2;
+  // next, next_floats: memory the caller reads after this call (the next weight panel),
+  // pulled towards L2 in slices across the call's micro-tiles.
   static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
-                     const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
+                     const float* w, float* c, const float* res, size_t ldc, const Epi& epi,
+                     const float* next = nullptr, size_t next_floats = 0) {
     const float* rows[16];  // each segment's run at row r (implicit GEMM: m <= kRows, r = 0)
+    const size_t tiles = (m + kRows - 1) / kRows, slice = (next_floats + tiles * 16 - 1) / (tiles * 16) * 16;
     for (size_t r = 0; r < m; r += kRows) {
+      if (next)
+        for (size_t f = r / kRows * slice, end = std::min(next_floats, f + slice); f < end; f += 16)
+          __builtin_prefetch(next + f, 0, 2);
       for (size_t s = 0; s < segments; ++s) rows[s] = seg_a[s] ? seg_a[s] + r * lda : nullptr;
       kernel_6x16(std::min(kRows, m - r), nr, segments, rows, k, lda, w, c + r * ldc, res + r * ldc, ldc,
                   epi);
@@ -541,7 +556,8 @@ struct Avx512Gemm {
   static constexpr size_t kPanel = 16 * kVecs;
   using Epi = EpilogueAvx512;
   static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
-                     const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
+                     const float* w, float* c, const float* res, size_t ldc, const Epi& epi,
+                     const float* = nullptr, size_t = 0) {
     kernel_8xn_avx512<kVecs>(m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
   }
 };
@@ -558,7 +574,8 @@ struct Avx512HalfWidthGemm {
     EpilogueAvx2 narrow;
   };
   static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
-                     const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
+                     const float* w, float* c, const float* res, size_t ldc, const Epi& epi,
+                     const float* = nullptr, size_t = 0) {
     const size_t full = m / 8 * 8;
     // One segment read in place or from im2col rows; a null one (a padded 1x1 conv's row in
     // the padding: bias only) and the other widths go to the zmm kernels.
@@ -763,9 +780,12 @@ void NativeConv::run_tile(void* ctx, size_t m0, size_t j0, size_t m_count, size_
   const Epilogue& e = conv.epilogue_;
   if (!e.swish && !e.gelu && !e.gelu_tanh) return;
   // The tile's outputs are still in cache: the swish / GELU stage as one more pass over them.
+  // Panels [j0, j0 + j_count) write one run of columns (a grouped conv's panels follow its
+  // groups' channels in order).
   constexpr size_t kPanel = Gemm::kPanel;
-  const size_t ldc = conv.shape_.out_c, col = j0 * kPanel;
-  const size_t n = std::min(ldc, (j0 + j_count) * kPanel) - col;
+  const size_t ldc = conv.shape_.out_c, col = conv.panel_columns(j0, kPanel).first;
+  const auto [last_col, last_n] = conv.panel_columns(j0 + j_count - 1, kPanel);
+  const size_t n = last_col + last_n - col;
   if (e.gelu || e.gelu_tanh)
     gelu_inplace(t.output + m0 * ldc + col, m_count, n, ldc, conv.avx512_, e.gelu_tanh);
   else
@@ -793,9 +813,15 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
       a = gated.data();
     }
     for (size_t j = j0; j < j0 + j_count; ++j) {
-      const size_t at = m0 * ldc + j * kPanel;
-      Gemm::kernel(m_count, std::min(kPanel, ldc - j * kPanel), 1, &a, k, s.in_c, t.weights + j * panel_size,
-                   t.output + at, t.residual + at, ldc, epi);
+      const auto [col, nr] = conv.panel_columns(j, kPanel);
+      const size_t at = m0 * ldc + col;
+      const float* group_a = a + j / conv.group_panels_ * conv.group_in_;
+      // The next panel streams in while this one's tiles run (the AVX2 kernel: a 7x7 image's
+      // 49 pixels use each weight too few times to hide its arrival from memory).
+      const bool more = j + 1 < conv.n_blocks_;
+      Gemm::kernel(m_count, nr, 1, &group_a, k, s.in_c, t.weights + j * panel_size, t.output + at,
+                   t.residual + at, ldc, epi, more ? t.weights + (j + 1) * panel_size : nullptr,
+                   more ? panel_size : 0);
     }
     return;
   }
@@ -809,8 +835,10 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
   const int64_t reach = int64_t(s.kernel_w - 1) * s.dilation_w + 1;  // columns one pixel's window spans
   thread_local std::vector<float> scratch;
   const size_t tiles = (m_count + kRows - 1) / kRows;
-  // Each micro-tile's im2col rows or input strips in a slot of kRows * k (+ copy_floats' slack).
-  if (scratch.size() < tiles * kRows * k + 8) scratch.resize(tiles * kRows * k + 8);
+  // An im2col row holds every input channel (k_all floats; k when not grouped).
+  const size_t k_all = size_t(s.kernel_h) * s.kernel_w * s.in_c;
+  // Each micro-tile's im2col rows or input strips in a slot of kRows * k_all (+ copy_floats' slack).
+  if (scratch.size() < tiles * kRows * k_all + 8) scratch.resize(tiles * kRows * k_all + 8);
   struct Call {
     size_t tile, count;  // micro-tiles [tile, tile + count)
     bool implicit;       // runs in seg[tile * S ...], else im2col rows in scratch
@@ -846,12 +874,12 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
     }
     extends = false;
     if (!one_row || !(inside || conv.strips_)) {
-      im2col_rows(s, t.input, first, mr, scratch.data() + tile * kRows * k);
+      im2col_rows(s, t.input, first, mr, scratch.data() + tile * kRows * k_all);
       calls.push_back({tile, 1, false});
       continue;
     }
     const float* image = t.input + b * size_t(in_h) * size_t(in_w) * in_c;
-    float* strip = scratch.data() + tile * kRows * k;
+    float* strip = scratch.data() + tile * kRows * k_all;
     // lead zero floats, then the copied input columns [in_lo, in_hi), then zeros (a tile wholly
     // in the left padding is all lead).
     const int64_t in_lo = std::max<int64_t>(x0, 0), in_hi = std::min<int64_t>(x_end, in_w);
@@ -878,19 +906,33 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
     calls.push_back({tile, 1, true});
     extends = inside;
   }
-  const size_t run_k = T == 1 ? size_t(s.kernel_w) * in_c : in_c, run_lda = size_t(s.stride_w) * in_c;
+  const bool grouped = conv.group_in_ != in_c;
+  const size_t run_k = grouped ? conv.group_in_ : T == 1 ? size_t(s.kernel_w) * in_c : in_c;
+  const size_t run_lda = size_t(s.stride_w) * in_c;
   for (const Call& call : calls) {
     const size_t r = call.tile * kRows, mr = std::min((call.tile + call.count) * kRows, m_count) - r;
-    const float* rows = scratch.data() + r * k;
+    const float* rows = scratch.data() + r * k_all;
     for (size_t j = j0; j < j0 + j_count; ++j) {
-      const size_t at = (m0 + r) * ldc + j * kPanel;
-      const size_t nr = std::min(kPanel, ldc - j * kPanel);
+      const auto [col, nr] = conv.panel_columns(j, kPanel);
+      const size_t at = (m0 + r) * ldc + col;
       const float* w = t.weights + j * panel_size;
-      if (call.implicit)
-        Gemm::kernel(mr, nr, S, &seg[call.tile * S], run_k, run_lda, w, t.output + at, t.residual + at, ldc,
-                     epi);
-      else
-        Gemm::kernel(mr, nr, 1, &rows, k, k, w, t.output + at, t.residual + at, ldc, epi);
+      if (!grouped) {
+        if (call.implicit)
+          Gemm::kernel(mr, nr, S, &seg[call.tile * S], run_k, run_lda, w, t.output + at, t.residual + at, ldc,
+                       epi);
+        else
+          Gemm::kernel(mr, nr, 1, &rows, k, k, w, t.output + at, t.residual + at, ldc, epi);
+        continue;
+      }
+      // A group's runs: its channels within each tap, of the input or of the im2col rows.
+      const size_t offset = j / conv.group_panels_ * conv.group_in_;
+      const float* group_seg[16];
+      for (size_t q = 0; q < S; ++q) {
+        const float* run = call.implicit ? seg[call.tile * S + q] : rows + q * in_c;
+        group_seg[q] = run ? run + offset : nullptr;
+      }
+      Gemm::kernel(mr, nr, S, group_seg, run_k, call.implicit ? run_lda : k_all, w, t.output + at,
+                   t.residual + at, ldc, epi);
     }
   }
 }
@@ -937,7 +979,7 @@ void NativeConv::run(const NativeArgs& a) const {
 }
 
 bool NativeConv::enable_scaled_input(bool with_sum) {
-  if (!pointwise_ || !packed_) return false;
+  if (!pointwise_ || !packed_ || group_in_ != shape_.in_c) return false;
   scaled_ = true;
   scaled_sum_ = with_sum;
   return true;

@@ -1,7 +1,7 @@
 // nnpipe's own CPU kernels for the ops that dominate mobile vision models, used by the
 // CPU delegate in place of XNNPACK where they pay (measured; bench/README.md):
 //
-// - NativeConv: dense convolution as a packed-weight GEMM with an AVX2/FMA 6x16
+// - NativeConv: dense or grouped convolution as a packed-weight GEMM with an AVX2/FMA 6x16
 //   micro-kernel, or AVX-512F 8x32 / 8x16 ones (32-wide panels above 16 output channels)
 //   on CPUs that have it (bench/README.md has what each bought on Zen 5). The Debian XNNPACK build (Feb 2022,
 //   GCC) spills one accumulator of its f32 5x16 FMA3 GEMM/IGEMM kernels to the stack on every k step, which
@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "delegates/cpu/native_epilogue.h"
@@ -56,6 +57,9 @@ struct NativeConvShape {
   uint32_t kernel_h = 1, kernel_w = 1;
   uint32_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   uint32_t pad_top = 0, pad_left = 0;  // bottom/right padding follows from the output size
+  // GROUPED_CONV_2D: in_c and out_c split into this many independent convs (the filter's
+  // last axis is in_c / groups).
+  uint32_t groups = 1;
 };
 
 // x = x / (1 + exp(-x)) over `rows` runs of n floats, `stride` apart: the swish stage of
@@ -134,6 +138,11 @@ class NativeConv final : public NativeOp {
   template <class Gemm>
   static void run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, size_t j_count);
   void dispatch(Task& task, pthreadpool_t pool) const;
+  // Panel j's first output channel and its valid columns, on panels kPanel wide.
+  std::pair<size_t, size_t> panel_columns(size_t j, size_t panel) const {
+    const size_t local = j % group_panels_ * panel;
+    return {j / group_panels_ * group_out_ + local, std::min(panel, group_out_ - local)};
+  }
 
   NativeConvShape shape_;
   Epilogue epilogue_;
@@ -145,7 +154,10 @@ class NativeConv final : public NativeOp {
   size_t segments_ = 0;      // runs of A per output pixel read in place (kernel_h * taps_w_), or 0 (im2col only)
   size_t taps_w_ = 1;        // runs per kernel row: 1 (its taps contiguous), kernel_w when dilated
   bool strips_ = false;      // edge micro-tiles read zero-padded copies of their input rows
-  size_t n_blocks_ = 0;      // out_c in panels of 32 (AVX-512) or 16
+  size_t n_blocks_ = 0;      // out_c in panels of 32 (AVX-512) or 16, group by group
+  size_t group_in_ = 0;      // input channels per group (in_c when not grouped)
+  size_t group_out_ = 0;     // output channels per group
+  size_t group_panels_ = 1;  // panels per group: panel j serves group j / group_panels_
   bool scaled_ = false;      // run() reads input * gate (enable_scaled_input)
   bool scaled_sum_ = false;  // and gates its input per tile (it has a sum), on packed_; else
                              // gated weights in the scratch, rewritten per run

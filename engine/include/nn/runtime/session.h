@@ -70,6 +70,9 @@ struct CpuOptions {
   // FULLY_CONNECTED over at least a micro-tile of rows (ConvNeXt's and transformers' MLPs
   // over every pixel) on the native 1x1 conv kernel; off: XNNPACK. NN_NO_NATIVE_FC=1.
   bool native_fully_connected = true;
+  // GROUPED_CONV_2D (RegNet's group convs) on the native conv kernel, group by group, on the
+  // AVX2 kernels (grouped_conv_pays); off: XNNPACK. NN_NO_NATIVE_GROUPED=1.
+  bool native_grouped_conv = true;
   // int8 convs (VNNI / AVX2 GEMM), depthwise and tiled transpose convs, MUL, HARD_SWISH, TANH,
   // MEAN and bilinear resize on nnpipe's kernels (delegates/cpu/native_int8.h); off: XNNPACK
   // or the reference. NN_NO_NATIVE_INT8=1.

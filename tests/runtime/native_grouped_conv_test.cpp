@@ -1,0 +1,312 @@
+// NativeConv's grouped form (NativeConvShape::groups: each group's channels read as per-tap
+// runs) against a direct grouped convolution in double: groups 2-5, odd channel counts per
+// group, 1x1 / 3x3 / 3x2 kernels, stride 1 and 2, padding wider than the kernel's reach,
+// every epilogue stage, 1 and 2 threads (same bits), AVX2 and AVX-512; and the CPU
+// delegate's rule (grouped_conv_pays): where it runs GROUPED_CONV_2D natively, where not,
+// and that the fusions built for dense convs leave it alone.
+#include <gtest/gtest.h>
+#include <pthreadpool.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "delegates/cpu/native_kernels.h"
+#include "runtime_test_util.h"
+#include "test_model.h"
+#include "test_support.h"
+
+namespace {
+
+using nn::cpu::Epilogue;
+using nn::cpu::NativeArgs;
+using nn::cpu::NativeConv;
+using nn::cpu::NativeConvShape;
+using nn::cpu::NativeIsa;
+using T = nn::OperationType;
+using Built = nn_test::TestModel;
+
+enum class Stage { kNone, kRelu6, kHardSwish, kResidualRelu, kSwish };
+
+Epilogue epilogue_of(Stage s) {
+  Epilogue e;
+  if (s == Stage::kRelu6) e.lo = 0.f, e.hi = 6.f;
+  if (s == Stage::kHardSwish) e.lo = -1.f, e.hi = 1.f, e.hard_swish = true;
+  if (s == Stage::kResidualRelu) e.residual = true, e.lo = -0.5f, e.res_lo = 0.f;
+  if (s == Stage::kSwish) e.swish = true;
+  return e;
+}
+
+struct Case {
+  uint32_t groups, group_in, group_out;
+  uint32_t h, w;               // input size
+  uint32_t kh, kw, stride, pad;  // pad on top and left; the output size follows from SAME-like rounding
+  Stage stage;
+};
+
+std::string describe(const Case& c) {
+  return "groups " + std::to_string(c.groups) + " of " + std::to_string(c.group_in) + "->" +
+         std::to_string(c.group_out) + " on " + std::to_string(c.h) + "x" + std::to_string(c.w) + ", " +
+         std::to_string(c.kh) + "x" + std::to_string(c.kw) + " stride " + std::to_string(c.stride) + " pad " +
+         std::to_string(c.pad) + " stage " + std::to_string(int(c.stage));
+}
+
+NativeConvShape shape_of(const Case& c) {
+  NativeConvShape s;
+  s.batch = 2;  // tiles of one image never read the other's
+  s.groups = c.groups;
+  s.in_h = c.h, s.in_w = c.w, s.in_c = c.groups * c.group_in, s.out_c = c.groups * c.group_out;
+  s.kernel_h = c.kh, s.kernel_w = c.kw;
+  s.stride_h = s.stride_w = c.stride;
+  s.pad_top = s.pad_left = c.pad;
+  // As much padding on the bottom / right as on the top / left.
+  s.out_h = (c.h + 2 * c.pad - c.kh) / c.stride + 1;
+  s.out_w = (c.w + 2 * c.pad - c.kw) / c.stride + 1;
+  return s;
+}
+
+struct Data {
+  std::vector<float> input, filter, bias, residual;
+};
+
+Data data_for(const NativeConvShape& s, uint32_t seed) {
+  Data d;
+  d.input = nn_test::random_floats(size_t(s.batch) * s.in_h * s.in_w * s.in_c, seed, -1.f, 1.f);
+  d.filter = nn_test::random_floats(size_t(s.out_c) * s.kernel_h * s.kernel_w * (s.in_c / s.groups), seed + 1,
+                                    -1.f, 1.f);
+  d.bias = nn_test::random_floats(s.out_c, seed + 2, -1.f, 1.f);
+  d.residual = nn_test::random_floats(size_t(s.batch) * s.out_h * s.out_w * s.out_c, seed + 3, -2.f, 2.f);
+  return d;
+}
+
+// The grouped conv in double (filter OHWI with I = in_c / groups), then the epilogue.
+std::vector<float> direct(const NativeConvShape& s, const Data& d, const Epilogue& e) {
+  const uint32_t gi = s.in_c / s.groups, go = s.out_c / s.groups;
+  std::vector<float> out(size_t(s.batch) * s.out_h * s.out_w * s.out_c);
+  for (uint32_t b = 0; b < s.batch; ++b)
+    for (uint32_t oy = 0; oy < s.out_h; ++oy)
+      for (uint32_t ox = 0; ox < s.out_w; ++ox)
+        for (uint32_t o = 0; o < s.out_c; ++o) {
+          const uint32_t g = o / go;
+          double acc = d.bias[o];
+          for (uint32_t ky = 0; ky < s.kernel_h; ++ky)
+            for (uint32_t kx = 0; kx < s.kernel_w; ++kx) {
+              const int64_t iy = int64_t(oy) * s.stride_h + ky - s.pad_top;
+              const int64_t ix = int64_t(ox) * s.stride_w + kx - s.pad_left;
+              if (iy < 0 || ix < 0 || iy >= s.in_h || ix >= s.in_w) continue;
+              const float* x = &d.input[((size_t(b) * s.in_h + iy) * s.in_w + ix) * s.in_c + size_t(g) * gi];
+              const float* w = &d.filter[((size_t(o) * s.kernel_h + ky) * s.kernel_w + kx) * gi];
+              for (uint32_t c = 0; c < gi; ++c) acc += double(x[c]) * w[c];
+            }
+          const size_t at = ((size_t(b) * s.out_h + oy) * s.out_w + ox) * s.out_c + o;
+          float v = nn::cpu::apply_epilogue(e, float(acc), d.residual[at]);
+          if (e.swish) v = v / (1.f + std::exp(-v));
+          out[at] = v;
+        }
+  return out;
+}
+
+std::vector<float> run(const NativeConv& op, const Data& d, const Epilogue& e, size_t n, pthreadpool_t pool) {
+  std::vector<float> out(n + 16, -7.f);
+  NativeArgs a;
+  a.input = d.input.data();
+  a.residual = e.residual ? d.residual.data() : nullptr;
+  a.output = out.data();
+  a.pool = pool;
+  op.run(a);
+  for (size_t i = n; i < n + 16; ++i) EXPECT_EQ(out[i], -7.f) << "wrote past the output";
+  out.resize(n);
+  return out;
+}
+
+std::vector<Case> cases() {
+  const uint32_t per_group[][2] = {{1, 1}, {3, 5}, {8, 8}, {13, 20}, {16, 16}, {17, 33}};
+  const uint32_t groups[] = {2, 3, 4, 5};
+  // {kh, kw, stride, pad}: pointwise; 1x1 stride 2; 3x3 SAME; 3x3 stride 2; 3x2 with padding
+  // beyond the kernel's reach on the left (tiles wholly in the padding).
+  const uint32_t kernels[][4] = {{1, 1, 1, 0}, {1, 1, 2, 0}, {3, 3, 1, 1}, {3, 3, 2, 1}, {3, 2, 1, 2}};
+  const uint32_t sizes[][2] = {{5, 7}, {9, 13}, {14, 14}, {23, 29}};
+  const Stage stages[] = {Stage::kNone, Stage::kRelu6, Stage::kHardSwish, Stage::kResidualRelu, Stage::kSwish};
+  std::vector<Case> v;
+  size_t k = 0;
+  for (const auto& pg : per_group)
+    for (const auto& kn : kernels) {
+      // Each per-group shape and kernel meets two group counts, sizes and stages in turn.
+      for (int rep = 0; rep < 2; ++rep, ++k) {
+        const auto& hw = sizes[k % 4];
+        v.push_back({groups[k % 4], pg[0], pg[1], hw[0], hw[1], kn[0], kn[1], kn[2], kn[3], stages[k % 5]});
+      }
+    }
+  v.push_back({25, 16, 16, 14, 14, 3, 3, 1, 1, Stage::kResidualRelu});  // RegNet's 400-channel stage
+  v.push_back({2, 16, 16, 56, 56, 3, 3, 2, 1, Stage::kRelu6});          // and its first, stride 2
+  return v;
+}
+
+std::vector<NativeIsa> isas() {
+  std::vector<NativeIsa> v = {NativeIsa::with(false, 0, true)};
+  if (nn::cpu::native_avx512_enabled()) v.push_back(NativeIsa::with(true, -1, true));
+  return v;
+}
+
+TEST(NativeGroupedConv, MatchesTheDirectConvOnOddShapes) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  pthreadpool_t pool = pthreadpool_create(2);
+  for (const NativeIsa& isa : isas()) {
+    uint32_t seed = 3;
+    double worst = 0;
+    for (const Case& c : cases()) {
+      const NativeConvShape s = shape_of(c);
+      const Data d = data_for(s, seed += 7);
+      const Epilogue e = epilogue_of(c.stage);
+      const NativeConv op(s, d.filter.data(), d.bias.data(), e, isa);
+      ASSERT_TRUE(op.ok()) << describe(c);
+      const std::vector<float> want = direct(s, d, e);
+      const std::vector<float> one = run(op, d, e, want.size(), nullptr);
+      const std::vector<float> two = run(op, d, e, want.size(), pool);
+      double scale = 1.0, err = 0;
+      for (float v : want) scale = std::max(scale, std::fabs(double(v)));
+      for (size_t i = 0; i < want.size(); ++i) err = std::max(err, std::fabs(double(one[i]) - want[i]) / scale);
+      worst = std::max(worst, err);
+      EXPECT_LE(err, 1e-5) << describe(c) << (isa.avx512 ? " AVX-512" : " AVX2");
+      EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0)
+          << describe(c) << (isa.avx512 ? " AVX-512" : " AVX2") << ": 2 threads differ from 1";
+    }
+    std::printf("grouped conv %s: worst relative error %.2e\n", isa.avx512 ? "AVX-512" : "AVX2", worst);
+  }
+  pthreadpool_destroy(pool);
+}
+
+TEST(NativeGroupedConv, RefusesChannelsThatDoNotSplit) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  NativeConvShape s = shape_of({3, 4, 4, 6, 6, 3, 3, 1, 1, Stage::kNone});
+  s.out_c = 13;  // not a multiple of 3
+  const std::vector<float> filter(size_t(13) * 9 * 4, 0.5f);
+  EXPECT_FALSE(NativeConv(s, filter.data(), nullptr, Epilogue{}).ok());
+}
+
+// --- The CPU delegate's choice ---
+
+std::string kernel_of(Built& b, const nn::CpuOptions& cpu, const std::string& op) {
+  nn::SessionOptions o;
+  o.delegates = {"cpu"};
+  o.cpu = cpu;
+  auto session = nn::Session::open(b.model, o);
+  EXPECT_TRUE(session.is_ok()) << session.status().to_string();
+  if (!session.is_ok()) return "";
+  for (const auto& k : (*session)->kernels())
+    if (k.label.rfind(op + " ", 0) == 0 || k.label == op) return k.kernel;
+  return "(no step " + op + ")";
+}
+
+double error_vs_reference(Built& b, const nn::CpuOptions& cpu, int threads) {
+  nn::SessionOptions o;
+  o.delegates = {"cpu"};
+  o.cpu = cpu;
+  o.threads = threads;
+  return nn_test::compare_with_reference(b.model, o).max_rel_error;
+}
+
+// GROUPED_CONV_2D, explicit padding, NHWC: groups of in_c / groups channels, k x k.
+uint32_t grouped(Built& b, uint32_t x, uint32_t in_c, uint32_t out_c, uint32_t groups, uint32_t k, uint32_t stride,
+                 uint32_t seed, int32_t fuse = 0) {
+  const uint32_t pad = k / 2;
+  uint32_t w = b.constant({out_c, k, k, in_c / groups}, seed), bias = b.constant({out_c}, seed + 1);
+  return b.op(T::GROUPED_CONV_2D, {x, w, bias, b.i32(pad), b.i32(pad), b.i32(pad), b.i32(pad), b.i32(stride),
+                                   b.i32(stride), b.i32(groups), b.i32(fuse), b.boolean(false)});
+}
+
+nn::CpuOptions avx2() {
+  nn::CpuOptions o;
+  o.avx512 = false;
+  return o;
+}
+
+TEST(NativeGroupedConv, RunsNativeOnAvx2AndMatchesTheReference) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  for (uint32_t stride : {1u, 2u}) {
+    SCOPED_TRACE("stride " + std::to_string(stride));
+    Built b;  // 5 groups of 7 -> 9 channels, RELU6 in the op, 17x19
+    b.output(grouped(b, b.input({1, 17, 19, 35}), 35, 45, 5, 3, stride, 31, 3));
+    ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+    EXPECT_EQ(kernel_of(b, avx2(), "op 0"), "native grouped conv AVX2");
+    for (int threads : {1, 2}) EXPECT_LE(error_vs_reference(b, avx2(), threads), 1e-4) << threads << " threads";
+    nn::CpuOptions off = avx2();
+    off.native_grouped_conv = false;
+    EXPECT_EQ(kernel_of(b, off, "op 0"), "xnnpack");
+    EXPECT_LE(error_vs_reference(b, off, 1), 1e-4);
+  }
+}
+
+TEST(NativeGroupedConv, TakesTheResidualAddInItsEpilogue) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  Built b;  // a RegNet block's tail: grouped 3x3 conv (+RELU) + the skip, 4 groups of 16
+  const uint32_t x = b.input({1, 12, 13, 64});
+  const uint32_t y = grouped(b, x, 64, 64, 4, 3, 1, 41, 1);
+  b.output(b.op(T::ADD, {y, x, b.i32(1)}));
+  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+  EXPECT_EQ(kernel_of(b, avx2(), "op 0"), "native grouped conv AVX2");
+  EXPECT_EQ(kernel_of(b, avx2(), "op 1"), "(no step op 1)");  // absorbed by op 0's epilogue
+  for (int threads : {1, 2}) EXPECT_LE(error_vs_reference(b, avx2(), threads), 1e-4);
+}
+
+TEST(NativeGroupedConv, DropsTapsThatReadOnlyPadding) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  Built b;  // one input row: a 3x3 window's top and bottom rows read only padding
+  b.output(grouped(b, b.input({1, 1, 17, 32}), 32, 24, 4, 3, 1, 45));
+  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+  EXPECT_EQ(kernel_of(b, avx2(), "op 0"), "native grouped conv AVX2, 1x3 live taps");
+  for (int threads : {1, 2}) EXPECT_LE(error_vs_reference(b, avx2(), threads), 1e-4) << threads << " threads";
+}
+
+TEST(NativeGroupedConv, LeftToXnnpackWhereTheRuleSaysSo) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  {
+    Built b;  // 25 taps: more runs than the kernel takes
+    b.output(grouped(b, b.input({1, 11, 11, 16}), 16, 16, 2, 5, 1, 51));
+    ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+    EXPECT_EQ(kernel_of(b, avx2(), "op 0"), "xnnpack");
+  }
+  {
+    Built b;  // 2 x 2 output pixels: less than a micro-tile
+    b.output(grouped(b, b.input({1, 2, 2, 16}), 16, 16, 2, 3, 1, 53));
+    ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+    EXPECT_EQ(kernel_of(b, avx2(), "op 0"), "xnnpack");
+  }
+  if (nn::cpu::native_avx512_enabled()) {
+    Built b;  // AVX-512: XNNPACK's grouped GEMMs are faster there (measured on RegNet)
+    b.output(grouped(b, b.input({1, 14, 14, 64}), 64, 64, 4, 3, 1, 55));
+    ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+    EXPECT_EQ(kernel_of(b, {}, "op 0"), "xnnpack");
+  }
+}
+
+TEST(NativeGroupedConv, DenseConvFusionsLeaveItAlone) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  // A grouped 1x1 conv feeding a depthwise conv on a large map: a dense conv there would run
+  // with the depthwise (native conv+depthwise); the grouped one stays its own step.
+  Built b;
+  const uint32_t x = b.input({1, 112, 112, 32});
+  const uint32_t y = grouped(b, x, 32, 96, 2, 1, 1, 61, 3);
+  uint32_t w = b.constant({1, 3, 3, 96}, 63), bias = b.constant({96}, 64);
+  b.output(b.op(T::DEPTHWISE_CONV_2D, {y, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(3)}));
+  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+  EXPECT_EQ(kernel_of(b, avx2(), "op 0"), "native grouped conv AVX2");
+  EXPECT_EQ(kernel_of(b, avx2(), "op 1").rfind("native depthwise AVX2", 0), 0u) << kernel_of(b, avx2(), "op 1");
+  EXPECT_LE(error_vs_reference(b, avx2(), 2), 1e-4);
+  // The same with one group, a CONV_2D: it does fuse (else the above proves nothing).
+  Built dense;
+  const uint32_t dx = dense.input({1, 112, 112, 32});
+  uint32_t cw = dense.constant({96, 1, 1, 32}, 61), cb = dense.constant({96}, 62);
+  const uint32_t dy = dense.op(T::CONV_2D, {dx, cw, cb, dense.i32(0), dense.i32(0), dense.i32(0), dense.i32(0),
+                                            dense.i32(1), dense.i32(1), dense.i32(3)});
+  uint32_t dw = dense.constant({1, 3, 3, 96}, 63), db = dense.constant({96}, 64);
+  dense.output(dense.op(T::DEPTHWISE_CONV_2D,
+                        {dy, dw, db, dense.i32(1), dense.i32(1), dense.i32(1), dense.i32(1), dense.i32(3)}));
+  ASSERT_TRUE(dense.model->validate_and_infer_shapes().is_ok());
+  EXPECT_EQ(kernel_of(dense, avx2(), "op 0").rfind("native conv+depthwise AVX2", 0), 0u)
+      << kernel_of(dense, avx2(), "op 0");
+}
+
+}  // namespace
