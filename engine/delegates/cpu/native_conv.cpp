@@ -531,17 +531,10 @@ struct Avx2Gemm {
   static constexpr size_t kRows = kMr;
   static constexpr size_t kPanel = kNr;
   using Epi = EpilogueAvx2;
-  // next, next_floats: memory the caller reads after this call (the next weight panel),
-  // pulled towards L2 in slices across the call's micro-tiles.
   static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
-                     const float* w, float* c, const float* res, size_t ldc, const Epi& epi,
-                     const float* next = nullptr, size_t next_floats = 0) {
+                     const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
     const float* rows[16];  // each segment's run at row r (implicit GEMM: m <= kRows, r = 0)
-    const size_t tiles = (m + kRows - 1) / kRows, slice = (next_floats + tiles * 16 - 1) / (tiles * 16) * 16;
     for (size_t r = 0; r < m; r += kRows) {
-      if (next)
-        for (size_t f = r / kRows * slice, end = std::min(next_floats, f + slice); f < end; f += 16)
-          __builtin_prefetch(next + f, 0, 2);
       for (size_t s = 0; s < segments; ++s) rows[s] = seg_a[s] ? seg_a[s] + r * lda : nullptr;
       kernel_6x16(std::min(kRows, m - r), nr, segments, rows, k, lda, w, c + r * ldc, res + r * ldc, ldc,
                   epi);
@@ -556,8 +549,7 @@ struct Avx512Gemm {
   static constexpr size_t kPanel = 16 * kVecs;
   using Epi = EpilogueAvx512;
   static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
-                     const float* w, float* c, const float* res, size_t ldc, const Epi& epi,
-                     const float* = nullptr, size_t = 0) {
+                     const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
     kernel_8xn_avx512<kVecs>(m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
   }
 };
@@ -574,8 +566,7 @@ struct Avx512HalfWidthGemm {
     EpilogueAvx2 narrow;
   };
   static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
-                     const float* w, float* c, const float* res, size_t ldc, const Epi& epi,
-                     const float* = nullptr, size_t = 0) {
+                     const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
     const size_t full = m / 8 * 8;
     // One segment read in place or from im2col rows; a null one (a padded 1x1 conv's row in
     // the padding: bias only) and the other widths go to the zmm kernels.
@@ -816,12 +807,8 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
       const auto [col, nr] = conv.panel_columns(j, kPanel);
       const size_t at = m0 * ldc + col;
       const float* group_a = a + j / conv.group_panels_ * conv.group_in_;
-      // The next panel streams in while this one's tiles run (the AVX2 kernel: a 7x7 image's
-      // 49 pixels use each weight too few times to hide its arrival from memory).
-      const bool more = j + 1 < conv.n_blocks_;
       Gemm::kernel(m_count, nr, 1, &group_a, k, s.in_c, t.weights + j * panel_size, t.output + at,
-                   t.residual + at, ldc, epi, more ? t.weights + (j + 1) * panel_size : nullptr,
-                   more ? panel_size : 0);
+                   t.residual + at, ldc, epi);
     }
     return;
   }
