@@ -191,6 +191,27 @@ def export_onnx(name, model):
     return out
 
 
+def round_trip_ns():
+    """The two vCPUs' cache-line round trip now (build/bench/nncores): ~120 ns when the host
+    has them near each other, ~410 ns far; 2-thread times follow it (bench/README.md)."""
+    r = sh([os.path.join(ROOT, "build", "bench", "nncores")])
+    try:
+        return json.loads(r.stdout.strip().splitlines()[-1])["round_trip_ns"]
+    except (ValueError, KeyError, IndexError):
+        return None
+
+
+FAR_NS = 250  # between the near (~120 ns) and far (~410 ns) placements
+
+
+def placement(r):
+    v = [x for x in r.get("round_trip_ns") or [] if x]
+    if not v:
+        return "n/a"
+    kinds = {"far" if x > FAR_NS else "near" for x in v}
+    return (kinds.pop() if len(kinds) == 1 else "mixed") + f" ({min(v):.0f}-{max(v):.0f} ns)"
+
+
 ORT_AVX2_ENV = {}  # --ort-no-avx512: NN_ORT_MODULE, the copy of ORT that sees no AVX-512
 
 
@@ -267,8 +288,11 @@ def check_and_time(name, family, arg, a):
     times = {("nn", 1): [], ("nn", 2): [], ("ort", 1): [], ("ort", 2): []}
     if ORT_AVX2_ENV:
         times.update({("ortavx2_", 1): [], ("ortavx2_", 2): []})
+    row["round_trip_ns"] = []
     for _ in range(a.rounds):
         for t in (1, 2):
+            if t == 2:
+                row["round_trip_ns"].append(round_trip_ns())
             times[("nn", t)].append(nnrun(model, io + ["-d", "cpu", "--runs", str(a.runs), "--warmup", "3"], t)
                                     ["median_ms"])
             if onnx and not a.no_ort:
@@ -292,6 +316,12 @@ def summarize(ref_list):
     return ", ".join(f"{t} x{n}" for t, n in counts.items())
 
 
+def where(r, threads):
+    """', far placement' after a 2-thread figure taken (partly) with the vCPUs far apart."""
+    kind = placement(r).split(" ")[0]
+    return f", {kind} placement" if threads == 2 and kind in ("far", "mixed") else ""
+
+
 def fmt(v, spec):
     return format(v, spec) if v is not None else "n/a"
 
@@ -304,11 +334,12 @@ def table(rows):
     avx2 = any(r.get("ortavx2_1_ms") for r in rows)  # a run with --ort-no-avx512: both ORTs' columns
     extra = " ORT-AVX2 1T ms | ours/ORT-AVX2 1T | ORT-AVX2 2T ms | ours/ORT-AVX2 2T |" if avx2 else ""
     lines = ["| model | family | ops | GFLOP | max rel. error (tolerance) | ops on reference kernels | "
-             "ours 1T ms | ORT 1T ms | ours/ORT 1T | ours 2T ms | ORT 2T ms | ours/ORT 2T | ours 1T/2T |" + extra,
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" * 4 if avx2 else "")]
+             "ours 1T ms | ORT 1T ms | ours/ORT 1T | ours 2T ms | ORT 2T ms | ours/ORT 2T | ours 1T/2T | "
+             "vCPU placement at 2T |" + extra,
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" * 4 if avx2 else "")]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | {r['family']} | FAILED: {r['error']} |||||||||||" + ("||||" if avx2 else ""))
+            lines.append(f"| {r['model']} | {r['family']} | FAILED: {r['error']} ||||||||||||" + ("||||" if avx2 else ""))
             continue
         ratio = lambda t, who="ort": (fmt(r[f"nn{t}_ms"] / r[f"{who}{t}_ms"], ".2f")
                                       if r.get(f"{who}{t}_ms") and r.get(f"nn{t}_ms") else "n/a")
@@ -316,7 +347,7 @@ def table(rows):
             f"| {r['model']} | {r['family']} | {r['ops']} | {fmt(r.get('gflop'), '.2f')} | {r['rel_error']:.1e} ({r['tolerance']:.0e})"
             f"{'' if r['ok'] else ' **over**'} | {r['ref_ops']}{' (' + summarize(r['ref_list']) + ')' if r['ref_ops'] else ''} | "
             f"{fmt(r['nn1_ms'], '.2f')} | {fmt(r['ort1_ms'], '.2f')} | {ratio(1)} | "
-            f"{fmt(r['nn2_ms'], '.2f')} | {fmt(r['ort2_ms'], '.2f')} | {ratio(2)} | {speedup(r)} |"
+            f"{fmt(r['nn2_ms'], '.2f')} | {fmt(r['ort2_ms'], '.2f')} | {ratio(2)} | {speedup(r)} | {placement(r)} |"
             + (f" {fmt(r.get('ortavx2_1_ms'), '.2f')} | {ratio(1, 'ortavx2_')} |"
                f" {fmt(r.get('ortavx2_2_ms'), '.2f')} | {ratio(2, 'ortavx2_')} |" if avx2 else ""))
     ratios = {t: [r[f"nn{t}_ms"] / r[f"ort{t}_ms"] for r in rows
@@ -327,7 +358,7 @@ def table(rows):
         lines.append("")
         lines.append(f"Geometric mean of ours/ORT over the {len(ratios[1])} models ORT runs: "
                      + ", ".join(f"{gm[t]:.2f} at {t} thread{'s' if t > 1 else ''}" for t in gm) + ".")
-        over = [f"{r['model']} ({t}T {r[f'nn{t}_ms'] / r[f'ort{t}_ms']:.2f})" for r in rows if "error" not in r
+        over = [f"{r['model']} ({t}T {r[f'nn{t}_ms'] / r[f'ort{t}_ms']:.2f}{where(r, t)})" for r in rows if "error" not in r
                 for t in (1, 2) if r.get(f"ort{t}_ms") and r.get(f"nn{t}_ms") and r[f"nn{t}_ms"] > r[f"ort{t}_ms"]]
         lines.append("")
         lines.append("Slower than ORT: " + (", ".join(over) if over else "none") + ".")
@@ -341,7 +372,7 @@ def table(rows):
         lines += ["", "Against ORT on its AVX2 kernels (--ort-no-avx512: what an AVX2-only host runs), geometric mean of "
                   "ours/ORT-AVX2: " + ", ".join(f"{gm[t]:.2f} at {t} thread{'s' if t > 1 else ''}" for t in gm) + ".",
                   "", "Slower than ORT-AVX2: " + (", ".join(over) if over else "none") + "."]
-    slow = [f"{r['model']} ({speedup(r)})" for r in rows if "error" not in r and (r.get("gflop") or 0) > 0.3
+    slow = [f"{r['model']} ({speedup(r)}{where(r, 2)})" for r in rows if "error" not in r and (r.get("gflop") or 0) > 0.3
             and r.get("nn1_ms") and r.get("nn2_ms") and r["nn1_ms"] / r["nn2_ms"] < 1.7]
     lines.append("")
     lines.append("Over 0.3 GFLOP with 2 threads less than 1.7x faster than 1: " + (", ".join(slow) if slow else "none") + ".")
