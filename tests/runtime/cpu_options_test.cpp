@@ -19,15 +19,7 @@ bool has_avx512() {
 
 // The kernel Session::kernels() names for the step whose label starts with `op` ("op 0 CONV_2D").
 std::string kernel_of(Built& b, const CpuOptions& cpu, const std::string& op) {
-  nn::SessionOptions o;
-  o.delegates = {"cpu"};
-  o.cpu = cpu;
-  auto session = nn::Session::open(b.model, o);
-  EXPECT_TRUE(session.is_ok()) << session.status().to_string();
-  if (!session.is_ok()) return "";
-  for (const auto& k : (*session)->kernels())
-    if (k.label.rfind(op + " ", 0) == 0 || k.label == op) return k.kernel;
-  return "(no step " + op + ")";
+  return nn_test::cpu_kernel_of(b.model, cpu, op);
 }
 
 // Whether both settings match the reference kernels.

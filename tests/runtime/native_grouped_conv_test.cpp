@@ -189,15 +189,7 @@ TEST(NativeGroupedConv, RefusesChannelsThatDoNotSplit) {
 // --- The CPU delegate's choice ---
 
 std::string kernel_of(Built& b, const nn::CpuOptions& cpu, const std::string& op) {
-  nn::SessionOptions o;
-  o.delegates = {"cpu"};
-  o.cpu = cpu;
-  auto session = nn::Session::open(b.model, o);
-  EXPECT_TRUE(session.is_ok()) << session.status().to_string();
-  if (!session.is_ok()) return "";
-  for (const auto& k : (*session)->kernels())
-    if (k.label.rfind(op + " ", 0) == 0 || k.label == op) return k.kernel;
-  return "(no step " + op + ")";
+  return nn_test::cpu_kernel_of(b.model, cpu, op);
 }
 
 double error_vs_reference(Built& b, const nn::CpuOptions& cpu, int threads) {

@@ -269,16 +269,7 @@ TEST(NativeWinograd, OnlyThreeByThreeStrideOne) {
 // Inside the CPU delegate: CpuOptions::winograd picks the kernel (Session::kernels(), what
 // --explain and --profile print), and both choices match the reference kernels.
 std::string kernel_of(const std::shared_ptr<nn::Model>& model, const nn::CpuOptions& cpu, int threads) {
-  nn::SessionOptions o;
-  o.delegates = {"cpu"};
-  o.cpu = cpu;
-  o.threads = threads;
-  auto session = nn::Session::open(model, o);
-  EXPECT_TRUE(session.is_ok()) << session.status().to_string();
-  if (!session.is_ok()) return "";
-  for (const auto& k : (*session)->kernels())
-    if (k.label.rfind("op 0 ", 0) == 0) return k.kernel;
-  return "(no op 0)";
+  return nn_test::cpu_kernel_of(model, cpu, "op 0", threads);
 }
 
 TEST(NativeWinograd, SwitchPicksTheKernelAndBothMatchTheReference) {

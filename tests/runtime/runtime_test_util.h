@@ -84,4 +84,20 @@ inline std::string step_labels(const Comparison& c) {
   return s;
 }
 
+// The kernel Session::kernels() names for the CPU delegate's step whose label is `op` or
+// starts with `op ` ("op 0", "op 0 CONV_2D"), with `cpu`'s switches at `threads` threads.
+inline std::string cpu_kernel_of(const std::shared_ptr<nn::Model>& model, const nn::CpuOptions& cpu,
+                                 const std::string& op, int threads = 1) {
+  nn::SessionOptions o;
+  o.delegates = {"cpu"};
+  o.cpu = cpu;
+  o.threads = threads;
+  auto session = nn::Session::open(model, o);
+  EXPECT_TRUE(session.is_ok()) << session.status().to_string();
+  if (!session.is_ok()) return "";
+  for (const auto& k : (*session)->kernels())
+    if (k.label.rfind(op + " ", 0) == 0 || k.label == op) return k.kernel;
+  return "(no step " + op + ")";
+}
+
 }  // namespace nn_test
