@@ -1,4 +1,5 @@
 // Structural validation of a Model and shape inference through each op's prepare().
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -69,9 +70,17 @@ Status Model::validate_and_infer_shapes() {
     const Operand& o = operands[i];
     NN_CHECK_OR_RETURN(is_tensor_type(o.type) && !o.dims.empty(), StatusCode::kInvalidModel,
                        "model input " + std::to_string(k) + ": must be a tensor with known dims");
-    for (uint32_t d : o.dims)
+    // Each dim under 2^24 and the whole under 2^31 elements, the cap every op's output has:
+    // shape arithmetic on an input (RESHAPE's element count) then stays far from overflow.
+    uint64_t elements = 1;
+    for (uint32_t d : o.dims) {
       NN_CHECK_OR_RETURN(d > 0 && d < (1u << 24), StatusCode::kInvalidModel,
                          "model input " + std::to_string(k) + ": bad dims " + dims_to_string(o.dims));
+      elements *= d;
+      NN_CHECK_OR_RETURN(elements <= (uint64_t{1} << 31), StatusCode::kInvalidModel,
+                         "model input " + std::to_string(k) + ": dims " + dims_to_string(o.dims) +
+                             " hold more than 2^31 elements");
+    }
     defined[i] = 1;
   }
   for (size_t k = 0; k < outputs.size(); ++k)

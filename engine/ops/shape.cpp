@@ -192,11 +192,12 @@ Result<Plan> plan_reshape(const Model& m, const Operation& op) {
     NN_CHECK_OR_RETURN(dims[i] >= 1, StatusCode::kInvalidModel,
                        input_label(1, "shape") + " " + i32_list(shape) + ": dim " + std::to_string(i) +
                            " must be positive or -1");
-    known *= dims[i];
-    NN_CHECK_OR_RETURN(known <= count, StatusCode::kInvalidModel,
+    // known <= count before this dim; comparing by division cannot overflow.
+    NN_CHECK_OR_RETURN(dims[i] <= count / known, StatusCode::kInvalidModel,
                        input_label(1, "shape") + " " + i32_list(shape) +
                            " holds more elements than the input " +
                            dims_to_string(m.operands[op.inputs[0]].dims));
+    known *= dims[i];
   }
   if (inferred >= 0) {
     NN_CHECK_OR_RETURN(count % known == 0, StatusCode::kInvalidModel,

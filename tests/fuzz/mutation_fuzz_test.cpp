@@ -1009,4 +1009,34 @@ TEST(FuzzRegressions, OnnxInitializerWithoutItsDataAllocatesNothing) {
   }
 }
 
+TEST(FuzzRegressions, ModelInputOverTwoToThe31ElementsIsRefused) {
+  // A .nnapi file whose input was [2^20, 2^20, 2^20] (each dim under the 2^24 cap) reaching
+  // RESHAPE to [2^20 x 4]: the shape check multiplied past int64 (UBSan in the CI slice).
+  // Inputs are now held to the 2^31 elements every op's output is held to.
+  auto reshape_model = [](nn::Dims in_dims, std::vector<int32_t> shape) {
+    nn::Model m;
+    uint32_t in = m.add_tensor(nn::OperandType::TENSOR_FLOAT32, std::move(in_dims), "in");
+    uint32_t out = m.add_tensor(nn::OperandType::TENSOR_FLOAT32, {}, "out");
+    m.add_operation(nn::OperationType::RESHAPE,
+                    {in, m.add_constant_i32({static_cast<uint32_t>(shape.size())}, shape, "shape")}, {out});
+    m.inputs = {in};
+    m.outputs = {out};
+    return m;
+  };
+  constexpr int32_t k20 = 1 << 20;
+  nn::Model big = reshape_model({k20, k20, k20}, {k20, k20, k20, k20});
+  nn::Status s = big.validate_and_infer_shapes();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("model input 0"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("more than 2^31 elements"), std::string::npos) << s.message();
+  // At the cap the input is taken, and the reshape's own check refuses the larger shape.
+  nn::Model at_cap = reshape_model({1 << 16, 1 << 15}, {1 << 16, 1 << 15, 2});
+  s = at_cap.validate_and_infer_shapes();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("holds more elements than the input"), std::string::npos) << s.message();
+  nn::Model fits = reshape_model({1 << 16, 1 << 15}, {-1});
+  EXPECT_TRUE(fits.validate_and_infer_shapes().is_ok());
+  EXPECT_EQ(fits.operands[fits.outputs[0]].dims, (nn::Dims{1u << 31}));
+}
+
 }  // namespace
