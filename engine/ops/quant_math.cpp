@@ -106,7 +106,12 @@ Range activation_range(int32_t fuse_code, const Operand& output) {
   // fuse_code_range() quantized: the float clamp's bounds, rounded onto the output's grid.
   Range r = type_range(output.type);
   const ActivationRange f = fuse_code_range(fuse_code);
-  auto quantize = [&](float v) { return output.zero_point + static_cast<int32_t>(std::round(v / output.scale)); };
+  // In double and saturated before the cast: a tiny (denormal) scale puts 6 / scale past
+  // int32, and the result is clamped to the type's range anyway.
+  auto quantize = [&](float v) {
+    const double q = std::round(static_cast<double>(v) / output.scale) + output.zero_point;
+    return static_cast<int32_t>(q > 1e9 ? 1e9 : (q >= -1e9 ? q : -1e9));  // NaN goes low
+  };
   if (std::isfinite(f.lo)) r.lo = std::max(r.lo, quantize(f.lo));
   if (std::isfinite(f.hi)) r.hi = std::min(r.hi, quantize(f.hi));
   return r;

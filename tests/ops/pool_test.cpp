@@ -185,6 +185,26 @@ TEST(PoolQuant, Uint8MaxAndAverage) {
   }
 }
 
+TEST(PoolQuant, TinyScaleSaturatesTheFusedClamp) {
+  // A denormal (positive, finite) scale puts RELU6's bound at 6 / scale = inf steps: the
+  // clamp is the type's top (255), not an int cast of inf (UBSan, found by bench/fuzz.sh).
+  nn::Model m;
+  uint32_t x = m.add_tensor(OperandType::TENSOR_QUANT8_ASYMM, {1, 2, 4, 1}, "x");
+  m.operands[x].scale = 1e-40f;
+  m.operands[x].zero_point = 10;
+  m.inputs = {x};
+  uint32_t y = m.add_tensor(OperandType::TENSOR_FLOAT32, {}, "y");
+  std::vector<uint32_t> in = {x, m.add_scalar_i32(2)};
+  for (int v : {2, 2, 2, 2, 3}) in.push_back(m.add_scalar_i32(v));  // fuse code 3: RELU6
+  m.add_operation(OperationType::MAX_POOL_2D, in, {y});
+  m.outputs = {y};
+  const uint8_t xq[] = {10, 20, 0, 255, 13, 11, 4, 6};
+  uint8_t got[2] = {};
+  NN_ASSERT_OK(conv_test::run_raw(m, xq, got));
+  EXPECT_EQ(got[0], 20);
+  EXPECT_EQ(got[1], 255);
+}
+
 TEST(TorchGolden, AvgAndMaxPool) {
   std::ifstream file(conv_test::golden_dir() + "cases.json");
   ASSERT_TRUE(file);
