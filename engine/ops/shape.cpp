@@ -610,14 +610,19 @@ void requantize_block(const Operand& in, const Operand& out, const void* src, vo
   const float scale = in.scale / out.scale;
   const float bias = -float(in.zero_point) * scale;
   const float inverse_out_scale = 1.f / out.scale;
+  const double exact_ratio = double(in.scale) / double(out.scale);
+  const bool ratio_is_finite = std::isfinite(scale) && std::isfinite(bias) && std::isfinite(inverse_out_scale);
   const int32_t lo = in.type == OperandType::TENSOR_QUANT8_ASYMM ? 0 : -128, hi = lo + 255;
   for (size_t j = 0; j < count; ++j) {
     const int32_t q = in.type == OperandType::TENSOR_QUANT8_ASYMM ? int32_t(static_cast<const uint8_t*>(src)[j])
                                                                   : int32_t(static_cast<const int8_t*>(src)[j]);
-    const float rounded = mode == Requantization::kFp32
-                              ? std::nearbyint(float(q - in.zero_point) * in.scale * inverse_out_scale)
-                              : std::round(float(q) * scale + bias);
-    const int32_t v = std::clamp(static_cast<int32_t>(rounded) + out.zero_point, lo, hi);
+    // A ratio past float (a denormal output scale) is taken in double: the float forms would
+    // give inf - inf = NaN. Clamped before the cast either way.
+    const double rounded = !ratio_is_finite ? std::nearbyint(double(q - in.zero_point) * exact_ratio)
+                           : mode == Requantization::kFp32
+                               ? std::nearbyint(float(q - in.zero_point) * in.scale * inverse_out_scale)
+                               : std::round(float(q) * scale + bias);
+    const int32_t v = static_cast<int32_t>(std::clamp(rounded + out.zero_point, double(lo), double(hi)));
     if (in.type == OperandType::TENSOR_QUANT8_ASYMM)
       static_cast<uint8_t*>(dst)[j] = static_cast<uint8_t>(v);
     else

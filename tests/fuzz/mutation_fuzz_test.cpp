@@ -1039,4 +1039,32 @@ TEST(FuzzRegressions, ModelInputOverTwoToThe31ElementsIsRefused) {
   EXPECT_EQ(fits.operands[fits.outputs[0]].dims, (nn::Dims{1u << 31}));
 }
 
+TEST(FuzzRegressions, QuantConcatWithATinyOutputScaleStaysInRange) {
+  // A quant8 CONCATENATION whose declared output scale is denormal: 0.5 / 1e-40 is inf in
+  // float, q * inf - zp * inf is NaN, and NaN was cast to int (UB; every value came out 0).
+  // The ratio is now taken in double: above the zero point saturates high, below it low.
+  nn::Model m;
+  uint32_t a = m.add_tensor(nn::OperandType::TENSOR_QUANT8_ASYMM, {1, 4}, "a");
+  uint32_t b = m.add_tensor(nn::OperandType::TENSOR_QUANT8_ASYMM, {1, 4}, "b");
+  for (uint32_t i : {a, b}) {
+    m.operands[i].scale = 0.5f;
+    m.operands[i].zero_point = 3;
+  }
+  uint32_t y = m.add_tensor(nn::OperandType::TENSOR_QUANT8_ASYMM, {}, "y");
+  m.operands[y].scale = 1e-40f;
+  m.add_operation(nn::OperationType::CONCATENATION, {a, b, m.add_scalar_i32(1)}, {y});
+  m.inputs = {a, b};
+  m.outputs = {y};
+  ASSERT_TRUE(m.validate_and_infer_shapes().is_ok());
+  ASSERT_EQ(m.operands[y].scale, 1e-40f);  // the declared scale is kept, so the inputs requantize
+  const uint8_t qa[4] = {0, 3, 4, 255}, qb[4] = {2, 3, 200, 9};
+  uint8_t out[8];
+  std::fill(std::begin(out), std::end(out), uint8_t{77});
+  const void* ins[2] = {qa, qb};
+  void* outs[1] = {out};
+  ASSERT_TRUE(nn::run_reference(m, ins, outs).is_ok());
+  const uint8_t want[8] = {0, 0, 255, 255, 0, 0, 255, 255};
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i], want[i]) << i;
+}
+
 }  // namespace
