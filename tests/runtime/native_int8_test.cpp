@@ -102,10 +102,11 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
       cpu.avx512 = avx512;
       std::string kernel;
       const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
-      // The GEMM's AVX-512 form is VNNI's, else its AVX2 one; convs and depthwise convs take
-      // native kernels with VNNI only (else XNNPACK's: the same bytes are still required).
-      const bool vnni_only = native_kind.rfind("conv", 0) == 0 || native_kind == "depthwise";
-      const bool gemm = vnni_only || native_kind == "deconv";
+      // The GEMM's AVX-512 form is VNNI's, else its AVX2 one; 1x1 convs take either, other
+      // convs and depthwise convs native kernels with VNNI only (else XNNPACK's: the same
+      // bytes are still required).
+      const bool vnni_only = native_kind == "conv" || native_kind == "depthwise";
+      const bool gemm = vnni_only || native_kind == "deconv" || native_kind == "conv 1x1";
       const bool wide = avx512 && has_avx512_int8() && (!gemm || has_vnni());
       const std::string isa = wide ? " AVX-512" : has_avx2() ? " AVX2" : "";
       // LOGISTIC and the global pool have XNNPACK kernels as fast as a byte-wise table or our

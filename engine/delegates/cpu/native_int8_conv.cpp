@@ -82,6 +82,7 @@ bool has_vbmi() {
 
 constexpr size_t kVnniRows = 8, kVnniCols = 16;
 constexpr size_t kAvx2Rows = 6, kAvx2Cols = 8;
+constexpr size_t kSignRows = 4, kSignCols = 8;
 constexpr size_t kTilesPerTask = 8;
 
 // Per channel, the most |accumulator| any kernel form here reaches: |bias| + (383 + |zx|) *
@@ -249,14 +250,21 @@ class Int8Gemm {
         zx_(zx),
         vnni_(has_vnni(isa)),
         avx2_(!vnni_ && native_conv_supported()),
+        sign_(avx2_ && std::find(w, w + n * k, int8_t{-128}) == w + n * k),
         requant_(mult, n_pad_, zo, range, accumulator_bounds(w, n, k, k, 1, bias, zx)) {
     bias_.assign(n_pad_, 0);
     for (size_t j = 0; j < n; ++j) {
       int32_t wsum = 0;
       for (size_t i = 0; i < k; ++i) wsum += w[j * k + i];
-      bias_[j] = (bias ? bias[j] : 0) - (vnni_ ? (128 + zx) * wsum : 0);
+      bias_[j] = (bias ? bias[j] : 0) - (vnni_ ? (128 + zx) * wsum : sign_ ? zx * wsum : 0);
     }
-    if (vnni_) {  // [n / 16][ceil(k / 4)][16 columns][4 bytes]
+    if (sign_) {  // [n / 8][ceil(k / 4)][8 columns][4 bytes]
+      k_groups_ = (k + 3) / 4;
+      packed8_.assign(n_pad_ * k_groups_ * 4, 0);
+      for (size_t j = 0; j < n; ++j)
+        for (size_t i = 0; i < k; ++i)
+          packed8_[((j / 8 * k_groups_ + i / 4) * 8 + j % 8) * 4 + i % 4] = w[j * k + i];
+    } else if (vnni_) {  // [n / 16][ceil(k / 4)][16 columns][4 bytes]
       k_groups_ = (k + 3) / 4;
       packed8_.assign(n_pad_ * k_groups_ * 4, 0);
       for (size_t j = 0; j < n; ++j)
@@ -323,12 +331,13 @@ class Int8Gemm {
   }
 #endif
 
-  const char* isa_name() const { return vnni_ ? "AVX-512 VNNI" : avx2_ ? "AVX2" : "scalar"; }
+  const char* isa_name() const { return vnni_ ? "AVX-512 VNNI" : sign_ ? "AVX2 vpmaddubsw" : avx2_ ? "AVX2" : "scalar"; }
 
   // Rows [r0, r1) of x (row stride k) into out (row stride ldo).
   void run_rows(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
 #if NN_NATIVE_X86
     if (vnni_) return rows_vnni(x, r0, r1, out, ldo);
+    if (sign_) return rows_sign(x, r0, r1, out, ldo);
     if (avx2_) return rows_avx2(x, r0, r1, out, ldo);
 #endif
     for (size_t r = r0; r < r1; ++r)
@@ -409,7 +418,7 @@ class Int8Gemm {
   }
 
   size_t rows_per_task() const {
-    return (vnni_ ? kVnniRows : kAvx2Rows) * kTilesPerTask;
+    return (vnni_ ? kVnniRows : sign_ ? kSignRows : kAvx2Rows) * kTilesPerTask;
   }
 
  private:
@@ -520,6 +529,93 @@ class Int8Gemm {
     }
   }
 
+  // kRows rows of x (row stride `stride` >= 4 * k_groups_, bytes past k zero) against
+  // columns [j, j + 8 * kBlocks). Each 4-byte group of a row is broadcast; vpmaddubsw takes
+  // |x| (unsigned, 128 for -128) against w with x's sign (vpsignb), so each pair sum
+  // |x0 w0 + x1 w1| <= 2 * 128 * 127 fits int16 without saturating (no weight is -128), and
+  // vpmaddwd by ones sums the pairs into int32: the exact dot product, 32 products per
+  // vpmaddubsw + vpmaddwd, which issue on different ports (vpmaddwd alone on int16 runs
+  // half as many products per cycle).
+  template <size_t kRows, size_t kBlocks>
+  NN_INLINE_I8_AVX2 void columns_sign(const int8_t* x, size_t stride, size_t j, int8_t* out, size_t ldo) const {
+    const int8_t* w = packed8_.data() + j * k_groups_ * 4;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i acc[kBlocks][kRows];
+#pragma GCC unroll 2
+    for (size_t i = 0; i < kBlocks; ++i) {
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias_.data() + j + i * kSignCols));
+#pragma GCC unroll 6
+      for (size_t r = 0; r < kRows; ++r) acc[i][r] = b;
+    }
+    for (size_t g = 0; g < k_groups_; ++g) {
+      __m256i wg[kBlocks];
+#pragma GCC unroll 2
+      for (size_t i = 0; i < kBlocks; ++i)
+        wg[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + (i * kSignCols * k_groups_ + g * 8) * 4));
+#pragma GCC unroll 6
+      for (size_t r = 0; r < kRows; ++r) {
+        int32_t xv;
+        std::memcpy(&xv, x + r * stride + 4 * g, 4);
+        const __m256i xb = _mm256_set1_epi32(xv);
+        const __m256i ax = _mm256_abs_epi8(xb);
+#pragma GCC unroll 2
+        for (size_t i = 0; i < kBlocks; ++i)
+          acc[i][r] = _mm256_add_epi32(
+              acc[i][r], _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(wg[i], xb)), ones));
+      }
+    }
+#pragma GCC unroll 2
+    for (size_t i = 0; i < kBlocks; ++i) {
+      const size_t jb = j + i * kSignCols;
+      const size_t cols = std::min<size_t>(kSignCols, n_ - jb);
+#pragma GCC unroll 6
+      for (size_t r = 0; r < kRows; ++r) {
+        const __m256i v = requant_.apply8(acc[i][r], jb);
+        const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        const __m128i b8 = _mm_packs_epi16(w16, w16);
+        if (cols == kSignCols) {
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(out + r * ldo + jb), b8);
+        } else {
+          alignas(16) int8_t tmp[16];
+          _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b8);
+          std::memcpy(out + r * ldo + jb, tmp, cols);
+        }
+      }
+    }
+  }
+
+  template <size_t kRows>
+  NN_INLINE_I8_AVX2 void tile_sign(const int8_t* x, size_t stride, int8_t* out, size_t ldo) const {
+    size_t j = 0;
+    for (; j + 2 * kSignCols <= n_; j += 2 * kSignCols) columns_sign<kRows, 2>(x, stride, j, out, ldo);
+    for (; j < n_; j += kSignCols) columns_sign<kRows, 1>(x, stride, j, out, ldo);
+  }
+
+  // Rows read in place when k is a multiple of 4, else copied with zero bytes up to the group.
+  NN_TARGET_I8_AVX2 void rows_sign(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
+    const size_t k4 = k_groups_ * 4;
+    thread_local std::vector<int8_t> staged;
+    const bool in_place = k4 == k_;
+    if (!in_place) staged.assign(kSignRows * k4, 0);
+    size_t r = r0;
+    for (; r + kSignRows <= r1; r += kSignRows) {
+      const int8_t* rows = x + r * k_;
+      if (!in_place) {
+        for (size_t q = 0; q < kSignRows; ++q) std::memcpy(staged.data() + q * k4, rows + q * k_, k_);
+        rows = staged.data();
+      }
+      tile_sign<kSignRows>(rows, in_place ? k_ : k4, out + r * ldo, ldo);
+    }
+    for (; r < r1; ++r) {
+      const int8_t* row = x + r * k_;
+      if (!in_place) {
+        std::memcpy(staged.data(), row, k_);
+        row = staged.data();
+      }
+      tile_sign<1>(row, k4, out + r * ldo, ldo);
+    }
+  }
+
   NN_TARGET_I8_AVX2 void rows_avx2(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
     thread_local std::vector<int16_t> wide;
     wide.resize(kAvx2Rows * k_groups_ * 2);
@@ -533,8 +629,9 @@ class Int8Gemm {
   size_t k_, n_, n_pad_, k_groups_ = 0;
   int32_t zx_;
   bool vnni_, avx2_;
+  bool sign_;  // AVX2 with no weight -128: vpmaddubsw on |x| and w with x's sign (columns_sign)
   ChannelRequant requant_;
-  std::vector<int32_t> bias_;  // per column, padded; VNNI: less (128 + zx) * sum of the column's weights
+  std::vector<int32_t> bias_;  // per column, padded; less (128 + zx) (VNNI) or zx (sign_) * sum of the column's weights
   std::vector<int8_t> packed8_;
   std::vector<int16_t> packed16_;
   std::vector<int8_t> w_;
@@ -1132,10 +1229,10 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
     if (mu.shift > 0) return no("a requantization multiplier above 1");
   const quant::Range range = quant::activation_range(p->fuse, out);
   if (op.type == T::CONV_2D) {
-    if (!wide) return no("int8 conv without AVX-512 VNNI: XNNPACK's");
     if (p->groups != 1) return no("grouped int8 conv");
     auto gemm = std::make_unique<Int8Gemm>(kh * kw * in_c, out_c, w, bias, per_channel, in.zero_point,
                                            out.zero_point, range, isa);
+    if (!wide && !(kh == 1 && kw == 1)) return no("int8 conv without AVX-512 VNNI: XNNPACK's");
     if (kh == 1 && kw == 1 && p->stride_h == 1 && p->stride_w == 1 && !p->pad_top && !p->pad_bottom &&
         !p->pad_left && !p->pad_right)
       return std::make_unique<Int8PointwiseConv>(std::move(gemm), num_elements(in.dims) / in_c, out_c,
