@@ -566,7 +566,7 @@ TEST(NativeInt8, RequantizationEqualsNnapisFixedPoint) {
             const int32_t v = quant::multiply_by_quantized_multiplier(acc[i], m[i % m.size()]) + zo;
             const int8_t expected = static_cast<int8_t>(std::clamp(v, range.lo, range.hi));
             if (got[i] != expected && differ++ < 3)
-              ADD_FAILURE() << "shift " << s << " bound " << bound << (avx512 ? " AVX-512" : " scalar")
+              ADD_FAILURE() << "shift " << s << " bound " << bound << (avx512 ? " AVX-512" : " AVX2")
                             << ": acc " << acc[i] << " * " << m[i % m.size()].multiplier << " -> "
                             << int(got[i]) << ", NNAPI " << int(expected);
           }

@@ -70,7 +70,7 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& model, uint32_t
 // as the native int8 convs do it: quant::multiply_by_quantized_multiplier + zo, clamped to
 // `range` (right shifts only). The short form runs when `acc_bound` (the most |acc|) allows
 // it (*short_form says whether it did), 16 channels a step with AVX-512 when `avx512` and
-// the CPU has it, else scalar. Exposed for tests/runtime/native_int8_test.
+// the CPU has it, else 8 with AVX2 (as the AVX2 GEMM), else scalar. Exposed for tests/runtime/native_int8_test.
 void requantize_per_channel(const int32_t* acc, size_t rows, const std::vector<quant::Multiplier>& m,
                             int32_t zo, quant::Range range, int64_t acc_bound, bool avx512, int8_t* out,
                             bool* short_form);

@@ -205,6 +205,42 @@ struct ChannelRequant {
     return columns16(j).apply(x);
   }
 
+  // Columns [j, j + 8) with AVX2: the short form as Columns16's (a lane mask for the s > 0
+  // correction), else apply8.
+  struct Columns8 {
+    const ChannelRequant* rq;
+    size_t j;
+    __m256i mult, mult_odd, folded_even, folded_odd, right, negative_rounds, lo, hi;
+    bool clamp_lo, clamp_hi;
+    NN_INLINE_I8_AVX2 __m256i apply(__m256i x) const {
+      if (!rq->short_form) return rq->apply8(x, j);
+      const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, mult), folded_even);
+      const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), mult_odd), folded_odd);
+      __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
+      h = _mm256_add_epi32(h, _mm256_and_si256(_mm256_srai_epi32(x, 31), negative_rounds));  // - [x < 0]
+      __m256i v = _mm256_srav_epi32(h, right);
+      if (clamp_lo) v = _mm256_max_epi32(v, lo);
+      if (clamp_hi) v = _mm256_min_epi32(v, hi);
+      return v;
+    }
+  };
+  NN_INLINE_I8_AVX2 Columns8 columns8(size_t j) const {
+    Columns8 c;
+    c.rq = this;
+    c.j = j;
+    c.mult = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mult.data() + j));
+    c.mult_odd = _mm256_srli_epi64(c.mult, 32);
+    c.folded_even = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(folded_even.data() + j / 2));
+    c.folded_odd = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(folded_odd.data() + j / 2));
+    c.right = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(right.data() + j));
+    c.negative_rounds = _mm256_cmpgt_epi32(c.right, _mm256_setzero_si256());
+    c.lo = _mm256_set1_epi32(range.lo);
+    c.hi = _mm256_set1_epi32(range.hi);
+    c.clamp_lo = range.lo > -128;
+    c.clamp_hi = range.hi < 127;
+    return c;
+  }
+
   NN_INLINE_I8_AVX2 __m256i apply8(__m256i x, size_t j) const {
     const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mult.data() + j));
     const __m256i half = _mm256_set1_epi64x(int64_t{1} << 30);
@@ -568,9 +604,10 @@ class Int8Gemm {
     for (size_t i = 0; i < kBlocks; ++i) {
       const size_t jb = j + i * kSignCols;
       const size_t cols = std::min<size_t>(kSignCols, n_ - jb);
+      const ChannelRequant::Columns8 rq = requant_.columns8(jb);
 #pragma GCC unroll 6
       for (size_t r = 0; r < kRows; ++r) {
-        const __m256i v = requant_.apply8(acc[i][r], jb);
+        const __m256i v = rq.apply(acc[i][r]);
         const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
         const __m128i b8 = _mm_packs_epi16(w16, w16);
         if (cols == kSignCols) {
@@ -1130,6 +1167,23 @@ class Int8TiledDeconv final : public NativeDataOp {
 };
 
 #if NN_NATIVE_X86
+NN_TARGET_I8_AVX2 void requantize_avx2(const ChannelRequant& rq, const int32_t* acc, size_t rows, size_t n,
+                                      int8_t* out) {
+  for (size_t j = 0; j < n; j += 8) {
+    const size_t cols = std::min<size_t>(8, n - j);
+    const ChannelRequant::Columns8 c = rq.columns8(j);
+    for (size_t r = 0; r < rows; ++r) {
+      alignas(32) int32_t a[8] = {};
+      std::memcpy(a, acc + r * n + j, cols * 4);
+      const __m256i v = c.apply(_mm256_load_si256(reinterpret_cast<const __m256i*>(a)));
+      const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+      alignas(16) int8_t b8[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(b8), _mm_packs_epi16(w16, w16));
+      std::memcpy(out + r * n + j, b8, cols);
+    }
+  }
+}
+
 NN_TARGET_I8_512 void requantize_avx512(const ChannelRequant& rq, const int32_t* acc, size_t rows, size_t n,
                                         int8_t* out) {
   for (size_t j = 0; j < n; j += 16) {
@@ -1162,8 +1216,8 @@ void requantize_per_channel(const int32_t* acc, size_t rows, const std::vector<q
   *short_form = rq.short_form;
 #if NN_NATIVE_X86
   if (avx512 && has_avx512_int8()) return requantize_avx512(rq, acc, rows, n, out);
+  if (!avx512 && native_conv_supported()) return requantize_avx2(rq, acc, rows, n, out);
 #endif
-  (void)avx512;
   for (size_t r = 0; r < rows; ++r)
     for (size_t j = 0; j < n; ++j) out[r * n + j] = rq.scalar(acc[r * n + j], j);
 }
