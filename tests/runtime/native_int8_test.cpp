@@ -382,7 +382,7 @@ TEST(NativeInt8, BilinearResizeEqualsTheReference) {
 // CONV_2D: `kernel` x `kernel`, SAME padding, `stride`, `dilation`.
 std::shared_ptr<Model> conv_model(T type, Dims in_dims, uint32_t out_c, bool per_channel, bool with_bias,
                                   int32_t fuse, uint32_t seed, uint32_t kernel = 1, uint32_t stride = 1,
-                                  uint32_t dilation = 1) {
+                                  uint32_t dilation = 1, const std::vector<int8_t>& weights = {}) {
   const uint32_t in_c = in_dims[3], k = type == T::CONV_2D ? kernel : 2;
   auto m = std::make_shared<Model>();
   const float in_scale = 0.05f;
@@ -390,6 +390,7 @@ std::shared_ptr<Model> conv_model(T type, Dims in_dims, uint32_t out_c, bool per
   std::mt19937 rng(seed);
   std::vector<int8_t> w(size_t(out_c) * k * k * in_c);
   for (int8_t& v : w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  if (!weights.empty()) w = weights;
   const uint32_t f = m->add_constant(
       per_channel ? OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL : OperandType::TENSOR_QUANT8_ASYMM_SIGNED,
       {out_c, k, k, in_c}, w.data(), w.size());
@@ -453,6 +454,42 @@ TEST(NativeInt8, PointwiseConvAndTiledTransposeConvEqualTheReference) {
   for (uint32_t out_c : {16u, 32u})
     check(conv_model(T::CONV_2D, {2, 17, 19, 3}, out_c, true, true, 3, seed++, 3, 2),
           "CONV_2D 3x3/2 SAME 3->" + std::to_string(out_c), "conv", "xnnpack");
+}
+
+// The AVX2 GEMM at the ends of int8: vpmaddubsw's int16 pair sums reach 2 * 128 * 127 with
+// inputs -128 and weights +-127 of one sign (no saturation allowed), and a weight -128 (whose
+// sign flip would overflow) sends the op to the vpmaddwd form. Byte-equal to the reference.
+TEST(NativeInt8, AvxTwoGemmAtTheEndsOfInt8EqualsTheReference) {
+  if (!has_avx2()) GTEST_SKIP() << "no AVX2";
+  uint32_t seed = 300;
+  for (uint32_t in_c : {13u, 24u, 127u})
+    for (uint32_t out_c : {1u, 16u, 24u})
+      for (bool minus_128 : {false, true}) {
+        std::mt19937 rng(seed);
+        std::vector<int8_t> w(size_t(out_c) * in_c);
+        for (size_t i = 0; i < w.size(); ++i)  // pairs of one sign per column, some mixed
+          w[i] = int8_t((i / in_c + i / 4) % 3 == 2 ? (i % 2 ? 127 : -127) : ((i / in_c) % 2 ? 127 : -127));
+        if (minus_128) w[rng() % w.size()] = -128;
+        auto m = conv_model(T::CONV_2D, {1, 7, 9, in_c}, out_c, true, true, 0, seed++, 1, 1, 1, w);
+        ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+        std::vector<std::vector<int8_t>> x(1, std::vector<int8_t>(size_t(7) * 9 * in_c));
+        const int8_t ends[] = {-128, -128, 127, -127, 0, -128};
+        for (size_t i = 0; i < x[0].size(); ++i) x[0][i] = ends[(i / 5 + i % 3 + seed) % 6];
+        const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
+        for (int threads : {1, 2}) {
+          CpuOptions cpu;
+          cpu.avx512 = false;
+          std::string kernel;
+          const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
+          const std::string name = std::to_string(in_c) + "->" + std::to_string(out_c) +
+                                   (minus_128 ? " with a weight -128" : "") + ", " + kernel;
+          EXPECT_EQ(kernel, minus_128 ? "native int8 conv 1x1 AVX2" : "native int8 conv 1x1 AVX2 vpmaddubsw")
+              << name;
+          size_t differ = 0;
+          for (size_t i = 0; i < got.size(); ++i) differ += got[i] != expected[i];
+          EXPECT_EQ(differ, 0u) << name << ": " << differ << " of " << got.size() << " bytes differ";
+        }
+      }
 }
 
 // DEPTHWISE_CONV_2D, multiplier 1: `kernel` x `kernel`, SAME padding, `stride`, `dilation`.
