@@ -85,7 +85,8 @@ std::vector<int8_t> run(const std::shared_ptr<Model>& m, const std::vector<std::
 // int8 kernels (AVX-512 where the CPU has it, then AVX2; 1 and 2 threads), byte for byte,
 // and with the switch off (`off_kernel`: the kernel that must run then).
 void check(const std::shared_ptr<Model>& m, const std::string& name, const std::string& native_kind,
-           const std::string& off_kernel, bool native = true, const CpuOptions& base = {}) {
+           const std::string& off_kernel, bool native = true, const CpuOptions& base = {},
+           int native_avx2 = -1) {
   const Status valid = m->validate_and_infer_shapes();
   ASSERT_TRUE(valid.is_ok()) << name << ": " << valid.to_string();
   std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(name)));
@@ -102,11 +103,10 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
       cpu.avx512 = avx512;
       std::string kernel;
       const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
-      // The GEMM's AVX-512 form is VNNI's, else its AVX2 one; 1x1 convs take either, other
-      // convs and depthwise convs native kernels with VNNI only (else XNNPACK's: the same
-      // bytes are still required).
-      const bool vnni_only = native_kind == "conv" || native_kind == "depthwise";
-      const bool gemm = vnni_only || native_kind == "deconv" || native_kind == "conv 1x1";
+      // The GEMM's and the depthwise conv's AVX-512 forms are VNNI's, else their AVX2 ones
+      // (`native_avx2`: whether the op has one, -1 as `native`; else XNNPACK's: the same bytes
+      // are still required).
+      const bool gemm = native_kind == "depthwise" || native_kind == "deconv" || native_kind.rfind("conv", 0) == 0;
       const bool wide = avx512 && has_avx512_int8() && (!gemm || has_vnni());
       const std::string isa = wide ? " AVX-512" : has_avx2() ? " AVX2" : "";
       // LOGISTIC and the global pool have XNNPACK kernels as fast as a byte-wise table or our
@@ -115,7 +115,8 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
       const bool takes = type == T::LOGISTIC          ? avx512 && has_avx512_int8() && has_vbmi()
                          : type == T::AVERAGE_POOL_2D ? avx512 && has_avx512_int8()
                                                       : true;
-      if (!native || (vnni_only && !wide) || !takes)
+      const bool native_here = gemm && !wide && native_avx2 >= 0 ? native_avx2 != 0 : native;
+      if (!native_here || !takes)
         EXPECT_EQ(kernel, off_kernel) << name << " without VNNI";
       else
         EXPECT_EQ(kernel.rfind("native int8 " + native_kind + (native_kind == "table" ? "" : isa), 0), 0u)
@@ -545,7 +546,7 @@ TEST(NativeInt8, DepthwiseConvEqualsTheReference) {
                   std::to_string(c) + (per_channel ? " per-channel" : " per-tensor"),
               "depthwise", "xnnpack",
               // wide 3x3: XNNPACK's unless the VNNI 3x3 form runs it (VBMI, dilation 1)
-              c <= 32 || f.kernel == 5 || (has_vbmi() && f.dilation == 1));
+              c <= 32 || f.kernel == 5 || (has_vbmi() && f.dilation == 1), {}, f.dilation == 1);
       }
 }
 
