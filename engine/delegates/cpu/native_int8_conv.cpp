@@ -1354,11 +1354,13 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
   auto p = parse_window_op(m, op, &reason);
   if (!p) return no("window parameters");
   // Without AVX-512 VNNI the convs run on the AVX2 GEMM and 3x3 / 5x5 depthwise convs on its
-  // interleave (vpmaddubsw: faster than XNNPACK's AVX2 qs8 kernels, bench/README.md).
+  // interleave (vpmaddubsw: faster than XNNPACK's AVX2 qs8 kernels, bench/README.md), but
+  // where our kernels may use AVX-512 without VNNI, XNNPACK's AVX-512 ones are left to it.
   const bool wide = has_vnni(isa);
+  const bool avx2_forms = !wide && !(isa.avx512 && has_avx512_int8()) && native_conv_supported();
   if (op.type == T::DEPTHWISE_CONV_2D) {
     if (!wide) {
-      if (!native_conv_supported()) return no("int8 depthwise without AVX2");
+      if (!avx2_forms) return no("int8 depthwise with AVX-512 but no VNNI, or without AVX2: XNNPACK's");
       if (filter.dims[1] != filter.dims[2] || (filter.dims[1] != 3 && filter.dims[1] != 5) ||
           p->dilation_h != 1 || p->dilation_w != 1)
         return no("int8 depthwise without AVX-512 VNNI other than 3x3 / 5x5, dilation 1: XNNPACK's");
@@ -1399,6 +1401,7 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
     if (mu.shift > 0) return no("a requantization multiplier above 1");
   const quant::Range range = quant::activation_range(p->fuse, out);
   if (op.type == T::CONV_2D) {
+    if (!wide && !avx2_forms) return no("int8 conv with AVX-512 but no VNNI, or without AVX2: XNNPACK's");
     if (p->groups != 1) return no("grouped int8 conv");
     auto gemm = std::make_unique<Int8Gemm>(kh * kw * in_c, out_c, w, bias, per_channel, in.zero_point,
                                            out.zero_point, range, isa);
