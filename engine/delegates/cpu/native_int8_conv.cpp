@@ -5,9 +5,11 @@
 // - AVX-512 VNNI: vpdpbusd multiplies unsigned by signed bytes, four at a time. The input
 //   enters as x ^ 0x80 = x + 128 (unsigned), so the sum is short by (128 + zx) * sum_k w[j][k],
 //   which the bias absorbs when the weights are packed. 8 pixels x 16 channels a tile.
-// - AVX2 (the transpose conv without VNNI): vpmaddwd on inputs widened to int16 (x - zx) and int16
-//   weights, pairs summed into int32. Not vpmaddubsw: (x + 128) * w + the next such product
-//   reaches 2 * 255 * 127 and saturates int16. 6 pixels x 8 channels a tile.
+// - AVX2: vpmaddubsw on |x| (unsigned) and w with x's sign (vpsignb), then vpmaddwd by ones:
+//   |x| <= 128 and |w| <= 127 keep each int16 pair sum within 2 * 128 * 127, so exact (not
+//   on x + 128, whose pair sums reach 2 * 255 * 127 and saturate); the bias absorbs
+//   -zx * sum(w). 4 pixels x 16 channels a tile. A weight -128 (its sign flip overflows) takes
+//   vpmaddwd on inputs widened to int16 (x - zx), 6 pixels x 8 channels.
 //
 // A transpose conv whose kernel equals its stride (no padding: each output pixel has one
 // input pixel) is this GEMM with j over (ky, kx, o), its rows scattered to the output.
