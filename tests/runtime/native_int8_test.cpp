@@ -498,7 +498,8 @@ TEST(NativeInt8, AvxTwoGemmAtTheEndsOfInt8EqualsTheReference) {
 
 // DEPTHWISE_CONV_2D, multiplier 1: `kernel` x `kernel`, SAME padding, `stride`, `dilation`.
 std::shared_ptr<Model> depthwise_model(Dims in_dims, bool per_channel, int32_t fuse, uint32_t seed,
-                                       uint32_t kernel, uint32_t stride, uint32_t dilation) {
+                                       uint32_t kernel, uint32_t stride, uint32_t dilation,
+                                       const std::vector<int8_t>& weights = {}) {
   const uint32_t c = in_dims[3];
   auto m = std::make_shared<Model>();
   const float in_scale = 0.04f;
@@ -506,6 +507,7 @@ std::shared_ptr<Model> depthwise_model(Dims in_dims, bool per_channel, int32_t f
   std::mt19937 rng(seed);
   std::vector<int8_t> w(size_t(kernel) * kernel * c);
   for (int8_t& v : w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  if (!weights.empty()) w = weights;
   const uint32_t f = m->add_constant(
       per_channel ? OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL : OperandType::TENSOR_QUANT8_ASYMM_SIGNED,
       {1, kernel, kernel, c}, w.data(), w.size());
@@ -532,6 +534,38 @@ std::shared_ptr<Model> depthwise_model(Dims in_dims, bool per_channel, int32_t f
   m->inputs = {x};
   m->outputs = {y};
   return m;
+}
+
+// The AVX2 depthwise form at the ends of int8, as the GEMM's test: inputs -128, tap weights
+// +-127 of one sign per pair; a weight -128 leaves the op to XNNPACK (within one step).
+TEST(NativeInt8, AvxTwoDepthwiseAtTheEndsOfInt8EqualsTheReference) {
+  if (!has_avx2()) GTEST_SKIP() << "no AVX2";
+  uint32_t seed = 400;
+  for (uint32_t c : {1u, 13u, 16u, 24u})
+    for (uint32_t kernel : {3u, 5u})
+      for (bool minus_128 : {false, true}) {
+        std::vector<int8_t> w(size_t(kernel) * kernel * c);
+        for (size_t i = 0; i < w.size(); ++i) w[i] = int8_t((i / c / 2 + i % c) % 3 == 2 ? -127 : 127);
+        if (minus_128) w[seed % w.size()] = -128;
+        auto m = depthwise_model({1, 8, 9, c}, true, 0, seed++, kernel, kernel == 3 ? 1 : 2, 1, w);
+        ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+        std::vector<std::vector<int8_t>> x(1, std::vector<int8_t>(size_t(8) * 9 * c));
+        const int8_t ends[] = {-128, -128, 127, -127, 0, -128};
+        for (size_t i = 0; i < x[0].size(); ++i) x[0][i] = ends[(i / 3 + i % 5 + seed) % 6];
+        const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
+        for (int threads : {1, 2}) {
+          CpuOptions cpu;
+          cpu.avx512 = false;
+          std::string kernel_name;
+          const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel_name);
+          const std::string name = std::to_string(kernel) + "x" + std::to_string(kernel) + " x" +
+                                   std::to_string(c) + (minus_128 ? " with a weight -128" : "") + ", " + kernel_name;
+          EXPECT_EQ(kernel_name, minus_128 ? "xnnpack" : "native int8 depthwise AVX2 vpmaddubsw") << name;
+          int worst = 0;
+          for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - expected[i]));
+          EXPECT_LE(worst, minus_128 ? 1 : 0) << name;
+        }
+      }
 }
 
 TEST(NativeInt8, DepthwiseConvEqualsTheReference) {
