@@ -6,7 +6,7 @@
                                                  # nsfwjs and random-weight), DTLN SI-SDR
   /usr/bin/python3 bench/int8.py accuracy --variant b02="--max-output-error 0.02" ...  # the trade-off
   /usr/bin/python3 bench/int8.py latency         # int8 vs float (1 thread) and vs ONNX Runtime
-  /usr/bin/python3 bench/int8.py latency --all-int8 --no-avx512   # + every op int8, + AVX2
+  /usr/bin/python3 bench/int8.py latency --all-int8 --no-avx512   # + every op int8, + an AVX2-only host
   /usr/bin/python3 bench/int8.py all
 
 Models are quantized by `nnconvert --quantize int8` into assets/out/int8/ (calibration:
@@ -303,7 +303,16 @@ def latency(args):
     results = {}
     env_variants = [("", {})]
     if args.no_avx512:
-        env_variants.append((" NN_NO_AVX512=1", {"NN_NO_AVX512": "1"}))
+        # An AVX2-only host: our kernels' AVX2 forms, and XNNPACK's (which pick AVX-512 through
+        # cpuinfo otherwise; bench/xnnpack_no_avx512.py); --no-avx512-ours-only: ours alone.
+        env = {"NN_NO_AVX512": "1"}
+        label = " NN_NO_AVX512=1"
+        if not args.no_avx512_ours_only:
+            lib = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "xnnpack_no_avx512.py")],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+            env["LD_LIBRARY_PATH"] = lib + (":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH") else "")
+            label += " + XNNPACK AVX2"
+        env_variants.append((label, env))
     models = []
     for spec in (SELFIE, MNV2):
         models.append((spec["name"], spec, convert(spec)[0]))
@@ -376,7 +385,10 @@ def main():
     ap.add_argument("--mobilenet-test", default="photos-test",
                     help="the photos top-1 agreement is measured on (photos-val: to choose settings)")
     ap.add_argument("--rounds", type=int, default=3, help="alternating latency rounds")
-    ap.add_argument("--no-avx512", action="store_true", help="also time with NN_NO_AVX512=1")
+    ap.add_argument("--no-avx512", action="store_true",
+                    help="also time as an AVX2-only host would run (NN_NO_AVX512=1, XNNPACK's AVX2 kernels)")
+    ap.add_argument("--no-avx512-ours-only", action="store_true",
+                    help="with --no-avx512: NN_NO_AVX512=1 only (XNNPACK keeps AVX-512 on an AVX-512 host)")
     ap.add_argument("--all-int8", action="store_true",
                     help="also time models with every op int8 (no error limits: speed only, not accuracy)")
     ap.add_argument("--quantize-args", default="", help="extra nnconvert options, e.g. '--max-output-error 0.01'")

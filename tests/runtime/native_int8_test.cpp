@@ -85,7 +85,8 @@ std::vector<int8_t> run(const std::shared_ptr<Model>& m, const std::vector<std::
 // int8 kernels (AVX-512 where the CPU has it, then AVX2; 1 and 2 threads), byte for byte,
 // and with the switch off (`off_kernel`: the kernel that must run then).
 void check(const std::shared_ptr<Model>& m, const std::string& name, const std::string& native_kind,
-           const std::string& off_kernel, bool native = true, const CpuOptions& base = {}) {
+           const std::string& off_kernel, bool native = true, const CpuOptions& base = {},
+           int native_avx2 = -1) {
   const Status valid = m->validate_and_infer_shapes();
   ASSERT_TRUE(valid.is_ok()) << name << ": " << valid.to_string();
   std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(name)));
@@ -102,10 +103,10 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
       cpu.avx512 = avx512;
       std::string kernel;
       const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
-      // The GEMM's AVX-512 form is VNNI's, else its AVX2 one; convs and depthwise convs take
-      // native kernels with VNNI only (else XNNPACK's: the same bytes are still required).
-      const bool vnni_only = native_kind.rfind("conv", 0) == 0 || native_kind == "depthwise";
-      const bool gemm = vnni_only || native_kind == "deconv";
+      // The GEMM's and the depthwise conv's AVX-512 forms are VNNI's, else their AVX2 ones
+      // (`native_avx2`: whether the op has one, -1 as `native`; else XNNPACK's: the same bytes
+      // are still required).
+      const bool gemm = native_kind == "depthwise" || native_kind == "deconv" || native_kind.rfind("conv", 0) == 0;
       const bool wide = avx512 && has_avx512_int8() && (!gemm || has_vnni());
       const std::string isa = wide ? " AVX-512" : has_avx2() ? " AVX2" : "";
       // LOGISTIC and the global pool have XNNPACK kernels as fast as a byte-wise table or our
@@ -114,7 +115,11 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
       const bool takes = type == T::LOGISTIC          ? avx512 && has_avx512_int8() && has_vbmi()
                          : type == T::AVERAGE_POOL_2D ? avx512 && has_avx512_int8()
                                                       : true;
-      if (!native || (vnni_only && !wide) || !takes)
+      // With AVX-512 but no VNNI, convs and depthwise convs are XNNPACK's (AVX-512) ones.
+      const bool avx512_no_vnni = avx512 && has_avx512_int8() && !has_vnni() && native_kind != "deconv";
+      const bool native_here =
+          gemm && !wide ? !avx512_no_vnni && (native_avx2 >= 0 ? native_avx2 != 0 : native) : native;
+      if (!native_here || !takes)
         EXPECT_EQ(kernel, off_kernel) << name << " without VNNI";
       else
         EXPECT_EQ(kernel.rfind("native int8 " + native_kind + (native_kind == "table" ? "" : isa), 0), 0u)
@@ -381,7 +386,7 @@ TEST(NativeInt8, BilinearResizeEqualsTheReference) {
 // CONV_2D: `kernel` x `kernel`, SAME padding, `stride`, `dilation`.
 std::shared_ptr<Model> conv_model(T type, Dims in_dims, uint32_t out_c, bool per_channel, bool with_bias,
                                   int32_t fuse, uint32_t seed, uint32_t kernel = 1, uint32_t stride = 1,
-                                  uint32_t dilation = 1) {
+                                  uint32_t dilation = 1, const std::vector<int8_t>& weights = {}) {
   const uint32_t in_c = in_dims[3], k = type == T::CONV_2D ? kernel : 2;
   auto m = std::make_shared<Model>();
   const float in_scale = 0.05f;
@@ -389,6 +394,7 @@ std::shared_ptr<Model> conv_model(T type, Dims in_dims, uint32_t out_c, bool per
   std::mt19937 rng(seed);
   std::vector<int8_t> w(size_t(out_c) * k * k * in_c);
   for (int8_t& v : w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  if (!weights.empty()) w = weights;
   const uint32_t f = m->add_constant(
       per_channel ? OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL : OperandType::TENSOR_QUANT8_ASYMM_SIGNED,
       {out_c, k, k, in_c}, w.data(), w.size());
@@ -454,9 +460,46 @@ TEST(NativeInt8, PointwiseConvAndTiledTransposeConvEqualTheReference) {
           "CONV_2D 3x3/2 SAME 3->" + std::to_string(out_c), "conv", "xnnpack");
 }
 
+// The AVX2 GEMM at the ends of int8: vpmaddubsw's int16 pair sums reach 2 * 128 * 127 with
+// inputs -128 and weights +-127 of one sign (no saturation allowed), and a weight -128 (whose
+// sign flip would overflow) sends the op to the vpmaddwd form. Byte-equal to the reference.
+TEST(NativeInt8, AvxTwoGemmAtTheEndsOfInt8EqualsTheReference) {
+  if (!has_avx2()) GTEST_SKIP() << "no AVX2";
+  uint32_t seed = 300;
+  for (uint32_t in_c : {13u, 24u, 127u})
+    for (uint32_t out_c : {1u, 16u, 24u})
+      for (bool minus_128 : {false, true}) {
+        std::mt19937 rng(seed);
+        std::vector<int8_t> w(size_t(out_c) * in_c);
+        for (size_t i = 0; i < w.size(); ++i)  // pairs of one sign per column, some mixed
+          w[i] = int8_t((i / in_c + i / 4) % 3 == 2 ? (i % 2 ? 127 : -127) : ((i / in_c) % 2 ? 127 : -127));
+        if (minus_128) w[rng() % w.size()] = -128;
+        auto m = conv_model(T::CONV_2D, {1, 7, 9, in_c}, out_c, true, true, 0, seed++, 1, 1, 1, w);
+        ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+        std::vector<std::vector<int8_t>> x(1, std::vector<int8_t>(size_t(7) * 9 * in_c));
+        const int8_t ends[] = {-128, -128, 127, -127, 0, -128};
+        for (size_t i = 0; i < x[0].size(); ++i) x[0][i] = ends[(i / 5 + i % 3 + seed) % 6];
+        const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
+        for (int threads : {1, 2}) {
+          CpuOptions cpu;
+          cpu.avx512 = false;
+          std::string kernel;
+          const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
+          const std::string name = std::to_string(in_c) + "->" + std::to_string(out_c) +
+                                   (minus_128 ? " with a weight -128" : "") + ", " + kernel;
+          EXPECT_EQ(kernel, minus_128 ? "native int8 conv 1x1 AVX2" : "native int8 conv 1x1 AVX2 vpmaddubsw")
+              << name;
+          size_t differ = 0;
+          for (size_t i = 0; i < got.size(); ++i) differ += got[i] != expected[i];
+          EXPECT_EQ(differ, 0u) << name << ": " << differ << " of " << got.size() << " bytes differ";
+        }
+      }
+}
+
 // DEPTHWISE_CONV_2D, multiplier 1: `kernel` x `kernel`, SAME padding, `stride`, `dilation`.
 std::shared_ptr<Model> depthwise_model(Dims in_dims, bool per_channel, int32_t fuse, uint32_t seed,
-                                       uint32_t kernel, uint32_t stride, uint32_t dilation) {
+                                       uint32_t kernel, uint32_t stride, uint32_t dilation,
+                                       const std::vector<int8_t>& weights = {}) {
   const uint32_t c = in_dims[3];
   auto m = std::make_shared<Model>();
   const float in_scale = 0.04f;
@@ -464,6 +507,7 @@ std::shared_ptr<Model> depthwise_model(Dims in_dims, bool per_channel, int32_t f
   std::mt19937 rng(seed);
   std::vector<int8_t> w(size_t(kernel) * kernel * c);
   for (int8_t& v : w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  if (!weights.empty()) w = weights;
   const uint32_t f = m->add_constant(
       per_channel ? OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL : OperandType::TENSOR_QUANT8_ASYMM_SIGNED,
       {1, kernel, kernel, c}, w.data(), w.size());
@@ -492,6 +536,38 @@ std::shared_ptr<Model> depthwise_model(Dims in_dims, bool per_channel, int32_t f
   return m;
 }
 
+// The AVX2 depthwise form at the ends of int8, as the GEMM's test: inputs -128, tap weights
+// +-127 of one sign per pair; a weight -128 leaves the op to XNNPACK (within one step).
+TEST(NativeInt8, AvxTwoDepthwiseAtTheEndsOfInt8EqualsTheReference) {
+  if (!has_avx2()) GTEST_SKIP() << "no AVX2";
+  uint32_t seed = 400;
+  for (uint32_t c : {1u, 13u, 16u, 24u})
+    for (uint32_t kernel : {3u, 5u})
+      for (bool minus_128 : {false, true}) {
+        std::vector<int8_t> w(size_t(kernel) * kernel * c);
+        for (size_t i = 0; i < w.size(); ++i) w[i] = int8_t((i / c / 2 + i % c) % 3 == 2 ? -127 : 127);
+        if (minus_128) w[seed % w.size()] = -128;
+        auto m = depthwise_model({1, 8, 9, c}, true, 0, seed++, kernel, kernel == 3 ? 1 : 2, 1, w);
+        ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+        std::vector<std::vector<int8_t>> x(1, std::vector<int8_t>(size_t(8) * 9 * c));
+        const int8_t ends[] = {-128, -128, 127, -127, 0, -128};
+        for (size_t i = 0; i < x[0].size(); ++i) x[0][i] = ends[(i / 3 + i % 5 + seed) % 6];
+        const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
+        for (int threads : {1, 2}) {
+          CpuOptions cpu;
+          cpu.avx512 = false;
+          std::string kernel_name;
+          const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel_name);
+          const std::string name = std::to_string(kernel) + "x" + std::to_string(kernel) + " x" +
+                                   std::to_string(c) + (minus_128 ? " with a weight -128" : "") + ", " + kernel_name;
+          EXPECT_EQ(kernel_name, minus_128 ? "xnnpack" : "native int8 depthwise AVX2 vpmaddubsw") << name;
+          int worst = 0;
+          for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - expected[i]));
+          EXPECT_LE(worst, minus_128 ? 1 : 0) << name;
+        }
+      }
+}
+
 TEST(NativeInt8, DepthwiseConvEqualsTheReference) {
   struct Form {
     uint32_t kernel, stride, dilation;
@@ -507,7 +583,7 @@ TEST(NativeInt8, DepthwiseConvEqualsTheReference) {
                   std::to_string(c) + (per_channel ? " per-channel" : " per-tensor"),
               "depthwise", "xnnpack",
               // wide 3x3: XNNPACK's unless the VNNI 3x3 form runs it (VBMI, dilation 1)
-              c <= 32 || f.kernel == 5 || (has_vbmi() && f.dilation == 1));
+              c <= 32 || f.kernel == 5 || (has_vbmi() && f.dilation == 1), {}, f.dilation == 1);
       }
 }
 
@@ -565,7 +641,7 @@ TEST(NativeInt8, RequantizationEqualsNnapisFixedPoint) {
             const int32_t v = quant::multiply_by_quantized_multiplier(acc[i], m[i % m.size()]) + zo;
             const int8_t expected = static_cast<int8_t>(std::clamp(v, range.lo, range.hi));
             if (got[i] != expected && differ++ < 3)
-              ADD_FAILURE() << "shift " << s << " bound " << bound << (avx512 ? " AVX-512" : " scalar")
+              ADD_FAILURE() << "shift " << s << " bound " << bound << (avx512 ? " AVX-512" : " AVX2")
                             << ": acc " << acc[i] << " * " << m[i % m.size()].multiplier << " -> "
                             << int(got[i]) << ", NNAPI " << int(expected);
           }

@@ -25,14 +25,15 @@
 //   order, divide by the output scale, round half away from zero), 16 / 8 channels a step;
 //   XNNPACK's resize interpolates with 11-bit weights (within one step).
 // - CONV_2D (groups 1) and TRANSPOSE_CONV_2D with kernel == stride: one int8 GEMM, AVX-512
-//   VNNI (vpdpbusd) or AVX2 (vpmaddwd on int16), NNAPI's per-channel requantization fused
+//   VNNI (vpdpbusd) or AVX2 (vpmaddubsw on |x| and w with x's sign, exact; vpmaddwd on int16
+//   when a weight is -128), NNAPI's per-channel requantization fused
 //   (XNNPACK 2022 has no VNNI kernels and no per-channel transpose conv). Narrow windows (an
 //   RGB stem) are built in registers rather than gathered; a 2x2/2 one-channel transpose conv
 //   (a segmentation head) packs 4 pixels x 4 columns per vector.
 // - DEPTHWISE_CONV_2D, multiplier 1: 3x3 and 5x5 (dilation 1) as vpdpbusd over four tap rows
-//   interleaved per channel (VNNI + VBMI), other forms in AVX-512 int32 lanes; the same
-//   requantization. Without VNNI, convs and depthwise convs stay on XNNPACK (faster than our
-//   AVX2 forms as measured here); the AVX2 GEMM runs the transpose conv.
+//   interleaved per channel (VNNI + VBMI; without VNNI the same interleave with vpmaddubsw on
+//   AVX2), other forms in AVX-512 int32 lanes; the same requantization. With AVX-512 but no
+//   VNNI, convs and depthwise convs stay on XNNPACK's AVX-512 kernels.
 // The convs' requantization is NNAPI's exactly, in 11-13 vector ops per 16 outputs where the
 // accumulator bound allows its short form (native_int8_conv.cpp, ChannelRequant).
 //
@@ -70,7 +71,7 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& model, uint32_t
 // as the native int8 convs do it: quant::multiply_by_quantized_multiplier + zo, clamped to
 // `range` (right shifts only). The short form runs when `acc_bound` (the most |acc|) allows
 // it (*short_form says whether it did), 16 channels a step with AVX-512 when `avx512` and
-// the CPU has it, else scalar. Exposed for tests/runtime/native_int8_test.
+// the CPU has it, else 8 with AVX2 (as the AVX2 GEMM), else scalar. Exposed for tests/runtime/native_int8_test.
 void requantize_per_channel(const int32_t* acc, size_t rows, const std::vector<quant::Multiplier>& m,
                             int32_t zo, quant::Range range, int64_t acc_bound, bool avx512, int8_t* out,
                             bool* short_form);

@@ -5,9 +5,11 @@
 // - AVX-512 VNNI: vpdpbusd multiplies unsigned by signed bytes, four at a time. The input
 //   enters as x ^ 0x80 = x + 128 (unsigned), so the sum is short by (128 + zx) * sum_k w[j][k],
 //   which the bias absorbs when the weights are packed. 8 pixels x 16 channels a tile.
-// - AVX2 (the transpose conv without VNNI): vpmaddwd on inputs widened to int16 (x - zx) and int16
-//   weights, pairs summed into int32. Not vpmaddubsw: (x + 128) * w + the next such product
-//   reaches 2 * 255 * 127 and saturates int16. 6 pixels x 8 channels a tile.
+// - AVX2: vpmaddubsw on |x| (unsigned) and w with x's sign (vpsignb), then vpmaddwd by ones:
+//   |x| <= 128 and |w| <= 127 keep each int16 pair sum within 2 * 128 * 127, so exact (not
+//   on x + 128, whose pair sums reach 2 * 255 * 127 and saturate); the bias absorbs
+//   -zx * sum(w). 4 pixels x 16 channels a tile. A weight -128 (its sign flip overflows) takes
+//   vpmaddwd on inputs widened to int16 (x - zx), 6 pixels x 8 channels.
 //
 // A transpose conv whose kernel equals its stride (no padding: each output pixel has one
 // input pixel) is this GEMM with j over (ky, kx, o), its rows scattered to the output.
@@ -82,6 +84,7 @@ bool has_vbmi() {
 
 constexpr size_t kVnniRows = 8, kVnniCols = 16;
 constexpr size_t kAvx2Rows = 6, kAvx2Cols = 8;
+constexpr size_t kSignRows = 4, kSignCols = 8;
 constexpr size_t kTilesPerTask = 8;
 
 // Per channel, the most |accumulator| any kernel form here reaches: |bias| + (383 + |zx|) *
@@ -204,6 +207,42 @@ struct ChannelRequant {
     return columns16(j).apply(x);
   }
 
+  // Columns [j, j + 8) with AVX2: the short form as Columns16's (a lane mask for the s > 0
+  // correction), else apply8.
+  struct Columns8 {
+    const ChannelRequant* rq;
+    size_t j;
+    __m256i mult, mult_odd, folded_even, folded_odd, right, negative_rounds, lo, hi;
+    bool clamp_lo, clamp_hi;
+    NN_INLINE_I8_AVX2 __m256i apply(__m256i x) const {
+      if (!rq->short_form) return rq->apply8(x, j);
+      const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, mult), folded_even);
+      const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), mult_odd), folded_odd);
+      __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
+      h = _mm256_add_epi32(h, _mm256_and_si256(_mm256_srai_epi32(x, 31), negative_rounds));  // - [x < 0]
+      __m256i v = _mm256_srav_epi32(h, right);
+      if (clamp_lo) v = _mm256_max_epi32(v, lo);
+      if (clamp_hi) v = _mm256_min_epi32(v, hi);
+      return v;
+    }
+  };
+  NN_INLINE_I8_AVX2 Columns8 columns8(size_t j) const {
+    Columns8 c;
+    c.rq = this;
+    c.j = j;
+    c.mult = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mult.data() + j));
+    c.mult_odd = _mm256_srli_epi64(c.mult, 32);
+    c.folded_even = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(folded_even.data() + j / 2));
+    c.folded_odd = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(folded_odd.data() + j / 2));
+    c.right = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(right.data() + j));
+    c.negative_rounds = _mm256_cmpgt_epi32(c.right, _mm256_setzero_si256());
+    c.lo = _mm256_set1_epi32(range.lo);
+    c.hi = _mm256_set1_epi32(range.hi);
+    c.clamp_lo = range.lo > -128;
+    c.clamp_hi = range.hi < 127;
+    return c;
+  }
+
   NN_INLINE_I8_AVX2 __m256i apply8(__m256i x, size_t j) const {
     const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mult.data() + j));
     const __m256i half = _mm256_set1_epi64x(int64_t{1} << 30);
@@ -249,14 +288,21 @@ class Int8Gemm {
         zx_(zx),
         vnni_(has_vnni(isa)),
         avx2_(!vnni_ && native_conv_supported()),
+        sign_(avx2_ && std::find(w, w + n * k, int8_t{-128}) == w + n * k),
         requant_(mult, n_pad_, zo, range, accumulator_bounds(w, n, k, k, 1, bias, zx)) {
     bias_.assign(n_pad_, 0);
     for (size_t j = 0; j < n; ++j) {
       int32_t wsum = 0;
       for (size_t i = 0; i < k; ++i) wsum += w[j * k + i];
-      bias_[j] = (bias ? bias[j] : 0) - (vnni_ ? (128 + zx) * wsum : 0);
+      bias_[j] = (bias ? bias[j] : 0) - (vnni_ ? (128 + zx) * wsum : sign_ ? zx * wsum : 0);
     }
-    if (vnni_) {  // [n / 16][ceil(k / 4)][16 columns][4 bytes]
+    if (sign_) {  // [n / 8][ceil(k / 4)][8 columns][4 bytes]
+      k_groups_ = (k + 3) / 4;
+      packed8_.assign(n_pad_ * k_groups_ * 4, 0);
+      for (size_t j = 0; j < n; ++j)
+        for (size_t i = 0; i < k; ++i)
+          packed8_[((j / 8 * k_groups_ + i / 4) * 8 + j % 8) * 4 + i % 4] = w[j * k + i];
+    } else if (vnni_) {  // [n / 16][ceil(k / 4)][16 columns][4 bytes]
       k_groups_ = (k + 3) / 4;
       packed8_.assign(n_pad_ * k_groups_ * 4, 0);
       for (size_t j = 0; j < n; ++j)
@@ -323,12 +369,13 @@ class Int8Gemm {
   }
 #endif
 
-  const char* isa_name() const { return vnni_ ? "AVX-512 VNNI" : avx2_ ? "AVX2" : "scalar"; }
+  const char* isa_name() const { return vnni_ ? "AVX-512 VNNI" : sign_ ? "AVX2 vpmaddubsw" : avx2_ ? "AVX2" : "scalar"; }
 
   // Rows [r0, r1) of x (row stride k) into out (row stride ldo).
   void run_rows(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
 #if NN_NATIVE_X86
     if (vnni_) return rows_vnni(x, r0, r1, out, ldo);
+    if (sign_) return rows_sign(x, r0, r1, out, ldo);
     if (avx2_) return rows_avx2(x, r0, r1, out, ldo);
 #endif
     for (size_t r = r0; r < r1; ++r)
@@ -409,7 +456,7 @@ class Int8Gemm {
   }
 
   size_t rows_per_task() const {
-    return (vnni_ ? kVnniRows : kAvx2Rows) * kTilesPerTask;
+    return (vnni_ ? kVnniRows : sign_ ? kSignRows : kAvx2Rows) * kTilesPerTask;
   }
 
  private:
@@ -520,6 +567,94 @@ class Int8Gemm {
     }
   }
 
+  // kRows rows of x (row stride `stride` >= 4 * k_groups_, bytes past k zero) against
+  // columns [j, j + 8 * kBlocks). Each 4-byte group of a row is broadcast; vpmaddubsw takes
+  // |x| (unsigned, 128 for -128) against w with x's sign (vpsignb), so each pair sum
+  // |x0 w0 + x1 w1| <= 2 * 128 * 127 fits int16 without saturating (no weight is -128), and
+  // vpmaddwd by ones sums the pairs into int32: the exact dot product, 32 products per
+  // vpmaddubsw + vpmaddwd, which issue on different ports (vpmaddwd alone on int16 runs
+  // half as many products per cycle).
+  template <size_t kRows, size_t kBlocks>
+  NN_INLINE_I8_AVX2 void columns_sign(const int8_t* x, size_t stride, size_t j, int8_t* out, size_t ldo) const {
+    const int8_t* w = packed8_.data() + j * k_groups_ * 4;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i acc[kBlocks][kRows];
+#pragma GCC unroll 2
+    for (size_t i = 0; i < kBlocks; ++i) {
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias_.data() + j + i * kSignCols));
+#pragma GCC unroll 6
+      for (size_t r = 0; r < kRows; ++r) acc[i][r] = b;
+    }
+    for (size_t g = 0; g < k_groups_; ++g) {
+      __m256i wg[kBlocks];
+#pragma GCC unroll 2
+      for (size_t i = 0; i < kBlocks; ++i)
+        wg[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + (i * kSignCols * k_groups_ + g * 8) * 4));
+#pragma GCC unroll 6
+      for (size_t r = 0; r < kRows; ++r) {
+        int32_t xv;
+        std::memcpy(&xv, x + r * stride + 4 * g, 4);
+        const __m256i xb = _mm256_set1_epi32(xv);
+        const __m256i ax = _mm256_abs_epi8(xb);
+#pragma GCC unroll 2
+        for (size_t i = 0; i < kBlocks; ++i)
+          acc[i][r] = _mm256_add_epi32(
+              acc[i][r], _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(wg[i], xb)), ones));
+      }
+    }
+#pragma GCC unroll 2
+    for (size_t i = 0; i < kBlocks; ++i) {
+      const size_t jb = j + i * kSignCols;
+      const size_t cols = std::min<size_t>(kSignCols, n_ - jb);
+      const ChannelRequant::Columns8 rq = requant_.columns8(jb);
+#pragma GCC unroll 6
+      for (size_t r = 0; r < kRows; ++r) {
+        const __m256i v = rq.apply(acc[i][r]);
+        const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        const __m128i b8 = _mm_packs_epi16(w16, w16);
+        if (cols == kSignCols) {
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(out + r * ldo + jb), b8);
+        } else {
+          alignas(16) int8_t tmp[16];
+          _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b8);
+          std::memcpy(out + r * ldo + jb, tmp, cols);
+        }
+      }
+    }
+  }
+
+  template <size_t kRows>
+  NN_INLINE_I8_AVX2 void tile_sign(const int8_t* x, size_t stride, int8_t* out, size_t ldo) const {
+    size_t j = 0;
+    for (; j + 2 * kSignCols <= n_; j += 2 * kSignCols) columns_sign<kRows, 2>(x, stride, j, out, ldo);
+    for (; j < n_; j += kSignCols) columns_sign<kRows, 1>(x, stride, j, out, ldo);
+  }
+
+  // Rows read in place when k is a multiple of 4, else copied with zero bytes up to the group.
+  NN_TARGET_I8_AVX2 void rows_sign(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
+    const size_t k4 = k_groups_ * 4;
+    thread_local std::vector<int8_t> staged;
+    const bool in_place = k4 == k_;
+    if (!in_place) staged.assign(kSignRows * k4, 0);
+    size_t r = r0;
+    for (; r + kSignRows <= r1; r += kSignRows) {
+      const int8_t* rows = x + r * k_;
+      if (!in_place) {
+        for (size_t q = 0; q < kSignRows; ++q) std::memcpy(staged.data() + q * k4, rows + q * k_, k_);
+        rows = staged.data();
+      }
+      tile_sign<kSignRows>(rows, in_place ? k_ : k4, out + r * ldo, ldo);
+    }
+    for (; r < r1; ++r) {
+      const int8_t* row = x + r * k_;
+      if (!in_place) {
+        std::memcpy(staged.data(), row, k_);
+        row = staged.data();
+      }
+      tile_sign<1>(row, k4, out + r * ldo, ldo);
+    }
+  }
+
   NN_TARGET_I8_AVX2 void rows_avx2(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
     thread_local std::vector<int16_t> wide;
     wide.resize(kAvx2Rows * k_groups_ * 2);
@@ -533,8 +668,9 @@ class Int8Gemm {
   size_t k_, n_, n_pad_, k_groups_ = 0;
   int32_t zx_;
   bool vnni_, avx2_;
+  bool sign_;  // AVX2 with no weight -128: vpmaddubsw on |x| and w with x's sign (columns_sign)
   ChannelRequant requant_;
-  std::vector<int32_t> bias_;  // per column, padded; VNNI: less (128 + zx) * sum of the column's weights
+  std::vector<int32_t> bias_;  // per column, padded; less (128 + zx) (VNNI) or zx (sign_) * sum of the column's weights
   std::vector<int8_t> packed8_;
   std::vector<int16_t> packed16_;
   std::vector<int8_t> w_;
@@ -577,24 +713,20 @@ class Int8PointwiseConv final : public NativeDataOp {
 };
 
 // A short copy without a call for the few bytes of a narrow conv's taps (an RGB stem's
-// 3x3 window row is 9 bytes): one masked move with AVX-512 (the window conv runs on VNNI
-// hosts only).
-#if NN_NATIVE_X86
-#define NN_TARGET_GATHER NN_TARGET_I8_512
-NN_INLINE_I8_512 void copy_bytes(int8_t* dst, const int8_t* src, size_t n) {
-  if (n > 64) {
-    std::memcpy(dst, src, n);
-    return;
-  }
-  const __mmask64 m = n == 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
-  _mm512_mask_storeu_epi8(dst, m, _mm512_maskz_loadu_epi8(m, src));
-}
-#else
-#define NN_TARGET_GATHER
+// 3x3 window row is 9 bytes): two overlapping fixed-size moves up to 32 bytes, any ISA.
 inline void copy_bytes(int8_t* dst, const int8_t* src, size_t n) {
-  std::memcpy(dst, src, n);
+  auto two = [&](auto size) {
+    constexpr size_t b = decltype(size)::value;
+    std::memcpy(dst, src, b);
+    std::memcpy(dst + n - b, src + n - b, b);
+  };
+  if (n > 32) std::memcpy(dst, src, n);
+  else if (n >= 16) two(std::integral_constant<size_t, 16>{});
+  else if (n >= 8) two(std::integral_constant<size_t, 8>{});
+  else if (n >= 4) two(std::integral_constant<size_t, 4>{});
+  else
+    for (size_t i = 0; i < n; ++i) dst[i] = src[i];
 }
-#endif
 
 // Any other CONV_2D (groups 1): each task gathers its output pixels' windows into
 // rows of kh * kw * in_c bytes (taps in the padding read the input zero point, adding nothing), then the
@@ -666,7 +798,7 @@ class Int8WindowConv final : public NativeDataOp {
     gather(t, i * per, std::min(pixels, (i + 1) * per));
   }
   // Output pixels [p0, p1): windows gathered into GEMM rows (at most rows_per_task), then the GEMM.
-  NN_TARGET_GATHER static void gather(const Task& t, size_t p0, size_t p1) {
+  static void gather(const Task& t, size_t p0, size_t p1) {
     const Int8WindowConv& op = *t.op;
     const NativeConvShape& s = op.s_;
     const size_t per = op.gemm_->rows_per_task(), c = s.in_c;
@@ -759,6 +891,21 @@ class Int8Depthwise final : public NativeDataOp {
                       (s.kernel_h == 3 || s.kernel_h == 5) && s.dilation_h == 1 && s.dilation_w == 1
                   ? s.kernel_h
                   : 0;
+    // Without VNNI, the same interleave on AVX2 (vpmaddubsw on |x| and w with x's sign, as the
+    // AVX2 GEMM; no weight -128: make_native_int8_conv checks it).
+    avx2_k_ = !vnni_k_ && native_conv_supported() && s.kernel_h == s.kernel_w &&
+                      (s.kernel_h == 3 || s.kernel_h == 5) && s.dilation_h == 1 && s.dilation_w == 1
+                  ? s.kernel_h
+                  : 0;
+    if (avx2_k_) {
+      const size_t kk = avx2_k_, groups = (kk + 3) / 4;
+      w8_.assign(c_pad_ * groups * kk * 4, 0);
+      zero_row_.assign(size_t(s.in_w) * c + 16, static_cast<int8_t>(zx));
+      for (size_t ch = 0; ch < c; ++ch)
+        for (size_t ky = 0; ky < kk; ++ky)
+          for (size_t kx = 0; kx < kk; ++kx)
+            w8_[(((ch / 8 * groups + ky / 4) * kk + kx) * 8 + ch % 8) * 4 + ky % 4] = w[(ky * kk + kx) * c + ch];
+    }
     if (vnni_k_) {
       const size_t kk = vnni_k_, groups = (kk + 3) / 4;
       w4_.assign(c_pad_ * groups * kk * 4, 0);
@@ -775,8 +922,8 @@ class Int8Depthwise final : public NativeDataOp {
         vnni_bias_[ch] = bias_[ch] - (zx + 128) * sum;  // the input enters as x + 128
       }
     }
-    name_ =
-        std::string("native int8 depthwise ") + (avx512_ ? "AVX-512" : "scalar") + (vnni_k_ ? " VNNI" : "");
+    name_ = std::string("native int8 depthwise ") +
+            (avx2_k_ ? "AVX2 vpmaddubsw" : std::string(avx512_ ? "AVX-512" : "scalar") + (vnni_k_ ? " VNNI" : ""));
   }
   const char* kernel() const override { return name_.c_str(); }
   void run(const NativeDataArgs& args) const override {
@@ -802,6 +949,19 @@ class Int8Depthwise final : public NativeDataOp {
     const bool row_inside = iy0 >= 0 && iy0 + int64_t((s.kernel_h - 1) * s.dilation_h) < int64_t(s.in_h);
     size_t skip_lo = s.out_w, skip_hi = s.out_w;  // columns the fast path did
 #if NN_NATIVE_X86
+    if (op.avx2_k_) {
+      const int8_t* rows[8];  // as the VNNI form's
+      for (int64_t ky = 0; ky < 8; ++ky) {
+        const int64_t iy = iy0 + std::min<int64_t>(ky, op.avx2_k_ - 1);
+        rows[ky] = iy >= 0 && iy < int64_t(s.in_h) ? t.x + (n * s.in_h + size_t(iy)) * s.in_w * c
+                                                   : op.zero_row_.data();
+      }
+      if (op.avx2_k_ == 3)
+        op.row_avx2<3>(rows, t.out + r * s.out_w * c);
+      else
+        op.row_avx2<5>(rows, t.out + r * s.out_w * c);
+      return;
+    }
     if (op.vnni_k_) {
       const int8_t* rows[8];  // the kernel's rows, then fillers (zero weights) to a multiple of 4
       for (int64_t ky = 0; ky < 8; ++ky) {
@@ -879,6 +1039,90 @@ class Int8Depthwise final : public NativeDataOp {
           acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(xv, wt));
         }
         _mm512_mask_cvtsepi32_storeu_epi8(out_row + ox * c + ch, k, requant_.apply16(acc, ch));
+      }
+    }
+  }
+
+  // A whole output row of the kK x kK form with AVX2: per 8 channels, each input column the
+  // row reads (padding columns: the zero point) becomes kGroups x 32 bytes, four rows' bytes
+  // per channel (rows past the kernel meet zero weights), kept with their absolute values;
+  // then per output kK * kGroups x (vpsignb, vpmaddubsw, vpmaddwd by ones): each int16 pair
+  // sum |x0 w0 + x1 w1| <= 2 * 128 * 127, exact. Accumulators start at bias - zx * sum(w).
+  // One input column of 8 channels: rows r0..r3's bytes interleaved per channel, then |x|.
+  NN_INLINE_I8_AVX2 static void interleave_column(int8_t* at, __m128i r0, __m128i r1, __m128i r2, __m128i r3) {
+    const __m128i a = _mm_unpacklo_epi8(r0, r1), b = _mm_unpacklo_epi8(r2, r3);
+    const __m256i v = _mm256_set_m128i(_mm_unpackhi_epi16(a, b), _mm_unpacklo_epi16(a, b));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(at), v);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(at) + 1, _mm256_abs_epi8(v));
+  }
+  template <size_t kK>
+  NN_TARGET_I8_AVX2 void row_avx2(const int8_t* const rows[8], int8_t* out_row) const {
+    constexpr size_t kGroups = (kK + 3) / 4;
+    const NativeConvShape& s = s_;
+    const size_t c = s.out_c, stride = s.stride_w;
+    const int64_t first = -int64_t(s.pad_left);
+    const size_t span = (s.out_w - 1) * stride + kK;  // columns first .. first + span - 1
+    thread_local std::vector<int8_t> cols_storage;    // [span][kGroups][x, |x|], 32 bytes each
+    cols_storage.resize(span * kGroups * 64);
+    int8_t* const cols = cols_storage.data();
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m128i zx = _mm_set1_epi8(static_cast<char>(zx_));
+    for (size_t ch = 0; ch < c; ch += 8) {
+      const size_t cn = std::min<size_t>(8, c - ch);
+      // Input columns [i0, i1) of the span are inside the image.
+      const size_t i0 = size_t(std::clamp<int64_t>(-first, 0, int64_t(span)));
+      const size_t i1 = size_t(std::clamp<int64_t>(int64_t(s.in_w) - first, int64_t(i0), int64_t(span)));
+#define put(i, g, r0, r1, r2, r3) interleave_column(cols + ((i) * kGroups + (g)) * 64, r0, r1, r2, r3)
+      for (size_t g = 0; g < kGroups; ++g) {
+        for (size_t i = 0; i < i0; ++i) put(i, g, zx, zx, zx, zx);
+        for (size_t i = i1; i < span; ++i) put(i, g, zx, zx, zx, zx);
+        const int8_t* p0 = rows[4 * g] + ch + size_t(first + int64_t(i0)) * c;
+        const int8_t* p1 = rows[4 * g + 1] + ch + size_t(first + int64_t(i0)) * c;
+        const int8_t* p2 = rows[4 * g + 2] + ch + size_t(first + int64_t(i0)) * c;
+        const int8_t* p3 = rows[4 * g + 3] + ch + size_t(first + int64_t(i0)) * c;
+        if (cn == 8) {
+          for (size_t i = i0; i < i1; ++i, p0 += c, p1 += c, p2 += c, p3 += c)
+            put(i, g, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p0)),
+                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p1)),
+                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p2)),
+                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p3)));
+        } else {
+          auto part = [cn](const int8_t* p) {
+            int64_t b = 0;
+            std::memcpy(&b, p, cn);
+            return b;
+          };
+          for (size_t i = i0; i < i1; ++i, p0 += c, p1 += c, p2 += c, p3 += c)
+            put(i, g, _mm_cvtsi64_si128(part(p0)), _mm_cvtsi64_si128(part(p1)), _mm_cvtsi64_si128(part(p2)),
+                _mm_cvtsi64_si128(part(p3)));
+        }
+      }
+#undef put
+      __m256i wv[kK][kGroups];
+      const int8_t* wp = w8_.data() + ch / 8 * kGroups * kK * 32;
+      for (size_t g = 0; g < kGroups; ++g)
+        for (size_t kx = 0; kx < kK; ++kx)
+          wv[kx][g] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + (g * kK + kx) * 32));
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(inner_bias_.data() + ch));
+      const ChannelRequant::Columns8 rq = requant_.columns8(ch);
+      for (size_t ox = 0; ox < s.out_w; ++ox) {
+        const __m256i* col = reinterpret_cast<const __m256i*>(cols + ox * stride * kGroups * 64);
+        __m256i acc = b;
+#pragma GCC unroll 10
+        for (size_t t = 0; t < kK * kGroups; ++t) {
+          const __m256i v = _mm256_loadu_si256(col + 2 * t), av = _mm256_loadu_si256(col + 2 * t + 1);
+          acc = _mm256_add_epi32(
+              acc, _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(wv[t / kGroups][t % kGroups], v)), ones));
+        }
+        const __m256i v = rq.apply(acc);
+        const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        const __m128i b8 = _mm_packs_epi16(w16, w16);
+        if (cn == 8) {
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(out_row + ox * c + ch), b8);
+        } else {
+          const int64_t bytes = _mm_cvtsi128_si64(b8);
+          std::memcpy(out_row + ox * c + ch, &bytes, cn);
+        }
       }
     }
   }
@@ -968,9 +1212,11 @@ class Int8Depthwise final : public NativeDataOp {
   std::vector<int32_t> bias_, inner_bias_;  // [c_pad]
   std::vector<int64_t> rel_;                // per tap: input offset from the window's corner
   uint32_t vnni_k_ = 0;                     // 3 or 5: the VNNI form's kernel size (row_vnni), else 0
+  uint32_t avx2_k_ = 0;                     // 3 or 5: the AVX2 form's (row_avx2), else 0
+  std::vector<int8_t> w8_;                  // AVX2: [C / 8][ky / 4][kx][8 channels][ky % 4]
   std::vector<int8_t> w4_;                  // VNNI: [C / 16][ky / 4][kx][16 channels][ky % 4]
   std::vector<int32_t> vnni_bias_;          // VNNI: bias - (zx + 128) * sum(w)
-  std::vector<int8_t> zero_row_;            // VNNI: an input row of zero points (rows in the padding)
+  std::vector<int8_t> zero_row_;            // VNNI, AVX2: an input row of zero points (rows in the padding)
   size_t ox_lo_ = 0, ox_hi_ = 0;
   std::string name_;
 };
@@ -1033,6 +1279,23 @@ class Int8TiledDeconv final : public NativeDataOp {
 };
 
 #if NN_NATIVE_X86
+NN_TARGET_I8_AVX2 void requantize_avx2(const ChannelRequant& rq, const int32_t* acc, size_t rows, size_t n,
+                                      int8_t* out) {
+  for (size_t j = 0; j < n; j += 8) {
+    const size_t cols = std::min<size_t>(8, n - j);
+    const ChannelRequant::Columns8 c = rq.columns8(j);
+    for (size_t r = 0; r < rows; ++r) {
+      alignas(32) int32_t a[8] = {};
+      std::memcpy(a, acc + r * n + j, cols * 4);
+      const __m256i v = c.apply(_mm256_load_si256(reinterpret_cast<const __m256i*>(a)));
+      const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+      alignas(16) int8_t b8[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(b8), _mm_packs_epi16(w16, w16));
+      std::memcpy(out + r * n + j, b8, cols);
+    }
+  }
+}
+
 NN_TARGET_I8_512 void requantize_avx512(const ChannelRequant& rq, const int32_t* acc, size_t rows, size_t n,
                                         int8_t* out) {
   for (size_t j = 0; j < n; j += 16) {
@@ -1065,8 +1328,8 @@ void requantize_per_channel(const int32_t* acc, size_t rows, const std::vector<q
   *short_form = rq.short_form;
 #if NN_NATIVE_X86
   if (avx512 && has_avx512_int8()) return requantize_avx512(rq, acc, rows, n, out);
+  if (!avx512 && native_conv_supported()) return requantize_avx2(rq, acc, rows, n, out);
 #endif
-  (void)avx512;
   for (size_t r = 0; r < rows; ++r)
     for (size_t j = 0; j < n; ++j) out[r * n + j] = rq.scalar(acc[r * n + j], j);
 }
@@ -1092,18 +1355,26 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
   std::string reason;
   auto p = parse_window_op(m, op, &reason);
   if (!p) return no("window parameters");
-  // Without AVX-512 VNNI, XNNPACK's conv and depthwise kernels ran faster than ours (on this
-  // host's AVX2 mode, where XNNPACK keeps its AVX-512 ones: bench/README.md); the AVX2 GEMM
-  // runs the transpose conv, which XNNPACK has no per-channel int8 node for.
+  // Without AVX-512 VNNI the convs run on the AVX2 GEMM and 3x3 / 5x5 depthwise convs on its
+  // interleave (vpmaddubsw: faster than XNNPACK's AVX2 qs8 kernels, bench/README.md), but
+  // where our kernels may use AVX-512 without VNNI, XNNPACK's AVX-512 ones are left to it.
   const bool wide = has_vnni(isa);
+  const bool avx2_forms = !wide && !(isa.avx512 && has_avx512_int8()) && native_conv_supported();
   if (op.type == T::DEPTHWISE_CONV_2D) {
-    if (!wide) return no("int8 depthwise without AVX-512 VNNI: XNNPACK's");
+    if (!wide) {
+      if (!avx2_forms) return no("int8 depthwise with AVX-512 but no VNNI, or without AVX2: XNNPACK's");
+      if (filter.dims[1] != filter.dims[2] || (filter.dims[1] != 3 && filter.dims[1] != 5) ||
+          p->dilation_h != 1 || p->dilation_w != 1)
+        return no("int8 depthwise without AVX-512 VNNI other than 3x3 / 5x5, dilation 1: XNNPACK's");
+      if (std::find(w, w + num_elements(filter.dims), int8_t{-128}) != w + num_elements(filter.dims))
+        return no("int8 depthwise with a weight -128 without AVX-512 VNNI: XNNPACK's");
+    }
     // Our int32 lanes pay where XNNPACK's per-pixel overhead dominates (few channels) or the
     // taps are many (5x5); on MobileNetV2's wide 3x3 layers XNNPACK's (fp32 requantization,
     // 16-bit products) was 1.6-2x faster than them, but not than the VNNI 3x3 form (VBMI).
     const bool vnni3x3 =
         has_vbmi() && filter.dims[1] == 3 && filter.dims[2] == 3 && p->dilation_h == 1 && p->dilation_w == 1;
-    if (!vnni3x3 && filter.dims[3] > 32 && size_t(filter.dims[1]) * filter.dims[2] < 25)
+    if (wide && !vnni3x3 && filter.dims[3] > 32 && size_t(filter.dims[1]) * filter.dims[2] < 25)
       return no("int8 3x3 depthwise on more than 32 channels: XNNPACK's");
     // filter [1, kh, kw, C]: the per-channel axis is 3
     if (p->depth_multiplier != 1 || in.dims[3] != out.dims[3]) return no("int8 depthwise with a multiplier");
@@ -1132,7 +1403,7 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
     if (mu.shift > 0) return no("a requantization multiplier above 1");
   const quant::Range range = quant::activation_range(p->fuse, out);
   if (op.type == T::CONV_2D) {
-    if (!wide) return no("int8 conv without AVX-512 VNNI: XNNPACK's");
+    if (!wide && !avx2_forms) return no("int8 conv with AVX-512 but no VNNI, or without AVX2: XNNPACK's");
     if (p->groups != 1) return no("grouped int8 conv");
     auto gemm = std::make_unique<Int8Gemm>(kh * kw * in_c, out_c, w, bias, per_channel, in.zero_point,
                                            out.zero_point, range, isa);
