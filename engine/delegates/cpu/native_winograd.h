@@ -33,6 +33,7 @@ class NativeWinograd final : public NativeOp {
   // All tiles in one block, the threads splitting the filters' panels (few tiles for large
   // filters; panel_split on): each filter byte is read once per run.
   bool splits_panels() const { return split_panels_; }
+  size_t panel_group() const { return panel_group_; }
 
   struct Task;
 
@@ -49,6 +50,7 @@ class NativeWinograd final : public NativeOp {
   size_t block_ = 0;                  // tiles per block (the GEMMs' m)
   size_t slot_floats_ = 0;            // one slot's scratch
   bool split_panels_ = false;
+  size_t panel_group_ = 1;  // panels per item of the split
   std::unique_ptr<PackedGemm> gemm_;  // (m + 2)^2 transformed filters, in_c x out_c each
 };
 
