@@ -313,3 +313,60 @@ TEST(NativeWinograd, BalancedBlocksForTwoSlotsKeepTheBits) {
 }
 
 }  // namespace
+
+namespace {
+
+// Few tiles for large filters: one block of all tiles, the threads splitting the filters'
+// panels in runs (NativeWinograd::splits_panels). Built for 1, 2 and 3 slots and run on
+// that many threads, every output keeps the bits of the blocks-of-tiles form (panel_split
+// off, 1 thread), which matches the direct conv: no output missed or written twice, at
+// ragged panels (200 channels: 6 x 32 + 8 on AVX-512, 12 x 16 + 8 on AVX2), odd maps and
+// the per-channel-range swish and residual stages.
+void check_panel_split(const NativeIsa& isa, uint32_t m, Stage stage) {
+  const Case c{13, 11, 160, 200, stage != Stage::kSwish, stage};
+  const NativeConvShape s = shape_of(c);
+  const Data d = data_for(s, 57);
+  const Epilogue e = epilogue_of(c.stage);
+  const std::string what =
+      describe(c) + (isa.avx512 ? " AVX-512" : " AVX2") + " F(" + std::to_string(m) + "x" + std::to_string(m) + ")";
+  const NativeWinograd blocks(s, d.filter.data(), d.bias.data(), e, 1, m, isa, /*panel_split=*/false);
+  ASSERT_TRUE(blocks.ok());
+  EXPECT_FALSE(blocks.splits_panels());
+  const size_t n = size_t(s.batch) * s.out_h * s.out_w * s.out_c;
+  const std::vector<float> want = run(blocks, d, e, n, nullptr);
+  EXPECT_LE(relative_error(want, direct(s, d, e), scale_of(s, d, e)), 3e-5) << what;
+  for (size_t threads : {1u, 2u, 3u}) {
+    const NativeWinograd split(s, d.filter.data(), d.bias.data(), e, threads, m, isa);
+    ASSERT_TRUE(split.ok());
+    EXPECT_TRUE(split.splits_panels()) << what << ", " << threads << " slots";
+    pthreadpool_t pool = threads > 1 ? pthreadpool_create(threads) : nullptr;
+    const std::vector<float> got = run(split, d, e, n, pool);
+    if (pool) pthreadpool_destroy(pool);
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), n * sizeof(float)), 0) << what << ", " << threads << " threads";
+  }
+}
+
+}  // namespace
+
+TEST(NativeWinograd, PanelSplitKeepsTheBitsOnOneToThreeThreads) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  for (const NativeIsa& isa : isas())
+    for (uint32_t m : {2u, 4u})
+      for (Stage st : {Stage::kNone, Stage::kResidualRelu, Stage::kSwish}) check_panel_split(isa, m, st);
+}
+
+// Where the threads split the panels, each filter byte is read once per run at any thread
+// count, so the 1-thread rule decides (vgg11's 512 -> 512 at 14x14 and fcn_resnet50's
+// 2048 -> 512 head at 32x32 had gone to the direct conv at 2 threads).
+TEST(NativeWinograd, PaysAtTwoThreadsWhereThePanelsAreSplit) {
+  NativeConvShape s = shape_of({14, 14, 512, 512, true, Stage::kNone});
+  s.batch = 1;
+  EXPECT_TRUE(nn::cpu::winograd_pays(s, 1));
+  EXPECT_TRUE(nn::cpu::winograd_pays(s, 2));
+  NativeConvShape head = shape_of({32, 32, 2048, 512, true, Stage::kNone});
+  head.batch = 1;
+  EXPECT_TRUE(nn::cpu::winograd_pays(head, 2));
+  s.out_h = s.out_w = s.in_h = s.in_w = 7;  // 4 tiles for 9.4 MB of filters: the direct conv
+  EXPECT_FALSE(nn::cpu::winograd_pays(s, 1));
+  EXPECT_FALSE(nn::cpu::winograd_pays(s, 2));
+}
