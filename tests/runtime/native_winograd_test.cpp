@@ -370,3 +370,28 @@ TEST(NativeWinograd, PaysAtTwoThreadsWhereThePanelsAreSplit) {
   EXPECT_FALSE(nn::cpu::winograd_pays(s, 1));
   EXPECT_FALSE(nn::cpu::winograd_pays(s, 2));
 }
+
+// CpuOptions::winograd_panel_split: at 2 threads a 14x14 384 -> 384 conv (16 tiles for
+// 21 MB of transformed filters) runs as Winograd with the panels split, and without the
+// split on the direct conv (blocks of tiles would stream the filters once per thread); both
+// match the reference kernels.
+TEST(NativeWinograd, PanelSplitSwitchPicksTheKernel) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  using T = nn::OperationType;
+  nn_test::TestModel b;
+  const uint32_t x = b.input({1, 14, 14, 384});
+  const uint32_t w = b.constant({384, 3, 3, 384}, 5, -0.05f, 0.05f), bias = b.constant({384}, 6);
+  b.output(b.op(T::CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1)}));
+  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+  nn::CpuOptions on, off;
+  off.winograd_panel_split = false;
+  EXPECT_EQ(kernel_of(b.model, on, 2).rfind("native winograd F(4x4,3x3)", 0), 0u) << kernel_of(b.model, on, 2);
+  EXPECT_EQ(kernel_of(b.model, off, 2).rfind("native conv", 0), 0u) << kernel_of(b.model, off, 2);
+  for (const nn::CpuOptions& cpu : {on, off}) {
+    nn::SessionOptions o;
+    o.delegates = {"cpu"};
+    o.cpu = cpu;
+    o.threads = 2;
+    EXPECT_LE(nn_test::compare_with_reference(b.model, o, -1.f, 1.f, 7, 1.0).max_rel_error, 1e-4);
+  }
+}

@@ -362,7 +362,7 @@ void NativeWinograd::run_split_panels(Task& task, pthreadpool_t pool) const {
   for_each_row(pool, (gemm_->panels() + panel_group_ - 1) / panel_group_, panel, &task);
 }
 
-bool winograd_pays(const NativeConvShape& s, int threads) {
+bool winograd_pays(const NativeConvShape& s, int threads, bool panel_split) {
   const size_t tiles = size_t(s.batch) * ((s.out_h + 3) / 4) * ((s.out_w + 3) / 4);
   const size_t in_c = s.in_c, out_c = s.out_c;
   // Below 16 channels the vectors and the GEMMs' panels run part empty (not measured). A
@@ -372,7 +372,7 @@ bool winograd_pays(const NativeConvShape& s, int threads) {
   // at 14x14 on 2 threads, each thread streaming all 37 MB) lost or tied.
   // Where the threads split the filters' panels (filters_outweigh_tiles), each filter byte is
   // read once per run at any thread count: the 1-thread rule.
-  const size_t sharing = filters_outweigh_tiles(s, 4) ? 1 : size_t(std::max(1, threads));
+  const size_t sharing = panel_split && filters_outweigh_tiles(s, 4) ? 1 : size_t(std::max(1, threads));
   return NativeWinograd::supports(s) && in_c >= 16 && out_c >= 16 && (out_c >= 32 || in_c <= 32) &&
          tiles * 16384 >= in_c * out_c * sharing;
 }

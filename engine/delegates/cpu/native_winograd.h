@@ -57,7 +57,8 @@ class NativeWinograd final : public NativeOp {
 // Where F(4x4, 3x3) beats NativeConv's implicit GEMM, measured per shape (nnwinograd:
 // in/out channels 16..512, maps 7x7..112x112, 1 and 2 threads, AVX-512 and AVX2;
 // bench/README.md): 16 channels or more in and out; out_c >= 32 unless in_c <= 32; and at
-// least one 4x4 output tile per thread per 16384 (in_c x out_c) filter pairs.
-bool winograd_pays(const NativeConvShape& s, int threads);
+// least one 4x4 output tile per thread per 16384 (in_c x out_c) filter pairs, per 16384
+// pairs whatever the threads where they split the filters' panels (panel_split).
+bool winograd_pays(const NativeConvShape& s, int threads, bool panel_split = true);
 
 }  // namespace nn::cpu
