@@ -323,7 +323,7 @@ namespace {
 // ragged panels (200 channels: 6 x 32 + 8 on AVX-512, 12 x 16 + 8 on AVX2), odd maps and
 // the per-channel-range swish and residual stages.
 void check_panel_split(const NativeIsa& isa, uint32_t m, Stage stage) {
-  const Case c{13, 11, 160, 200, stage != Stage::kSwish, stage};
+  const Case c{7, 9, 160, 200, stage != Stage::kSwish, stage};
   const NativeConvShape s = shape_of(c);
   const Data d = data_for(s, 57);
   const Epilogue e = epilogue_of(c.stage);
@@ -338,7 +338,9 @@ void check_panel_split(const NativeIsa& isa, uint32_t m, Stage stage) {
   for (size_t threads : {1u, 2u, 3u}) {
     const NativeWinograd split(s, d.filter.data(), d.bias.data(), e, threads, m, isa);
     ASSERT_TRUE(split.ok());
-    EXPECT_TRUE(split.splits_panels()) << what << ", " << threads << " slots";
+    // One slot splits only where its blocks would not hold all tiles (F(2x2)'s 40 tiles, not
+    // F(4x4)'s 12): one block reads the filters once anyway.
+    EXPECT_EQ(split.splits_panels(), threads > 1 || m == 2) << what << ", " << threads << " slots";
     pthreadpool_t pool = threads > 1 ? pthreadpool_create(threads) : nullptr;
     const std::vector<float> got = run(split, d, e, n, pool);
     if (pool) pthreadpool_destroy(pool);
