@@ -119,6 +119,11 @@ constexpr double kG2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 
 // the GEMMs stream).
 constexpr size_t kBlockBytes = size_t(384) << 10;
 constexpr size_t kFilterBytesInL2 = size_t(1) << 20;
+// The split pays only for filters that do not stay in L3 beside the rest of a run: at 2
+// threads it lost 7% on googlenet (3.6 MB of filters at 14x14) and squeezenet (2.4 MB at
+// 13x13), where two blocks read them from L3 and the split's second job and the other
+// core's transformed tiles cost more; resnet's 9.4 MB at 14x14 tied.
+constexpr size_t kSplitFilterBytes = size_t(16) << 20;
 // With split_panels_, one transform-domain point's input for all tiles (a GEMM's A, which
 // every panel of that point reads again) stays within this.
 constexpr size_t kPointBytes = size_t(1) << 20;
@@ -130,14 +135,14 @@ size_t gemm_panels(size_t out_c, const NativeIsa& isa) {
 }
 
 // Whether F(m x m)'s filters outweigh twice the transformed input and GEMM output of all
-// tiles (and outgrow L2), one point's input for all tiles staying within kPointBytes: where
+// tiles (and kSplitFilterBytes), one point's input for all tiles staying within kPointBytes: where
 // the threads split the filters' panels over one block of all tiles. (At 1x, resnet50's
 // 128 -> 128 convs at 28x28, 2.4 MB of filters for 1.8 MB of tiles, ran 0-10% slower split.)
 bool filters_outweigh_tiles(const NativeConvShape& s, size_t m) {
   const size_t points = (m + 2) * (m + 2);
   const size_t tiles = size_t(s.batch) * ((s.out_h + m - 1) / m) * ((s.out_w + m - 1) / m);
   const size_t filter_bytes = points * s.in_c * s.out_c * sizeof(float);
-  return filter_bytes > kFilterBytesInL2 && filter_bytes >= 2 * tiles * points * (s.in_c + s.out_c) * sizeof(float) &&
+  return filter_bytes >= kSplitFilterBytes && filter_bytes >= 2 * tiles * points * (s.in_c + s.out_c) * sizeof(float) &&
          tiles * s.in_c * sizeof(float) <= kPointBytes;
 }
 
