@@ -313,3 +313,87 @@ TEST(NativeWinograd, BalancedBlocksForTwoSlotsKeepTheBits) {
 }
 
 }  // namespace
+
+namespace {
+
+// Few tiles for large filters: one block of all tiles, the threads splitting the filters'
+// panels in runs (NativeWinograd::splits_panels). Built for 1, 2 and 3 slots and run on
+// that many threads, every output keeps the bits of the blocks-of-tiles form (panel_split
+// off, 1 thread), which matches the direct conv: no output missed or written twice, at
+// ragged panels (392 channels: 12 x 32 + 8 on AVX-512, 24 x 16 + 8 on AVX2), an odd map
+// (24 tiles: more than one slot's block) and the per-channel-range swish and residual stages.
+void check_panel_split(const NativeIsa& isa, Stage stage) {
+  const Case c{9, 13, 320, 392, stage != Stage::kSwish, stage};  // 18 MB of F(4x4) filters
+  const NativeConvShape s = shape_of(c);
+  const Data d = data_for(s, 57);
+  const Epilogue e = epilogue_of(c.stage);
+  const std::string what = describe(c) + (isa.avx512 ? " AVX-512" : " AVX2");
+  const NativeWinograd blocks(s, d.filter.data(), d.bias.data(), e, 1, 4, isa, /*panel_split=*/false);
+  ASSERT_TRUE(blocks.ok());
+  EXPECT_FALSE(blocks.splits_panels());
+  const size_t n = size_t(s.batch) * s.out_h * s.out_w * s.out_c;
+  const std::vector<float> want = run(blocks, d, e, n, nullptr);
+  EXPECT_LE(relative_error(want, direct(s, d, e), scale_of(s, d, e)), 3e-5) << what;
+  for (size_t threads : {1u, 2u, 3u}) {
+    const NativeWinograd split(s, d.filter.data(), d.bias.data(), e, threads, 4, isa);
+    ASSERT_TRUE(split.ok());
+    EXPECT_TRUE(split.splits_panels()) << what << ", " << threads << " slots";
+    pthreadpool_t pool = threads > 1 ? pthreadpool_create(threads) : nullptr;
+    const std::vector<float> got = run(split, d, e, n, pool);
+    if (pool) pthreadpool_destroy(pool);
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), n * sizeof(float)), 0) << what << ", " << threads << " threads";
+  }
+  // Small filters keep the blocks (2.4 MB: squeezenet's 64 -> 256 at 13x13).
+  NativeConvShape small = shape_of({13, 13, 64, 256, true, Stage::kNone});
+  small.batch = 1;
+  EXPECT_FALSE(NativeWinograd(small, d.filter.data(), d.bias.data(), e, 2, 4, isa).splits_panels());
+}
+
+}  // namespace
+
+TEST(NativeWinograd, PanelSplitKeepsTheBitsOnOneToThreeThreads) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  for (const NativeIsa& isa : isas())
+    for (Stage st : {Stage::kNone, Stage::kResidualRelu, Stage::kSwish}) check_panel_split(isa, st);
+}
+
+// Where the threads split the panels, each filter byte is read once per run at any thread
+// count, so the 1-thread rule decides (vgg11's 512 -> 512 at 14x14 and fcn_resnet50's
+// 2048 -> 512 head at 32x32 had gone to the direct conv at 2 threads).
+TEST(NativeWinograd, PaysAtTwoThreadsWhereThePanelsAreSplit) {
+  NativeConvShape s = shape_of({14, 14, 512, 512, true, Stage::kNone});
+  s.batch = 1;
+  EXPECT_TRUE(nn::cpu::winograd_pays(s, 1));
+  EXPECT_TRUE(nn::cpu::winograd_pays(s, 2));
+  NativeConvShape head = shape_of({32, 32, 2048, 512, true, Stage::kNone});
+  head.batch = 1;
+  EXPECT_TRUE(nn::cpu::winograd_pays(head, 2));
+  s.out_h = s.out_w = s.in_h = s.in_w = 7;  // 4 tiles for 9.4 MB of filters: the direct conv
+  EXPECT_FALSE(nn::cpu::winograd_pays(s, 1));
+  EXPECT_FALSE(nn::cpu::winograd_pays(s, 2));
+}
+
+// CpuOptions::winograd_panel_split: at 2 threads a 14x14 384 -> 384 conv (16 tiles for
+// 21 MB of transformed filters) runs as Winograd with the panels split, and without the
+// split on the direct conv (blocks of tiles would stream the filters once per thread); both
+// match the reference kernels.
+TEST(NativeWinograd, PanelSplitSwitchPicksTheKernel) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  using T = nn::OperationType;
+  nn_test::TestModel b;
+  const uint32_t x = b.input({1, 14, 14, 384});
+  const uint32_t w = b.constant({384, 3, 3, 384}, 5, -0.05f, 0.05f), bias = b.constant({384}, 6);
+  b.output(b.op(T::CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1)}));
+  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+  nn::CpuOptions on, off;
+  off.winograd_panel_split = false;
+  EXPECT_EQ(kernel_of(b.model, on, 2).rfind("native winograd F(4x4,3x3)", 0), 0u) << kernel_of(b.model, on, 2);
+  EXPECT_EQ(kernel_of(b.model, off, 2).rfind("native conv", 0), 0u) << kernel_of(b.model, off, 2);
+  for (const nn::CpuOptions& cpu : {on, off}) {
+    nn::SessionOptions o;
+    o.delegates = {"cpu"};
+    o.cpu = cpu;
+    o.threads = 2;
+    EXPECT_LE(nn_test::compare_with_reference(b.model, o, -1.f, 1.f, 7, 1.0).max_rel_error, 1e-4);
+  }
+}

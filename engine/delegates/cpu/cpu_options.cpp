@@ -29,6 +29,7 @@ CpuOptions CpuOptions::from_environment() {
   o.layer_norm = !set("NN_NO_LAYER_NORM");
   o.drop_dead_taps = !set("NN_NO_DEAD_TAPS");
   o.winograd = !set("NN_NO_WINOGRAD");
+  o.winograd_panel_split = !set("NN_NO_WINOGRAD_SPLIT");
   o.native_int8 = !set("NN_NO_NATIVE_INT8");
   o.native_int8_add = set("NN_NATIVE_INT8_ADD");
   o.native_int8_logistic = !set("NN_NO_NATIVE_INT8_LOGISTIC");

@@ -253,7 +253,7 @@ std::pair<const float*, const float*> conv_weights(const Model& m, const Operati
 std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind kind,
                                          const StaticLookup& statics, const Epilogue& epilogue,
                                          const NativeIsa& isa, bool dead_taps, const Dims* at_size,
-                                         int winograd_threads) {
+                                         int winograd_threads, bool winograd_split) {
   const Operation& op = m.operations[k];
   std::string why;
   if (kind == NativeKind::kAddMean) {  // an ADD; the mean's output shape follows from its input
@@ -274,8 +274,9 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
     case NativeKind::kConv: {
       std::vector<float> live;
       if (dead_taps && drop_dead_taps(&s, weights, &live)) weights = live.data();
-      if (winograd_threads > 0 && s.groups == 1 && winograd_pays(s, winograd_threads))
-        return std::make_unique<NativeWinograd>(s, weights, bias, epilogue, size_t(winograd_threads), 4, isa);
+      if (winograd_threads > 0 && s.groups == 1 && winograd_pays(s, winograd_threads, winograd_split))
+        return std::make_unique<NativeWinograd>(s, weights, bias, epilogue, size_t(winograd_threads), 4, isa,
+                                                winograd_split);
       return std::make_unique<NativeConv>(s, weights, bias, epilogue, isa);
     }
     case NativeKind::kDepthwise:

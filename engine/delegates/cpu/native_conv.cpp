@@ -1015,15 +1015,29 @@ void multiply_panels(size_t m, const float* a, size_t lda, const float* w, size_
 }  // namespace
 
 void PackedGemm::multiply(size_t i, size_t m, const float* a, size_t lda, float* c, size_t ldc) const {
-  const size_t width = wide_ ? kNr512 : kNr;
-  const float* w = packed_.get() + i * n_blocks_ * width * (k_ + 1);
+  multiply(i, m, a, lda, c, ldc, 0, n_blocks_);
+}
+
+size_t PackedGemm::panel_width() const {
+  return wide_ ? kNr512 : kNr;
+}
+
+void PackedGemm::multiply(size_t i, size_t m, const float* a, size_t lda, float* c, size_t ldc, size_t j0,
+                          size_t j1) const {
+  const size_t width = panel_width();
+  j1 = std::min(j1, n_blocks_);
+  if (j0 >= j1) return;
+  // Panels [j0, j1) as a GEMM of their columns alone: its weights, output and n from j0.
+  const float* w = packed_.get() + (i * n_blocks_ + j0) * width * (k_ + 1);
+  const size_t blocks = j1 - j0, n = std::min(n_, j1 * width) - j0 * width;
+  c += j0 * width;
 #if NN_NATIVE_X86
   if (avx512_ && wide_ && half_width_)
-    return multiply_panels<Avx512HalfWidthGemm>(m, a, lda, w, n_blocks_, k_, n_, c, ldc);
-  if (avx512_ && wide_) return multiply_panels<Avx512Gemm<2>>(m, a, lda, w, n_blocks_, k_, n_, c, ldc);
-  if (avx512_) return multiply_panels<Avx512Gemm<1>>(m, a, lda, w, n_blocks_, k_, n_, c, ldc);
+    return multiply_panels<Avx512HalfWidthGemm>(m, a, lda, w, blocks, k_, n, c, ldc);
+  if (avx512_ && wide_) return multiply_panels<Avx512Gemm<2>>(m, a, lda, w, blocks, k_, n, c, ldc);
+  if (avx512_) return multiply_panels<Avx512Gemm<1>>(m, a, lda, w, blocks, k_, n, c, ldc);
 #endif
-  multiply_panels<Avx2Gemm>(m, a, lda, w, n_blocks_, k_, n_, c, ldc);
+  multiply_panels<Avx2Gemm>(m, a, lda, w, blocks, k_, n, c, ldc);
 }
 
 size_t NativeConv::tile_pixels(const NativeIsa& isa) {

@@ -172,6 +172,10 @@ class PackedGemm {
   PackedGemm(size_t count, size_t k, size_t n, const float* b, const NativeIsa& isa = NativeIsa::best());
   // c = a * B_i for m rows of a (lda floats apart) into c (ldc apart): n columns per row.
   void multiply(size_t i, size_t m, const float* a, size_t lda, float* c, size_t ldc) const;
+  // The same for panels [j0, j1) only: columns [j0 * panel_width(), j1 * panel_width()).
+  void multiply(size_t i, size_t m, const float* a, size_t lda, float* c, size_t ldc, size_t j0, size_t j1) const;
+  size_t panels() const { return n_blocks_; }
+  size_t panel_width() const;
   bool ok() const { return packed_ != nullptr; }
 
  private:

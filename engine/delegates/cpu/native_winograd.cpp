@@ -119,6 +119,32 @@ constexpr double kG2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 
 // the GEMMs stream).
 constexpr size_t kBlockBytes = size_t(384) << 10;
 constexpr size_t kFilterBytesInL2 = size_t(1) << 20;
+// The split pays only for filters that do not stay in L3 beside the rest of a run: at 2
+// threads it lost 7% on googlenet (3.6 MB of filters at 14x14) and squeezenet (2.4 MB at
+// 13x13), where two blocks read them from L3 and the split's second job and the other
+// core's transformed tiles cost more; resnet's 9.4 MB at 14x14 tied.
+constexpr size_t kSplitFilterBytes = size_t(16) << 20;
+// With split_panels_, one transform-domain point's input for all tiles (a GEMM's A, which
+// every panel of that point reads again) stays within this.
+constexpr size_t kPointBytes = size_t(1) << 20;
+
+// Panels PackedGemm cuts out_c into (its rule).
+size_t gemm_panels(size_t out_c, const NativeIsa& isa) {
+  const size_t width = isa.avx512 && out_c > 16 ? 32 : 16;
+  return (out_c + width - 1) / width;
+}
+
+// Whether F(m x m)'s filters outweigh twice the transformed input and GEMM output of all
+// tiles (and kSplitFilterBytes), one point's input for all tiles staying within kPointBytes: where
+// the threads split the filters' panels over one block of all tiles. (At 1x, resnet50's
+// 128 -> 128 convs at 28x28, 2.4 MB of filters for 1.8 MB of tiles, ran 0-10% slower split.)
+bool filters_outweigh_tiles(const NativeConvShape& s, size_t m) {
+  const size_t points = (m + 2) * (m + 2);
+  const size_t tiles = size_t(s.batch) * ((s.out_h + m - 1) / m) * ((s.out_w + m - 1) / m);
+  const size_t filter_bytes = points * s.in_c * s.out_c * sizeof(float);
+  return filter_bytes >= kSplitFilterBytes && filter_bytes >= 2 * tiles * points * (s.in_c + s.out_c) * sizeof(float) &&
+         tiles * s.in_c * sizeof(float) <= kPointBytes;
+}
 
 }  // namespace
 
@@ -129,7 +155,7 @@ bool NativeWinograd::supports(const NativeConvShape& s) {
 
 NativeWinograd::NativeWinograd(const NativeConvShape& shape, const float* filter, const float* bias,
                                const Epilogue& epilogue, size_t slots, uint32_t output_tile,
-                               const NativeIsa& isa)
+                               const NativeIsa& isa, bool panel_split)
     : shape_(shape),
       epilogue_(epilogue),
       avx512_(isa.avx512),
@@ -152,6 +178,12 @@ NativeWinograd::NativeWinograd(const NativeConvShape& shape, const float* filter
   // no more per pixel than the direct conv's 64-pixel tiles reading a quarter the bytes.
   // Fewer where that leaves a thread without a block.
   const size_t per_tile = points * (in_pad_ + out_pad_) * sizeof(float);
+  // Few tiles for large filters (512 -> 512 at 28x28 or 14x14, FCN's 2048 -> 512 head):
+  // every block of tiles streams all the filters from L3 or memory, 4 blocks of 49 tiles
+  // 4 x 37 MB, and two threads taking blocks stream twice the bytes in the same time. There
+  // all tiles go through the GEMMs as one block and threads split the filters' panels
+  // (split_panels_): each filter byte is read once per run, however many threads.
+  split_panels_ = panel_split && filters_outweigh_tiles(shape, m_);
   size_t block = std::max(rows, kBlockBytes / per_tile / rows * rows);
   if (points * shape.in_c * shape.out_c * sizeof(float) > kFilterBytesInL2)
     block = std::max(block, (size_t(16) + rows - 1) / rows * rows);
@@ -164,6 +196,18 @@ NativeWinograd::NativeWinograd(const NativeConvShape& shape, const float* filter
     block = (tiles_ + blocks - 1) / blocks;
   }
   block_ = std::max<size_t>(1, std::min(block, tiles_));
+  // Only where the blocks would stream the filters more than once (one block of 16 tiles on
+  // 1 thread: the panels' order of work was ~10% slower, the filters read once either way).
+  split_panels_ = split_panels_ && block_ < tiles_;
+  if (split_panels_) {  // one block, one buffer all threads share
+    block_ = tiles_;
+    const size_t panels = gemm_panels(shape.out_c, isa);
+    // Two items per thread, each a run of panels: an item walks every point's input for all
+    // tiles (MBs, from L3) once, so fewer, longer items read it fewer times (vgg11's 512 ->
+    // 512 at 28x28 on 2 threads: 3.8 ms a panel per item, 3.1-3.4 ms with 4 or 2 items).
+    panel_group_ = std::max<size_t>(1, (panels + 2 * slots_ - 1) / (2 * slots_));
+    slots_ = 1;
+  }
   slot_floats_ = (points * block_ * (in_pad_ + out_pad_) + 15) / 16 * 16;
 
   // U = G g G^T per (output, input) channel pair, in double, as (m + 2)^2 matrices in_c x out_c.
@@ -231,10 +275,49 @@ void run_block(const NativeWinograd::Task& t, const PackedGemm& gemm, const floa
   for (size_t p = 0; p < points; ++p)
     gemm.multiply(p, count, v + p * g.block * g.in_pad, g.in_pad, mm + p * g.block * g.out_pad, g.out_pad);
 #if NN_NATIVE_X86
-  avx512 ? wino_avx512::transform_output<kM>(g, mm, t0, count, bias, epilogue, t.residual, t.output)
-         : wino_avx2::transform_output<kM>(g, mm, t0, count, bias, epilogue, t.residual, t.output);
+  avx512 ? wino_avx512::transform_output<kM>(g, mm, t0, count, bias, epilogue, t.residual, t.output, 0,
+                                             g.shape.out_c)
+         : wino_avx2::transform_output<kM>(g, mm, t0, count, bias, epilogue, t.residual, t.output, 0,
+                                           g.shape.out_c);
 #else
-  wino_scalar::transform_output<kM>(g, mm, t0, count, bias, epilogue, t.residual, t.output);
+  wino_scalar::transform_output<kM>(g, mm, t0, count, bias, epilogue, t.residual, t.output, 0, g.shape.out_c);
+#endif
+}
+
+// split_panels_, first job: tile t of all tiles into v (one block: t is its row).
+template <int kM>
+void transform_tile(const NativeWinograd::Task& t, bool avx512, size_t tile) {
+  const WinogradGeometry& g = t.geometry;
+  float* v = t.scratch + tile * g.in_pad;
+#if NN_NATIVE_X86
+  avx512 ? wino_avx512::transform_input<kM>(g, t.input, tile, 1, v)
+         : wino_avx2::transform_input<kM>(g, t.input, tile, 1, v);
+#else
+  (void)avx512;
+  wino_scalar::transform_input<kM>(g, t.input, tile, 1, v);
+#endif
+}
+
+// split_panels_, second job: panel j of every point's GEMM over all tiles, then its
+// channels of every output tile.
+template <int kM>
+void run_panel(const NativeWinograd::Task& t, const PackedGemm& gemm, const float* bias, const Epilogue& epilogue,
+               bool avx512, size_t j) {
+  const WinogradGeometry& g = t.geometry;
+  const size_t points = size_t(kM + 2) * (kM + 2), tiles = g.block;
+  const float* v = t.scratch;
+  float* mm = t.scratch + points * tiles * g.in_pad;
+  const size_t j1 = std::min(gemm.panels(), (j + 1) * t.op->panel_group());
+  j *= t.op->panel_group();
+  for (size_t p = 0; p < points; ++p)
+    gemm.multiply(p, tiles, v + p * tiles * g.in_pad, g.in_pad, mm + p * tiles * g.out_pad, g.out_pad, j, j1);
+  const size_t c0 = j * gemm.panel_width(), c1 = j1 * gemm.panel_width();
+#if NN_NATIVE_X86
+  avx512 ? wino_avx512::transform_output<kM>(g, mm, 0, tiles, bias, epilogue, t.residual, t.output, c0, c1)
+         : wino_avx2::transform_output<kM>(g, mm, 0, tiles, bias, epilogue, t.residual, t.output, c0, c1);
+#else
+  (void)avx512;
+  wino_scalar::transform_output<kM>(g, mm, 0, tiles, bias, epilogue, t.residual, t.output, c0, c1);
 #endif
 }
 
@@ -249,6 +332,7 @@ void NativeWinograd::run(const NativeArgs& args) const {
   task.output = args.output;
   task.scratch = static_cast<float*>(args.scratch);
   task.blocks = (tiles_ + block_ - 1) / block_;
+  if (split_panels_) return run_split_panels(task, args.pool);
   // Each slot takes blocks until none is left: a block's numbers do not depend on who runs it.
   auto slot = [](void* ctx, size_t s) {
     Task& t = *static_cast<Task*>(ctx);
@@ -267,7 +351,24 @@ void NativeWinograd::run(const NativeArgs& args) const {
   pthreadpool_parallelize_1d(args.pool, slot, &task, slots, 0);
 }
 
-bool winograd_pays(const NativeConvShape& s, int threads) {
+void NativeWinograd::run_split_panels(Task& task, pthreadpool_t pool) const {
+  auto tile = [](void* ctx, size_t i) {
+    const Task& t = *static_cast<const Task*>(ctx);
+    t.op->m_ == 4 ? transform_tile<4>(t, t.op->avx512_, i) : transform_tile<2>(t, t.op->avx512_, i);
+  };
+  auto panel = [](void* ctx, size_t j) {
+    const Task& t = *static_cast<const Task*>(ctx);
+    const NativeWinograd& op = *t.op;
+    op.m_ == 4 ? run_panel<4>(t, *op.gemm_, op.packed_.get(), op.epilogue_, op.avx512_, j)
+               : run_panel<2>(t, *op.gemm_, op.packed_.get(), op.epilogue_, op.avx512_, j);
+  };
+  // The pool's first job ends when every tile is transformed: then each panel's GEMMs read
+  // them all.
+  for_each_row(pool, tiles_, tile, &task);
+  for_each_row(pool, (gemm_->panels() + panel_group_ - 1) / panel_group_, panel, &task);
+}
+
+bool winograd_pays(const NativeConvShape& s, int threads, bool panel_split) {
   const size_t tiles = size_t(s.batch) * ((s.out_h + 3) / 4) * ((s.out_w + 3) / 4);
   const size_t in_c = s.in_c, out_c = s.out_c;
   // Below 16 channels the vectors and the GEMMs' panels run part empty (not measured). A
@@ -275,8 +376,11 @@ bool winograd_pays(const NativeConvShape& s, int threads) {
   // (0.86-0.95 on AVX-512). Every tile streams the transformed filters, 36 in_c out_c floats:
   // a map with few tiles per thread for its filters (512 -> 256 or -> 512 at 7x7, 512 -> 512
   // at 14x14 on 2 threads, each thread streaming all 37 MB) lost or tied.
+  // Where the threads split the filters' panels (filters_outweigh_tiles), each filter byte is
+  // read once per run at any thread count: the 1-thread rule.
+  const size_t sharing = panel_split && filters_outweigh_tiles(s, 4) ? 1 : size_t(std::max(1, threads));
   return NativeWinograd::supports(s) && in_c >= 16 && out_c >= 16 && (out_c >= 32 || in_c <= 32) &&
-         tiles * 16384 >= in_c * out_c * size_t(std::max(1, threads));
+         tiles * 16384 >= in_c * out_c * sharing;
 }
 
 }  // namespace nn::cpu

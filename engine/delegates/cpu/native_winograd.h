@@ -21,7 +21,7 @@ class NativeWinograd final : public NativeOp {
   // own transform buffers in the scratch).
   NativeWinograd(const NativeConvShape& shape, const float* filter, const float* bias,
                  const Epilogue& epilogue, size_t slots, uint32_t output_tile = 4,
-                 const NativeIsa& isa = NativeIsa::best());
+                 const NativeIsa& isa = NativeIsa::best(), bool panel_split = true);
   void run(const NativeArgs& args) const override;
   // Per slot, one block of tiles' transformed input and GEMM output.
   size_t scratch_bytes() const override;
@@ -30,10 +30,16 @@ class NativeWinograd final : public NativeOp {
   static bool supports(const NativeConvShape& s);
   uint32_t output_tile() const { return m_; }
   const NativeConvShape& shape() const { return shape_; }
+  // All tiles in one block, the threads splitting the filters' panels (few tiles for large
+  // filters; panel_split on): each filter byte is read once per run.
+  bool splits_panels() const { return split_panels_; }
+  size_t panel_group() const { return panel_group_; }
 
   struct Task;
 
  private:
+  void run_split_panels(Task& task, pthreadpool_t pool) const;
+
   NativeConvShape shape_;
   Epilogue epilogue_;
   bool avx512_ = false;
@@ -43,13 +49,16 @@ class NativeWinograd final : public NativeOp {
   size_t tiles_h_ = 0, tiles_w_ = 0, tiles_ = 0;
   size_t block_ = 0;                  // tiles per block (the GEMMs' m)
   size_t slot_floats_ = 0;            // one slot's scratch
+  bool split_panels_ = false;
+  size_t panel_group_ = 1;  // panels per item of the split
   std::unique_ptr<PackedGemm> gemm_;  // (m + 2)^2 transformed filters, in_c x out_c each
 };
 
 // Where F(4x4, 3x3) beats NativeConv's implicit GEMM, measured per shape (nnwinograd:
 // in/out channels 16..512, maps 7x7..112x112, 1 and 2 threads, AVX-512 and AVX2;
 // bench/README.md): 16 channels or more in and out; out_c >= 32 unless in_c <= 32; and at
-// least one 4x4 output tile per thread per 16384 (in_c x out_c) filter pairs.
-bool winograd_pays(const NativeConvShape& s, int threads);
+// least one 4x4 output tile per thread per 16384 (in_c x out_c) filter pairs, per 16384
+// pairs whatever the threads where they split the filters' panels (panel_split).
+bool winograd_pays(const NativeConvShape& s, int threads, bool panel_split = true);
 
 }  // namespace nn::cpu

@@ -67,6 +67,11 @@ struct CpuOptions {
   // Dense 3x3 stride-1 convs where F(4x4, 3x3) Winograd beats the native direct conv
   // (winograd_pays, delegates/cpu/native_winograd.h). NN_NO_WINOGRAD=1.
   bool winograd = true;
+  // Where a Winograd conv's filters outweigh its tiles (512 -> 512 at 28x28, FCN's 2048 ->
+  // 512 head), all tiles run as one block and the threads split the filters' panels, so each
+  // filter byte is read once per run; off: blocks of tiles, each streaming all the filters
+  // (and at 2+ threads such convs go to the direct conv). NN_NO_WINOGRAD_SPLIT=1.
+  bool winograd_panel_split = true;
   // FULLY_CONNECTED over at least a micro-tile of rows (ConvNeXt's and transformers' MLPs
   // over every pixel) on the native 1x1 conv kernel; off: XNNPACK. NN_NO_NATIVE_FC=1.
   bool native_fully_connected = true;
