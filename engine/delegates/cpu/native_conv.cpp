@@ -442,7 +442,8 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
   // A grouped conv reads every tile through per-tap runs (in place or of its im2col rows).
   if (groups > 1 && (segments_ == 0 || shape.in_c % groups || shape.out_c % groups)) return;
   avx512_ = isa.avx512;
-  avx2_8_columns_ = isa.avx2_8_columns;
+  // A group's last 16-wide AVX2 panel with 1-8 valid columns runs on the 8x8 kernel.
+  avx2_8_columns_ = isa.avx2_8_columns && !avx512_ && group_out_ % kNr != 0 && group_out_ % kNr <= 8;
   // Edge micro-tiles read zero-padded copies of their input rows (run_tile) where those fit
   // in the tile's im2col space: the columns a tile's windows span, at most its pixels' taps.
   const size_t tile_rows = avx512_ ? 8 : 6;

@@ -127,6 +127,8 @@ class NativeConv final : public NativeOp {
   const NativeConvShape& shape() const { return shape_; }
   // Its last panel runs on the ymm kernel (NativeIsa::half_width and a 1-8 / 17-24 column tail).
   bool ymm_last_panel() const { return half_width_; }
+  // Its last panel (1-8 valid columns) runs on the AVX2 8x8 kernel (NativeIsa::avx2_8_columns).
+  bool eight_column_panel() const { return avx2_8_columns_; }
   // Output pixels per micro-tile of the kernels this CPU gets: a tile of fewer pixels costs
   // as much as a full one.
   static size_t tile_pixels(const NativeIsa& isa);
