@@ -103,6 +103,36 @@ NN_TARGET_AVX2 void kernel_6x16_t(size_t mr, size_t nr, size_t segments, const f
 }
 #undef NN_ROWS6
 
+// A 16-wide panel's first 8 columns only (its last columns, at most 8 valid: 24 channels
+// as 16 + 8), 8 rows: 8 accumulators, one weight load and 8 broadcasts per k step. The
+// 6 x 16 kernel spent half its FMAs on the empty columns there; 6 x 8 would leave the FMA
+// units waiting on 6 chains. One segment (a plain GEMM), m a multiple of 8.
+template <bool kHardSwish, bool kResidual>
+NN_TARGET_AVX2 void kernel_8x8_t(size_t m, size_t nr, const float* a, size_t k, size_t lda, const float* w,
+                                 float* c, const float* res, size_t ldc, const EpilogueAvx2& shared_epi) {
+  EpilogueAvx2 epi = shared_epi;
+  epi.hard_swish = kHardSwish;
+  epi.residual = kResidual;
+  const __m256 bias = _mm256_load_ps(w);
+  for (size_t r0 = 0; r0 < m; r0 += 8, a += 8 * lda, c += 8 * ldc, res += 8 * ldc) {
+#define NN_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define NN_ACC(i) __m256 c##i = bias;
+    NN_ROWS8(NN_ACC)
+#undef NN_ACC
+    const float* wp = w + kNr;
+    for (size_t p = 0; p < k; ++p, wp += kNr) {
+      const __m256 b = _mm256_load_ps(wp);
+#define NN_FMA(i) c##i = _mm256_fmadd_ps(_mm256_broadcast_ss(a + i * lda + p), b, c##i);
+      NN_ROWS8(NN_FMA)
+#undef NN_FMA
+    }
+#define NN_STORE(i) store_row(c + i * ldc, res + i * ldc, nr, c##i, c##i, epi);
+    NN_ROWS8(NN_STORE)
+#undef NN_STORE
+#undef NN_ROWS8
+  }
+}
+
 template <int kRows>
 NN_TARGET_AVX2 void kernel_rows_x16(size_t mr, size_t nr, size_t segments, const float* const* seg_a,
                                     size_t k, size_t lda, const float* w, float* c, const float* res,
@@ -113,6 +143,13 @@ NN_TARGET_AVX2 void kernel_rows_x16(size_t mr, size_t nr, size_t segments, const
   else
     (epi.residual ? kernel_6x16_t<kRows, false, true>
                   : kernel_6x16_t<kRows, false, false>)(mr, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+}
+
+NN_TARGET_AVX2 void kernel_8x8(size_t m, size_t nr, const float* a, size_t k, size_t lda, const float* w,
+                               float* c, const float* res, size_t ldc, const EpilogueAvx2& epi) {
+  (epi.hard_swish ? (epi.residual ? kernel_8x8_t<true, true> : kernel_8x8_t<true, false>)
+                  : (epi.residual ? kernel_8x8_t<false, true> : kernel_8x8_t<false, false>))(m, nr, a, k, lda, w,
+                                                                                             c, res, ldc, epi);
 }
 
 // mr <= 6 rows: 5 or 6 on the 6-row kernel, fewer on the 4-, 2- and 1-row ones.
@@ -339,6 +376,7 @@ NN_TARGET_AVX512 void kernel_8xn_avx512(size_t m, size_t nr, size_t segments, co
 struct EpilogueAvx2 {
   explicit EpilogueAvx2(const Epilogue& e) : e(e) {}
   Epilogue e;
+  bool eight_columns = false;
 };
 
 void kernel_6x16(size_t mr, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
@@ -351,6 +389,11 @@ void kernel_6x16(size_t mr, size_t nr, size_t segments, const float* const* seg_
           for (size_t p = 0; p < k; ++p) acc += seg_a[s][r * lda + p] * w[kNr + (s * k + p) * kNr + n];
       c[r * ldc + n] = apply_epilogue(epi.e, acc, epi.e.residual ? res[r * ldc + n] : 0.f);
     }
+}
+
+void kernel_8x8(size_t m, size_t nr, const float* a, size_t k, size_t lda, const float* w, float* c,
+                const float* res, size_t ldc, const EpilogueAvx2& epi) {
+  kernel_6x16(m, nr, 1, &a, k, lda, w, c, res, ldc, epi);
 }
 
 #endif
@@ -399,6 +442,8 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
   // A grouped conv reads every tile through per-tap runs (in place or of its im2col rows).
   if (groups > 1 && (segments_ == 0 || shape.in_c % groups || shape.out_c % groups)) return;
   avx512_ = isa.avx512;
+  // A group's last 16-wide AVX2 panel with 1-8 valid columns runs on the 8x8 kernel.
+  avx2_8_columns_ = isa.avx2_8_columns && !avx512_ && group_out_ % kNr != 0 && group_out_ % kNr <= 8;
   // Edge micro-tiles read zero-padded copies of their input rows (run_tile) where those fit
   // in the tile's im2col space: the columns a tile's windows span, at most its pixels' taps.
   const size_t tile_rows = avx512_ ? 8 : 6;
@@ -531,9 +576,18 @@ struct Avx2Gemm {
   static constexpr size_t kRows = kMr;
   static constexpr size_t kPanel = kNr;
   using Epi = EpilogueAvx2;
+  static void set_flags(Epi& epi, bool eight_columns) { epi.eight_columns = eight_columns; }
   static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
                      const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
     const float* rows[16];  // each segment's run at row r (implicit GEMM: m <= kRows, r = 0)
+    if (epi.eight_columns && nr <= 8 && segments == 1 && seg_a[0] && m >= 8) {
+      // A panel of at most 8 valid columns: its multiple of 8 rows on the 8x8 kernel.
+      const size_t full = m / 8 * 8;
+      kernel_8x8(full, nr, seg_a[0], k, lda, w, c, res, ldc, epi);
+      if (full == m) return;
+      const float* tail = seg_a[0] + full * lda;
+      return kernel(m - full, nr, 1, &tail, k, lda, w, c + full * ldc, res + full * ldc, ldc, epi);
+    }
     for (size_t r = 0; r < m; r += kRows) {
       for (size_t s = 0; s < segments; ++s) rows[s] = seg_a[s] ? seg_a[s] + r * lda : nullptr;
       kernel_6x16(std::min(kRows, m - r), nr, segments, rows, k, lda, w, c + r * ldc, res + r * ldc, ldc,
@@ -548,6 +602,7 @@ struct Avx512Gemm {
   static constexpr size_t kRows = 8;
   static constexpr size_t kPanel = 16 * kVecs;
   using Epi = EpilogueAvx512;
+  static void set_flags(Epi&, bool) {}
   static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
                      const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
     kernel_8xn_avx512<kVecs>(m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
@@ -565,6 +620,7 @@ struct Avx512HalfWidthGemm {
     EpilogueAvx512 wide;
     EpilogueAvx2 narrow;
   };
+  static void set_flags(Epi&, bool) {}
   static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
                      const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
     const size_t full = m / 8 * 8;
@@ -628,7 +684,7 @@ NativeIsa NativeIsa::best() {
   return with(true, -1, true);
 }
 
-NativeIsa NativeIsa::with(bool avx512, int half_width, bool two_rows) {
+NativeIsa NativeIsa::with(bool avx512, int half_width, bool two_rows, bool avx2_8_columns) {
   NativeIsa isa;
   isa.avx512 = avx512 && native_avx512_enabled();
 #if NN_NATIVE_X86
@@ -637,6 +693,7 @@ NativeIsa NativeIsa::with(bool avx512, int half_width, bool two_rows) {
   isa.half_width = vl && (half_width < 0 ? avx512_half_width() : half_width > 0);
 #endif
   isa.two_rows = two_rows;
+  isa.avx2_8_columns = avx2_8_columns;
   return isa;
 }
 
@@ -793,7 +850,8 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
   constexpr size_t kPanel = Gemm::kPanel;
   const size_t panel_size = kPanel * (k + 1);
   const size_t ldc = s.out_c;
-  const typename Gemm::Epi epi(conv.epilogue_);
+  typename Gemm::Epi epi(conv.epilogue_);
+  Gemm::set_flags(epi, conv.avx2_8_columns_);
   if (conv.pointwise_) {
     // One call per panel over all of the tile's rows (their A block stays in cache).
     const float* a = t.input + m0 * s.in_c;

@@ -45,10 +45,11 @@ struct NativeIsa {
   bool avx512 = false;      // the AVX-512F kernels, else the AVX2 ones
   bool half_width = false;  // NativeConv on AVX-512: ymm kernels for last panels of 1-8 / 17-24 columns
   bool two_rows = true;     // NativeDepthwise: output rows in pairs
+  bool avx2_8_columns = true;  // NativeConv on AVX2: panels of <= 8 valid columns on the 8x8 kernel
   // All this CPU has (every switch on).
   static NativeIsa best();
   // avx512: allowed; half_width: 1 forced on, 0 forced off, -1 measured (avx512_half_width).
-  static NativeIsa with(bool avx512, int half_width, bool two_rows);
+  static NativeIsa with(bool avx512, int half_width, bool two_rows, bool avx2_8_columns = true);
 };
 
 struct NativeConvShape {
@@ -126,6 +127,8 @@ class NativeConv final : public NativeOp {
   const NativeConvShape& shape() const { return shape_; }
   // Its last panel runs on the ymm kernel (NativeIsa::half_width and a 1-8 / 17-24 column tail).
   bool ymm_last_panel() const { return half_width_; }
+  // Its last panel (1-8 valid columns) runs on the AVX2 8x8 kernel (NativeIsa::avx2_8_columns).
+  bool eight_column_panel() const { return avx2_8_columns_; }
   // Output pixels per micro-tile of the kernels this CPU gets: a tile of fewer pixels costs
   // as much as a full one.
   static size_t tile_pixels(const NativeIsa& isa);
@@ -150,6 +153,7 @@ class NativeConv final : public NativeOp {
   bool avx512_ = false;      // the 8x16 / 8x32 AVX-512F kernels, else the 6x16 AVX2 one
   bool wide_ = false;        // AVX-512 with 32-wide panels (more than 16 output channels)
   bool half_width_ = false;  // and the last panel's 17-24 columns on the ymm kernel (avx512_half_width)
+  bool avx2_8_columns_ = false;  // NativeIsa::avx2_8_columns
   size_t k_ = 0;             // GEMM depth: kernel_h * kernel_w * in_c
   size_t segments_ = 0;      // runs of A per output pixel read in place (kernel_h * taps_w_), or 0 (im2col only)
   size_t taps_w_ = 1;        // runs per kernel row: 1 (its taps contiguous), kernel_w when dilated

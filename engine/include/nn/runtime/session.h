@@ -37,6 +37,10 @@ struct CpuOptions {
   HalfWidth avx512_half_width = HalfWidth::kAuto;
   // Native depthwise convs compute output rows in pairs (sharing input rows). NN_NO_TWO_ROWS=1.
   bool depthwise_two_rows = true;
+  // AVX2 native convs run a 16-wide weight panel with at most 8 valid columns (24, 40, 72,
+  // 120 channels: the last 8) on an 8-row x 8-column kernel, not the 6 x 16 one that computes
+  // 8 empty columns. NN_NO_AVX2_8_COLUMNS=1.
+  bool avx2_8_columns = true;
   // A pointwise conv reading a bilinear upsampling runs before it, on the small image.
   // NN_NO_CONV_BEFORE_RESIZE=1.
   bool conv_before_resize = true;

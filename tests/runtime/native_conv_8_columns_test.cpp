@@ -1,0 +1,152 @@
+// NativeConv's AVX2 8x8 kernel (NativeIsa::avx2_8_columns): a last 16-wide panel with 1-8
+// valid output channels runs its multiple of 8 rows on it. Against a direct conv in double
+// on odd shapes (rows no multiple of 6 or 8, fewer than 8, input channels odd), every
+// epilogue stage, 1 and 2 threads; with the switch off the same bits (each output is the
+// same FMAs in the same order); and the CpuOptions switch changes the kernel it names.
+#include <gtest/gtest.h>
+#include <pthreadpool.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "delegates/cpu/native_kernels.h"
+#include "runtime_test_util.h"
+#include "test_model.h"
+#include "test_support.h"
+
+namespace {
+
+using nn::cpu::Epilogue;
+using nn::cpu::NativeArgs;
+using nn::cpu::NativeConv;
+using nn::cpu::NativeConvShape;
+using nn::cpu::NativeIsa;
+using T = nn::OperationType;
+using Built = nn_test::TestModel;
+
+enum class Stage { kNone, kRelu6, kHardSwish, kResidual };
+
+Epilogue epilogue_of(Stage s) {
+  Epilogue e;
+  if (s == Stage::kRelu6) e.lo = 0.f, e.hi = 6.f;
+  if (s == Stage::kHardSwish) e.hard_swish = true;
+  if (s == Stage::kResidual) e.residual = true, e.res_lo = -1.f, e.res_hi = 1.5f;
+  return e;
+}
+
+struct Data {
+  std::vector<float> input, filter, bias, residual;
+};
+
+// A pointwise conv (stride 1 or 2) over h x w pixels, in_c -> out_c.
+NativeConvShape shape_of(uint32_t h, uint32_t w, uint32_t in_c, uint32_t out_c, uint32_t stride) {
+  NativeConvShape s;
+  s.in_h = h, s.in_w = w, s.in_c = in_c, s.out_c = out_c;
+  s.stride_h = s.stride_w = stride;
+  s.out_h = (h - 1) / stride + 1, s.out_w = (w - 1) / stride + 1;
+  return s;
+}
+
+std::vector<float> direct(const NativeConvShape& s, const Data& d, const Epilogue& e) {
+  std::vector<float> out(size_t(s.out_h) * s.out_w * s.out_c);
+  for (uint32_t oy = 0; oy < s.out_h; ++oy)
+    for (uint32_t ox = 0; ox < s.out_w; ++ox)
+      for (uint32_t o = 0; o < s.out_c; ++o) {
+        const float* x = &d.input[(size_t(oy) * s.stride_h * s.in_w + size_t(ox) * s.stride_w) * s.in_c];
+        double acc = d.bias[o];
+        for (uint32_t c = 0; c < s.in_c; ++c) acc += double(x[c]) * d.filter[size_t(o) * s.in_c + c];
+        const size_t at = (size_t(oy) * s.out_w + ox) * s.out_c + o;
+        out[at] = nn::cpu::apply_epilogue(e, float(acc), d.residual[at]);
+      }
+  return out;
+}
+
+std::vector<float> run(const NativeConv& op, const Data& d, const Epilogue& e, size_t n, pthreadpool_t pool) {
+  std::vector<float> out(n + 16, -7.f);
+  NativeArgs a;
+  a.input = d.input.data();
+  a.residual = e.residual ? d.residual.data() : nullptr;
+  a.output = out.data();
+  a.pool = pool;
+  op.run(a);
+  for (size_t i = n; i < n + 16; ++i) EXPECT_EQ(out[i], -7.f) << "wrote past the output";
+  out.resize(n);
+  return out;
+}
+
+NativeIsa avx2_isa(bool eight_columns) {
+  return NativeIsa::with(false, 0, true, eight_columns);
+}
+
+TEST(NativeConv8Columns, MatchesTheDirectConvAndTheSixBySixteenKernel) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  pthreadpool_t pool = pthreadpool_create(2);
+  // {h, w, in_c, out_c, stride}: MobileNetV2's 24-channel projection shape at odd sizes, the
+  // 7x7 image (49 rows: 6 x 8 + 1), fewer rows than a tile, 1 to 8 columns, 40 and 72
+  // channels (32 + 8, 64 + 8), a strided 1x1 conv (implicit GEMM, one segment).
+  const uint32_t cases[][5] = {{7, 7, 96, 24, 1}, {9, 13, 17, 24, 1}, {1, 7, 5, 8, 1},  {3, 5, 33, 1, 1},
+                               {5, 11, 9, 3, 1},  {13, 9, 40, 40, 1}, {6, 6, 19, 72, 1}, {17, 15, 24, 24, 2},
+                               {2, 4, 16, 7, 1},  {8, 8, 144, 24, 1}};
+  const Stage stages[] = {Stage::kNone, Stage::kRelu6, Stage::kHardSwish, Stage::kResidual};
+  uint32_t seed = 11;
+  for (const auto& c : cases)
+    for (Stage stage : stages) {
+      const NativeConvShape s = shape_of(c[0], c[1], c[2], c[3], c[4]);
+      SCOPED_TRACE(std::to_string(c[0]) + "x" + std::to_string(c[1]) + " " + std::to_string(c[2]) + "->" +
+                   std::to_string(c[3]) + " stride " + std::to_string(c[4]) + " stage " +
+                   std::to_string(int(stage)));
+      Data d;
+      d.input = nn_test::random_floats(size_t(s.in_h) * s.in_w * s.in_c, seed++, -1.f, 1.f);
+      d.filter = nn_test::random_floats(size_t(s.out_c) * s.in_c, seed++, -1.f, 1.f);
+      d.bias = nn_test::random_floats(s.out_c, seed++, -1.f, 1.f);
+      const size_t n = size_t(s.out_h) * s.out_w * s.out_c;
+      d.residual = nn_test::random_floats(n, seed++, -2.f, 2.f);
+      const Epilogue e = epilogue_of(stage);
+      const std::vector<float> want = direct(s, d, e);
+      NativeConv on(s, d.filter.data(), d.bias.data(), e, avx2_isa(true));
+      NativeConv off(s, d.filter.data(), d.bias.data(), e, avx2_isa(false));
+      EXPECT_EQ(on.eight_column_panel(), c[3] % 16 != 0 && c[3] % 16 <= 8);
+      EXPECT_FALSE(off.eight_column_panel());
+      const std::vector<float> base = run(off, d, e, n, nullptr);
+      for (pthreadpool_t p : {pthreadpool_t(nullptr), pool}) {
+        const std::vector<float> got = run(on, d, e, n, p);
+        double worst = 0;
+        for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(double(got[i]) - want[i]));
+        EXPECT_LE(worst, 2e-5 * std::sqrt(double(s.in_c))) << (p ? "2 threads" : "1 thread");
+        EXPECT_EQ(got, base) << (p ? "2 threads" : "1 thread") << ": not the 6x16 kernel's bits";
+      }
+    }
+  pthreadpool_destroy(pool);
+}
+
+TEST(NativeConv8Columns, TheSwitchNamesTheKernelAndBothMatchTheReference) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  Built b;  // 1x1 conv 40 -> 24 on 7x7 with RELU6, then a 3x3 conv 24 -> 16 (no 8-column panel)
+  uint32_t x = b.input({1, 7, 7, 40});
+  uint32_t y = b.op(T::CONV_2D, {x, b.constant({24, 1, 1, 40}, 3), b.constant({24}, 4), b.i32(0), b.i32(0),
+                                 b.i32(0), b.i32(0), b.i32(1), b.i32(1), b.i32(3), b.boolean(false)});
+  b.output(b.op(T::CONV_2D, {y, b.constant({16, 3, 3, 24}, 5), b.constant({16}, 6), b.i32(1), b.i32(1),
+                             b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(0), b.boolean(false)}));
+  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+  nn::CpuOptions on, off;
+  on.avx512 = off.avx512 = false;
+  off.avx2_8_columns = false;
+  EXPECT_EQ(nn_test::cpu_kernel_of(b.model, on, "op 0"), "native conv AVX2, 8-column last panel");
+  EXPECT_EQ(nn_test::cpu_kernel_of(b.model, off, "op 0"), "native conv AVX2");
+  EXPECT_EQ(nn_test::cpu_kernel_of(b.model, on, "op 1").find("8-column"), std::string::npos);
+  // On AVX-512 (32-wide panels) it never applies.
+  if (nn::cpu::native_avx512_enabled()) {
+    EXPECT_EQ(nn_test::cpu_kernel_of(b.model, {}, "op 0").find("8-column"), std::string::npos);
+  }
+  for (const nn::CpuOptions& cpu : {on, off})
+    for (int threads : {1, 2}) {
+      nn::SessionOptions o;
+      o.delegates = {"cpu"};
+      o.cpu = cpu;
+      o.threads = threads;
+      EXPECT_LE(nn_test::compare_with_reference(b.model, o).max_rel_error, 1e-4) << threads << " threads";
+    }
+}
+
+}  // namespace
