@@ -214,10 +214,12 @@ TEST_F(GraphRun, NngraphRunPrintsStatusAndSummary) {
 TEST_F(GraphRun, NngraphInterruptEndsWithEosAndSummary) {
   // SIGINT once the graph runs (its first status line, so the handler is in place however
   // loaded the machine): the live source gets EOS, the summary follows, exit code 0. A run
-  // that ignored the signal is killed after 60 s instead of hanging the suite.
+  // that ignored the signal is killed after 60 s instead of hanging the suite. The old log
+  // goes first: its status line, read before the new run truncates the file, had sent the
+  // signal before the handler was in place.
   const std::string log = std::string(NN_GRAPH_TEST_OUT) + "/interrupt.log";
   const CommandResult r = run_command(
-      "sh -c '" + std::string(NN_NNGRAPH_BIN) +
+      "sh -c 'rm -f " + log + "; " + std::string(NN_NNGRAPH_BIN) +
       " run background-blur source=test output=none --stats-interval 200 > " + log + " 2>&1 & pid=$!; "
       "i=0; while [ $i -lt 600 ] && ! grep -q \" fps | inference \" " + log + "; do sleep 0.1; i=$((i+1)); done; "
       "kill -INT $pid; i=0; while [ $i -lt 600 ] && kill -0 $pid 2>/dev/null; do sleep 0.1; i=$((i+1)); done; "
