@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "delegates/cpu/native_kernels.h"
+#include "native_conv_test_util.h"
 #include "runtime_test_util.h"
 #include "test_model.h"
 #include "test_support.h"
@@ -35,9 +36,7 @@ Epilogue epilogue_of(Stage s) {
   return e;
 }
 
-struct Data {
-  std::vector<float> input, filter, bias, residual;
-};
+using Data = nn_test::NativeConvData;
 
 // A pointwise conv (stride 1 or 2) over h x w pixels, in_c -> out_c.
 NativeConvShape shape_of(uint32_t h, uint32_t w, uint32_t in_c, uint32_t out_c, uint32_t stride) {
@@ -46,33 +45,6 @@ NativeConvShape shape_of(uint32_t h, uint32_t w, uint32_t in_c, uint32_t out_c, 
   s.stride_h = s.stride_w = stride;
   s.out_h = (h - 1) / stride + 1, s.out_w = (w - 1) / stride + 1;
   return s;
-}
-
-std::vector<float> direct(const NativeConvShape& s, const Data& d, const Epilogue& e) {
-  std::vector<float> out(size_t(s.out_h) * s.out_w * s.out_c);
-  for (uint32_t oy = 0; oy < s.out_h; ++oy)
-    for (uint32_t ox = 0; ox < s.out_w; ++ox)
-      for (uint32_t o = 0; o < s.out_c; ++o) {
-        const float* x = &d.input[(size_t(oy) * s.stride_h * s.in_w + size_t(ox) * s.stride_w) * s.in_c];
-        double acc = d.bias[o];
-        for (uint32_t c = 0; c < s.in_c; ++c) acc += double(x[c]) * d.filter[size_t(o) * s.in_c + c];
-        const size_t at = (size_t(oy) * s.out_w + ox) * s.out_c + o;
-        out[at] = nn::cpu::apply_epilogue(e, float(acc), d.residual[at]);
-      }
-  return out;
-}
-
-std::vector<float> run(const NativeConv& op, const Data& d, const Epilogue& e, size_t n, pthreadpool_t pool) {
-  std::vector<float> out(n + 16, -7.f);
-  NativeArgs a;
-  a.input = d.input.data();
-  a.residual = e.residual ? d.residual.data() : nullptr;
-  a.output = out.data();
-  a.pool = pool;
-  op.run(a);
-  for (size_t i = n; i < n + 16; ++i) EXPECT_EQ(out[i], -7.f) << "wrote past the output";
-  out.resize(n);
-  return out;
 }
 
 NativeIsa avx2_isa(bool eight_columns) {
@@ -103,14 +75,14 @@ TEST(NativeConv8Columns, MatchesTheDirectConvAndTheSixBySixteenKernel) {
       const size_t n = size_t(s.out_h) * s.out_w * s.out_c;
       d.residual = nn_test::random_floats(n, seed++, -2.f, 2.f);
       const Epilogue e = epilogue_of(stage);
-      const std::vector<float> want = direct(s, d, e);
+      const std::vector<float> want = nn_test::direct_conv(s, d, e);
       NativeConv on(s, d.filter.data(), d.bias.data(), e, avx2_isa(true));
       NativeConv off(s, d.filter.data(), d.bias.data(), e, avx2_isa(false));
       EXPECT_EQ(on.eight_column_panel(), c[3] % 16 != 0 && c[3] % 16 <= 8);
       EXPECT_FALSE(off.eight_column_panel());
-      const std::vector<float> base = run(off, d, e, n, nullptr);
+      const std::vector<float> base = nn_test::run_native(off, d, e, n, nullptr);
       for (pthreadpool_t p : {pthreadpool_t(nullptr), pool}) {
-        const std::vector<float> got = run(on, d, e, n, p);
+        const std::vector<float> got = nn_test::run_native(on, d, e, n, p);
         double worst = 0;
         for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(double(got[i]) - want[i]));
         EXPECT_LE(worst, 2e-5 * std::sqrt(double(s.in_c))) << (p ? "2 threads" : "1 thread");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "delegates/cpu/native_kernels.h"
+#include "native_conv_test_util.h"
 #include "runtime_test_util.h"
 #include "test_model.h"
 #include "test_support.h"
@@ -67,9 +68,7 @@ NativeConvShape shape_of(const Case& c) {
   return s;
 }
 
-struct Data {
-  std::vector<float> input, filter, bias, residual;
-};
+using Data = nn_test::NativeConvData;
 
 Data data_for(const NativeConvShape& s, uint32_t seed) {
   Data d;
@@ -79,46 +78,6 @@ Data data_for(const NativeConvShape& s, uint32_t seed) {
   d.bias = nn_test::random_floats(s.out_c, seed + 2, -1.f, 1.f);
   d.residual = nn_test::random_floats(size_t(s.batch) * s.out_h * s.out_w * s.out_c, seed + 3, -2.f, 2.f);
   return d;
-}
-
-// The grouped conv in double (filter OHWI with I = in_c / groups), then the epilogue.
-std::vector<float> direct(const NativeConvShape& s, const Data& d, const Epilogue& e) {
-  const uint32_t gi = s.in_c / s.groups, go = s.out_c / s.groups;
-  std::vector<float> out(size_t(s.batch) * s.out_h * s.out_w * s.out_c);
-  for (uint32_t b = 0; b < s.batch; ++b)
-    for (uint32_t oy = 0; oy < s.out_h; ++oy)
-      for (uint32_t ox = 0; ox < s.out_w; ++ox)
-        for (uint32_t o = 0; o < s.out_c; ++o) {
-          const uint32_t g = o / go;
-          double acc = d.bias[o];
-          for (uint32_t ky = 0; ky < s.kernel_h; ++ky)
-            for (uint32_t kx = 0; kx < s.kernel_w; ++kx) {
-              const int64_t iy = int64_t(oy) * s.stride_h + ky - s.pad_top;
-              const int64_t ix = int64_t(ox) * s.stride_w + kx - s.pad_left;
-              if (iy < 0 || ix < 0 || iy >= s.in_h || ix >= s.in_w) continue;
-              const float* x = &d.input[((size_t(b) * s.in_h + iy) * s.in_w + ix) * s.in_c + size_t(g) * gi];
-              const float* w = &d.filter[((size_t(o) * s.kernel_h + ky) * s.kernel_w + kx) * gi];
-              for (uint32_t c = 0; c < gi; ++c) acc += double(x[c]) * w[c];
-            }
-          const size_t at = ((size_t(b) * s.out_h + oy) * s.out_w + ox) * s.out_c + o;
-          float v = nn::cpu::apply_epilogue(e, float(acc), d.residual[at]);
-          if (e.swish) v = v / (1.f + std::exp(-v));
-          out[at] = v;
-        }
-  return out;
-}
-
-std::vector<float> run(const NativeConv& op, const Data& d, const Epilogue& e, size_t n, pthreadpool_t pool) {
-  std::vector<float> out(n + 16, -7.f);
-  NativeArgs a;
-  a.input = d.input.data();
-  a.residual = e.residual ? d.residual.data() : nullptr;
-  a.output = out.data();
-  a.pool = pool;
-  op.run(a);
-  for (size_t i = n; i < n + 16; ++i) EXPECT_EQ(out[i], -7.f) << "wrote past the output";
-  out.resize(n);
-  return out;
 }
 
 std::vector<Case> cases() {
@@ -162,9 +121,9 @@ TEST(NativeGroupedConv, MatchesTheDirectConvOnOddShapes) {
       const Epilogue e = epilogue_of(c.stage);
       const NativeConv op(s, d.filter.data(), d.bias.data(), e, isa);
       ASSERT_TRUE(op.ok()) << describe(c);
-      const std::vector<float> want = direct(s, d, e);
-      const std::vector<float> one = run(op, d, e, want.size(), nullptr);
-      const std::vector<float> two = run(op, d, e, want.size(), pool);
+      const std::vector<float> want = nn_test::direct_conv(s, d, e);
+      const std::vector<float> one = nn_test::run_native(op, d, e, want.size(), nullptr);
+      const std::vector<float> two = nn_test::run_native(op, d, e, want.size(), pool);
       double scale = 1.0, err = 0;
       for (float v : want) scale = std::max(scale, std::fabs(double(v)));
       for (size_t i = 0; i < want.size(); ++i) err = std::max(err, std::fabs(double(one[i]) - want[i]) / scale);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "delegates/cpu/native_winograd.h"
+#include "native_conv_test_util.h"
 #include "runtime_test_util.h"
 #include "test_model.h"
 #include "test_support.h"
@@ -81,9 +82,7 @@ NativeConvShape shape_of(const Case& c) {
   return s;
 }
 
-struct Data {
-  std::vector<float> input, filter, bias, residual;
-};
+using Data = nn_test::NativeConvData;
 
 Data data_for(const NativeConvShape& s, uint32_t seed) {
   Data d;
@@ -92,49 +91,6 @@ Data data_for(const NativeConvShape& s, uint32_t seed) {
   d.bias = nn_test::random_floats(s.out_c, seed + 2, -1.f, 1.f);
   d.residual = nn_test::random_floats(size_t(s.batch) * s.out_h * s.out_w * s.out_c, seed + 3, -2.f, 2.f);
   return d;
-}
-
-// The conv in double, then the epilogue's stages on the float sum.
-std::vector<float> direct(const NativeConvShape& s, const Data& d, const Epilogue& e) {
-  std::vector<float> out(size_t(s.batch) * s.out_h * s.out_w * s.out_c);
-  for (uint32_t b = 0; b < s.batch; ++b)
-    for (uint32_t oy = 0; oy < s.out_h; ++oy)
-      for (uint32_t ox = 0; ox < s.out_w; ++ox)
-        for (uint32_t o = 0; o < s.out_c; ++o) {
-          double acc = d.bias[o];
-          for (int ky = 0; ky < 3; ++ky)
-            for (int kx = 0; kx < 3; ++kx) {
-              const int64_t iy = int64_t(oy) + ky - s.pad_top, ix = int64_t(ox) + kx - s.pad_left;
-              if (iy < 0 || ix < 0 || iy >= s.in_h || ix >= s.in_w) continue;
-              const float* x = &d.input[((size_t(b) * s.in_h + iy) * s.in_w + ix) * s.in_c];
-              const float* w = &d.filter[((size_t(o) * 3 + ky) * 3 + kx) * s.in_c];
-              for (uint32_t c = 0; c < s.in_c; ++c) acc += double(x[c]) * w[c];
-            }
-          const size_t at = ((size_t(b) * s.out_h + oy) * s.out_w + ox) * s.out_c + o;
-          float v = nn::cpu::apply_epilogue(e, float(acc), d.residual[at]);
-          if (e.swish) v = v / (1.f + std::exp(-v));
-          out[at] = v;
-        }
-  return out;
-}
-
-// Runs op on a NaN-filled scratch (its contents are undefined on entry).
-std::vector<float> run(const NativeWinograd& op, const Data& d, const Epilogue& e, size_t n,
-                       pthreadpool_t pool) {
-  std::vector<float> out(n + 16, -7.f);
-  const size_t scratch_floats = op.scratch_bytes() / sizeof(float) + 16;
-  auto scratch = nn::cpu::allocate_floats(scratch_floats);
-  std::fill_n(scratch.get(), scratch_floats, std::numeric_limits<float>::quiet_NaN());
-  NativeArgs a;
-  a.input = d.input.data();
-  a.residual = e.residual ? d.residual.data() : nullptr;
-  a.output = out.data();
-  a.scratch = scratch.get();
-  a.pool = pool;
-  op.run(a);
-  for (size_t i = n; i < n + 16; ++i) EXPECT_EQ(out[i], -7.f) << "wrote past the output";
-  out.resize(n);
-  return out;
 }
 
 // max |got - want| / scale.
@@ -149,7 +105,7 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 // at most 6 with the error of the sums.
 double scale_of(const NativeConvShape& s, const Data& d, const Epilogue& e) {
   double scale = 1e-30;
-  for (float v : direct(s, d, Epilogue{})) scale = std::max(scale, std::fabs(double(v)));
+  for (float v : nn_test::direct_conv(s, d, Epilogue{})) scale = std::max(scale, std::fabs(double(v)));
   if (e.residual)
     for (float v : d.residual) scale = std::max(scale, std::fabs(double(v)));
   return scale;
@@ -169,9 +125,9 @@ double check_cases(const std::vector<Case>& cases, const NativeIsa& isa, uint32_
     const NativeWinograd op(s, d.filter.data(), d.bias.data(), e, 2, m, isa);
     EXPECT_TRUE(op.ok());
     EXPECT_EQ(op.output_tile(), m);
-    const std::vector<float> want = direct(s, d, e);
-    const std::vector<float> one = run(op, d, e, want.size(), nullptr);
-    const std::vector<float> two = run(op, d, e, want.size(), pool);
+    const std::vector<float> want = nn_test::direct_conv(s, d, e);
+    const std::vector<float> one = nn_test::run_native(op, d, e, want.size(), nullptr);
+    const std::vector<float> two = nn_test::run_native(op, d, e, want.size(), pool);
     const double err = relative_error(one, want, scale_of(s, d, e));
     worst = std::max(worst, err);
     EXPECT_LE(err, bound) << describe(c) << (isa.avx512 ? " AVX-512" : " AVX2") << " F(" << m << "x" << m
@@ -214,11 +170,11 @@ void check_two_slot_blocks(const NativeIsa& isa, uint32_t m) {
   ASSERT_TRUE(one_slot.ok() && two_slots.ok());
   pthreadpool_t pool = pthreadpool_create(2);
   const size_t n = size_t(s.batch) * s.out_h * s.out_w * s.out_c;
-  const std::vector<float> one = run(one_slot, d, e, n, nullptr), two = run(two_slots, d, e, n, pool);
+  const std::vector<float> one = nn_test::run_native(one_slot, d, e, n, nullptr), two = nn_test::run_native(two_slots, d, e, n, pool);
   pthreadpool_destroy(pool);
   EXPECT_EQ(std::memcmp(one.data(), two.data(), n * sizeof(float)), 0)
       << describe(c) << (isa.avx512 ? " AVX-512" : " AVX2") << " F(" << m << "x" << m << ")";
-  EXPECT_LE(relative_error(two, direct(s, d, e), scale_of(s, d, e)), 3e-5);
+  EXPECT_LE(relative_error(two, nn_test::direct_conv(s, d, e), scale_of(s, d, e)), 3e-5);
 }
 
 std::vector<NativeIsa> isas() {
@@ -332,14 +288,14 @@ void check_panel_split(const NativeIsa& isa, Stage stage) {
   ASSERT_TRUE(blocks.ok());
   EXPECT_FALSE(blocks.splits_panels());
   const size_t n = size_t(s.batch) * s.out_h * s.out_w * s.out_c;
-  const std::vector<float> want = run(blocks, d, e, n, nullptr);
-  EXPECT_LE(relative_error(want, direct(s, d, e), scale_of(s, d, e)), 3e-5) << what;
+  const std::vector<float> want = nn_test::run_native(blocks, d, e, n, nullptr);
+  EXPECT_LE(relative_error(want, nn_test::direct_conv(s, d, e), scale_of(s, d, e)), 3e-5) << what;
   for (size_t threads : {1u, 2u, 3u}) {
     const NativeWinograd split(s, d.filter.data(), d.bias.data(), e, threads, 4, isa);
     ASSERT_TRUE(split.ok());
     EXPECT_TRUE(split.splits_panels()) << what << ", " << threads << " slots";
     pthreadpool_t pool = threads > 1 ? pthreadpool_create(threads) : nullptr;
-    const std::vector<float> got = run(split, d, e, n, pool);
+    const std::vector<float> got = nn_test::run_native(split, d, e, n, pool);
     if (pool) pthreadpool_destroy(pool);
     EXPECT_EQ(std::memcmp(got.data(), want.data(), n * sizeof(float)), 0) << what << ", " << threads << " threads";
   }
