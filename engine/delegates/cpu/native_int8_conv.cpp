@@ -949,13 +949,18 @@ class Int8Depthwise final : public NativeDataOp {
     const bool row_inside = iy0 >= 0 && iy0 + int64_t((s.kernel_h - 1) * s.dilation_h) < int64_t(s.in_h);
     size_t skip_lo = s.out_w, skip_hi = s.out_w;  // columns the fast path did
 #if NN_NATIVE_X86
-    if (op.avx2_k_) {
-      const int8_t* rows[8];  // as the VNNI form's
+    // The AVX2 and VNNI forms read the kernel's k input rows, then fillers (zero weights)
+    // to 8; rows outside the image read the zero row.
+    const int8_t* rows[8];
+    auto gather_rows = [&](int64_t k) {
       for (int64_t ky = 0; ky < 8; ++ky) {
-        const int64_t iy = iy0 + std::min<int64_t>(ky, op.avx2_k_ - 1);
+        const int64_t iy = iy0 + std::min<int64_t>(ky, k - 1);
         rows[ky] = iy >= 0 && iy < int64_t(s.in_h) ? t.x + (n * s.in_h + size_t(iy)) * s.in_w * c
                                                    : op.zero_row_.data();
       }
+    };
+    if (op.avx2_k_) {
+      gather_rows(op.avx2_k_);
       if (op.avx2_k_ == 3)
         op.row_avx2<3>(rows, t.out + r * s.out_w * c);
       else
@@ -963,12 +968,7 @@ class Int8Depthwise final : public NativeDataOp {
       return;
     }
     if (op.vnni_k_) {
-      const int8_t* rows[8];  // the kernel's rows, then fillers (zero weights) to a multiple of 4
-      for (int64_t ky = 0; ky < 8; ++ky) {
-        const int64_t iy = iy0 + std::min<int64_t>(ky, op.vnni_k_ - 1);
-        rows[ky] = iy >= 0 && iy < int64_t(s.in_h) ? t.x + (n * s.in_h + size_t(iy)) * s.in_w * c
-                                                   : op.zero_row_.data();
-      }
+      gather_rows(op.vnni_k_);
       if (op.vnni_k_ == 3)
         op.row_vnni<3>(rows, t.out + r * s.out_w * c);
       else
