@@ -57,6 +57,14 @@ bool has_vbmi() {
   return false;
 #endif
 }
+bool has_avx_vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+#else
+  return false;
+#endif
+}
+
 bool has_avx2() {
 #if defined(__x86_64__) || defined(__i386__)
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -82,8 +90,9 @@ std::vector<int8_t> run(const std::shared_ptr<Model>& m, const std::vector<std::
 }
 
 // Runs the one-op model `m` on seeded random int8 inputs: reference vs cpu with the native
-// int8 kernels (AVX-512 where the CPU has it, then AVX2; 1 and 2 threads), byte for byte,
-// and with the switch off (`off_kernel`: the kernel that must run then).
+// int8 kernels (AVX-512 where the CPU has it, then AVX2 with AVX-VNNI where it has that, then
+// plain AVX2; 1 and 2 threads), byte for byte, and with the switch off (`off_kernel`: the
+// kernel that must run then).
 void check(const std::shared_ptr<Model>& m, const std::string& name, const std::string& native_kind,
            const std::string& off_kernel, bool native = true, const CpuOptions& base = {},
            int native_avx2 = -1) {
@@ -97,10 +106,17 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
   }
   const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
   ASSERT_FALSE(expected.empty()) << name;
-  for (bool avx512 : {true, false}) {
+  struct Mode {
+    bool avx512, avx_vnni;
+  };
+  std::vector<Mode> modes = {{true, true}, {false, false}};
+  if (has_avx_vnni()) modes.push_back({false, true});
+  for (const Mode mode : modes) {
+    const bool avx512 = mode.avx512;
     for (int threads : {1, 2}) {
       CpuOptions cpu = base;
       cpu.avx512 = avx512;
+      cpu.avx_vnni = mode.avx_vnni;
       std::string kernel;
       const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
       // The GEMM's and the depthwise conv's AVX-512 forms are VNNI's, else their AVX2 ones
@@ -108,7 +124,10 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
       // are still required).
       const bool gemm = native_kind == "depthwise" || native_kind == "deconv" || native_kind.rfind("conv", 0) == 0;
       const bool wide = avx512 && has_avx512_int8() && (!gemm || has_vnni());
-      const std::string isa = wide ? " AVX-512" : has_avx2() ? " AVX2" : "";
+      const std::string isa = wide                                      ? " AVX-512"
+                              : gemm && mode.avx_vnni && has_avx_vnni() ? " AVX-VNNI"
+                              : has_avx2()                              ? " AVX2"
+                                                                        : "";
       // LOGISTIC and the global pool have XNNPACK kernels as fast as a byte-wise table or our
       // AVX2 sums: they are native with AVX-512 (LOGISTIC: VBMI) only.
       const T type = m->operations[0].type;
@@ -462,7 +481,9 @@ TEST(NativeInt8, PointwiseConvAndTiledTransposeConvEqualTheReference) {
 
 // The AVX2 GEMM at the ends of int8: vpmaddubsw's int16 pair sums reach 2 * 128 * 127 with
 // inputs -128 and weights +-127 of one sign (no saturation allowed), and a weight -128 (whose
-// sign flip would overflow) sends the op to the vpmaddwd form. Byte-equal to the reference.
+// sign flip would overflow) sends the op to the vpmaddwd form. With AVX-VNNI, vpdpbusd on
+// x + 128 takes every weight (its int32 sums of four products cannot saturate). Byte-equal to
+// the reference.
 TEST(NativeInt8, AvxTwoGemmAtTheEndsOfInt8EqualsTheReference) {
   if (!has_avx2()) GTEST_SKIP() << "no AVX2";
   uint32_t seed = 300;
@@ -480,19 +501,24 @@ TEST(NativeInt8, AvxTwoGemmAtTheEndsOfInt8EqualsTheReference) {
         const int8_t ends[] = {-128, -128, 127, -127, 0, -128};
         for (size_t i = 0; i < x[0].size(); ++i) x[0][i] = ends[(i / 5 + i % 3 + seed) % 6];
         const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
-        for (int threads : {1, 2}) {
-          CpuOptions cpu;
-          cpu.avx512 = false;
-          std::string kernel;
-          const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
-          const std::string name = std::to_string(in_c) + "->" + std::to_string(out_c) +
-                                   (minus_128 ? " with a weight -128" : "") + ", " + kernel;
-          EXPECT_EQ(kernel, minus_128 ? "native int8 conv 1x1 AVX2" : "native int8 conv 1x1 AVX2 vpmaddubsw")
-              << name;
-          size_t differ = 0;
-          for (size_t i = 0; i < got.size(); ++i) differ += got[i] != expected[i];
-          EXPECT_EQ(differ, 0u) << name << ": " << differ << " of " << got.size() << " bytes differ";
-        }
+        for (int threads : {1, 2})
+          for (bool avx_vnni : {false, true}) {
+            if (avx_vnni && !has_avx_vnni()) continue;
+            CpuOptions cpu;
+            cpu.avx512 = false;
+            cpu.avx_vnni = avx_vnni;
+            std::string kernel;
+            const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
+            const std::string name = std::to_string(in_c) + "->" + std::to_string(out_c) +
+                                     (minus_128 ? " with a weight -128" : "") + ", " + kernel;
+            EXPECT_EQ(kernel, avx_vnni    ? "native int8 conv 1x1 AVX-VNNI"
+                              : minus_128 ? "native int8 conv 1x1 AVX2"
+                                          : "native int8 conv 1x1 AVX2 vpmaddubsw")
+                << name;
+            size_t differ = 0;
+            for (size_t i = 0; i < got.size(); ++i) differ += got[i] != expected[i];
+            EXPECT_EQ(differ, 0u) << name << ": " << differ << " of " << got.size() << " bytes differ";
+          }
       }
 }
 
@@ -537,7 +563,8 @@ std::shared_ptr<Model> depthwise_model(Dims in_dims, bool per_channel, int32_t f
 }
 
 // The AVX2 depthwise form at the ends of int8, as the GEMM's test: inputs -128, tap weights
-// +-127 of one sign per pair; a weight -128 leaves the op to XNNPACK (within one step).
+// +-127 of one sign per pair; a weight -128 leaves the op to XNNPACK (within one step). With
+// AVX-VNNI the same interleave summed by vpdpbusd.
 TEST(NativeInt8, AvxTwoDepthwiseAtTheEndsOfInt8EqualsTheReference) {
   if (!has_avx2()) GTEST_SKIP() << "no AVX2";
   uint32_t seed = 400;
@@ -553,18 +580,25 @@ TEST(NativeInt8, AvxTwoDepthwiseAtTheEndsOfInt8EqualsTheReference) {
         const int8_t ends[] = {-128, -128, 127, -127, 0, -128};
         for (size_t i = 0; i < x[0].size(); ++i) x[0][i] = ends[(i / 3 + i % 5 + seed) % 6];
         const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
-        for (int threads : {1, 2}) {
-          CpuOptions cpu;
-          cpu.avx512 = false;
-          std::string kernel_name;
-          const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel_name);
-          const std::string name = std::to_string(kernel) + "x" + std::to_string(kernel) + " x" +
-                                   std::to_string(c) + (minus_128 ? " with a weight -128" : "") + ", " + kernel_name;
-          EXPECT_EQ(kernel_name, minus_128 ? "xnnpack" : "native int8 depthwise AVX2 vpmaddubsw") << name;
-          int worst = 0;
-          for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - expected[i]));
-          EXPECT_LE(worst, minus_128 ? 1 : 0) << name;
-        }
+        for (int threads : {1, 2})
+          for (bool avx_vnni : {false, true}) {
+            if (avx_vnni && !has_avx_vnni()) continue;
+            CpuOptions cpu;
+            cpu.avx512 = false;
+            cpu.avx_vnni = avx_vnni;
+            std::string kernel_name;
+            const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel_name);
+            const std::string name = std::to_string(kernel) + "x" + std::to_string(kernel) + " x" +
+                                     std::to_string(c) + (minus_128 ? " with a weight -128" : "") + ", " +
+                                     kernel_name;
+            EXPECT_EQ(kernel_name, minus_128  ? "xnnpack"
+                                   : avx_vnni ? "native int8 depthwise AVX-VNNI"
+                                              : "native int8 depthwise AVX2 vpmaddubsw")
+                << name;
+            int worst = 0;
+            for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - expected[i]));
+            EXPECT_LE(worst, minus_128 ? 1 : 0) << name;
+          }
       }
 }
 

@@ -32,6 +32,7 @@ CpuOptions CpuOptions::from_environment() {
   o.winograd = !set("NN_NO_WINOGRAD");
   o.winograd_panel_split = !set("NN_NO_WINOGRAD_SPLIT");
   o.native_int8 = !set("NN_NO_NATIVE_INT8");
+  o.avx_vnni = !set("NN_NO_AVX_VNNI");
   o.native_int8_add = set("NN_NATIVE_INT8_ADD");
   o.native_int8_logistic = !set("NN_NO_NATIVE_INT8_LOGISTIC");
   o.native_int8_pool = !set("NN_NO_NATIVE_INT8_POOL");

@@ -115,7 +115,8 @@ class CpuPartition final : public CompiledPartition {
                              options.cpu.avx512_half_width == CpuOptions::HalfWidth::kAuto  ? -1
                              : options.cpu.avx512_half_width == CpuOptions::HalfWidth::kOn ? 1
                                                                                            : 0,
-                             options.cpu.depthwise_two_rows, options.cpu.avx2_8_columns)),
+                             options.cpu.depthwise_two_rows, options.cpu.avx2_8_columns,
+                             options.cpu.avx_vnni)),
         statics_([this](uint32_t o) { return static_data(o); }) {}
 
   // Builds the steps; ops in `force_reference` skip XNNPACK. kUnsupportedOp with

@@ -684,13 +684,16 @@ NativeIsa NativeIsa::best() {
   return with(true, -1, true);
 }
 
-NativeIsa NativeIsa::with(bool avx512, int half_width, bool two_rows, bool avx2_8_columns) {
+NativeIsa NativeIsa::with(bool avx512, int half_width, bool two_rows, bool avx2_8_columns, bool avx_vnni) {
   NativeIsa isa;
   isa.avx512 = avx512 && native_avx512_enabled();
 #if NN_NATIVE_X86
   // The ymm kernels use AVX-512VL's masked ymm loads and stores: without it, never.
   const bool vl = isa.avx512 && __builtin_cpu_supports("avx512vl");
   isa.half_width = vl && (half_width < 0 ? avx512_half_width() : half_width > 0);
+  isa.avx_vnni = avx_vnni && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+#else
+  (void)avx_vnni;
 #endif
   isa.two_rows = two_rows;
   isa.avx2_8_columns = avx2_8_columns;

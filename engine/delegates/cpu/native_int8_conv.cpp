@@ -10,6 +10,9 @@
 //   on x + 128, whose pair sums reach 2 * 255 * 127 and saturate); the bias absorbs
 //   -zx * sum(w). 4 pixels x 16 channels a tile. A weight -128 (its sign flip overflows) takes
 //   vpmaddwd on inputs widened to int16 (x - zx), 6 pixels x 8 channels.
+// - AVX-VNNI (AVX2 CPUs that have it): the AVX2 tile with VNNI's scheme, x + 128 against w
+//   by one ymm vpdpbusd (no int16 step, so any weight); the depthwise conv keeps the AVX2
+//   interleave and sums its |x| . sign(w, x) quads by vpdpbusd.
 //
 // A transpose conv whose kernel equals its stride (no padding: each output pixel has one
 // input pixel) is this GEMM with j over (ky, kx, o), its rows scattered to the output.
@@ -45,6 +48,13 @@ namespace {
 __attribute__((target("avx512f,avx512vnni"), always_inline)) inline void dpbusd_in_place(__m512i& acc, __m512i u,
                                                                                         __m512i w) {
   asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(w));
+}
+
+// The same on ymm with AVX-VNNI's VEX encoding, for CPUs without AVX-512 (Intel 12th gen and
+// later, Zen 5 with AVX-512 off). In asm so that the AVX2 kernels that hold it need no
+// avxvnni target: it runs only where NativeIsa::avx_vnni says the CPU has it.
+__attribute__((target("avx2"), always_inline)) inline void dpbusd_ymm(__m256i& acc, __m256i u, __m256i w) {
+  asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(w));
 }
 #endif
 
@@ -85,6 +95,7 @@ bool has_vbmi() {
 constexpr size_t kVnniRows = 8, kVnniCols = 16;
 constexpr size_t kAvx2Rows = 6, kAvx2Cols = 8;
 constexpr size_t kSignRows = 4, kSignCols = 8;
+constexpr size_t kDpRows = 6;  // the AVX-VNNI form: one register per product vector
 constexpr size_t kTilesPerTask = 8;
 
 // Per channel, the most |accumulator| any kernel form here reaches: |bias| + (383 + |zx|) *
@@ -288,15 +299,16 @@ class Int8Gemm {
         zx_(zx),
         vnni_(has_vnni(isa)),
         avx2_(!vnni_ && native_conv_supported()),
-        sign_(avx2_ && std::find(w, w + n * k, int8_t{-128}) == w + n * k),
+        dp_(avx2_ && isa.avx_vnni),
+        sign_(avx2_ && (dp_ || std::find(w, w + n * k, int8_t{-128}) == w + n * k)),
         requant_(mult, n_pad_, zo, range, accumulator_bounds(w, n, k, k, 1, bias, zx)) {
     bias_.assign(n_pad_, 0);
     for (size_t j = 0; j < n; ++j) {
       int32_t wsum = 0;
       for (size_t i = 0; i < k; ++i) wsum += w[j * k + i];
-      bias_[j] = (bias ? bias[j] : 0) - (vnni_ ? (128 + zx) * wsum : sign_ ? zx * wsum : 0);
+      bias_[j] = (bias ? bias[j] : 0) - (vnni_ || dp_ ? (128 + zx) * wsum : sign_ ? zx * wsum : 0);
     }
-    if (sign_) {  // [n / 8][ceil(k / 4)][8 columns][4 bytes]
+    if (sign_) {  // [n / 8][ceil(k / 4)][8 columns][4 bytes] (also dp_'s)
       k_groups_ = (k + 3) / 4;
       packed8_.assign(n_pad_ * k_groups_ * 4, 0);
       for (size_t j = 0; j < n; ++j)
@@ -369,13 +381,16 @@ class Int8Gemm {
   }
 #endif
 
-  const char* isa_name() const { return vnni_ ? "AVX-512 VNNI" : sign_ ? "AVX2 vpmaddubsw" : avx2_ ? "AVX2" : "scalar"; }
+  const char* isa_name() const {
+    return vnni_ ? "AVX-512 VNNI" : dp_ ? "AVX-VNNI" : sign_ ? "AVX2 vpmaddubsw" : avx2_ ? "AVX2" : "scalar";
+  }
 
   // Rows [r0, r1) of x (row stride k) into out (row stride ldo).
   void run_rows(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
 #if NN_NATIVE_X86
     if (vnni_) return rows_vnni(x, r0, r1, out, ldo);
-    if (sign_) return rows_sign(x, r0, r1, out, ldo);
+    if (dp_) return rows_sign<true>(x, r0, r1, out, ldo);
+    if (sign_) return rows_sign<false>(x, r0, r1, out, ldo);
     if (avx2_) return rows_avx2(x, r0, r1, out, ldo);
 #endif
     for (size_t r = r0; r < r1; ++r)
@@ -456,7 +471,7 @@ class Int8Gemm {
   }
 
   size_t rows_per_task() const {
-    return (vnni_ ? kVnniRows : sign_ ? kSignRows : kAvx2Rows) * kTilesPerTask;
+    return (vnni_ ? kVnniRows : dp_ ? kDpRows : sign_ ? kSignRows : kAvx2Rows) * kTilesPerTask;
   }
 
  private:
@@ -574,10 +589,11 @@ class Int8Gemm {
   // vpmaddwd by ones sums the pairs into int32: the exact dot product, 32 products per
   // vpmaddubsw + vpmaddwd, which issue on different ports (vpmaddwd alone on int16 runs
   // half as many products per cycle).
-  template <size_t kRows, size_t kBlocks>
+  // kDp (AVX-VNNI): x + 128 by one vpdpbusd against w, the bias holding -(128 + zx) * sum(w).
+  template <size_t kRows, size_t kBlocks, bool kDp>
   NN_INLINE_I8_AVX2 void columns_sign(const int8_t* x, size_t stride, size_t j, int8_t* out, size_t ldo) const {
     const int8_t* w = packed8_.data() + j * k_groups_ * 4;
-    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(char(0x80));
     __m256i acc[kBlocks][kRows];
 #pragma GCC unroll 2
     for (size_t i = 0; i < kBlocks; ++i) {
@@ -595,11 +611,17 @@ class Int8Gemm {
         int32_t xv;
         std::memcpy(&xv, x + r * stride + 4 * g, 4);
         const __m256i xb = _mm256_set1_epi32(xv);
-        const __m256i ax = _mm256_abs_epi8(xb);
+        if constexpr (kDp) {
+          const __m256i ux = _mm256_xor_si256(xb, flip);
 #pragma GCC unroll 2
-        for (size_t i = 0; i < kBlocks; ++i)
-          acc[i][r] = _mm256_add_epi32(
-              acc[i][r], _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(wg[i], xb)), ones));
+          for (size_t i = 0; i < kBlocks; ++i) dpbusd_ymm(acc[i][r], ux, wg[i]);
+        } else {
+          const __m256i ax = _mm256_abs_epi8(xb);
+#pragma GCC unroll 2
+          for (size_t i = 0; i < kBlocks; ++i)
+            acc[i][r] = _mm256_add_epi32(
+                acc[i][r], _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(wg[i], xb)), ones));
+        }
       }
     }
 #pragma GCC unroll 2
@@ -623,27 +645,30 @@ class Int8Gemm {
     }
   }
 
-  template <size_t kRows>
+  template <size_t kRows, bool kDp>
   NN_INLINE_I8_AVX2 void tile_sign(const int8_t* x, size_t stride, int8_t* out, size_t ldo) const {
     size_t j = 0;
-    for (; j + 2 * kSignCols <= n_; j += 2 * kSignCols) columns_sign<kRows, 2>(x, stride, j, out, ldo);
-    for (; j < n_; j += kSignCols) columns_sign<kRows, 1>(x, stride, j, out, ldo);
+    for (; j + 2 * kSignCols <= n_; j += 2 * kSignCols) columns_sign<kRows, 2, kDp>(x, stride, j, out, ldo);
+    for (; j < n_; j += kSignCols) columns_sign<kRows, 1, kDp>(x, stride, j, out, ldo);
   }
 
-  // Rows read in place when k is a multiple of 4, else copied with zero bytes up to the group.
+  // Rows read in place when k is a multiple of 4, else copied with zero bytes up to the group
+  // (which meet zero weights, also as 128 in the kDp form).
+  template <bool kDp>
   NN_TARGET_I8_AVX2 void rows_sign(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
     const size_t k4 = k_groups_ * 4;
     thread_local std::vector<int8_t> staged;
     const bool in_place = k4 == k_;
-    if (!in_place) staged.assign(kSignRows * k4, 0);
+    constexpr size_t kRows = kDp ? kDpRows : kSignRows;
+    if (!in_place) staged.assign(kRows * k4, 0);
     size_t r = r0;
-    for (; r + kSignRows <= r1; r += kSignRows) {
+    for (; r + kRows <= r1; r += kRows) {
       const int8_t* rows = x + r * k_;
       if (!in_place) {
-        for (size_t q = 0; q < kSignRows; ++q) std::memcpy(staged.data() + q * k4, rows + q * k_, k_);
+        for (size_t q = 0; q < kRows; ++q) std::memcpy(staged.data() + q * k4, rows + q * k_, k_);
         rows = staged.data();
       }
-      tile_sign<kSignRows>(rows, in_place ? k_ : k4, out + r * ldo, ldo);
+      tile_sign<kRows, kDp>(rows, in_place ? k_ : k4, out + r * ldo, ldo);
     }
     for (; r < r1; ++r) {
       const int8_t* row = x + r * k_;
@@ -651,7 +676,7 @@ class Int8Gemm {
         std::memcpy(staged.data(), row, k_);
         row = staged.data();
       }
-      tile_sign<1>(row, k4, out + r * ldo, ldo);
+      tile_sign<1, kDp>(row, k4, out + r * ldo, ldo);
     }
   }
 
@@ -668,9 +693,10 @@ class Int8Gemm {
   size_t k_, n_, n_pad_, k_groups_ = 0;
   int32_t zx_;
   bool vnni_, avx2_;
-  bool sign_;  // AVX2 with no weight -128: vpmaddubsw on |x| and w with x's sign (columns_sign)
+  bool dp_;    // AVX2 with AVX-VNNI: columns_sign's vpdpbusd form (any weight)
+  bool sign_;  // AVX2 with no weight -128 (or dp_): vpmaddubsw on |x| and w with x's sign (columns_sign)
   ChannelRequant requant_;
-  std::vector<int32_t> bias_;  // per column, padded; less (128 + zx) (VNNI) or zx (sign_) * sum of the column's weights
+  std::vector<int32_t> bias_;  // per column, padded; less (128 + zx) (VNNI, dp_) or zx (sign_) * sum of the column's weights
   std::vector<int8_t> packed8_;
   std::vector<int16_t> packed16_;
   std::vector<int8_t> w_;
@@ -897,6 +923,7 @@ class Int8Depthwise final : public NativeDataOp {
                       (s.kernel_h == 3 || s.kernel_h == 5) && s.dilation_h == 1 && s.dilation_w == 1
                   ? s.kernel_h
                   : 0;
+    avx_vnni_ = avx2_k_ && isa.avx_vnni;
     if (avx2_k_) {
       const size_t kk = avx2_k_, groups = (kk + 3) / 4;
       w8_.assign(c_pad_ * groups * kk * 4, 0);
@@ -923,7 +950,9 @@ class Int8Depthwise final : public NativeDataOp {
       }
     }
     name_ = std::string("native int8 depthwise ") +
-            (avx2_k_ ? "AVX2 vpmaddubsw" : std::string(avx512_ ? "AVX-512" : "scalar") + (vnni_k_ ? " VNNI" : ""));
+            (avx_vnni_  ? "AVX-VNNI"
+             : avx2_k_ ? "AVX2 vpmaddubsw"
+                       : std::string(avx512_ ? "AVX-512" : "scalar") + (vnni_k_ ? " VNNI" : ""));
   }
   const char* kernel() const override { return name_.c_str(); }
   void run(const NativeDataArgs& args) const override {
@@ -961,10 +990,13 @@ class Int8Depthwise final : public NativeDataOp {
     };
     if (op.avx2_k_) {
       gather_rows(op.avx2_k_);
-      if (op.avx2_k_ == 3)
-        op.row_avx2<3>(rows, t.out + r * s.out_w * c);
+      if (op.avx_vnni_)
+        op.avx2_k_ == 3 ? op.row_avx2<3, true>(rows, t.out + r * s.out_w * c)
+                        : op.row_avx2<5, true>(rows, t.out + r * s.out_w * c);
+      else if (op.avx2_k_ == 3)
+        op.row_avx2<3, false>(rows, t.out + r * s.out_w * c);
       else
-        op.row_avx2<5>(rows, t.out + r * s.out_w * c);
+        op.row_avx2<5, false>(rows, t.out + r * s.out_w * c);
       return;
     }
     if (op.vnni_k_) {
@@ -1055,7 +1087,8 @@ class Int8Depthwise final : public NativeDataOp {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(at), v);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(at) + 1, _mm256_abs_epi8(v));
   }
-  template <size_t kK>
+  // kDp (AVX-VNNI): each |x| . sign(w, x) quad summed by one vpdpbusd (exact, no int16 step).
+  template <size_t kK, bool kDp>
   NN_TARGET_I8_AVX2 void row_avx2(const int8_t* const rows[8], int8_t* out_row) const {
     constexpr size_t kGroups = (kK + 3) / 4;
     const NativeConvShape& s = s_;
@@ -1111,8 +1144,11 @@ class Int8Depthwise final : public NativeDataOp {
 #pragma GCC unroll 10
         for (size_t t = 0; t < kK * kGroups; ++t) {
           const __m256i v = _mm256_loadu_si256(col + 2 * t), av = _mm256_loadu_si256(col + 2 * t + 1);
-          acc = _mm256_add_epi32(
-              acc, _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(wv[t / kGroups][t % kGroups], v)), ones));
+          const __m256i sw = _mm256_sign_epi8(wv[t / kGroups][t % kGroups], v);
+          if constexpr (kDp)
+            dpbusd_ymm(acc, av, sw);
+          else
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(av, sw), ones));
         }
         const __m256i v = rq.apply(acc);
         const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -1213,6 +1249,7 @@ class Int8Depthwise final : public NativeDataOp {
   std::vector<int64_t> rel_;                // per tap: input offset from the window's corner
   uint32_t vnni_k_ = 0;                     // 3 or 5: the VNNI form's kernel size (row_vnni), else 0
   uint32_t avx2_k_ = 0;                     // 3 or 5: the AVX2 form's (row_avx2), else 0
+  bool avx_vnni_ = false;                   // row_avx2's vpdpbusd form
   std::vector<int8_t> w8_;                  // AVX2: [C / 8][ky / 4][kx][8 channels][ky % 4]
   std::vector<int8_t> w4_;                  // VNNI: [C / 16][ky / 4][kx][16 channels][ky % 4]
   std::vector<int32_t> vnni_bias_;          // VNNI: bias - (zx + 128) * sum(w)

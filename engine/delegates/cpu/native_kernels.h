@@ -46,10 +46,12 @@ struct NativeIsa {
   bool half_width = false;  // NativeConv on AVX-512: ymm kernels for last panels of 1-8 / 17-24 columns
   bool two_rows = true;     // NativeDepthwise: output rows in pairs
   bool avx2_8_columns = true;  // NativeConv on AVX2: panels of <= 8 valid columns on the 8x8 kernel
+  bool avx_vnni = false;       // int8 kernels without AVX-512: AVX-VNNI's ymm vpdpbusd (the CPU has it)
   // All this CPU has (every switch on).
   static NativeIsa best();
   // avx512: allowed; half_width: 1 forced on, 0 forced off, -1 measured (avx512_half_width).
-  static NativeIsa with(bool avx512, int half_width, bool two_rows, bool avx2_8_columns = true);
+  static NativeIsa with(bool avx512, int half_width, bool two_rows, bool avx2_8_columns = true,
+                        bool avx_vnni = true);
 };
 
 struct NativeConvShape {

@@ -86,6 +86,10 @@ struct CpuOptions {
   // MEAN and bilinear resize on nnpipe's kernels (delegates/cpu/native_int8.h); off: XNNPACK
   // or the reference. NN_NO_NATIVE_INT8=1.
   bool native_int8 = true;
+  // Without AVX-512, native int8 convs and depthwise convs use AVX-VNNI's vpdpbusd on ymm
+  // registers where the CPU has it (Intel 12th gen and later, Zen 5); off: vpmaddubsw +
+  // vpmaddwd, as on AVX2 CPUs without it. NN_NO_AVX_VNNI=1.
+  bool avx_vnni = true;
   // Within native_int8: LOGISTIC by its table (NN_NO_NATIVE_INT8_LOGISTIC=1) and a global
   // AVERAGE_POOL_2D (NN_NO_NATIVE_INT8_POOL=1); off: XNNPACK (within one step). An exact
   // same-shaped ADD in NNAPI's fixed point, off by default: about 3x slower than XNNPACK's
