@@ -296,6 +296,14 @@ def ort_median(onnx_model, threads=1, runs=50):
 ALL_INT8_ARGS = ["--max-op-error", "1e9", "--max-op-output-error", "1e9", "--max-output-error", "1e9"]
 
 
+def host_has_avx_vnni():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " avx_vnni" in f.read()
+    except OSError:
+        return False
+
+
 def latency(args):
     """Medians of alternating rounds at 1 thread: our float, our int8, the int8 model with the
     native int8 kernels off (NN_NO_NATIVE_INT8=1: XNNPACK's and the reference's), ORT on the
@@ -312,7 +320,13 @@ def latency(args):
                                  capture_output=True, text=True, check=True).stdout.strip()
             env["LD_LIBRARY_PATH"] = lib + (":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH") else "")
             label += " + XNNPACK AVX2"
-        env_variants.append((label, env))
+        # AVX2 CPUs with AVX-VNNI (Intel 12th gen and later) run our int8 convs on its ymm
+        # vpdpbusd; where this host has it, the older AVX2 CPUs (NN_NO_AVX_VNNI=1) too.
+        if host_has_avx_vnni():
+            env_variants.append((label + " + AVX-VNNI", env))
+            env_variants.append((label + " NN_NO_AVX_VNNI=1", dict(env, NN_NO_AVX_VNNI="1")))
+        else:
+            env_variants.append((label, env))
     models = []
     for spec in (SELFIE, MNV2):
         models.append((spec["name"], spec, convert(spec)[0]))
