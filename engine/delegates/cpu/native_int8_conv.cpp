@@ -918,7 +918,8 @@ class Int8Depthwise final : public NativeDataOp {
                   ? s.kernel_h
                   : 0;
     // Without VNNI, the same interleave on AVX2 (vpmaddubsw on |x| and w with x's sign, as the
-    // AVX2 GEMM; no weight -128: make_native_int8_conv checks it).
+    // AVX2 GEMM; no weight -128: make_native_int8_conv checks it); with AVX-VNNI, x + 128 by
+    // vpdpbusd (any weight).
     avx2_k_ = !vnni_k_ && native_conv_supported() && s.kernel_h == s.kernel_w &&
                       (s.kernel_h == 3 || s.kernel_h == 5) && s.dilation_h == 1 && s.dilation_w == 1
                   ? s.kernel_h
@@ -932,6 +933,14 @@ class Int8Depthwise final : public NativeDataOp {
         for (size_t ky = 0; ky < kk; ++ky)
           for (size_t kx = 0; kx < kk; ++kx)
             w8_[(((ch / 8 * groups + ky / 4) * kk + kx) * 8 + ch % 8) * 4 + ky % 4] = w[(ky * kk + kx) * c + ch];
+      if (avx_vnni_) {  // the input enters as x + 128
+        vnni_bias_.assign(c_pad_, 0);
+        for (size_t ch = 0; ch < c; ++ch) {
+          int32_t sum = 0;
+          for (size_t t = 0; t < size_t(kk) * kk; ++t) sum += w[t * c + ch];
+          vnni_bias_[ch] = bias_[ch] - (zx + 128) * sum;
+        }
+      }
     }
     if (vnni_k_) {
       const size_t kk = vnni_k_, groups = (kk + 3) / 4;
@@ -1080,14 +1089,21 @@ class Int8Depthwise final : public NativeDataOp {
   // per channel (rows past the kernel meet zero weights), kept with their absolute values;
   // then per output kK * kGroups x (vpsignb, vpmaddubsw, vpmaddwd by ones): each int16 pair
   // sum |x0 w0 + x1 w1| <= 2 * 128 * 127, exact. Accumulators start at bias - zx * sum(w).
-  // One input column of 8 channels: rows r0..r3's bytes interleaved per channel, then |x|.
+  // kDp (AVX-VNNI): the columns hold x + 128 alone, and one vpdpbusd a group sums the quad
+  // against w; accumulators start at bias - (zx + 128) * sum(w).
+  // One input column of 8 channels: rows r0..r3's bytes interleaved per channel, then |x|
+  // (kDp: x + 128 only).
+  template <bool kDp>
   NN_INLINE_I8_AVX2 static void interleave_column(int8_t* at, __m128i r0, __m128i r1, __m128i r2, __m128i r3) {
     const __m128i a = _mm_unpacklo_epi8(r0, r1), b = _mm_unpacklo_epi8(r2, r3);
     const __m256i v = _mm256_set_m128i(_mm_unpackhi_epi16(a, b), _mm_unpacklo_epi16(a, b));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(at), v);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(at) + 1, _mm256_abs_epi8(v));
+    if constexpr (kDp) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(at), _mm256_xor_si256(v, _mm256_set1_epi8(char(0x80))));
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(at), v);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(at) + 1, _mm256_abs_epi8(v));
+    }
   }
-  // kDp (AVX-VNNI): each |x| . sign(w, x) quad summed by one vpdpbusd (exact, no int16 step).
   template <size_t kK, bool kDp>
   NN_TARGET_I8_AVX2 void row_avx2(const int8_t* const rows[8], int8_t* out_row) const {
     constexpr size_t kGroups = (kK + 3) / 4;
@@ -1095,8 +1111,9 @@ class Int8Depthwise final : public NativeDataOp {
     const size_t c = s.out_c, stride = s.stride_w;
     const int64_t first = -int64_t(s.pad_left);
     const size_t span = (s.out_w - 1) * stride + kK;  // columns first .. first + span - 1
-    thread_local std::vector<int8_t> cols_storage;    // [span][kGroups][x, |x|], 32 bytes each
-    cols_storage.resize(span * kGroups * 64);
+    constexpr size_t kBytes = kDp ? 32 : 64;          // a column group's
+    thread_local std::vector<int8_t> cols_storage;    // [span][kGroups][x, |x|] (kDp: [x + 128]), 32 bytes each
+    cols_storage.resize(span * kGroups * kBytes);
     int8_t* const cols = cols_storage.data();
     const __m256i ones = _mm256_set1_epi16(1);
     const __m128i zx = _mm_set1_epi8(static_cast<char>(zx_));
@@ -1105,7 +1122,7 @@ class Int8Depthwise final : public NativeDataOp {
       // Input columns [i0, i1) of the span are inside the image.
       const size_t i0 = size_t(std::clamp<int64_t>(-first, 0, int64_t(span)));
       const size_t i1 = size_t(std::clamp<int64_t>(int64_t(s.in_w) - first, int64_t(i0), int64_t(span)));
-#define put(i, g, r0, r1, r2, r3) interleave_column(cols + ((i) * kGroups + (g)) * 64, r0, r1, r2, r3)
+#define put(i, g, r0, r1, r2, r3) interleave_column<kDp>(cols + ((i) * kGroups + (g)) * kBytes, r0, r1, r2, r3)
       for (size_t g = 0; g < kGroups; ++g) {
         for (size_t i = 0; i < i0; ++i) put(i, g, zx, zx, zx, zx);
         for (size_t i = i1; i < span; ++i) put(i, g, zx, zx, zx, zx);
@@ -1136,19 +1153,22 @@ class Int8Depthwise final : public NativeDataOp {
       for (size_t g = 0; g < kGroups; ++g)
         for (size_t kx = 0; kx < kK; ++kx)
           wv[kx][g] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + (g * kK + kx) * 32));
-      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(inner_bias_.data() + ch));
+      const __m256i b =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>((kDp ? vnni_bias_ : inner_bias_).data() + ch));
       const ChannelRequant::Columns8 rq = requant_.columns8(ch);
       for (size_t ox = 0; ox < s.out_w; ++ox) {
-        const __m256i* col = reinterpret_cast<const __m256i*>(cols + ox * stride * kGroups * 64);
+        const __m256i* col = reinterpret_cast<const __m256i*>(cols + ox * stride * kGroups * kBytes);
         __m256i acc = b;
 #pragma GCC unroll 10
         for (size_t t = 0; t < kK * kGroups; ++t) {
-          const __m256i v = _mm256_loadu_si256(col + 2 * t), av = _mm256_loadu_si256(col + 2 * t + 1);
-          const __m256i sw = _mm256_sign_epi8(wv[t / kGroups][t % kGroups], v);
-          if constexpr (kDp)
-            dpbusd_ymm(acc, av, sw);
-          else
-            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(av, sw), ones));
+          if constexpr (kDp) {
+            dpbusd_ymm(acc, _mm256_loadu_si256(col + t), wv[t / kGroups][t % kGroups]);
+          } else {
+            const __m256i v = _mm256_loadu_si256(col + 2 * t), av = _mm256_loadu_si256(col + 2 * t + 1);
+            acc = _mm256_add_epi32(
+                acc, _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(wv[t / kGroups][t % kGroups], v)),
+                                       ones));
+          }
         }
         const __m256i v = rq.apply(acc);
         const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -1403,8 +1423,9 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
       if (filter.dims[1] != filter.dims[2] || (filter.dims[1] != 3 && filter.dims[1] != 5) ||
           p->dilation_h != 1 || p->dilation_w != 1)
         return no("int8 depthwise without AVX-512 VNNI other than 3x3 / 5x5, dilation 1: XNNPACK's");
-      if (std::find(w, w + num_elements(filter.dims), int8_t{-128}) != w + num_elements(filter.dims))
-        return no("int8 depthwise with a weight -128 without AVX-512 VNNI: XNNPACK's");
+      if (!isa.avx_vnni &&
+          std::find(w, w + num_elements(filter.dims), int8_t{-128}) != w + num_elements(filter.dims))
+        return no("int8 depthwise with a weight -128 without AVX-512 VNNI or AVX-VNNI: XNNPACK's");
     }
     // Our int32 lanes pay where XNNPACK's per-pixel overhead dominates (few channels) or the
     // taps are many (5x5); on MobileNetV2's wide 3x3 layers XNNPACK's (fp32 requantization,
