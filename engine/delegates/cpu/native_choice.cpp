@@ -210,6 +210,13 @@ bool expand_depthwise_pays(const Model& m, uint32_t d, int threads, const Native
          row_tile_cost(width, isa) * 100 <= width * 103;
 }
 
+bool depthwise_project_pays(const Model& m, uint32_t d, uint32_t p, const NativeIsa& isa) {
+  auto s = conv_shape(m, m.operations[d]), q = conv_shape(m, m.operations[p]);
+  if (!s || !q) return false;
+  (void)isa;
+  return true;
+}
+
 bool drop_dead_taps(NativeConvShape* s, const float* filter, std::vector<float>* live) {
   // [first, last] taps along one axis that read input in [0, in) for some output in [0, out).
   auto live_range = [](uint32_t kernel, uint32_t dilation, uint32_t pad, uint32_t stride, uint32_t in,
