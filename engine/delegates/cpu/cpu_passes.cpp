@@ -424,7 +424,7 @@ int64_t CpuPartition::projection_of(uint32_t k) const {
   if (proj.native != NativeKind::kConv || proj.resize || proj.gated || proj.channel_scale ||
       op.type != OperationType::CONV_2D || op.inputs[0] != out || !pointwise_conv(model_, op))
     return -1;
-  return depthwise_project_pays(model_, *r.depthwise, p, isa_) ? int64_t(p) : -1;
+  return depthwise_project_pays(model_, *r.depthwise, p) ? int64_t(p) : -1;
 }
 
 // The nine ops of a LayerNorm become one native op, headed by its first MEAN.

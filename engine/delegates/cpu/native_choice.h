@@ -68,8 +68,9 @@ std::optional<NativeConvShape> conv_shape(const Model& m, const Operation& op);
 bool expand_depthwise_pays(const Model& m, uint32_t d, int threads, const NativeIsa& isa);
 
 // Whether the pointwise conv p reading depthwise op d's output runs on its rows as they
-// come (NativeExpandDepthwise::add_projection).
-bool depthwise_project_pays(const Model& m, uint32_t d, uint32_t p, const NativeIsa& isa);
+// come (NativeExpandDepthwise::add_projection): shapes that fit, and a depthwise output of
+// at least 512 KB.
+bool depthwise_project_pays(const Model& m, uint32_t d, uint32_t p);
 
 // Drops the kernel rows / columns at either end that read only padding for every output
 // pixel (a dilation wider than the image: DeepLabV3's ASPP convs at dilation 24 and 36 on
