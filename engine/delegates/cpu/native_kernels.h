@@ -301,7 +301,8 @@ class NativeConvThenResize final : public NativeOp {
 // small per-chunk ring of rows as they are first needed, so that tensor is never written
 // out and read back. The output rows are split into `chunks` contiguous ranges, one per
 // thread; a range recomputes the few rows it shares with the range before it. The rings
-// live in the scratch.
+// live in the scratch. With a projection (add_projection) the depthwise's output rows go
+// through the block's 1x1 projection a few at a time, so that tensor is not written either.
 class NativeExpandDepthwise final : public NativeOp {
  public:
   // first: the first conv's shape (dilation_h 1), filter OHWI, bias or nullptr, epilogue;
