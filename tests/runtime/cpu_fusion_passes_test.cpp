@@ -142,12 +142,13 @@ TEST(CpuFusionPass, ProjectionRunsWithTheDepthwiseItReads) {
   for (bool add : {true, false}) {
     Built b;
     uint32_t x = b.input({1, 56, 56, 16});
-    uint32_t e = b.op(T::CONV_2D, {x, b.constant({96, 1, 1, 16}, 91, -0.5f, 0.5f), b.constant({96}, 92), b.i32(1),
-                                   b.i32(1), b.i32(1), b.i32(3)});
-    uint32_t d = b.op(T::DEPTHWISE_CONV_2D, {e, b.constant({1, 3, 3, 96}, 93, -0.5f, 0.5f), b.constant({96}, 94),
-                                             b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(3)});
-    uint32_t p = b.op(T::CONV_2D, {d, b.constant({16, 1, 1, 96}, 95, -0.5f, 0.5f), b.constant({16}, 96), b.i32(1),
-                                   b.i32(1), b.i32(1), b.i32(0)});
+    uint32_t e = b.op(T::CONV_2D, {x, b.constant({96, 1, 1, 16}, 91, -0.5f, 0.5f), b.constant({96}, 92),
+                                   b.i32(1), b.i32(1), b.i32(1), b.i32(3)});
+    uint32_t d =
+        b.op(T::DEPTHWISE_CONV_2D, {e, b.constant({1, 3, 3, 96}, 93, -0.5f, 0.5f), b.constant({96}, 94),
+                                    b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(3)});
+    uint32_t p = b.op(T::CONV_2D, {d, b.constant({16, 1, 1, 96}, 95, -0.5f, 0.5f), b.constant({16}, 96),
+                                   b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
     b.output(add ? b.op(T::ADD, {p, x, b.i32(0)}) : p);
     for (int threads : {1, 2}) {
       nn::Status v = b.model->validate_and_infer_shapes();
@@ -177,16 +178,18 @@ TEST(CpuFusionPass, ProjectionStaysApartWhenSmallSharedOrNotPointwise) {
   for (const Case& c : {Case{48, 2, 1, false}, Case{56, 1, 1, true}, Case{56, 1, 3, false}}) {
     Built b;
     uint32_t x = b.input({1, c.size, c.size, 16});
-    uint32_t e = b.op(T::CONV_2D, {x, b.constant({96, 1, 1, 16}, 97, -0.5f, 0.5f), b.constant({96}, 98), b.i32(1),
-                                   b.i32(1), b.i32(1), b.i32(3)});
-    uint32_t d = b.op(T::DEPTHWISE_CONV_2D, {e, b.constant({1, 3, 3, 96}, 99, -0.5f, 0.5f), b.constant({96}, 100),
-                                             b.i32(1), b.i32(c.stride), b.i32(c.stride), b.i32(1), b.i32(3)});
+    uint32_t e = b.op(T::CONV_2D, {x, b.constant({96, 1, 1, 16}, 97, -0.5f, 0.5f), b.constant({96}, 98),
+                                   b.i32(1), b.i32(1), b.i32(1), b.i32(3)});
+    uint32_t d =
+        b.op(T::DEPTHWISE_CONV_2D, {e, b.constant({1, 3, 3, 96}, 99, -0.5f, 0.5f), b.constant({96}, 100),
+                                    b.i32(1), b.i32(c.stride), b.i32(c.stride), b.i32(1), b.i32(3)});
     b.output(b.op(T::CONV_2D, {d, b.constant({16, c.k, c.k, 96}, 101, -0.5f, 0.5f), b.constant({16}, 102),
                                b.i32(1), b.i32(1), b.i32(1), b.i32(0)}));
     if (c.shared) b.output(d);
     auto r = profiled_cpu(b, -1.f, 1.f);
     const std::string what = std::to_string(c.size) + " stride " + std::to_string(c.stride) + " k " +
-                             std::to_string(c.k) + (c.shared ? " shared" : "") + ": " + nn_test::step_labels(r);
+                             std::to_string(c.k) + (c.shared ? " shared" : "") + ": " +
+                             nn_test::step_labels(r);
     EXPECT_EQ(nn_test::count_steps(r, "op 0 CONV_2D [native]"), 1) << what;
     EXPECT_EQ(nn_test::count_steps(r, "op 1 "), 0) << what;  // the expansion runs the depthwise
     EXPECT_EQ(nn_test::count_steps(r, "op 2 CONV_2D [native]"), 1) << what;

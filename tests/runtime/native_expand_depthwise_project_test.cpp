@@ -30,8 +30,8 @@ struct Block {
 
 std::string name(const Block& b) {
   return std::to_string(b.batch) + "x" + std::to_string(b.h) + "x" + std::to_string(b.w) + "x" +
-         std::to_string(b.in_c) + " -> " + std::to_string(b.mid) + " -> " + std::to_string(b.out_c) + " stride " +
-         std::to_string(b.stride) + (b.residual ? " + residual" : "");
+         std::to_string(b.in_c) + " -> " + std::to_string(b.mid) + " -> " + std::to_string(b.out_c) +
+         " stride " + std::to_string(b.stride) + (b.residual ? " + residual" : "");
 }
 
 NativeConvShape pointwise(uint32_t batch, uint32_t h, uint32_t w, uint32_t in_c, uint32_t out_c) {
@@ -91,7 +91,8 @@ void check_block(const Block& b, const NativeIsa& isa) {
   const auto x = nn_test::random_floats(size_t(b.batch) * b.h * b.w * b.in_c, 21);
   const auto we = nn_test::random_floats(size_t(b.mid) * b.in_c, 22), be = nn_test::random_floats(b.mid, 23);
   const auto wd = nn_test::random_floats(size_t(9) * b.mid, 24), bd = nn_test::random_floats(b.mid, 25);
-  const auto wp = nn_test::random_floats(size_t(b.out_c) * b.mid, 26), bp = nn_test::random_floats(b.out_c, 27);
+  const auto wp = nn_test::random_floats(size_t(b.out_c) * b.mid, 26),
+             bp = nn_test::random_floats(b.out_c, 27);
   const size_t n = size_t(b.batch) * oh * ow * b.out_c;
   const auto res = nn_test::random_floats(n, 28);
   const auto expected = reference(b, x, we, be, wd, bd, wp, bp, res);
@@ -106,8 +107,8 @@ void check_block(const Block& b, const NativeIsa& isa) {
   auto depthwise = std::make_unique<nn::cpu::NativeDepthwise>(dw, wd.data(), bd.data(), relu6(), isa);
   nn::cpu::NativeExpandDepthwise op(first, we.data(), be.data(), relu6(), std::move(depthwise), 2, isa);
   ASSERT_TRUE(op.ok());
-  auto project =
-      std::make_unique<nn::cpu::NativeConv>(pointwise(b.batch, oh, ow, b.mid, b.out_c), wp.data(), bp.data(), pe, isa);
+  auto project = std::make_unique<nn::cpu::NativeConv>(pointwise(b.batch, oh, ow, b.mid, b.out_c), wp.data(),
+                                                       bp.data(), pe, isa);
   ASSERT_TRUE(op.add_projection(std::move(project)));
   ASSERT_TRUE(op.projects());
 
@@ -120,9 +121,13 @@ void check_block(const Block& b, const NativeIsa& isa) {
     ASSERT_TRUE(scratch != nullptr);
     std::fill_n(scratch.get(), op.scratch_bytes() / sizeof(float) + 16, nan);
     std::vector<float> out(n + 64, nan);
-    op.run({.input = x.data(), .residual = b.residual ? res.data() : nullptr, .output = out.data(),
-            .scratch = scratch.get(), .pool = p});
-    for (size_t i = n; i < out.size(); ++i) ASSERT_TRUE(std::isnan(out[i])) << "written past the output at " << i;
+    op.run({.input = x.data(),
+            .residual = b.residual ? res.data() : nullptr,
+            .output = out.data(),
+            .scratch = scratch.get(),
+            .pool = p});
+    for (size_t i = n; i < out.size(); ++i)
+      ASSERT_TRUE(std::isnan(out[i])) << "written past the output at " << i;
     out.resize(n);
     for (float v : out) ASSERT_TRUE(std::isfinite(v));
     EXPECT_LE(nn_test::max_relative_error(out.data(), expected.data(), n, 1e-2), 1e-4);
@@ -166,9 +171,9 @@ TEST(NativeExpandDepthwiseProject, RefusesAProjectionOfAnotherShape) {
   const auto w = nn_test::random_floats(64 * 64, 31), bias = nn_test::random_floats(64, 32);
   NativeConvShape dw = pointwise(1, 8, 8, 16, 16);
   dw.kernel_h = dw.kernel_w = 3, dw.pad_top = dw.pad_left = 1;
-  nn::cpu::NativeExpandDepthwise op(pointwise(1, 8, 8, 4, 16), w.data(), bias.data(), Epilogue{},
-                                    std::make_unique<nn::cpu::NativeDepthwise>(dw, w.data(), bias.data(), Epilogue{}),
-                                    1);
+  nn::cpu::NativeExpandDepthwise op(
+      pointwise(1, 8, 8, 4, 16), w.data(), bias.data(), Epilogue{},
+      std::make_unique<nn::cpu::NativeDepthwise>(dw, w.data(), bias.data(), Epilogue{}), 1);
   ASSERT_TRUE(op.ok());
   const size_t scratch = op.scratch_bytes();
   // 17 input channels where the depthwise makes 16; then a 3x3 conv, not pointwise.

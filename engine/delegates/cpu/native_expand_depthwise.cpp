@@ -147,7 +147,8 @@ void NativeExpandDepthwise::run(const NativeArgs& args) const {
         taps[ky] = row;
       }
       if (!project) {
-        op.depthwise_->run_row(taps, oy, t.residual ? t.residual + r * out_row : nullptr, t.output + r * out_row);
+        op.depthwise_->run_row(taps, oy, t.residual ? t.residual + r * out_row : nullptr,
+                               t.output + r * out_row);
         continue;
       }
       op.depthwise_->run_row(taps, oy, nullptr, group + (r - group_first) * out_row);
