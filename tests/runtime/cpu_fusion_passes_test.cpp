@@ -8,7 +8,8 @@
 //   fuse_epilogues           ReluFoldsIntoConv, ConvHardSwishResidualAddFuse, *Fuse (depthwise),
 //                            TransposeConvLogisticInEpilogue, SwishFusesIntoNativeConvAndDepthwise,
 //                            BroadcastAddAndVisibleOutputStayUnfused, and the cases below
-//   fuse_expand_depthwise    ExpansionRunsWithTheDepthwiseItFeeds, ExpansionStaysApartWhen...
+//   fuse_expand_depthwise    ExpansionRunsWithTheDepthwiseItFeeds, ExpansionStaysApartWhen...,
+//                            ProjectionRunsWithTheDepthwiseItReads, ProjectionStaysApartWhen...
 #include <gtest/gtest.h>
 
 #include <string>
@@ -130,6 +131,68 @@ TEST(CpuFusionPass, SwishStaysApartWhenTheSigmoidIsSharedOrTheProductClamped) {
     auto c = profiled_cpu(b, -3.f, 3.f);
     EXPECT_EQ(nn_test::count_steps(c, "op 1 LOGISTIC [xnnpack]"), 1) << nn_test::step_labels(c);
     EXPECT_EQ(nn_test::count_steps(c, "op 2 MUL [xnnpack]"), 1) << nn_test::step_labels(c);
+  }
+}
+
+// An inverted residual block on 56x56 (expansion 16 -> 96, 3x3 depthwise, projection
+// 96 -> 16, maybe the block's residual ADD), at 1 and 2 threads: the depthwise's 1.2 MB
+// output is over the 512 KB below which depthwise_project_pays leaves the projection apart.
+TEST(CpuFusionPass, ProjectionRunsWithTheDepthwiseItReads) {
+  if (!has_native()) GTEST_SKIP() << "no native kernels on this CPU";
+  for (bool add : {true, false}) {
+    Built b;
+    uint32_t x = b.input({1, 56, 56, 16});
+    uint32_t e = b.op(T::CONV_2D, {x, b.constant({96, 1, 1, 16}, 91, -0.5f, 0.5f), b.constant({96}, 92),
+                                   b.i32(1), b.i32(1), b.i32(1), b.i32(3)});
+    uint32_t d =
+        b.op(T::DEPTHWISE_CONV_2D, {e, b.constant({1, 3, 3, 96}, 93, -0.5f, 0.5f), b.constant({96}, 94),
+                                    b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(3)});
+    uint32_t p = b.op(T::CONV_2D, {d, b.constant({16, 1, 1, 96}, 95, -0.5f, 0.5f), b.constant({16}, 96),
+                                   b.i32(1), b.i32(1), b.i32(1), b.i32(0)});
+    b.output(add ? b.op(T::ADD, {p, x, b.i32(0)}) : p);
+    for (int threads : {1, 2}) {
+      nn::Status v = b.model->validate_and_infer_shapes();
+      ASSERT_TRUE(v.is_ok()) << v.to_string();
+      nn::SessionOptions o;
+      o.delegates = {"cpu"};
+      o.profile = true;
+      o.threads = threads;
+      auto c = nn_test::compare_with_reference(b.model, o, -1.f, 1.f);
+      EXPECT_LE(c.max_rel_error, kTolerance) << nn_test::step_labels(c);
+      // One step: the expansion's, running the depthwise, the projection and the ADD.
+      EXPECT_EQ(nn_test::count_steps(c, "op 0 CONV_2D [native]"), 1) << nn_test::step_labels(c);
+      EXPECT_EQ(c.steps.size(), 1u) << threads << " threads: " << nn_test::step_labels(c);
+    }
+  }
+}
+
+// The projection stays apart, while the expansion still runs the depthwise, where the
+// depthwise's output is small (48x48 at stride 2: 24x24x96, 221 KB), is read by another op
+// too, or is read by a conv that is not pointwise.
+TEST(CpuFusionPass, ProjectionStaysApartWhenSmallSharedOrNotPointwise) {
+  if (!has_native()) GTEST_SKIP() << "no native kernels on this CPU";
+  struct Case {
+    uint32_t size, stride, k;
+    bool shared;
+  };
+  for (const Case& c : {Case{48, 2, 1, false}, Case{56, 1, 1, true}, Case{56, 1, 3, false}}) {
+    Built b;
+    uint32_t x = b.input({1, c.size, c.size, 16});
+    uint32_t e = b.op(T::CONV_2D, {x, b.constant({96, 1, 1, 16}, 97, -0.5f, 0.5f), b.constant({96}, 98),
+                                   b.i32(1), b.i32(1), b.i32(1), b.i32(3)});
+    uint32_t d =
+        b.op(T::DEPTHWISE_CONV_2D, {e, b.constant({1, 3, 3, 96}, 99, -0.5f, 0.5f), b.constant({96}, 100),
+                                    b.i32(1), b.i32(c.stride), b.i32(c.stride), b.i32(1), b.i32(3)});
+    b.output(b.op(T::CONV_2D, {d, b.constant({16, c.k, c.k, 96}, 101, -0.5f, 0.5f), b.constant({16}, 102),
+                               b.i32(1), b.i32(1), b.i32(1), b.i32(0)}));
+    if (c.shared) b.output(d);
+    auto r = profiled_cpu(b, -1.f, 1.f);
+    const std::string what = std::to_string(c.size) + " stride " + std::to_string(c.stride) + " k " +
+                             std::to_string(c.k) + (c.shared ? " shared" : "") + ": " +
+                             nn_test::step_labels(r);
+    EXPECT_EQ(nn_test::count_steps(r, "op 0 CONV_2D [native]"), 1) << what;
+    EXPECT_EQ(nn_test::count_steps(r, "op 1 "), 0) << what;  // the expansion runs the depthwise
+    EXPECT_EQ(nn_test::count_steps(r, "op 2 CONV_2D [native]"), 1) << what;
   }
 }
 

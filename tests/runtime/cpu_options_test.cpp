@@ -190,6 +190,19 @@ TEST(CpuOptions, ExpandDepthwiseOffRunsThemApart) {
   expect_both_exact(b, off);
 }
 
+TEST(CpuOptions, DepthwiseProjectOffRunsTheProjectionApart) {
+  Built b;  // the depthwise's 48x48x96 output (884 KB) read by a 1x1 projection
+  uint32_t e = conv(b, b.input({1, 48, 48, 16}), 16, 96, 1, 19);
+  b.output(conv(b, depthwise(b, e, 96, 21, 5), 96, 16, 1, 23));
+  validate(b);
+  CpuOptions off;
+  off.depthwise_project = false;
+  EXPECT_EQ(kernel_of(b, {}, "op 0").rfind("native conv+depthwise+conv", 0), 0u) << kernel_of(b, {}, "op 0");
+  EXPECT_EQ(kernel_of(b, off, "op 0").rfind("native conv+depthwise ", 0), 0u) << kernel_of(b, off, "op 0");
+  EXPECT_EQ(kernel_of(b, off, "op 2").rfind("native conv ", 0), 0u) << kernel_of(b, off, "op 2");
+  expect_both_exact(b, off);
+}
+
 TEST(CpuOptions, SwishEpilogueOffRunsSigmoidAndProductApart) {
   Built b;
   uint32_t y = conv(b, b.input({1, 6, 7, 8}), 8, 24, 3, 17);  // the implicit-GEMM conv, as above

@@ -91,6 +91,7 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
   switch (f.native) {
     case NativeKind::kConv:
       name = model_.operations[k].type == OperationType::FULLY_CONNECTED ? "native fully connected"
+             : f.depthwise && f.project ? "native conv+depthwise+conv"
              : f.depthwise ? "native conv+depthwise"
              : f.resize  ? "native conv+resize"
              : f.gated   ? "native conv (gated input)"

@@ -100,6 +100,8 @@ struct FusedOp {
   std::optional<ScaledInput> gated; // a 1x1 conv reading x * gate (+ sum) in place
   std::optional<uint32_t> depthwise;  // a conv running the depthwise conv it feeds (NativeExpandDepthwise)
   Epilogue depthwise_epilogue;        // that depthwise's clamp and epilogue
+  std::optional<uint32_t> project;    // and the pointwise conv reading the depthwise's output
+  Epilogue project_epilogue;          // that conv's epilogue
   std::optional<uint32_t> channel_scale;  // a per-output-channel constant folded into the weights
   std::unique_ptr<NativeOp> kernel;      // native ops
   std::unique_ptr<NativeDataOp> data;    // native data ops (native_data.h)
@@ -158,6 +160,9 @@ class CpuPartition final : public CompiledPartition {
     return f != ops_.end() && !absorbed(k) && f->second.chain.empty();
   }
   void fuse_expand_depthwise();
+  // The pointwise conv reading a fused depthwise's output (rec(k).depthwise), when it can
+  // run on its rows as they come (NativeExpandDepthwise::add_projection); -1 otherwise.
+  int64_t projection_of(uint32_t k) const;
   // LayerNorm over the last axis written as ops (native_layer_norm.h), from its first MEAN.
   void fuse_layer_norm();
   Status make_native_kernels();

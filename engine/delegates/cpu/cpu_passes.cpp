@@ -397,7 +397,34 @@ void CpuPartition::fuse_expand_depthwise() {
     r.output = written(second);
     r.residual = second.residual;
     second.residual.reset();
+    const int64_t p = options_.cpu.depthwise_project ? projection_of(k) : -1;
+    if (p < 0) continue;
+    FusedOp& third = rec(uint32_t(p));
+    r.project = uint32_t(p);
+    r.project_epilogue = third.epilogue;
+    absorb(k, uint32_t(p));
+    for (uint32_t c : third.chain) absorb(k, c);
+    third.chain.clear();
+    r.output = written(third);
+    r.residual = third.residual;
+    third.residual.reset();
   }
+}
+
+int64_t CpuPartition::projection_of(uint32_t k) const {
+  const FusedOp& r = ops_.at(k);
+  if (!r.depthwise || r.residual) return -1;  // the depthwise's own residual has no place
+  const uint32_t out = written(r);
+  if (!internal_single_use(out)) return -1;
+  const uint32_t p = readers_.at(out)[0];
+  auto it = ops_.find(p);
+  if (it == ops_.end() || absorbed(p)) return -1;
+  const FusedOp& proj = it->second;
+  const Operation& op = model_.operations[p];
+  if (proj.native != NativeKind::kConv || proj.resize || proj.gated || proj.channel_scale ||
+      op.type != OperationType::CONV_2D || op.inputs[0] != out || !pointwise_conv(model_, op))
+    return -1;
+  return depthwise_project_pays(model_, *r.depthwise, p) ? int64_t(p) : -1;
 }
 
 // The nine ops of a LayerNorm become one native op, headed by its first MEAN.
@@ -450,10 +477,21 @@ Status CpuPartition::make_native_kernels() {
       NN_CHECK_OR_RETURN(first && second, StatusCode::kInternal, op_label(model_, k) + ": conv parameters");
       auto [dw_filter, dw_bias] = conv_weights(model_, dw, statics_);
       auto [filter, bias] = conv_weights(model_, conv, statics_);
-      native = std::make_unique<NativeExpandDepthwise>(
+      auto fused = std::make_unique<NativeExpandDepthwise>(
           *first, filter, bias, r.epilogue,
           std::make_unique<NativeDepthwise>(*second, dw_filter, dw_bias, r.depthwise_epilogue, isa_),
           size_t(std::max(1, options_.threads)), isa_);
+      if (r.project) {
+        auto third = conv_shape(model_, model_.operations[*r.project]);
+        NN_CHECK_OR_RETURN(third, StatusCode::kInternal, op_label(model_, *r.project) + ": conv parameters");
+        auto [p_filter, p_bias] = conv_weights(model_, model_.operations[*r.project], statics_);
+        auto project = std::make_unique<NativeConv>(*third, p_filter, p_bias, r.project_epilogue, isa_);
+        NN_CHECK_OR_RETURN(project->ok() && fused->ok(), StatusCode::kOutOfMemory,
+                           op_label(model_, k) + ": packing weights");
+        NN_CHECK_OR_RETURN(fused->add_projection(std::move(project)), StatusCode::kInternal,
+                           op_label(model_, *r.project) + ": projection does not fit its depthwise");
+      }
+      native = std::move(fused);
     } else {
       // A folded per-channel scale: the kernel is built on filter and bias times it, one
       // rounding per weight (gamma * (W x + b) and (gamma W) x + gamma b differ by that).

@@ -67,6 +67,11 @@ std::optional<NativeConvShape> conv_shape(const Model& m, const Operation& op);
 // row's last 1-4 pixels on its smaller kernels, and wants rows of at least 6 tiles).
 bool expand_depthwise_pays(const Model& m, uint32_t d, int threads, const NativeIsa& isa);
 
+// Whether the pointwise conv p reading depthwise op d's output runs on its rows as they
+// come (NativeExpandDepthwise::add_projection): shapes that fit, and a depthwise output of
+// at least 512 KB.
+bool depthwise_project_pays(const Model& m, uint32_t d, uint32_t p);
+
 // Drops the kernel rows / columns at either end that read only padding for every output
 // pixel (a dilation wider than the image: DeepLabV3's ASPP convs at dilation 24 and 36 on
 // a 16x16 map read the image with their centre tap only, so they are 1x1 convs): *s gets

@@ -1108,24 +1108,37 @@ size_t NativeConv::tile_pixels(const NativeIsa& isa) {
   return Avx2Gemm::kRows;
 }
 
-void NativeConv::dispatch(Task& task, pthreadpool_t pool) const {
-  const size_t m_total = size_t(shape_.batch) * shape_.out_h * shape_.out_w;
-  void (*tile_fn)(void*, size_t, size_t, size_t, size_t) = &run_tile<Avx2Gemm>;
-  size_t rows = Avx2Gemm::kRows, width = Avx2Gemm::kPanel;
+NativeConv::TileKernel NativeConv::tile_kernel() const {
+  TileKernel t{&run_tile<Avx2Gemm>, Avx2Gemm::kRows, Avx2Gemm::kPanel, 1};
 #if NN_NATIVE_X86
   if (avx512_ && wide_ && half_width_)
-    tile_fn = &run_tile<Avx512HalfWidthGemm>, rows = Avx512HalfWidthGemm::kRows,
-    width = Avx512HalfWidthGemm::kPanel;
+    t = {&run_tile<Avx512HalfWidthGemm>, Avx512HalfWidthGemm::kRows, Avx512HalfWidthGemm::kPanel, 1};
   else if (avx512_ && wide_)
-    tile_fn = &run_tile<Avx512Gemm<2>>, rows = Avx512Gemm<2>::kRows, width = Avx512Gemm<2>::kPanel;
+    t = {&run_tile<Avx512Gemm<2>>, Avx512Gemm<2>::kRows, Avx512Gemm<2>::kPanel, 1};
   else if (avx512_)
-    tile_fn = &run_tile<Avx512Gemm<1>>, rows = Avx512Gemm<1>::kRows, width = Avx512Gemm<1>::kPanel;
+    t = {&run_tile<Avx512Gemm<1>>, Avx512Gemm<1>::kRows, Avx512Gemm<1>::kPanel, 1};
 #endif
-  const size_t panel = width * (k_ + 1);
-  // Tiles: enough row tiles for two threads to share; panels per tile such that the
-  // weights a tile walks stay in L2 while its rows stay in L1.
-  const size_t panel_bytes = panel * sizeof(float);
-  size_t tile_n = std::max<size_t>(1, std::min(n_blocks_, (size_t(256) << 10) / panel_bytes));
+  // Panels per tile such that the weights a tile walks stay in L2 while its rows stay in L1.
+  const size_t panel_bytes = t.width * (k_ + 1) * sizeof(float);
+  t.tile_n = std::max<size_t>(1, std::min(n_blocks_, (size_t(256) << 10) / panel_bytes));
+  return t;
+}
+
+void NativeConv::run_pixels(const float* input, const float* residual, float* output, size_t pixels) const {
+  Task task{this, input, residual ? residual : output, output, packed_.get(), nullptr, nullptr};
+  const TileKernel t = tile_kernel();
+  const size_t tile_m = t.rows * 8;
+  for (size_t j0 = 0; j0 < n_blocks_; j0 += t.tile_n)
+    for (size_t m0 = 0; m0 < pixels; m0 += tile_m)
+      t.fn(&task, m0, j0, std::min(tile_m, pixels - m0), std::min(t.tile_n, n_blocks_ - j0));
+}
+
+void NativeConv::dispatch(Task& task, pthreadpool_t pool) const {
+  const size_t m_total = size_t(shape_.batch) * shape_.out_h * shape_.out_w;
+  const TileKernel kernel = tile_kernel();
+  void (*tile_fn)(void*, size_t, size_t, size_t, size_t) = kernel.fn;
+  const size_t rows = kernel.rows, tile_n = kernel.tile_n;
+  // Tiles: enough row tiles for two threads to share.
   const size_t tile_m = rows * 8;
   if (!pool) {
     for (size_t j0 = 0; j0 < n_blocks_; j0 += tile_n)

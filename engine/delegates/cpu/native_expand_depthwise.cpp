@@ -2,7 +2,8 @@
 // it as one op (native_kernels.h says why). Per output row of the depthwise: compute the
 // first conv's rows its taps read that the ring does not hold yet, then run the depthwise
 // row kernel on row pointers into the ring. Rows arrive in order, so each is computed once
-// per range of output rows.
+// per range of output rows. With a projection, the depthwise rows collect in a small
+// per-chunk buffer that the projection reads while it is in cache.
 #include <pthreadpool.h>
 
 #include <algorithm>
@@ -19,7 +20,8 @@ struct NativeExpandDepthwise::Task {
   float* output;
   size_t rows, chunks;  // output rows over the batch, and the ranges they are split into
   float* rings;         // the scratch: per chunk its ring of first-conv rows,
-  int64_t* held_rows;   // and per chunk and slot the row it holds
+  int64_t* held_rows;   // per chunk and slot the row it holds,
+  float* groups;        // and per chunk its depthwise rows awaiting the projection
 };
 
 size_t NativeExpandDepthwise::halo_rows(const NativeConvShape& d) {
@@ -73,11 +75,24 @@ NativeExpandDepthwise::NativeExpandDepthwise(const NativeConvShape& first, const
   ring_rows_ = size_t(d.kernel_h - 1) * d.dilation_h + 1;
   row_floats_ = (size_t(d.in_w) * d.in_c + 15) / 16 * 16 + 16;  // + the kernels' read slack
   ring_bytes_ = chunks_ * ring_rows_ * row_floats_ * sizeof(float);
+  held_bytes_ = (chunks_ * ring_rows_ * sizeof(int64_t) + 63) / 64 * 64;
   packed_ = allocate_floats(1);  // marks it built
 }
 
+bool NativeExpandDepthwise::add_projection(std::unique_ptr<NativeConv> project) {
+  if (!ok() || !project || !project->ok() || !project->pointwise()) return false;
+  const NativeConvShape& d = depthwise_->shape();
+  const NativeConvShape& p = project->shape();
+  if (p.batch != d.batch || p.in_h != d.out_h || p.in_w != d.out_w || p.in_c != d.out_c || p.groups != 1)
+    return false;
+  group_rows_ = std::min<size_t>(d.out_h, (kProjectPixels + d.out_w - 1) / d.out_w);
+  group_floats_ = (group_rows_ * d.out_w * d.out_c + 15) / 16 * 16;
+  project_ = std::move(project);
+  return true;
+}
+
 size_t NativeExpandDepthwise::scratch_bytes() const {
-  return ring_bytes_ + chunks_ * ring_rows_ * sizeof(int64_t);
+  return ring_bytes_ + held_bytes_ + chunks_ * group_floats_ * sizeof(float);
 }
 
 void NativeExpandDepthwise::run(const NativeArgs& args) const {
@@ -87,7 +102,8 @@ void NativeExpandDepthwise::run(const NativeArgs& args) const {
   if (args.pool) chunks = std::min({chunks_, pthreadpool_get_threads_count(args.pool), rows});
   float* rings = static_cast<float*>(args.scratch);
   int64_t* held_rows = reinterpret_cast<int64_t*>(static_cast<uint8_t*>(args.scratch) + ring_bytes_);
-  Task task{this, args.input, args.residual, args.output, rows, chunks, rings, held_rows};
+  float* groups = reinterpret_cast<float*>(static_cast<uint8_t*>(args.scratch) + ring_bytes_ + held_bytes_);
+  Task task{this, args.input, args.residual, args.output, rows, chunks, rings, held_rows, groups};
   const pthreadpool_t pool = args.pool;
   auto body = [](void* ctx, size_t chunk) {
     const Task& t = *static_cast<const Task*>(ctx);
@@ -96,12 +112,22 @@ void NativeExpandDepthwise::run(const NativeArgs& args) const {
     const NativeConvShape& f = op.first_;
     const size_t in_row = size_t(f.in_w) * f.in_c;
     const size_t out_row = size_t(d.out_w) * d.out_c;
+    // Projecting: depthwise rows [group_first, r) wait in `group` for the projection.
+    const NativeConv* project = op.project_.get();
+    float* group = t.groups + chunk * op.group_floats_;
+    const size_t final_row = project ? size_t(project->shape().out_w) * project->shape().out_c : out_row;
+    size_t group_first = 0;
+    auto flush = [&](size_t end) {
+      project->run_pixels(group, t.residual ? t.residual + group_first * final_row : nullptr,
+                          t.output + group_first * final_row, (end - group_first) * d.out_w);
+    };
     float* ring = t.rings + chunk * op.ring_rows_ * op.row_floats_;
     // Which row (image * in_h + y) each ring slot holds; -1 none yet.
     int64_t* held = t.held_rows + chunk * op.ring_rows_;
     std::fill(held, held + op.ring_rows_, -1);
     const float* taps[NativeDepthwise::kMaxKernelH] = {};
     const size_t first = t.rows * chunk / t.chunks, last = t.rows * (chunk + 1) / t.chunks;
+    group_first = first;
     for (size_t r = first; r < last; ++r) {
       const size_t b = r / d.out_h, oy = r % d.out_h;
       const int64_t y0 = int64_t(oy) * d.stride_h - d.pad_top;
@@ -120,9 +146,15 @@ void NativeExpandDepthwise::run(const NativeArgs& args) const {
         }
         taps[ky] = row;
       }
-      op.depthwise_->run_row(taps, oy, t.residual ? t.residual + r * out_row : nullptr,
-                             t.output + r * out_row);
+      if (!project) {
+        op.depthwise_->run_row(taps, oy, t.residual ? t.residual + r * out_row : nullptr,
+                               t.output + r * out_row);
+        continue;
+      }
+      op.depthwise_->run_row(taps, oy, nullptr, group + (r - group_first) * out_row);
+      if (r + 1 - group_first == op.group_rows_) flush(r + 1), group_first = r + 1;
     }
+    if (project && last > group_first) flush(last);
   };
   if (chunks == 1) return body(&task, 0);
   pthreadpool_parallelize_1d(pool, body, &task, chunks, 0);

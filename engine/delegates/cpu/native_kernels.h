@@ -124,6 +124,11 @@ class NativeConv final : public NativeOp {
   // each tile of the input becomes input * gate + sum in cache first (one FMA per input
   // value). False when the conv is not pointwise.
   bool enable_scaled_input(bool with_sum);
+  // Pointwise convs, not scaled: the conv of `pixels` consecutive pixels on the calling
+  // thread, input / residual (or null) / output given at the first of them (a depthwise
+  // conv's output rows, still in cache, projected by NativeExpandDepthwise).
+  void run_pixels(const float* input, const float* residual, float* output, size_t pixels) const;
+  bool pointwise() const { return pointwise_; }
   size_t scratch_bytes() const override;
   const Epilogue& epilogue() const { return epilogue_; }
   const NativeConvShape& shape() const { return shape_; }
@@ -143,6 +148,13 @@ class NativeConv final : public NativeOp {
   template <class Gemm>
   static void run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, size_t j_count);
   void dispatch(Task& task, pthreadpool_t pool) const;
+  // The micro-kernel this conv runs: its tile function, rows per micro-tile, panel width,
+  // and panels per tile.
+  struct TileKernel {
+    void (*fn)(void*, size_t, size_t, size_t, size_t);
+    size_t rows, width, tile_n;
+  };
+  TileKernel tile_kernel() const;
   // Panel j's first output channel and its valid columns, on panels kPanel wide.
   std::pair<size_t, size_t> panel_columns(size_t j, size_t panel) const {
     const size_t local = j % group_panels_ * panel;
@@ -291,7 +303,8 @@ class NativeConvThenResize final : public NativeOp {
 // small per-chunk ring of rows as they are first needed, so that tensor is never written
 // out and read back. The output rows are split into `chunks` contiguous ranges, one per
 // thread; a range recomputes the few rows it shares with the range before it. The rings
-// live in the scratch.
+// live in the scratch. With a projection (add_projection) the depthwise's output rows go
+// through the block's 1x1 projection a few at a time, so that tensor is not written either.
 class NativeExpandDepthwise final : public NativeOp {
  public:
   // first: the first conv's shape (dilation_h 1), filter OHWI, bias or nullptr, epilogue;
@@ -302,6 +315,17 @@ class NativeExpandDepthwise final : public NativeOp {
                         const NativeIsa& isa = NativeIsa::best());
   void run(const NativeArgs& args) const override;
   size_t scratch_bytes() const override;
+
+  // From now on the depthwise's output rows, a few at a time, go through `project` (a
+  // pointwise conv built for the depthwise's whole output, not scaled) while in cache: an
+  // inverted residual's projection, its residual ADD in the projection's epilogue
+  // (NativeArgs::residual is then the projection's). So the depthwise's output is never
+  // written out either. False (nothing changed) when project does not fit.
+  bool add_projection(std::unique_ptr<NativeConv> project);
+  bool projects() const { return project_ != nullptr; }
+  // Depthwise output rows per projection call: at least kProjectPixels pixels (a pass over
+  // the projection's weights serves that many).
+  static constexpr size_t kProjectPixels = 48;
 
   // Rows of its input a range of depthwise output rows recomputes at its start (the
   // kernel's reach beyond one stride).
@@ -322,8 +346,13 @@ class NativeExpandDepthwise final : public NativeOp {
   size_t chunks_ = 1;
   size_t ring_rows_ = 0;   // first-conv rows one depthwise row reads: (kernel_h - 1) * dilation_h + 1
   size_t row_floats_ = 0;  // one such row, padded to 64 bytes
-  // Scratch: chunks_ x ring_rows_ rows, then per chunk and slot the row it holds (int64).
+  // Scratch: chunks_ x ring_rows_ rows, then per chunk and slot the row it holds (int64),
+  // then (projecting) per chunk group_rows_ depthwise output rows.
   size_t ring_bytes_ = 0;
+  size_t held_bytes_ = 0;  // the held rows, 64-byte rounded
+  std::unique_ptr<NativeConv> project_;
+  size_t group_rows_ = 0;    // depthwise output rows per projection call
+  size_t group_floats_ = 0;  // one chunk's buffer of them, padded to 64 bytes
 };
 
 struct NativeAddMeanShape {

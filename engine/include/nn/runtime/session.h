@@ -52,6 +52,10 @@ struct CpuOptions {
   // A conv and the depthwise conv reading it run row by row as one op (native
   // conv+depthwise) where that pays. NN_NO_EXPAND_DEPTHWISE=1.
   bool expand_depthwise = true;
+  // Such a fused depthwise's output rows go, a few at a time and still in cache, through the
+  // pointwise conv that is their only reader (an inverted residual's projection, its
+  // residual ADD in its epilogue): native conv+depthwise+conv. NN_NO_DEPTHWISE_PROJECT=1.
+  bool depthwise_project = true;
   // SiLU (LOGISTIC and the MUL by its input) after a native conv or depthwise conv runs in
   // its epilogue. NN_NO_SWISH_EPILOGUE=1.
   bool swish_epilogue = true;
