@@ -229,6 +229,27 @@ TEST(NativeInt8, HardSwishAndTanhTablesEqualTheReference) {
   }
 }
 
+// Every int8 value through the AVX2 table (32 bytes a step, its 16 rows of 16 entries), at
+// a length with a byte-wise tail, 1 and 2 threads: the reference's bytes.
+TEST(NativeInt8, AvxTwoTableLooksUpEveryValueAsTheReference) {
+  if (!has_avx2()) GTEST_SKIP() << "no AVX2";
+  auto m = one_op(T::HARD_SWISH, {q8({1, 3, 97, 1}, 0.0367f, -46)}, {}, q8({1, 3, 97, 1}, 0.0264f, -114));
+  ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+  std::vector<std::vector<int8_t>> x(1, std::vector<int8_t>(3 * 97));
+  for (size_t i = 0; i < x[0].size(); ++i) x[0][i] = static_cast<int8_t>(int(i * 7 % 256) - 128);
+  const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
+  for (int threads : {1, 2}) {
+    CpuOptions cpu;
+    cpu.avx512 = false;
+    std::string kernel;
+    EXPECT_EQ(run(m, x, "cpu", cpu, threads, &kernel), expected) << threads << " threads on " << kernel;
+    EXPECT_EQ(kernel, "native int8 table AVX2");
+    cpu.native_int8_table_avx2 = false;
+    EXPECT_EQ(run(m, x, "cpu", cpu, threads, &kernel), expected) << threads << " threads, switch off";
+    EXPECT_EQ(kernel, "native int8 table");
+  }
+}
+
 TEST(NativeInt8, SameShapedAddEqualsTheReference) {
   CpuOptions add;
   add.native_int8_add = true;

@@ -93,6 +93,9 @@ struct CpuOptions {
   bool native_int8_logistic = true;
   bool native_int8_pool = true;
   bool native_int8_add = false;
+  // The table ops' (HARD_SWISH, TANH) 32-byte vpshufb lookup without AVX-512 VBMI
+  // (NN_NO_NATIVE_INT8_TABLE_AVX2=1: byte by byte).
+  bool native_int8_table_avx2 = true;
   // With a thread pool: each partition times runs sharing the pool and runs on the caller
   // alone, both now and then, and runs the faster way (runtime/thread_pool.h,
   // ParallelChoice): a host whose cores hand data slowly to each other at the moment runs
