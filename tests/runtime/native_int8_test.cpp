@@ -517,6 +517,37 @@ TEST(NativeInt8, PointwiseConvAndTiledTransposeConvEqualTheReference) {
           "CONV_2D 3x3/2 SAME 3->" + std::to_string(out_c), "conv", "xnnpack");
 }
 
+// The narrow 1x1 convs of a segmentation net (8-24 channels) on the VNNI GEMM, its rows read
+// in place (k % 4 == 0, each broadcast flipped in its register) and through the flipped copy
+// (the switch off, and k = 13 always): the reference's bytes, odd sizes, 1 and 2 threads
+// (143 pixels: 17 tiles of 8 and 7 single rows over 3 tasks), inputs at both ends of int8.
+TEST(NativeInt8, NarrowPointwiseConvReadInPlaceEqualsTheReference) {
+  if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  uint32_t seed = 500;
+  for (uint32_t in_c : {8u, 13u, 16u, 24u})
+    for (uint32_t out_c : {1u, 8u, 13u, 16u, 24u}) {
+      auto m = conv_model(T::CONV_2D, {1, 13, 11, in_c}, out_c, true, true, out_c % 2 ? 1 : 0, seed++);
+      ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+      std::mt19937 rng(seed);
+      std::vector<std::vector<int8_t>> x(1, std::vector<int8_t>(size_t(13) * 11 * in_c));
+      for (int8_t& v : x[0]) v = int8_t(rng() % 5 == 0 ? (rng() % 2 ? 127 : -128) : int(rng() % 256) - 128);
+      const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
+      for (bool in_place : {true, false})
+        for (int threads : {1, 2}) {
+          CpuOptions cpu;
+          cpu.native_int8_in_place_tiles = in_place;
+          std::string kernel;
+          const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
+          const std::string name = std::to_string(in_c) + "->" + std::to_string(out_c) +
+                                   (in_place ? " in place, " : " copied, ") + std::to_string(threads) + " threads";
+          EXPECT_EQ(kernel, "native int8 conv 1x1 AVX-512 VNNI") << name;
+          size_t differ = 0;
+          for (size_t i = 0; i < got.size(); ++i) differ += got[i] != expected[i];
+          EXPECT_EQ(differ, 0u) << name << ": " << differ << " of " << got.size() << " bytes differ";
+        }
+    }
+}
+
 // The AVX2 GEMM at the ends of int8: vpmaddubsw's int16 pair sums reach 2 * 128 * 127 with
 // inputs -128 and weights +-127 of one sign (no saturation allowed), and a weight -128 (whose
 // sign flip would overflow) sends the op to the vpmaddwd form. Byte-equal to the reference.

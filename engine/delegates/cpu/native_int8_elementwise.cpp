@@ -1033,7 +1033,7 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
     case T::CONV_2D:
     case T::DEPTHWISE_CONV_2D:
     case T::TRANSPOSE_CONV_2D:
-      return make_native_int8_conv(m, k, statics, isa, why);
+      return make_native_int8_conv(m, k, statics, isa, why, cpu);
     default:
       return no("no native int8 kernel");
   }
