@@ -248,6 +248,27 @@ TEST(NativeInt8, HardSwishAndTanhTablesEqualTheReference) {
   }
 }
 
+// Every int8 value through the AVX2 table (32 bytes a step, its 16 rows of 16 entries), at
+// a length with a byte-wise tail, 1 and 2 threads: the reference's bytes.
+TEST(NativeInt8, AvxTwoTableLooksUpEveryValueAsTheReference) {
+  if (!has_avx2()) GTEST_SKIP() << "no AVX2";
+  auto m = one_op(T::HARD_SWISH, {q8({1, 3, 97, 1}, 0.0367f, -46)}, {}, q8({1, 3, 97, 1}, 0.0264f, -114));
+  ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+  std::vector<std::vector<int8_t>> x(1, std::vector<int8_t>(3 * 97));
+  for (size_t i = 0; i < x[0].size(); ++i) x[0][i] = static_cast<int8_t>(int(i * 7 % 256) - 128);
+  const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
+  for (int threads : {1, 2}) {
+    CpuOptions cpu;
+    cpu.avx512 = false;
+    std::string kernel;
+    EXPECT_EQ(run(m, x, "cpu", cpu, threads, &kernel), expected) << threads << " threads on " << kernel;
+    EXPECT_EQ(kernel, "native int8 table AVX2");
+    cpu.native_int8_table_avx2 = false;
+    EXPECT_EQ(run(m, x, "cpu", cpu, threads, &kernel), expected) << threads << " threads, switch off";
+    EXPECT_EQ(kernel, "native int8 table");
+  }
+}
+
 TEST(NativeInt8, SameShapedAddEqualsTheReference) {
   CpuOptions add;
   add.native_int8_add = true;
@@ -375,6 +396,42 @@ TEST(NativeInt8, MeanOverHeightAndWidthEqualsTheReference) {
     }
 }
 
+// The width-doubling row (each input pixel loaded once for its two output neighbours): a 2x
+// width with half-pixel centres takes it, any other width the per-pixel taps; the switch
+// off gives the per-pixel row. The reference's bytes at odd sizes, 1 and 2 threads.
+TEST(NativeInt8, WidthDoublingResizeEqualsTheReference) {
+  if (!has_avx512_int8()) GTEST_SKIP() << "no AVX-512";
+  for (uint32_t c : {1u, 8u, 13u, 16u, 24u})
+    for (uint32_t out_w : {18u, 17u}) {
+      auto sizes = [out_w](Model& m, std::vector<uint32_t>& ins) {
+        ins.push_back(m.add_scalar_i32(int32_t(out_w)));  // width
+        ins.push_back(m.add_scalar_i32(13));              // height
+        ins.push_back(m.add_scalar_bool(false));
+        ins.push_back(m.add_scalar_bool(false));
+        ins.push_back(m.add_scalar_bool(true));
+      };
+      auto m = one_op(T::RESIZE_BILINEAR, {q8({1, 7, 9, c}, 0.0173f, -128)}, {}, q8({1, 13, out_w, c}, 0.031f, 9),
+                      sizes);
+      ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+      std::mt19937 rng(c * 100 + out_w);
+      std::vector<std::vector<int8_t>> x(1, std::vector<int8_t>(7 * 9 * c));
+      for (int8_t& v : x[0]) v = static_cast<int8_t>(int(rng() % 256) - 128);
+      const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
+      for (bool twice : {true, false})
+        for (int threads : {1, 2}) {
+          CpuOptions cpu;
+          cpu.native_int8_resize_twice_w = twice;
+          std::string kernel;
+          const std::string what = std::to_string(c) + " channels, width " + std::to_string(out_w) + ", " +
+                                   std::to_string(threads) + " threads";
+          EXPECT_EQ(run(m, x, "cpu", cpu, threads, &kernel), expected) << what << " on " << kernel;
+          EXPECT_EQ(kernel, twice && out_w == 18 ? "native int8 resize AVX-512, width doubled"
+                                                 : "native int8 resize AVX-512")
+              << what;
+        }
+    }
+}
+
 TEST(NativeInt8, BilinearResizeEqualsTheReference) {
   struct Mode {
     const char* name;
@@ -477,6 +534,37 @@ TEST(NativeInt8, PointwiseConvAndTiledTransposeConvEqualTheReference) {
   for (uint32_t out_c : {16u, 32u})
     check(conv_model(T::CONV_2D, {2, 17, 19, 3}, out_c, true, true, 3, seed++, 3, 2),
           "CONV_2D 3x3/2 SAME 3->" + std::to_string(out_c), "conv", "xnnpack");
+}
+
+// The narrow 1x1 convs of a segmentation net (8-24 channels) on the VNNI GEMM, its rows read
+// in place (k % 4 == 0, each broadcast flipped in its register) and through the flipped copy
+// (the switch off, and k = 13 always): the reference's bytes, odd sizes, 1 and 2 threads
+// (143 pixels: 17 tiles of 8 and 7 single rows over 3 tasks), inputs at both ends of int8.
+TEST(NativeInt8, NarrowPointwiseConvReadInPlaceEqualsTheReference) {
+  if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  uint32_t seed = 500;
+  for (uint32_t in_c : {8u, 13u, 16u, 24u})
+    for (uint32_t out_c : {1u, 8u, 13u, 16u, 24u}) {
+      auto m = conv_model(T::CONV_2D, {1, 13, 11, in_c}, out_c, true, true, out_c % 2 ? 1 : 0, seed++);
+      ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+      std::mt19937 rng(seed);
+      std::vector<std::vector<int8_t>> x(1, std::vector<int8_t>(size_t(13) * 11 * in_c));
+      for (int8_t& v : x[0]) v = int8_t(rng() % 5 == 0 ? (rng() % 2 ? 127 : -128) : int(rng() % 256) - 128);
+      const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
+      for (bool in_place : {true, false})
+        for (int threads : {1, 2}) {
+          CpuOptions cpu;
+          cpu.native_int8_in_place_tiles = in_place;
+          std::string kernel;
+          const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
+          const std::string name = std::to_string(in_c) + "->" + std::to_string(out_c) +
+                                   (in_place ? " in place, " : " copied, ") + std::to_string(threads) + " threads";
+          EXPECT_EQ(kernel, "native int8 conv 1x1 AVX-512 VNNI") << name;
+          size_t differ = 0;
+          for (size_t i = 0; i < got.size(); ++i) differ += got[i] != expected[i];
+          EXPECT_EQ(differ, 0u) << name << ": " << differ << " of " << got.size() << " bytes differ";
+        }
+    }
 }
 
 // The AVX2 GEMM at the ends of int8: vpmaddubsw's int16 pair sums reach 2 * 128 * 127 with

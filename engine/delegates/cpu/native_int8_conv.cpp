@@ -381,6 +381,9 @@ class Int8Gemm {
   }
 #endif
 
+  // VNNI tiles read x in place when k is a multiple of 4 (tile_vnni), unless `on` is false.
+  void read_in_place(bool on) { in_place_ = on && vnni_ && k_ % 4 == 0; }
+
   const char* isa_name() const {
     return vnni_ ? "AVX-512 VNNI" : dp_ ? "AVX-VNNI" : sign_ ? "AVX2 vpmaddubsw" : avx2_ ? "AVX2" : "scalar";
   }
@@ -476,14 +479,29 @@ class Int8Gemm {
 
  private:
 #if NN_NATIVE_X86
-  // kRows rows from x: flipped to unsigned (x ^ 0x80) into u, which has 4 spare bytes at its
-  // end (the last group's bytes past k meet zero weights), then the tile for every 16 columns.
+  // kRows rows from x, the tile for every 16 columns. When k is a multiple of 4 the rows are
+  // read in place, each broadcast group flipped to unsigned (x ^ 0x80) in its register; else
+  // they are flipped into u, which has 4 spare bytes at its end (the last group's bytes past k
+  // meet zero weights). Reading in place matters: the tile's broadcasts right after the copy's
+  // stores wait for them to reach the cache (store-to-load forwarding fails from 64-byte
+  // masked stores), which cost the narrow 1x1 convs (k = 16: 32 broadcasts a tile) a fifth
+  // of their time (bench/README.md, "int8 speed").
   template <size_t kRows>
   NN_TARGET_VNNI void tile_vnni(const int8_t* x, uint8_t* u, int8_t* out, size_t ldo) const {
+    if (in_place_) {
+      const uint8_t* rows = reinterpret_cast<const uint8_t*>(x);
+      size_t j = 0;
+      for (; j + 2 * kVnniCols <= n_; j += 2 * kVnniCols) columns_vnni<kRows, 2, true>(rows, j, out, ldo);
+      for (; j < n_; j += kVnniCols) columns_vnni<kRows, 1, true>(rows, j, out, ldo);
+      return;
+    }
     const size_t bytes = kRows * k_;
     const __m512i flip = _mm512_set1_epi8(char(0x80));
-    for (size_t i = 0; i < bytes; i += 64) {
-      const __mmask64 m = bytes - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (bytes - i)) - 1;
+    size_t i = 0;
+    for (; i + 64 <= bytes; i += 64)
+      _mm512_storeu_si512(u + i, _mm512_xor_si512(_mm512_loadu_si512(x + i), flip));
+    if (i < bytes) {
+      const __mmask64 m = (__mmask64{1} << (bytes - i)) - 1;
       _mm512_mask_storeu_epi8(u + i, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, x + i), flip));
     }
     size_t j = 0;
@@ -492,8 +510,9 @@ class Int8Gemm {
   }
 
   // tile_vnni's columns [j, j + 16 * kBlocks): each broadcast of 4 input bytes feeds kBlocks
-  // vpdpbusd (one broadcast per vpdpbusd bounds the tile by the loads otherwise).
-  template <size_t kRows, size_t kBlocks>
+  // vpdpbusd (one broadcast per vpdpbusd bounds the tile by the loads otherwise). kFlip: u is
+  // x as it is, flipped here.
+  template <size_t kRows, size_t kBlocks, bool kFlip = false>
   NN_INLINE_VNNI void columns_vnni(const uint8_t* u, size_t j, int8_t* out, size_t ldo) const {
     const int8_t* w = packed8_.data() + j * k_groups_ * 4;
     __m512i acc[kBlocks][kRows];
@@ -511,7 +530,8 @@ class Int8Gemm {
       for (size_t r = 0; r < kRows; ++r) {
         int32_t xv;
         std::memcpy(&xv, u + r * k_ + 4 * g, 4);
-        const __m512i xb = _mm512_set1_epi32(xv);
+        const __m512i xb =
+            kFlip ? _mm512_xor_si512(_mm512_set1_epi32(xv), _mm512_set1_epi8(char(0x80))) : _mm512_set1_epi32(xv);
 #pragma GCC unroll 2
         for (size_t i = 0; i < kBlocks; ++i) dpbusd_in_place(acc[i][r], xb, wg[i]);
       }
@@ -695,6 +715,7 @@ class Int8Gemm {
   bool vnni_, avx2_;
   bool dp_;    // AVX2 with AVX-VNNI: columns_sign's vpdpbusd form (any weight)
   bool sign_;  // AVX2 with no weight -128 (or dp_): vpmaddubsw on |x| and w with x's sign (columns_sign)
+  bool in_place_ = false;  // VNNI tiles read x in place (tile_vnni)
   ChannelRequant requant_;
   std::vector<int32_t> bias_;  // per column, padded; less (128 + zx) (VNNI, dp_) or zx (sign_) * sum of the column's weights
   std::vector<int8_t> packed8_;
@@ -1392,7 +1413,7 @@ void requantize_per_channel(const int32_t* acc, size_t rows, const std::vector<q
 }
 
 std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, const StaticLookup& statics,
-                                                    const NativeIsa& isa, std::string* why) {
+                                                    const NativeIsa& isa, std::string* why, const CpuOptions& cpu) {
   const Operation& op = m.operations[k];
   auto no = [&](const char* reason) {
     *why = reason;
@@ -1465,6 +1486,7 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
     if (p->groups != 1) return no("grouped int8 conv");
     auto gemm = std::make_unique<Int8Gemm>(kh * kw * in_c, out_c, w, bias, per_channel, in.zero_point,
                                            out.zero_point, range, isa);
+    gemm->read_in_place(cpu.native_int8_in_place_tiles);
     if (kh == 1 && kw == 1 && p->stride_h == 1 && p->stride_w == 1 && !p->pad_top && !p->pad_bottom &&
         !p->pad_left && !p->pad_right)
       return std::make_unique<Int8PointwiseConv>(std::move(gemm), num_elements(in.dims) / in_c, out_c,
@@ -1496,6 +1518,7 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
       }
     auto gemm = std::make_unique<Int8Gemm>(in_c, n, wt.data(), bt.data(), mt, in.zero_point, out.zero_point,
                                            range, isa);
+    gemm->read_in_place(cpu.native_int8_in_place_tiles);
     return std::make_unique<Int8TiledDeconv>(std::move(gemm), in.dims[0], in.dims[1], in.dims[2], in_c, kh,
                                              kw, out_c, op.inputs[0]);
   }

@@ -502,13 +502,13 @@ class Int8Add final : public NativeDataOp {
 // HARD_SWISH / TANH / LOGISTIC through the reference's table: out[i] = table[in[i] + 128].
 class Int8Table final : public NativeDataOp {
  public:
-  Int8Table(const std::vector<int32_t>& table, uint32_t input, size_t count, const NativeIsa& isa)
-      : count_(count), vbmi_(avx512_vbmi(isa)) {
+  Int8Table(const std::vector<int32_t>& table, uint32_t input, size_t count, const NativeIsa& isa, bool avx2_lookup)
+      : count_(count), vbmi_(avx512_vbmi(isa)), avx2_(!vbmi_ && avx2_lookup && avx2(isa)) {
     for (size_t i = 0; i < 256; ++i) table_[i] = static_cast<int8_t>(table[i]);
     operands_ = {input};
   }
   const char* kernel() const override {
-    return vbmi_ ? "native int8 table AVX-512 VBMI" : "native int8 table";
+    return vbmi_ ? "native int8 table AVX-512 VBMI" : avx2_ ? "native int8 table AVX2" : "native int8 table";
   }
 
   void run(const NativeDataArgs& args) const override {
@@ -530,6 +530,7 @@ class Int8Table final : public NativeDataOp {
     size_t i = 0;
 #if NN_NATIVE_X86
     if (t.op->vbmi_) i = t.op->lookup_vbmi(t.in + i0, t.out + i0, n);
+    else if (t.op->avx2_) i = t.op->lookup_avx2(t.in + i0, t.out + i0, n);
 #endif
     for (; i < n; ++i) t.out[i0 + i] = t.op->table_[static_cast<uint8_t>(t.in[i0 + i]) ^ 0x80u];
   }
@@ -549,10 +550,30 @@ class Int8Table final : public NativeDataOp {
     }
     return n;
   }
+
+  // 32 bytes a step, whole vectors only: the table's 16 rows of 16 entries, each looked up
+  // by the index's low nibble (vpshufb) and kept where the high nibble names that row. About
+  // 3x the byte-wise loop, which is bound by its two loads and a store per byte.
+  NN_TARGET_INT8_AVX2 size_t lookup_avx2(const int8_t* in, int8_t* out, size_t n) const {
+    const __m256i flip = _mm256_set1_epi8(char(0x80)), nibble = _mm256_set1_epi8(0x0F);
+    __m256i rows[16];
+    for (size_t r = 0; r < 16; ++r)
+      rows[r] = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(table_.data() + 16 * r)));
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+      const __m256i idx = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i)), flip);
+      const __m256i lo = _mm256_and_si256(idx, nibble), hi = _mm256_and_si256(_mm256_srli_epi16(idx, 4), nibble);
+      __m256i y = _mm256_shuffle_epi8(rows[0], lo);
+      for (int r = 1; r < 16; ++r)
+        y = _mm256_blendv_epi8(y, _mm256_shuffle_epi8(rows[r], lo), _mm256_cmpeq_epi8(hi, _mm256_set1_epi8(char(r))));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), y);
+    }
+    return i;
+  }
 #endif
 
   size_t count_;
-  bool vbmi_;
+  bool vbmi_, avx2_;
   alignas(64) std::array<int8_t, 256> table_{};
 };
 
@@ -692,7 +713,7 @@ class Int8Mean final : public NativeDataOp {
 class Int8Resize final : public NativeDataOp {
  public:
   Int8Resize(const Operand& in, const Operand& out, uint32_t input, const ResizeParams& p,
-             const NativeIsa& isa)
+             const NativeIsa& isa, bool twice_w)
       : batch_(in.dims[0]),
         in_h_(in.dims[1]),
         in_w_(in.dims[2]),
@@ -706,10 +727,12 @@ class Int8Resize final : public NativeDataOp {
         rows_(bilinear_taps(in_h_, out_h_, p.align_corners, p.half_pixel_centers)),
         cols_(bilinear_taps(in_w_, out_w_, p.align_corners, p.half_pixel_centers)),
         avx512_(avx512_int8(isa)),
-        avx2_(!avx512_ && avx2(isa)) {
+        avx2_(!avx512_ && avx2(isa)),
+        twice_w_(avx512_ && twice_w && doubles_width(cols_, in_w_)) {
     operands_ = {input};
   }
   const char* kernel() const override {
+    if (twice_w_) return "native int8 resize AVX-512, width doubled";
     return avx512_ ? "native int8 resize AVX-512" : avx2_ ? "native int8 resize AVX2" : "native int8 resize";
   }
 
@@ -784,11 +807,40 @@ class Int8Resize final : public NativeDataOp {
     }
   }
 
-  // One output row from the weighted rows a (row lo) and b (row hi).
-  NN_TARGET_INT8_512 void row_avx512(const float* wa, const float* wb, int8_t* out) const {
+  // 16 (masked) channels of one output pixel from the weighted rows' taps (lo, hi of row a
+  // and of row b) and the column weights h1 = 1 - h, hh = h: the reference's sum in its
+  // order, divided by the output scale, rounded half away from zero, + zo, clamped.
+  NN_INLINE_INT8_512 __m512i pixel16(__m512 a_lo, __m512 a_hi, __m512 b_lo, __m512 b_hi, __m512 h1,
+                                     __m512 hh) const {
     const __m512 so = _mm512_set1_ps(so_), zo = _mm512_set1_ps(float(zo_));
     const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.f);
     const __m512 lo = _mm512_set1_ps(-128.f), hi = _mm512_set1_ps(127.f);
+    // AVX-512F has FMA: the register barriers keep GCC from contracting a product into the sum.
+    __m512 a = _mm512_mul_ps(a_lo, h1);
+    __m512 b = _mm512_mul_ps(a_hi, hh);
+    __m512 c = _mm512_mul_ps(b_lo, h1);
+    __m512 d = _mm512_mul_ps(b_hi, hh);
+    NN_KEEP_IN_REGISTER(a);
+    NN_KEEP_IN_REGISTER(b);
+    NN_KEEP_IN_REGISTER(c);
+    NN_KEEP_IN_REGISTER(d);
+    const __m512 y = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), c), d);
+    const __m512 q = _mm512_div_ps(y, so);
+    // round half away from zero: trunc, then one more step away from zero when the
+    // dropped fraction (exact) is at least one half.
+    const __m512 tq = _mm512_roundscale_ps(q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m512 frac = _mm512_abs_ps(_mm512_sub_ps(q, tq));
+    const __mmask16 up = _mm512_cmp_ps_mask(frac, half, _CMP_GE_OQ);
+    const __m512 step = _mm512_castsi512_ps(_mm512_or_si512(
+        _mm512_castps_si512(one), _mm512_and_si512(_mm512_castps_si512(q), _mm512_set1_epi32(int32_t(0x80000000u)))));
+    __m512 r = _mm512_add_ps(_mm512_mask_add_ps(tq, up, tq, step), zo);
+    r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
+    return _mm512_cvttps_epi32(r);
+  }
+
+  // One output row from the weighted rows a (row lo) and b (row hi).
+  NN_TARGET_INT8_512 void row_avx512(const float* wa, const float* wb, int8_t* out) const {
+    if (twice_w_) return row_twice_w_avx512(wa, wb, out);
     const size_t c = channels_;
     for (size_t ox = 0; ox < out_w_; ++ox) {
       const BilinearTap& tx = cols_[ox];
@@ -798,30 +850,51 @@ class Int8Resize final : public NativeDataOp {
       const __m512 h1 = _mm512_set1_ps(1.f - tx.frac), hh = _mm512_set1_ps(tx.frac);
       for (size_t i = 0; i < c; i += 16) {
         const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - i)) - 1);
-        // AVX-512F has FMA: the register barriers keep GCC from contracting a product into the sum.
-        __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, a_lo + i), h1);
-        __m512 b = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, a_hi + i), hh);
-        __m512 c = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, b_lo + i), h1);
-        __m512 d = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, b_hi + i), hh);
-        NN_KEEP_IN_REGISTER(a);
-        NN_KEEP_IN_REGISTER(b);
-        NN_KEEP_IN_REGISTER(c);
-        NN_KEEP_IN_REGISTER(d);
-        const __m512 y = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), c), d);
-        const __m512 q = _mm512_div_ps(y, so);
-        // round half away from zero: trunc, then one more step away from zero when the
-        // dropped fraction (exact) is at least one half.
-        const __m512 tq = _mm512_roundscale_ps(q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-        const __m512 frac = _mm512_abs_ps(_mm512_sub_ps(q, tq));
-        const __mmask16 up = _mm512_cmp_ps_mask(frac, half, _CMP_GE_OQ);
-        const __m512 step = _mm512_castsi512_ps(_mm512_or_si512(
-            _mm512_castps_si512(one),
-            _mm512_and_si512(_mm512_castps_si512(q), _mm512_set1_epi32(int32_t(0x80000000u)))));
-        __m512 r = _mm512_add_ps(_mm512_mask_add_ps(tq, up, tq, step), zo);
-        r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
-        _mm512_mask_cvtepi32_storeu_epi8(o + i, k, _mm512_cvttps_epi32(r));
+        _mm512_mask_cvtepi32_storeu_epi8(o + i, k,
+                                         pixel16(_mm512_maskz_loadu_ps(k, a_lo + i), _mm512_maskz_loadu_ps(k, a_hi + i),
+                                                 _mm512_maskz_loadu_ps(k, b_lo + i), _mm512_maskz_loadu_ps(k, b_hi + i), h1, hh));
       }
     }
+  }
+
+  // row_avx512 for a width doubling (doubles_width): each input pixel's weighted taps are
+  // loaded once and feed the two output pixels on either side of it, with no tap lookups
+  // per pixel; the same arithmetic, so the same bytes.
+  NN_TARGET_INT8_512 void row_twice_w_avx512(const float* wa, const float* wb, int8_t* out) const {
+    const size_t c = channels_, w = in_w_;
+    const __m512 odd1 = _mm512_set1_ps(1.f - cols_[1].frac), oddh = _mm512_set1_ps(cols_[1].frac);
+    const __m512 even1 = _mm512_set1_ps(1.f - cols_[2].frac), evenh = _mm512_set1_ps(cols_[2].frac);
+    const BilinearTap &first = cols_[0], &last = cols_[2 * w - 1];
+    for (size_t i = 0; i < c; i += 16) {
+      const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - i)) - 1);
+#define NN_AT(row, x) _mm512_maskz_loadu_ps(k, (row) + (x)*c + i)
+      _mm512_mask_cvtepi32_storeu_epi8(out + i, k,
+                                       pixel16(NN_AT(wa, first.lo), NN_AT(wa, first.hi), NN_AT(wb, first.lo), NN_AT(wb, first.hi),
+                                               _mm512_set1_ps(1.f - first.frac), _mm512_set1_ps(first.frac)));
+      __m512 pa = NN_AT(wa, 0), pb = NN_AT(wb, 0);
+      for (size_t x = 1; x < w; ++x) {
+        const __m512 ca = NN_AT(wa, x), cb = NN_AT(wb, x);
+        _mm512_mask_cvtepi32_storeu_epi8(out + (2 * x - 1) * c + i, k, pixel16(pa, ca, pb, cb, odd1, oddh));
+        _mm512_mask_cvtepi32_storeu_epi8(out + 2 * x * c + i, k, pixel16(pa, ca, pb, cb, even1, evenh));
+        pa = ca;
+        pb = cb;
+      }
+      _mm512_mask_cvtepi32_storeu_epi8(out + (2 * w - 1) * c + i, k,
+                                       pixel16(NN_AT(wa, last.lo), NN_AT(wa, last.hi), NN_AT(wb, last.lo), NN_AT(wb, last.hi),
+                                               _mm512_set1_ps(1.f - last.frac), _mm512_set1_ps(last.frac)));
+#undef NN_AT
+    }
+  }
+
+  // Whether output pixel ox in [1, 2 in_w - 2] blends input pixels (ox - 1) / 2 and the next
+  // with one of two fractions by its parity (a 2x upsampling with half-pixel centres).
+  static bool doubles_width(const std::vector<BilinearTap>& cols, size_t in_w) {
+    if (in_w < 2 || cols.size() != 2 * in_w) return false;
+    for (size_t ox = 1; ox + 1 < cols.size(); ++ox) {
+      const BilinearTap& t = cols[ox];
+      if (t.lo != (ox - 1) / 2 || t.hi != t.lo + 1 || t.frac != cols[1 + (ox - 1) % 2].frac) return false;
+    }
+    return true;
   }
 
   NN_TARGET_INT8_AVX2 size_t weighted_rows_avx2(const int8_t* r0, const int8_t* r1, float v, float* a,
@@ -868,6 +941,7 @@ class Int8Resize final : public NativeDataOp {
   int32_t zi_, zo_;
   std::vector<BilinearTap> rows_, cols_;
   bool avx512_, avx2_;
+  bool twice_w_;  // row_twice_w_avx512
 };
 
 }  // namespace
@@ -926,7 +1000,7 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
         if (type == T::LOGISTIC) return 1.0 / (1.0 + std::exp(-x));
         return type == T::HARD_SWISH ? x * std::clamp(x + 3.0, 0.0, 6.0) / 6.0 : std::tanh(x);
       });
-      return std::make_unique<Int8Table>(table, op.inputs[0], num_elements(in.dims), isa);
+      return std::make_unique<Int8Table>(table, op.inputs[0], num_elements(in.dims), isa, cpu.native_int8_table_avx2);
     }
     case T::AVERAGE_POOL_2D: {
       if (!cpu.native_int8_pool) return no("native int8 AVERAGE_POOL_2D off");
@@ -954,12 +1028,12 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
       std::string reason;
       auto p = parse_resize(m, op, &reason);
       if (!p) return no("int8 resize parameters");
-      return std::make_unique<Int8Resize>(in, out, op.inputs[0], *p, isa);
+      return std::make_unique<Int8Resize>(in, out, op.inputs[0], *p, isa, cpu.native_int8_resize_twice_w);
     }
     case T::CONV_2D:
     case T::DEPTHWISE_CONV_2D:
     case T::TRANSPOSE_CONV_2D:
-      return make_native_int8_conv(m, k, statics, isa, why);
+      return make_native_int8_conv(m, k, statics, isa, why, cpu);
     default:
       return no("no native int8 kernel");
   }

@@ -101,6 +101,15 @@ struct CpuOptions {
   bool native_int8_logistic = true;
   bool native_int8_pool = true;
   bool native_int8_add = false;
+  // The table ops' (HARD_SWISH, TANH) 32-byte vpshufb lookup without AVX-512 VBMI
+  // (NN_NO_NATIVE_INT8_TABLE_AVX2=1: byte by byte).
+  bool native_int8_table_avx2 = true;
+  // A 2x width RESIZE_BILINEAR (half-pixel centres) with AVX-512: each input pixel loaded once
+  // for the two output pixels beside it (NN_NO_NATIVE_INT8_RESIZE_TWICE_W=1: per-pixel taps).
+  bool native_int8_resize_twice_w = true;
+  // The VNNI int8 GEMM reads its rows in place when k % 4 == 0, flipping each broadcast in a
+  // register (NN_NO_NATIVE_INT8_IN_PLACE_TILES=1: through a flipped copy per tile).
+  bool native_int8_in_place_tiles = true;
   // With a thread pool: each partition times runs sharing the pool and runs on the caller
   // alone, both now and then, and runs the faster way (runtime/thread_pool.h,
   // ParallelChoice): a host whose cores hand data slowly to each other at the moment runs
