@@ -90,6 +90,31 @@ Status CpuPartition::label_ops(bool use_xnnpack, const std::map<uint32_t, std::s
   return Status::ok();
 }
 
+// A RESHAPE of what a native data op (TRANSPOSE, CONCATENATION, SLICE, ...) writes, read by
+// nothing else: the data op writes the RESHAPE's output itself (a reshape keeps the bytes and
+// their order), so the copy and its step go. ShuffleNet's channel shuffles put a RESHAPE on
+// each side of a TRANSPOSE; each was a step of its own between native data ops.
+void CpuPartition::fuse_reshapes_into_data_ops() {
+  std::map<uint32_t, uint32_t> writer;  // operand -> the native data op head writing it
+  for (uint32_t k : live_) {
+    if (absorbed(k)) continue;
+    const Operation& op = model_.operations[k];
+    if (op.type == OperationType::RESHAPE && rec(k).chain.empty() && !op.inputs.empty() && op.outputs.size() == 1) {
+      const Operand& in = model_.operands[op.inputs[0]];
+      const Operand& out = model_.operands[op.outputs[0]];
+      auto w = writer.find(op.inputs[0]);
+      if (w != writer.end() && internal_single_use(op.inputs[0]) && in.type == out.type &&
+          in.byte_size() == out.byte_size() && in.byte_size() > 0) {
+        rec(w->second).output = op.outputs[0];
+        absorb(w->second, k);
+        writer[op.outputs[0]] = w->second;
+        continue;
+      }
+    }
+    if (rec(k).data && op.outputs.size() == 1) writer[op.outputs[0]] = k;
+  }
+}
+
 // A native resize whose only reader is a native pointwise conv with no activation: the
 // conv runs first, on the small image (NativeConvThenResize). The resize folds into the
 // conv, which then reads the resize's input and takes no epilogue.

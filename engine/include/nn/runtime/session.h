@@ -41,6 +41,10 @@ struct CpuOptions {
   // 120 channels: the last 8) on an 8-row x 8-column kernel, not the 6 x 16 one that computes
   // 8 empty columns. NN_NO_AVX2_8_COLUMNS=1.
   bool avx2_8_columns = true;
+  // A RESHAPE of a native data op's output (TRANSPOSE, CONCATENATION, SLICE...) read by
+  // nothing else is written by that op directly, with no copy or step of its own.
+  // NN_NO_FOLD_RESHAPE=1.
+  bool fold_reshapes = true;
   // A pointwise conv reading a bilinear upsampling runs before it, on the small image.
   // NN_NO_CONV_BEFORE_RESIZE=1.
   bool conv_before_resize = true;
