@@ -76,7 +76,7 @@ Status CpuPartition::label_ops(bool use_xnnpack, const std::map<uint32_t, std::s
       r.step = r.native != NativeKind::kNone ? kNativeStep : kXnnStep;
       xnn_own_clamp(model_, model_.operations[k], &r.epilogue.lo, &r.epilogue.hi);
     } else if (std::string why; allowed && options_.cpu.native_data_ops &&
-                                (r.data = make_native_data_op(model_, k, statics_, &why))) {
+                                (r.data = make_native_data_op(model_, k, statics_, &why, options_.cpu.transpose_tiles))) {
       r.step = kNativeStep;
     } else {
       const OpDef* def = registry.find(model_.operations[k].type);
