@@ -113,6 +113,7 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv && conv->ymm_last_panel())
     name += ", ymm last panel";
   if (f.native == NativeKind::kConv && conv && conv->eight_column_panel()) name += ", 8-column last panel";
+  if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv && conv->edge_taps()) name += ", edge taps";
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && (conv || winograd)) {
     const NativeConvShape& s = conv ? conv->shape() : winograd->shape();
     const Dims& filter = model_.operands[model_.operations[k].inputs[1]].dims;

@@ -509,6 +509,7 @@ Status CpuPartition::make_native_kernels() {
                               options_.cpu.winograd_panel_split);
     }
     NN_CHECK_OR_RETURN(native && native->ok(), StatusCode::kOutOfMemory, op_label(model_, k) + ": packing weights");
+    if (auto* conv = dynamic_cast<NativeConv*>(native.get()); conv && !options_.cpu.edge_taps) conv->disable_edge_taps();
     if (r.gated)
       NN_CHECK_OR_RETURN(static_cast<NativeConv&>(*native).enable_scaled_input(r.gated->sum.has_value()),
                          StatusCode::kOutOfMemory, op_label(model_, k) + ": gated weights");
