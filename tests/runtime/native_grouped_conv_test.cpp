@@ -181,8 +181,7 @@ TEST(NativeGroupedConv, RunsNativeOnAvx2AndMatchesTheReference) {
     Built b;  // 5 groups of 7 -> 9 channels, RELU6 in the op, 17x19
     b.output(grouped(b, b.input({1, 17, 19, 35}), 35, 45, 5, 3, stride, 31, 3));
     ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
-    // stride 1: its edge micro-tiles run tap by tap (CpuOptions::edge_taps)
-    EXPECT_EQ(kernel_of(b, avx2(), "op 0"), stride == 1 ? "native grouped conv AVX2, edge taps" : "native grouped conv AVX2");
+    EXPECT_EQ(kernel_of(b, avx2(), "op 0"), "native grouped conv AVX2");
     for (int threads : {1, 2}) EXPECT_LE(error_vs_reference(b, avx2(), threads), 1e-4) << threads << " threads";
     nn::CpuOptions off = avx2();
     off.native_grouped_conv = false;
@@ -198,7 +197,7 @@ TEST(NativeGroupedConv, TakesTheResidualAddInItsEpilogue) {
   const uint32_t y = grouped(b, x, 64, 64, 4, 3, 1, 41, 1);
   b.output(b.op(T::ADD, {y, x, b.i32(1)}));
   ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
-  EXPECT_EQ(kernel_of(b, avx2(), "op 0"), "native grouped conv AVX2, edge taps");
+  EXPECT_EQ(kernel_of(b, avx2(), "op 0"), "native grouped conv AVX2");
   EXPECT_EQ(kernel_of(b, avx2(), "op 1"), "(no step op 1)");  // absorbed by op 0's epilogue
   for (int threads : {1, 2}) EXPECT_LE(error_vs_reference(b, avx2(), threads), 1e-4);
 }
@@ -209,7 +208,7 @@ TEST(NativeGroupedConv, DropsTapsThatReadOnlyPadding) {
   b.output(grouped(b, b.input({1, 1, 17, 32}), 32, 24, 4, 3, 1, 45));
   ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
   // 4 groups of 6 output channels: each group's panel has 6 valid columns (the 8x8 kernel).
-  EXPECT_EQ(kernel_of(b, avx2(), "op 0"), "native grouped conv AVX2, 8-column last panel, edge taps, 1x3 live taps");
+  EXPECT_EQ(kernel_of(b, avx2(), "op 0"), "native grouped conv AVX2, 8-column last panel, 1x3 live taps");
   for (int threads : {1, 2}) EXPECT_LE(error_vs_reference(b, avx2(), threads), 1e-4) << threads << " threads";
 }
 
@@ -245,7 +244,7 @@ TEST(NativeGroupedConv, DenseConvFusionsLeaveItAlone) {
   uint32_t w = b.constant({1, 3, 3, 96}, 63), bias = b.constant({96}, 64);
   b.output(b.op(T::DEPTHWISE_CONV_2D, {y, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(3)}));
   ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
-  EXPECT_EQ(kernel_of(b, avx2(), "op 0"), "native grouped conv AVX2, edge taps");
+  EXPECT_EQ(kernel_of(b, avx2(), "op 0"), "native grouped conv AVX2");
   EXPECT_EQ(kernel_of(b, avx2(), "op 1").rfind("native depthwise AVX2", 0), 0u) << kernel_of(b, avx2(), "op 1");
   EXPECT_LE(error_vs_reference(b, avx2(), 2), 1e-4);
   // The same with one group, a CONV_2D: it does fuse (else the above proves nothing).

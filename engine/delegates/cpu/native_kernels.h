@@ -122,7 +122,7 @@ class NativeConv final : public NativeOp {
   // each tile of the input becomes input * gate + sum in cache first (one FMA per input
   // value). False when the conv is not pointwise.
   bool enable_scaled_input(bool with_sum);
-  // Edge micro-tiles of a dilated or grouped stride-1 conv go through im2col rows with
+  // Edge micro-tiles of a dilated stride-1 conv go through im2col rows with
   // every tap (CpuOptions::edge_taps off), not tap by tap with the taps that read only
   // padding skipped.
   void disable_edge_taps() { edge_taps_ = false; }

@@ -49,9 +49,9 @@ struct CpuOptions {
   // NCHW) moves 8 x 8 tiles through AVX2 registers; off: 8 floats at a time, scalar
   // stores. NN_NO_TRANSPOSE_TILES=1.
   bool transpose_tiles = true;
-  // Native dilated or grouped stride-1 convs run the micro-tiles at the image's left and
-  // right edges tap by tap, skipping taps that read only padding; off: im2col rows with
-  // every tap. NN_NO_EDGE_TAPS=1.
+  // Native dilated stride-1 convs run the micro-tiles at the image's left and right edges
+  // (and across output rows) tap by tap, skipping taps that read only padding; off: im2col
+  // rows with every tap. NN_NO_EDGE_TAPS=1.
   bool edge_taps = true;
   // A pointwise conv reading a bilinear upsampling runs before it, on the small image.
   // NN_NO_CONV_BEFORE_RESIZE=1.
