@@ -10,6 +10,7 @@
 //                            BroadcastAddAndVisibleOutputStayUnfused, and the cases below
 //   fuse_expand_depthwise    ExpansionRunsWithTheDepthwiseItFeeds, ExpansionStaysApartWhen...,
 //                            ProjectionRunsWithTheDepthwiseItReads, ProjectionStaysApartWhen...
+//   fuse_reshapes_into_data_ops  ReshapesAroundAChannelShuffleFoldIntoTheDataOps, ReshapeStays...
 #include <gtest/gtest.h>
 
 #include <string>
@@ -198,6 +199,55 @@ TEST(CpuFusionPass, ProjectionStaysApartWhenSmallSharedOrNotPointwise) {
 
 // Each fusion switch, off, leaves exactly its own pattern unfused while the others still
 // apply: a model with five patterns, one switch off at a time.
+// ShuffleNet's channel shuffle as the ONNX importer writes it (NHWC -> NCHW, RESHAPE to
+// [.., 2, C/2, H, W], TRANSPOSE, RESHAPE back, a SLICE of one half, back to NHWC): every
+// RESHAPE, a RESHAPE of a RESHAPE too, is written by the data op before it, on 1 and 2 threads.
+uint32_t shuffle_half(Built& b, uint32_t x, int32_t h, int32_t w, int32_t half) {
+  uint32_t nchw = b.op(T::TRANSPOSE, {x, b.ints({0, 3, 1, 2})});
+  uint32_t groups = b.op(T::RESHAPE, {nchw, b.ints({1, 2, half, h, w})});
+  uint32_t swapped = b.op(T::TRANSPOSE, {groups, b.ints({0, 2, 1, 3, 4})});
+  uint32_t back = b.op(T::RESHAPE, {swapped, b.ints({1, 2 * half, h, w})});
+  uint32_t flat = b.op(T::RESHAPE, {back, b.ints({1, 2 * half, h * w})});
+  uint32_t second = b.op(T::SLICE, {flat, b.ints({0, half, 0}), b.ints({1, half, h * w})});
+  uint32_t image = b.op(T::RESHAPE, {second, b.ints({1, half, h, w})});
+  return b.op(T::TRANSPOSE, {image, b.ints({0, 2, 3, 1})});
+}
+
+TEST(CpuFusionPass, ReshapesAroundAChannelShuffleFoldIntoTheDataOps) {
+  for (int32_t half : {13, 24}) {
+    Built b;
+    b.output(shuffle_half(b, b.input({1, 7, 9, uint32_t(2 * half)}), 7, 9, half));
+    auto on = profiled_cpu(b, -1.f, 1.f);
+    EXPECT_EQ(nn_test::count_steps(on, "RESHAPE"), 0) << nn_test::step_labels(on);
+    EXPECT_EQ(nn_test::count_steps(on, "TRANSPOSE [native]"), 3) << nn_test::step_labels(on);
+    EXPECT_EQ(nn_test::count_steps(on, "op 5 SLICE [native]"), 1) << nn_test::step_labels(on);
+    EXPECT_EQ(on.steps.size(), 4u) << nn_test::step_labels(on);
+    nn::CpuOptions off;
+    off.fold_reshapes = false;
+    auto apart = profiled_cpu(b, -1.f, 1.f, off);
+    EXPECT_EQ(nn_test::count_steps(apart, "RESHAPE [xnnpack]"), 4) << nn_test::step_labels(apart);
+    nn::SessionOptions two;
+    two.delegates = {"cpu"};
+    two.threads = 2;
+    EXPECT_LE(nn_test::compare_with_reference(b.model, two, -1.f, 1.f).max_rel_error, kTolerance);
+  }
+}
+
+// A RESHAPE keeps its step where the tensor it reshapes is read elsewhere too (here a model
+// output) or was not written by a native data op (a model input, an XNNPACK op).
+TEST(CpuFusionPass, ReshapeStaysApartWhenItsInputIsSharedOrNotADataOp) {
+  Built b;
+  uint32_t x = b.input({1, 5, 3, 11});
+  uint32_t nchw = b.op(T::TRANSPOSE, {x, b.ints({0, 3, 1, 2})});
+  b.output(nchw);
+  b.output(b.op(T::RESHAPE, {nchw, b.ints({11, 15})}));                           // op 1: shared input
+  b.output(b.op(T::RESHAPE, {x, b.ints({15, 11})}));                              // op 2: a model input
+  b.output(b.op(T::RESHAPE, {b.op(T::RELU, {x}), b.ints({5, 33})}));             // op 4: after XNNPACK
+  auto c = profiled_cpu(b, -1.f, 1.f);
+  EXPECT_EQ(nn_test::count_steps(c, "op 0 TRANSPOSE [native]"), 1) << nn_test::step_labels(c);
+  EXPECT_EQ(nn_test::count_steps(c, "RESHAPE [xnnpack]"), 3) << nn_test::step_labels(c);
+}
+
 TEST(CpuFusionPass, EachSwitchTurnsOffItsOwnPassOnly) {
   if (!has_native()) GTEST_SKIP() << "no native kernels on this CPU";
   Built b;

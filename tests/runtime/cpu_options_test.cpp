@@ -234,4 +234,37 @@ TEST(CpuOptions, DropDeadTapsOffKeepsTheWholeKernel) {
   expect_both_exact(b, off);
 }
 
+// NHWC <-> NCHW transposes move 8 x 8 tiles through AVX2 registers; off, the 8-float blocks
+// with scalar stores. Odd sizes leave tails in both dims (and one dim of fewer than 8 that
+// takes no tile); both match the reference exactly, on 1 and 2 threads (large enough to split).
+TEST(CpuOptions, TransposeTilesOffMovesScalars) {
+  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2";
+  struct Case {
+    std::vector<uint32_t> dims;
+    std::vector<int32_t> perm;
+    bool tiled;  // the input's contiguous dim (>= 8) lands second to last once dims merge
+  };
+  const std::vector<Case> cases = {
+      {{1, 28, 28, 58}, {0, 3, 1, 2}, true},   // ShuffleNet's NHWC -> NCHW ([C][HW])
+      {{2, 58, 13, 11}, {0, 2, 3, 1}, true},   // NCHW -> NHWC ([HW][C], HW contiguous)
+      {{1, 37, 29, 13}, {0, 3, 1, 2}, true},
+      {{3, 19, 5}, {0, 2, 1}, false},          // 5 contiguous floats: too few for a block
+      {{3, 5, 19}, {0, 2, 1}, true},           // 5 output columns: tiles none, tails only
+      {{2, 9, 61, 4}, {0, 2, 1, 3}, false}};   // the contiguous dim stays last
+  for (const auto& [dims, perm, tiled] : cases) {
+    Built b;
+    b.output(b.op(T::TRANSPOSE, {b.input(dims), b.ints(perm)}));
+    validate(b);
+    CpuOptions off;
+    off.transpose_tiles = false;
+    EXPECT_EQ(kernel_of(b, {}, "op 0") == "native transpose AVX2 8x8", tiled) << kernel_of(b, {}, "op 0");
+    EXPECT_EQ(kernel_of(b, off, "op 0"), "native transpose");
+    expect_both_exact(b, off);
+    nn::SessionOptions two;
+    two.delegates = {"cpu"};
+    two.threads = 2;
+    EXPECT_EQ(nn_test::compare_with_reference(b.model, two).max_rel_error, 0.0);
+  }
+}
+
 }  // namespace

@@ -58,6 +58,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
   partition_outputs_ = std::set<uint32_t>(spec_.outputs.begin(), spec_.outputs.end());
   model_outputs_ = std::set<uint32_t>(model_.outputs.begin(), model_.outputs.end());
   NN_RETURN_IF_ERROR(label_ops(use_xnnpack, force_reference));
+  if (options_.cpu.fold_reshapes) fuse_reshapes_into_data_ops();
   if (options_.cpu.conv_before_resize) fuse_conv_before_resize();
   if (native_conv_supported() && options_.cpu.native_kernels && options_.cpu.add_mean) fuse_add_mean();
   if (options_.cpu.se_fusion) fuse_se_gates();  // before the epilogues: what it absorbs fuses nowhere else
@@ -113,6 +114,7 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv && conv->ymm_last_panel())
     name += ", ymm last panel";
   if (f.native == NativeKind::kConv && conv && conv->eight_column_panel()) name += ", 8-column last panel";
+  if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv && conv->edge_taps()) name += ", edge taps";
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && (conv || winograd)) {
     const NativeConvShape& s = conv ? conv->shape() : winograd->shape();
     const Dims& filter = model_.operands[model_.operations[k].inputs[1]].dims;

@@ -20,6 +20,9 @@ CpuOptions CpuOptions::from_environment() {
     o.avx512_half_width = std::strcmp(v, "0") != 0 ? HalfWidth::kOn : HalfWidth::kOff;
   o.depthwise_two_rows = !set("NN_NO_TWO_ROWS");
   o.avx2_8_columns = !set("NN_NO_AVX2_8_COLUMNS");
+  o.fold_reshapes = !set("NN_NO_FOLD_RESHAPE");
+  o.transpose_tiles = !set("NN_NO_TRANSPOSE_TILES");
+  o.edge_taps = !set("NN_NO_EDGE_TAPS");
   o.conv_before_resize = !set("NN_NO_CONV_BEFORE_RESIZE");
   o.add_mean = !set("NN_NO_ADD_MEAN");
   o.se_fusion = !set("NN_NO_SE_FUSION");

@@ -76,7 +76,7 @@ Status CpuPartition::label_ops(bool use_xnnpack, const std::map<uint32_t, std::s
       r.step = r.native != NativeKind::kNone ? kNativeStep : kXnnStep;
       xnn_own_clamp(model_, model_.operations[k], &r.epilogue.lo, &r.epilogue.hi);
     } else if (std::string why; allowed && options_.cpu.native_data_ops &&
-                                (r.data = make_native_data_op(model_, k, statics_, &why))) {
+                                (r.data = make_native_data_op(model_, k, statics_, &why, options_.cpu.transpose_tiles))) {
       r.step = kNativeStep;
     } else {
       const OpDef* def = registry.find(model_.operations[k].type);
@@ -88,6 +88,31 @@ Status CpuPartition::label_ops(bool use_xnnpack, const std::map<uint32_t, std::s
     ops_.emplace(k, std::move(r));
   }
   return Status::ok();
+}
+
+// A RESHAPE of what a native data op (TRANSPOSE, CONCATENATION, SLICE, ...) writes, read by
+// nothing else: the data op writes the RESHAPE's output itself (a reshape keeps the bytes and
+// their order), so the copy and its step go. ShuffleNet's channel shuffles put a RESHAPE on
+// each side of a TRANSPOSE; each was a step of its own between native data ops.
+void CpuPartition::fuse_reshapes_into_data_ops() {
+  std::map<uint32_t, uint32_t> writer;  // operand -> the native data op head writing it
+  for (uint32_t k : live_) {
+    if (absorbed(k)) continue;
+    const Operation& op = model_.operations[k];
+    if (op.type == OperationType::RESHAPE && rec(k).chain.empty() && !op.inputs.empty() && op.outputs.size() == 1) {
+      const Operand& in = model_.operands[op.inputs[0]];
+      const Operand& out = model_.operands[op.outputs[0]];
+      auto w = writer.find(op.inputs[0]);
+      if (w != writer.end() && internal_single_use(op.inputs[0]) && in.type == out.type &&
+          in.byte_size() == out.byte_size() && in.byte_size() > 0) {
+        rec(w->second).output = op.outputs[0];
+        absorb(w->second, k);
+        writer[op.outputs[0]] = w->second;
+        continue;
+      }
+    }
+    if (rec(k).data && op.outputs.size() == 1) writer[op.outputs[0]] = k;
+  }
 }
 
 // A native resize whose only reader is a native pointwise conv with no activation: the
@@ -522,6 +547,7 @@ Status CpuPartition::make_native_kernels() {
                               options_.cpu.winograd_panel_split);
     }
     NN_CHECK_OR_RETURN(native && native->ok(), StatusCode::kOutOfMemory, op_label(model_, k) + ": packing weights");
+    if (auto* conv = dynamic_cast<NativeConv*>(native.get()); conv && !options_.cpu.edge_taps) conv->disable_edge_taps();
     if (r.gated)
       NN_CHECK_OR_RETURN(static_cast<NativeConv&>(*native).enable_scaled_input(r.gated->sum.has_value()),
                          StatusCode::kOutOfMemory, op_label(model_, k) + ": gated weights");

@@ -67,10 +67,37 @@ std::vector<int64_t> row_major(const Dims& d) {
   return s;
 }
 
+#if NN_NATIVE_X86
+// dst[i * dst_stride + j] = src[j * src_stride + i] for i, j < 8: eight rows of eight floats
+// transposed in registers (unpack, shuffle, then swap 128-bit halves), one vector store per
+// output row where the scalar form paid 64 loads and stores.
+NN_TARGET_AVX2 void transpose_8x8_avx2(const float* src, int64_t src_stride, float* dst, size_t dst_stride) {
+  __m256 r[8], t[8];
+  for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(src + j * src_stride);
+  for (int j = 0; j < 8; j += 2) {
+    t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
+    t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
+  }
+  for (int j = 0; j < 8; j += 4) {
+    r[j] = _mm256_shuffle_ps(t[j], t[j + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  // r[0..3]: columns 0, 1, 2, 3 of rows 0-3 (low half) and columns 4-7 (high half); r[4..7]
+  // the same for rows 4-7.
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(dst + i * dst_stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * dst_stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+#endif
+
 // TRANSPOSE, SLICE: one strided copy.
 class CopyOp final : public NativeDataOp {
  public:
-  CopyOp(uint32_t input, const StridedCopy& copy, const char* kernel) : c_(coalesce(copy)), kernel_(kernel) {
+  CopyOp(uint32_t input, const StridedCopy& copy, const char* kernel, bool tiles)
+      : c_(coalesce(copy)), kernel_(kernel) {
     operands_ = {input};
     last_ = size_t(c_.dims.back());
     rows_ = 1;
@@ -80,6 +107,8 @@ class CopyOp final : public NativeDataOp {
     // row stride touches a cache line per float: NHWC <-> NCHW around ShuffleNet's shuffles).
     const size_t r = c_.dims.size();
     blocked_ = r >= 2 && c_.strides[r - 2] == 1 && c_.strides[r - 1] != 1 && c_.dims[r - 2] >= 8;
+    tiles_ = blocked_ && tiles && native_conv_supported();
+    if (tiles_) kernel_ = "native transpose AVX2 8x8";
   }
   const char* kernel() const override { return kernel_; }
 
@@ -137,7 +166,12 @@ class CopyOp final : public NativeDataOp {
         const float* src = in + base + int64_t(a0);
         float* dst = out + (o * A + a0) * B;
         if (n == 8) {
-          for (size_t b = 0; b < B; ++b) {
+          size_t b = 0;
+#if NN_NATIVE_X86
+          if (tiles_)
+            for (; b + 8 <= B; b += 8) transpose_8x8_avx2(src + int64_t(b) * stride, stride, dst + b, B);
+#endif
+          for (; b < B; ++b) {
             const float* s8 = src + int64_t(b) * stride;
             for (size_t i = 0; i < 8; ++i) dst[i * B + b] = s8[i];
           }
@@ -153,6 +187,7 @@ class CopyOp final : public NativeDataOp {
   const char* kernel_;
   size_t rows_ = 1, last_ = 1;
   bool blocked_ = false;
+  bool tiles_ = false;  // 8 x 8 tiles transposed in AVX2 registers
 };
 
 // CONCATENATION: per outer row, each input's inner run in turn.
@@ -308,7 +343,7 @@ StridedCopy coalesce(const StridedCopy& copy) {
 
 std::unique_ptr<NativeDataOp> make_native_data_op(const Model& m, uint32_t op_index,
                                                   const std::function<const void*(uint32_t)>& statics,
-                                                  std::string* why) {
+                                                  std::string* why, bool transpose_tiles) {
   const Operation& op = m.operations[op_index];
   auto no = [&](const char* reason) -> std::unique_ptr<NativeDataOp> {
     *why = reason;
@@ -335,7 +370,7 @@ std::unique_ptr<NativeDataOp> make_native_data_op(const Model& m, uint32_t op_in
         c.dims.push_back(in.dims[a]);
         c.strides.push_back(s[a]);
       }
-      return std::make_unique<CopyOp>(op.inputs[0], c, "native transpose");
+      return std::make_unique<CopyOp>(op.inputs[0], c, "native transpose", transpose_tiles);
     }
     case OperationType::SLICE: {
       if (!four_byte(in) || out.type != in.type) return no("not a 4-byte element type");
@@ -354,7 +389,7 @@ std::unique_ptr<NativeDataOp> make_native_data_op(const Model& m, uint32_t op_in
         c.strides.push_back(s[i]);
         c.offset += b * s[i];
       }
-      return std::make_unique<CopyOp>(op.inputs[0], c, "native slice");
+      return std::make_unique<CopyOp>(op.inputs[0], c, "native slice", false);
     }
     case OperationType::CONCATENATION: {
       const size_t count = op.inputs.size() - 1;

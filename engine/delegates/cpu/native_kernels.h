@@ -129,6 +129,12 @@ class NativeConv final : public NativeOp {
   // conv's output rows, still in cache, projected by NativeExpandDepthwise).
   void run_pixels(const float* input, const float* residual, float* output, size_t pixels) const;
   bool pointwise() const { return pointwise_; }
+  // Edge micro-tiles of a dilated stride-1 conv go through im2col rows with
+  // every tap (CpuOptions::edge_taps off), not tap by tap with the taps that read only
+  // padding skipped.
+  void disable_edge_taps() { edge_taps_ = false; }
+  // Whether its edge micro-tiles run tap by tap.
+  bool edge_taps() const { return edge_taps_; }
   size_t scratch_bytes() const override;
   const Epilogue& epilogue() const { return epilogue_; }
   const NativeConvShape& shape() const { return shape_; }
@@ -172,6 +178,7 @@ class NativeConv final : public NativeOp {
   size_t segments_ = 0;      // runs of A per output pixel read in place (kernel_h * taps_w_), or 0 (im2col only)
   size_t taps_w_ = 1;        // runs per kernel row: 1 (its taps contiguous), kernel_w when dilated
   bool strips_ = false;      // edge micro-tiles read zero-padded copies of their input rows
+  bool edge_taps_ = false;   // or, without strips, per-tap runs: dead taps skipped (disable_edge_taps)
   size_t n_blocks_ = 0;      // out_c in panels of 32 (AVX-512) or 16, group by group
   size_t group_in_ = 0;      // input channels per group (in_c when not grouped)
   size_t group_out_ = 0;     // output channels per group

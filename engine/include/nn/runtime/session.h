@@ -41,6 +41,18 @@ struct CpuOptions {
   // 120 channels: the last 8) on an 8-row x 8-column kernel, not the 6 x 16 one that computes
   // 8 empty columns. NN_NO_AVX2_8_COLUMNS=1.
   bool avx2_8_columns = true;
+  // A RESHAPE of a native data op's output (TRANSPOSE, CONCATENATION, SLICE...) read by
+  // nothing else is written by that op directly, with no copy or step of its own.
+  // NN_NO_FOLD_RESHAPE=1.
+  bool fold_reshapes = true;
+  // A native TRANSPOSE that moves the input's contiguous dim to second to last (NHWC <->
+  // NCHW) moves 8 x 8 tiles through AVX2 registers; off: 8 floats at a time, scalar
+  // stores. NN_NO_TRANSPOSE_TILES=1.
+  bool transpose_tiles = true;
+  // Native dilated stride-1 convs run the micro-tiles at the image's left and right edges
+  // (and across output rows) tap by tap, skipping taps that read only padding; off: im2col
+  // rows with every tap. NN_NO_EDGE_TAPS=1.
+  bool edge_taps = true;
   // A pointwise conv reading a bilinear upsampling runs before it, on the small image.
   // NN_NO_CONV_BEFORE_RESIZE=1.
   bool conv_before_resize = true;
