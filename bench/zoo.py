@@ -77,9 +77,18 @@ def all_models():
     return m
 
 
+# Bumped when the torchvision models or their references change: prepare() remakes them.
+TORCH_RECIPE = "bn-calibrated-on-photos-1"
+
+# Random weights (torch.manual_seed(0)) with the batch-norm statistics measured on real photos
+# (scripts/make_reference_models.py's calibrate_batchnorm: with the default statistics
+# activations fade and an output can be the same for every input, deeplabv3's was), the
+# input a real photo; input_dependence.txt: how much the output moves for another photo.
 MAKE_TORCH = r'''
 import sys, numpy as np, torch, torchvision
-name, family, size, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+name, family, size, out, scripts = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+sys.path.insert(0, scripts)
+from make_reference_models import calibrate_batchnorm, photos
 torch.manual_seed(0)
 if family == "segmentation":
     base = getattr(torchvision.models.segmentation, name)(weights=None, weights_backbone=None).eval()
@@ -92,10 +101,12 @@ if family == "segmentation":
 else:
     kw = {"aux_logits": False, "init_weights": True} if name in ("googlenet", "inception_v3") else {}
     model = getattr(torchvision.models, name)(weights=None, **kw).eval()
-rng = np.random.default_rng(0)
-x = rng.uniform(0, 1, (1, 3, size, size)).astype(np.float32)
+images = photos(size)
+calibrate_batchnorm(model, images[:16], 1)
+x = images[16:17].numpy().copy()
 with torch.no_grad():
     ref = model(torch.from_numpy(x)).numpy()
+    other = model(images[17:18]).numpy()
     ref64 = model.double()(torch.from_numpy(x).double()).numpy()
     model.float()
 sens = float(np.abs(ref - ref64).max() / max(np.abs(ref64).max(), 1e-30))
@@ -104,6 +115,9 @@ torch.onnx.export(model, torch.from_numpy(x), out + "/model.onnx", opset_version
 np.save(out + "/input.npy", x)
 np.save(out + "/reference.npy", ref)
 open(out + "/sensitivity.txt", "w").write(repr(sens))
+dep = float(np.abs(ref - other).max() / max(np.abs(ref).max(), 1e-30))
+open(out + "/input_dependence.txt", "w").write(repr(dep))
+open(out + "/recipe.txt", "w").write(sys.argv[6])
 '''
 
 
@@ -146,8 +160,10 @@ def prepare(name, family, arg):
     d = os.path.join(ZOO, name)
     os.makedirs(d, exist_ok=True)
     if family in ("torchvision", "segmentation"):
-        if not os.path.exists(os.path.join(d, "reference.npy")):
-            r = sh(["/usr/bin/python3", "-c", MAKE_TORCH, name, family, str(arg), d], timeout=3600)
+        recipe = os.path.join(d, "recipe.txt")
+        if not os.path.exists(recipe) or open(recipe).read() != TORCH_RECIPE:
+            r = sh(["/usr/bin/python3", "-c", MAKE_TORCH, name, family, str(arg), d,
+                    os.path.join(ROOT, "scripts"), TORCH_RECIPE], timeout=3600)
             if r.returncode != 0:
                 raise RuntimeError("export: " + (r.stderr.strip().splitlines() or ["?"])[-1])
         sens = float(open(os.path.join(d, "sensitivity.txt")).read())
@@ -266,6 +282,9 @@ def check_and_time(name, family, arg, a):
         sens = max(rel_error(a, b) for a, b in zip(load_outputs(f"{base}/ref_ulp"), load_outputs(f"{base}/ref")))
     row["sensitivity"] = sens
     row["tolerance"] = max(1e-4, 10 * sens)
+    dep = os.path.join(ZOO, name, "input_dependence.txt")
+    if os.path.exists(dep):  # torchvision, random weights: an output the input hardly moves proves little
+        row["input_dependence"] = float(open(dep).read())
     out_dir = os.path.join(ZOO, name, "out")
     shutil.rmtree(out_dir + "/cpu", ignore_errors=True)
     io = ["--input", inp] if inp else ["--random"]
@@ -376,6 +395,13 @@ def table(rows):
             and r.get("nn1_ms") and r.get("nn2_ms") and r["nn1_ms"] / r["nn2_ms"] < 1.7]
     lines.append("")
     lines.append("Over 0.3 GFLOP with 2 threads less than 1.7x faster than 1: " + (", ".join(slow) if slow else "none") + ".")
+    deps = [r["input_dependence"] for r in rows if "input_dependence" in r]
+    flat = [r["model"] for r in rows if r.get("input_dependence", 1) < 1e-3]
+    if deps:
+        lines.append("")
+        lines.append(f"Random-weight models (batch norm calibrated on photos): another photo moves the output by "
+                     f"{min(deps):.2g}-{max(deps):.2g} of its largest value; under 1e-3: "
+                     + (", ".join(flat) if flat else "none") + ".")
     return "\n".join(lines)
 
 
