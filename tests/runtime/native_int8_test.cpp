@@ -73,6 +73,27 @@ bool has_avx2() {
 #endif
 }
 
+// The AVX2 int8 forms to run: AVX-VNNI off (vpmaddubsw), and on where the CPU has it.
+std::vector<CpuOptions> avx2_int8_options() {
+  std::vector<CpuOptions> v;
+  for (bool avx_vnni : {false, true}) {
+    if (avx_vnni && !has_avx_vnni()) continue;
+    CpuOptions cpu;
+    cpu.avx512 = false;
+    cpu.avx_vnni = avx_vnni;
+    v.push_back(cpu);
+  }
+  return v;
+}
+
+// One input of `bytes` int8 values at the ends of the range, in a pattern set by a, b, seed.
+std::vector<std::vector<int8_t>> input_at_the_ends(size_t bytes, size_t a, size_t b, uint32_t seed) {
+  const int8_t ends[] = {-128, -128, 127, -127, 0, -128};
+  std::vector<std::vector<int8_t>> x(1, std::vector<int8_t>(bytes));
+  for (size_t i = 0; i < bytes; ++i) x[0][i] = ends[(i / a + i % b + seed) % 6];
+  return x;
+}
+
 std::vector<int8_t> run(const std::shared_ptr<Model>& m, const std::vector<std::vector<int8_t>>& x,
                         const char* delegate, const CpuOptions& cpu, int threads, std::string* kernel) {
   SessionOptions so;
@@ -585,16 +606,11 @@ TEST(NativeInt8, AvxTwoGemmAtTheEndsOfInt8EqualsTheReference) {
         if (minus_128) w[rng() % w.size()] = -128;
         auto m = conv_model(T::CONV_2D, {1, 7, 9, in_c}, out_c, true, true, 0, seed++, 1, 1, 1, w);
         ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
-        std::vector<std::vector<int8_t>> x(1, std::vector<int8_t>(size_t(7) * 9 * in_c));
-        const int8_t ends[] = {-128, -128, 127, -127, 0, -128};
-        for (size_t i = 0; i < x[0].size(); ++i) x[0][i] = ends[(i / 5 + i % 3 + seed) % 6];
+        const auto x = input_at_the_ends(size_t(7) * 9 * in_c, 5, 3, seed);
         const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
         for (int threads : {1, 2})
-          for (bool avx_vnni : {false, true}) {
-            if (avx_vnni && !has_avx_vnni()) continue;
-            CpuOptions cpu;
-            cpu.avx512 = false;
-            cpu.avx_vnni = avx_vnni;
+          for (const CpuOptions& cpu : avx2_int8_options()) {
+            const bool avx_vnni = cpu.avx_vnni;
             std::string kernel;
             const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
             const std::string name = std::to_string(in_c) + "->" + std::to_string(out_c) +
@@ -664,16 +680,11 @@ TEST(NativeInt8, AvxTwoDepthwiseAtTheEndsOfInt8EqualsTheReference) {
         if (minus_128) w[seed % w.size()] = -128;
         auto m = depthwise_model({1, 8, 9, c}, true, 0, seed++, kernel, kernel == 3 ? 1 : 2, 1, w);
         ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
-        std::vector<std::vector<int8_t>> x(1, std::vector<int8_t>(size_t(8) * 9 * c));
-        const int8_t ends[] = {-128, -128, 127, -127, 0, -128};
-        for (size_t i = 0; i < x[0].size(); ++i) x[0][i] = ends[(i / 3 + i % 5 + seed) % 6];
+        const auto x = input_at_the_ends(size_t(8) * 9 * c, 3, 5, seed);
         const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
         for (int threads : {1, 2})
-          for (bool avx_vnni : {false, true}) {
-            if (avx_vnni && !has_avx_vnni()) continue;
-            CpuOptions cpu;
-            cpu.avx512 = false;
-            cpu.avx_vnni = avx_vnni;
+          for (const CpuOptions& cpu : avx2_int8_options()) {
+            const bool avx_vnni = cpu.avx_vnni;
             std::string kernel_name;
             const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel_name);
             const std::string name = std::to_string(kernel) + "x" + std::to_string(kernel) + " x" +
