@@ -48,6 +48,16 @@ const Status& xnnpack_ready() {
 
 }  // namespace
 
+NativeIsa CpuPartition::isa_of(const CpuOptions& cpu) {
+  const int half_width = cpu.avx512_half_width == CpuOptions::HalfWidth::kAuto ? -1
+                         : cpu.avx512_half_width == CpuOptions::HalfWidth::kOn ? 1
+                                                                               : 0;
+  NativeIsa isa = NativeIsa::with(cpu.avx512, half_width, cpu.depthwise_two_rows, cpu.avx2_8_columns, cpu.avx_vnni);
+  isa.edge_taps = cpu.edge_taps;
+  isa.transpose_tiles = cpu.transpose_tiles;
+  return isa;
+}
+
 // The pipeline above; each fusion pass runs unless its CpuOptions switch is off.
 Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::string>& force_reference,
                            int64_t* retry_op) {

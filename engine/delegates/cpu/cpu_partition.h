@@ -113,12 +113,7 @@ class CpuPartition final : public CompiledPartition {
       : model_(model),
         spec_(spec),
         options_(options),
-        isa_(NativeIsa::with(options.cpu.avx512,
-                             options.cpu.avx512_half_width == CpuOptions::HalfWidth::kAuto  ? -1
-                             : options.cpu.avx512_half_width == CpuOptions::HalfWidth::kOn ? 1
-                                                                                           : 0,
-                             options.cpu.depthwise_two_rows, options.cpu.avx2_8_columns,
-                             options.cpu.avx_vnni)),
+        isa_(isa_of(options.cpu)),
         statics_([this](uint32_t o) { return static_data(o); }) {}
 
   // Builds the steps; ops in `force_reference` skip XNNPACK. kUnsupportedOp with
@@ -132,6 +127,9 @@ class CpuPartition final : public CompiledPartition {
   uint64_t arena_bytes() const override { return arena_.size(); }
 
  private:
+  // The native kernels' ISA and kernel-form switches: CpuOptions' choices where the CPU has them.
+  static NativeIsa isa_of(const CpuOptions& cpu);
+
   // The passes of build(), in order. Each fusion pass makes some records heads of what
   // they absorb; a record already absorbed (fused_into_) takes part in no later pass.
   Status label_ops(bool use_xnnpack, const std::map<uint32_t, std::string>& force_reference);

@@ -76,7 +76,7 @@ Status CpuPartition::label_ops(bool use_xnnpack, const std::map<uint32_t, std::s
       r.step = r.native != NativeKind::kNone ? kNativeStep : kXnnStep;
       xnn_own_clamp(model_, model_.operations[k], &r.epilogue.lo, &r.epilogue.hi);
     } else if (std::string why; allowed && options_.cpu.native_data_ops &&
-                                (r.data = make_native_data_op(model_, k, statics_, &why, options_.cpu.transpose_tiles))) {
+                                (r.data = make_native_data_op(model_, k, statics_, &why, isa_))) {
       r.step = kNativeStep;
     } else {
       const OpDef* def = registry.find(model_.operations[k].type);
@@ -547,7 +547,6 @@ Status CpuPartition::make_native_kernels() {
                               options_.cpu.winograd_panel_split);
     }
     NN_CHECK_OR_RETURN(native && native->ok(), StatusCode::kOutOfMemory, op_label(model_, k) + ": packing weights");
-    if (auto* conv = dynamic_cast<NativeConv*>(native.get()); conv && !options_.cpu.edge_taps) conv->disable_edge_taps();
     if (r.gated)
       NN_CHECK_OR_RETURN(static_cast<NativeConv&>(*native).enable_scaled_input(r.gated->sum.has_value()),
                          StatusCode::kOutOfMemory, op_label(model_, k) + ": gated weights");

@@ -454,7 +454,7 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
   // kernel_w) and a run of a tile's pixels is contiguous (stride 1). Not grouped convs:
   // their 1-pixel borders leave little to skip, and the per-tap copies of all channels
   // cost more than the im2col rows (regnet_x_400mf's 22 grouped convs 2.0 -> 2.2 ms).
-  edge_taps_ = groups == 1 && segments_ > 0 && taps_w_ == shape.kernel_w && shape.stride_w == 1 &&
+  edge_taps_ = isa.edge_taps && groups == 1 && segments_ > 0 && taps_w_ == shape.kernel_w && shape.stride_w == 1 &&
                (shape.dilation_w > 1 || shape.dilation_h > 1);
   // 32-wide panels only where a conv (group) has more than 16 output channels (else half empty).
   wide_ = avx512_ && group_out_ > 16;

@@ -343,7 +343,7 @@ StridedCopy coalesce(const StridedCopy& copy) {
 
 std::unique_ptr<NativeDataOp> make_native_data_op(const Model& m, uint32_t op_index,
                                                   const std::function<const void*(uint32_t)>& statics,
-                                                  std::string* why, bool transpose_tiles) {
+                                                  std::string* why, const NativeIsa& isa) {
   const Operation& op = m.operations[op_index];
   auto no = [&](const char* reason) -> std::unique_ptr<NativeDataOp> {
     *why = reason;
@@ -370,7 +370,7 @@ std::unique_ptr<NativeDataOp> make_native_data_op(const Model& m, uint32_t op_in
         c.dims.push_back(in.dims[a]);
         c.strides.push_back(s[a]);
       }
-      return std::make_unique<CopyOp>(op.inputs[0], c, "native transpose", transpose_tiles);
+      return std::make_unique<CopyOp>(op.inputs[0], c, "native transpose", isa.transpose_tiles);
     }
     case OperationType::SLICE: {
       if (!four_byte(in) || out.type != in.type) return no("not a 4-byte element type");

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "delegates/cpu/native_kernels.h"
 #include "nn/ir/model.h"
 
 typedef struct pthreadpool* pthreadpool_t;
@@ -45,11 +46,11 @@ class NativeDataOp {
 // The data-movement op for IR op `op_index`, or nullptr (with *why) when the op is none of
 // the above or has a form these kernels leave to the reference (non-constant parameters,
 // other element types). `statics` gives compile-time data (perm, begin/size, axes).
-// `transpose_tiles`: a transpose whose input-contiguous dim lands second to last moves 8 x 8
-// tiles through AVX2 registers where the CPU has AVX2 (CpuOptions::transpose_tiles).
+// With `isa.transpose_tiles`, a transpose whose input-contiguous dim lands second to last
+// moves 8 x 8 tiles through AVX2 registers where the CPU has AVX2.
 std::unique_ptr<NativeDataOp> make_native_data_op(const Model& model, uint32_t op_index,
                                                   const std::function<const void*(uint32_t)>& statics,
-                                                  std::string* why, bool transpose_tiles = true);
+                                                  std::string* why, const NativeIsa& isa = NativeIsa::best());
 
 // Exposed for tests: out = the elements of `in` (4 bytes each) at offset + sum_k i_k *
 // strides[k] over the index space `dims`, row-major.

@@ -47,6 +47,8 @@ struct NativeIsa {
   bool two_rows = true;     // NativeDepthwise: output rows in pairs
   bool avx2_8_columns = true;  // NativeConv on AVX2: panels of <= 8 valid columns on the 8x8 kernel
   bool avx_vnni = false;       // int8 kernels without AVX-512: AVX-VNNI's ymm vpdpbusd (the CPU has it)
+  bool edge_taps = true;       // NativeConv: a dilated stride-1 conv's edge micro-tiles tap by tap
+  bool transpose_tiles = true;  // native transposes: 8 x 8 tiles through AVX2 registers
   // All this CPU has (every switch on).
   static NativeIsa best();
   // avx512: allowed; half_width: 1 forced on, 0 forced off, -1 measured (avx512_half_width).
@@ -129,11 +131,8 @@ class NativeConv final : public NativeOp {
   // conv's output rows, still in cache, projected by NativeExpandDepthwise).
   void run_pixels(const float* input, const float* residual, float* output, size_t pixels) const;
   bool pointwise() const { return pointwise_; }
-  // Edge micro-tiles of a dilated stride-1 conv go through im2col rows with
-  // every tap (CpuOptions::edge_taps off), not tap by tap with the taps that read only
-  // padding skipped.
-  void disable_edge_taps() { edge_taps_ = false; }
-  // Whether its edge micro-tiles run tap by tap.
+  // Whether its edge micro-tiles run tap by tap, skipping the taps that read only padding
+  // (NativeIsa::edge_taps; off, they go through im2col rows with every tap).
   bool edge_taps() const { return edge_taps_; }
   size_t scratch_bytes() const override;
   const Epilogue& epilogue() const { return epilogue_; }
@@ -178,7 +177,7 @@ class NativeConv final : public NativeOp {
   size_t segments_ = 0;      // runs of A per output pixel read in place (kernel_h * taps_w_), or 0 (im2col only)
   size_t taps_w_ = 1;        // runs per kernel row: 1 (its taps contiguous), kernel_w when dilated
   bool strips_ = false;      // edge micro-tiles read zero-padded copies of their input rows
-  bool edge_taps_ = false;   // or, without strips, per-tap runs: dead taps skipped (disable_edge_taps)
+  bool edge_taps_ = false;   // or, without strips, per-tap runs: dead taps skipped (NativeIsa::edge_taps)
   size_t n_blocks_ = 0;      // out_c in panels of 32 (AVX-512) or 16, group by group
   size_t group_in_ = 0;      // input channels per group (in_c when not grouped)
   size_t group_out_ = 0;     // output channels per group
