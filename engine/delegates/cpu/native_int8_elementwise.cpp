@@ -22,6 +22,7 @@
 // (built for baseline x86-64) rounds one by one.
 #define NN_TARGET_INT8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2")))
 #define NN_TARGET_INT8_AVX2 __attribute__((target("avx2")))
+#define NN_INLINE_INT8_AVX2 __attribute__((target("avx2"), always_inline)) inline
 #define NN_INLINE_INT8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2"), always_inline)) inline
 #define NN_TARGET_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx2")))
 #endif
@@ -728,11 +729,11 @@ class Int8Resize final : public NativeDataOp {
         cols_(bilinear_taps(in_w_, out_w_, p.align_corners, p.half_pixel_centers)),
         avx512_(avx512_int8(isa)),
         avx2_(!avx512_ && avx2(isa)),
-        twice_w_(avx512_ && twice_w && doubles_width(cols_, in_w_)) {
+        twice_w_((avx512_ || avx2_) && twice_w && doubles_width(cols_, in_w_)) {
     operands_ = {input};
   }
   const char* kernel() const override {
-    if (twice_w_) return "native int8 resize AVX-512, width doubled";
+    if (twice_w_) return avx512_ ? "native int8 resize AVX-512, width doubled" : "native int8 resize AVX2, width doubled";
     return avx512_ ? "native int8 resize AVX-512" : avx2_ ? "native int8 resize AVX2" : "native int8 resize";
   }
 
@@ -780,6 +781,9 @@ class Int8Resize final : public NativeDataOp {
       a[done] = op.si_ * (int32_t(r0[done]) - op.zi_) * (1.f - ty.frac);
       b[done] = op.si_ * (int32_t(r1[done]) - op.zi_) * ty.frac;
     }
+#if NN_NATIVE_X86
+    if (op.twice_w_) return op.row_twice_w_avx2(a, b, out);
+#endif
     for (size_t ox = 0; ox < op.out_w_; ++ox) {
       const BilinearTap& tx = op.cols_[ox];
       const float *a_lo = a + tx.lo * c, *a_hi = a + tx.hi * c, *b_lo = b + tx.lo * c, *b_hi = b + tx.hi * c;
@@ -910,29 +914,67 @@ class Int8Resize final : public NativeDataOp {
     return i;
   }
 
-  // row_avx512's pixel on 8 channels a step (no FMA in this target: nothing to contract).
-  NN_TARGET_INT8_AVX2 size_t pixel_avx2(const float* a_lo, const float* a_hi, const float* b_lo,
-                                        const float* b_hi, float h, int8_t* o) const {
+  // pixel16 on 8 channels (no FMA in this target: nothing to contract).
+  NN_INLINE_INT8_AVX2 __m256i pixel8(__m256 a_lo, __m256 a_hi, __m256 b_lo, __m256 b_hi, __m256 h1,
+                                     __m256 hh) const {
     const __m256 so = _mm256_set1_ps(so_), zo = _mm256_set1_ps(float(zo_));
-    const __m256 h1 = _mm256_set1_ps(1.f - h), hh = _mm256_set1_ps(h);
     const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.f), sign = _mm256_set1_ps(-0.f);
     const __m256 lo = _mm256_set1_ps(-128.f), hi = _mm256_set1_ps(127.f);
+    __m256 y = _mm256_mul_ps(a_lo, h1);
+    y = _mm256_add_ps(y, _mm256_mul_ps(a_hi, hh));
+    y = _mm256_add_ps(y, _mm256_mul_ps(b_lo, h1));
+    y = _mm256_add_ps(y, _mm256_mul_ps(b_hi, hh));
+    const __m256 q = _mm256_div_ps(y, so);
+    const __m256 tq = _mm256_round_ps(q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m256 frac = _mm256_andnot_ps(sign, _mm256_sub_ps(q, tq));
+    const __m256 step =
+        _mm256_and_ps(_mm256_cmp_ps(frac, half, _CMP_GE_OQ), _mm256_or_ps(one, _mm256_and_ps(q, sign)));
+    __m256 r = _mm256_add_ps(_mm256_add_ps(tq, step), zo);
+    r = _mm256_min_ps(_mm256_max_ps(r, lo), hi);
+    return _mm256_cvttps_epi32(r);
+  }
+
+  // row_avx512's pixel on 8 channels a step.
+  NN_TARGET_INT8_AVX2 size_t pixel_avx2(const float* a_lo, const float* a_hi, const float* b_lo,
+                                        const float* b_hi, float h, int8_t* o) const {
+    const __m256 h1 = _mm256_set1_ps(1.f - h), hh = _mm256_set1_ps(h);
     size_t i = 0;
-    for (; i + 8 <= channels_; i += 8) {
-      __m256 y = _mm256_mul_ps(_mm256_loadu_ps(a_lo + i), h1);
-      y = _mm256_add_ps(y, _mm256_mul_ps(_mm256_loadu_ps(a_hi + i), hh));
-      y = _mm256_add_ps(y, _mm256_mul_ps(_mm256_loadu_ps(b_lo + i), h1));
-      y = _mm256_add_ps(y, _mm256_mul_ps(_mm256_loadu_ps(b_hi + i), hh));
-      const __m256 q = _mm256_div_ps(y, so);
-      const __m256 tq = _mm256_round_ps(q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-      const __m256 frac = _mm256_andnot_ps(sign, _mm256_sub_ps(q, tq));
-      const __m256 step =
-          _mm256_and_ps(_mm256_cmp_ps(frac, half, _CMP_GE_OQ), _mm256_or_ps(one, _mm256_and_ps(q, sign)));
-      __m256 r = _mm256_add_ps(_mm256_add_ps(tq, step), zo);
-      r = _mm256_min_ps(_mm256_max_ps(r, lo), hi);
-      store8(o + i, _mm256_cvttps_epi32(r));
-    }
+    for (; i + 8 <= channels_; i += 8)
+      store8(o + i, pixel8(_mm256_loadu_ps(a_lo + i), _mm256_loadu_ps(a_hi + i), _mm256_loadu_ps(b_lo + i),
+                           _mm256_loadu_ps(b_hi + i), h1, hh));
     return i;
+  }
+
+  // row_twice_w_avx512 on 8 channels a step; the channels past the last 8 pixel by pixel
+  // as the reference.
+  NN_TARGET_INT8_AVX2 void row_twice_w_avx2(const float* wa, const float* wb, int8_t* out) const {
+    const size_t c = channels_, w = in_w_, c8 = c / 8 * 8;
+    const __m256 odd1 = _mm256_set1_ps(1.f - cols_[1].frac), oddh = _mm256_set1_ps(cols_[1].frac);
+    const __m256 even1 = _mm256_set1_ps(1.f - cols_[2].frac), evenh = _mm256_set1_ps(cols_[2].frac);
+    const BilinearTap &first = cols_[0], &last = cols_[2 * w - 1];
+    for (size_t i = 0; i < c8; i += 8) {
+#define NN_AT(row, x) _mm256_loadu_ps((row) + (x)*c + i)
+      store8(out + i, pixel8(NN_AT(wa, first.lo), NN_AT(wa, first.hi), NN_AT(wb, first.lo), NN_AT(wb, first.hi),
+                             _mm256_set1_ps(1.f - first.frac), _mm256_set1_ps(first.frac)));
+      __m256 pa = NN_AT(wa, 0), pb = NN_AT(wb, 0);
+      for (size_t x = 1; x < w; ++x) {
+        const __m256 ca = NN_AT(wa, x), cb = NN_AT(wb, x);
+        store8(out + (2 * x - 1) * c + i, pixel8(pa, ca, pb, cb, odd1, oddh));
+        store8(out + 2 * x * c + i, pixel8(pa, ca, pb, cb, even1, evenh));
+        pa = ca;
+        pb = cb;
+      }
+      store8(out + (2 * w - 1) * c + i, pixel8(NN_AT(wa, last.lo), NN_AT(wa, last.hi), NN_AT(wb, last.lo),
+                                               NN_AT(wb, last.hi), _mm256_set1_ps(1.f - last.frac),
+                                               _mm256_set1_ps(last.frac)));
+#undef NN_AT
+    }
+    if (c8 == c) return;
+    for (size_t ox = 0; ox < out_w_; ++ox) {
+      const BilinearTap& tx = cols_[ox];
+      for (size_t i = c8; i < c; ++i)
+        out[ox * c + i] = scalar(wa[tx.lo * c + i], wa[tx.hi * c + i], wb[tx.lo * c + i], wb[tx.hi * c + i], tx.frac);
+    }
   }
 #endif
 
@@ -941,7 +983,7 @@ class Int8Resize final : public NativeDataOp {
   int32_t zi_, zo_;
   std::vector<BilinearTap> rows_, cols_;
   bool avx512_, avx2_;
-  bool twice_w_;  // row_twice_w_avx512
+  bool twice_w_;  // row_twice_w_avx512 / _avx2
 };
 
 }  // namespace
