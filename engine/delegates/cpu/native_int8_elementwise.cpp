@@ -712,6 +712,12 @@ class Int8Mean final : public NativeDataOp {
 // round(y / so) + zo, half away from zero, clamped. The same float operations in the same
 // order (ISO C++: no contraction), so the bytes match.
 class Int8Resize final : public NativeDataOp {
+  // The float just below 1/2 (0x1.fffffep-2). Half away from zero is trunc(q + copysign(this, q))
+  // for every finite float q (checked on all 2^32 bit patterns against trunc and a step when
+  // the dropped fraction is at least 1/2): with 1/2 itself, q + 1/2 could round up to the next
+  // integer for q just below a half.
+  static constexpr int32_t kJustBelowHalf = 0x3EFFFFFF;
+
  public:
   Int8Resize(const Operand& in, const Operand& out, uint32_t input, const ResizeParams& p,
              const NativeIsa& isa, bool twice_w)
@@ -816,9 +822,8 @@ class Int8Resize final : public NativeDataOp {
   // order, divided by the output scale, rounded half away from zero, + zo, clamped.
   NN_INLINE_INT8_512 __m512i pixel16(__m512 a_lo, __m512 a_hi, __m512 b_lo, __m512 b_hi, __m512 h1,
                                      __m512 hh) const {
-    const __m512 so = _mm512_set1_ps(so_), zo = _mm512_set1_ps(float(zo_));
-    const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.f);
-    const __m512 lo = _mm512_set1_ps(-128.f), hi = _mm512_set1_ps(127.f);
+    const __m512 so = _mm512_set1_ps(so_);
+    const __m512 lo = _mm512_set1_ps(float(-128 - zo_)), hi = _mm512_set1_ps(float(127 - zo_));
     // AVX-512F has FMA: the register barriers keep GCC from contracting a product into the sum.
     __m512 a = _mm512_mul_ps(a_lo, h1);
     __m512 b = _mm512_mul_ps(a_hi, hh);
@@ -830,16 +835,12 @@ class Int8Resize final : public NativeDataOp {
     NN_KEEP_IN_REGISTER(d);
     const __m512 y = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), c), d);
     const __m512 q = _mm512_div_ps(y, so);
-    // round half away from zero: trunc, then one more step away from zero when the
-    // dropped fraction (exact) is at least one half.
-    const __m512 tq = _mm512_roundscale_ps(q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    const __m512 frac = _mm512_abs_ps(_mm512_sub_ps(q, tq));
-    const __mmask16 up = _mm512_cmp_ps_mask(frac, half, _CMP_GE_OQ);
-    const __m512 step = _mm512_castsi512_ps(_mm512_or_si512(
-        _mm512_castps_si512(one), _mm512_and_si512(_mm512_castps_si512(q), _mm512_set1_epi32(int32_t(0x80000000u)))));
-    __m512 r = _mm512_add_ps(_mm512_mask_add_ps(tq, up, tq, step), zo);
-    r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
-    return _mm512_cvttps_epi32(r);
+    // round(q) + zo, clamped, as trunc(q + copysign(kJustBelowHalf, q)) + zo: the clamp first,
+    // to [-128 - zo, 127 - zo] (integers, so it commutes with trunc), zo added as an integer.
+    const __m512 r = _mm512_add_ps(q, _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
+                                          _mm512_castps_si512(q), _mm512_set1_epi32(int32_t(0x80000000u)),
+                                          _mm512_set1_epi32(kJustBelowHalf), 0xEA)));  // (q & sign) | 0.49999997
+    return _mm512_add_epi32(_mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(r, lo), hi)), _mm512_set1_epi32(zo_));
   }
 
   // One output row from the weighted rows a (row lo) and b (row hi).
@@ -917,21 +918,16 @@ class Int8Resize final : public NativeDataOp {
   // pixel16 on 8 channels (no FMA in this target: nothing to contract).
   NN_INLINE_INT8_AVX2 __m256i pixel8(__m256 a_lo, __m256 a_hi, __m256 b_lo, __m256 b_hi, __m256 h1,
                                      __m256 hh) const {
-    const __m256 so = _mm256_set1_ps(so_), zo = _mm256_set1_ps(float(zo_));
-    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.f), sign = _mm256_set1_ps(-0.f);
-    const __m256 lo = _mm256_set1_ps(-128.f), hi = _mm256_set1_ps(127.f);
+    const __m256 so = _mm256_set1_ps(so_), sign = _mm256_set1_ps(-0.f);
+    const __m256 below_half = _mm256_castsi256_ps(_mm256_set1_epi32(kJustBelowHalf));
+    const __m256 lo = _mm256_set1_ps(float(-128 - zo_)), hi = _mm256_set1_ps(float(127 - zo_));
     __m256 y = _mm256_mul_ps(a_lo, h1);
     y = _mm256_add_ps(y, _mm256_mul_ps(a_hi, hh));
     y = _mm256_add_ps(y, _mm256_mul_ps(b_lo, h1));
     y = _mm256_add_ps(y, _mm256_mul_ps(b_hi, hh));
     const __m256 q = _mm256_div_ps(y, so);
-    const __m256 tq = _mm256_round_ps(q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    const __m256 frac = _mm256_andnot_ps(sign, _mm256_sub_ps(q, tq));
-    const __m256 step =
-        _mm256_and_ps(_mm256_cmp_ps(frac, half, _CMP_GE_OQ), _mm256_or_ps(one, _mm256_and_ps(q, sign)));
-    __m256 r = _mm256_add_ps(_mm256_add_ps(tq, step), zo);
-    r = _mm256_min_ps(_mm256_max_ps(r, lo), hi);
-    return _mm256_cvttps_epi32(r);
+    const __m256 r = _mm256_add_ps(q, _mm256_or_ps(_mm256_and_ps(q, sign), below_half));
+    return _mm256_add_epi32(_mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(r, lo), hi)), _mm256_set1_epi32(zo_));
   }
 
   // row_avx512's pixel on 8 channels a step.
