@@ -134,7 +134,7 @@ NN_TARGET_INT8_AVX2 inline __m256 dequantize8(const int8_t* p, __m256i zi, __m25
   return _mm256_mul_ps(si, _mm256_cvtepi32_ps(_mm256_sub_epi32(q, zi)));
 }
 
-// 8 int32 (already in the int8 range) to 8 bytes.
+// 8 int32 to 8 bytes, saturating to the int8 range.
 NN_TARGET_INT8_AVX2 inline void store8(int8_t* dst, __m256i v) {
   const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), _mm_packs_epi16(w, w));
@@ -735,7 +735,10 @@ class Int8Resize final : public NativeDataOp {
         cols_(bilinear_taps(in_w_, out_w_, p.align_corners, p.half_pixel_centers)),
         avx512_(avx512_int8(isa)),
         avx2_(!avx512_ && avx2(isa)),
-        twice_w_((avx512_ || avx2_) && twice_w && doubles_width(cols_, in_w_)) {
+        twice_w_((avx512_ || avx2_) && twice_w && doubles_width(cols_, in_w_)),
+        // |q| <= 255 si / so: below 2^30, trunc(q) + zo fits int32 and the saturating
+        // narrowing stores (vpmovsdb, vpackssdw / vpacksswb) clamp to the int8 range.
+        saturates_(255.0 * si_ / so_ < double(1 << 30)) {
     operands_ = {input};
   }
   const char* kernel() const override {
@@ -840,7 +843,8 @@ class Int8Resize final : public NativeDataOp {
     const __m512 r = _mm512_add_ps(q, _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
                                           _mm512_castps_si512(q), _mm512_set1_epi32(int32_t(0x80000000u)),
                                           _mm512_set1_epi32(kJustBelowHalf), 0xEA)));  // (q & sign) | 0.49999997
-    return _mm512_add_epi32(_mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(r, lo), hi)), _mm512_set1_epi32(zo_));
+    return _mm512_add_epi32(_mm512_cvttps_epi32(saturates_ ? r : _mm512_min_ps(_mm512_max_ps(r, lo), hi)),
+                            _mm512_set1_epi32(zo_));
   }
 
   // One output row from the weighted rows a (row lo) and b (row hi).
@@ -855,7 +859,7 @@ class Int8Resize final : public NativeDataOp {
       const __m512 h1 = _mm512_set1_ps(1.f - tx.frac), hh = _mm512_set1_ps(tx.frac);
       for (size_t i = 0; i < c; i += 16) {
         const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - i)) - 1);
-        _mm512_mask_cvtepi32_storeu_epi8(o + i, k,
+        _mm512_mask_cvtsepi32_storeu_epi8(o + i, k,
                                          pixel16(_mm512_maskz_loadu_ps(k, a_lo + i), _mm512_maskz_loadu_ps(k, a_hi + i),
                                                  _mm512_maskz_loadu_ps(k, b_lo + i), _mm512_maskz_loadu_ps(k, b_hi + i), h1, hh));
       }
@@ -873,18 +877,18 @@ class Int8Resize final : public NativeDataOp {
     for (size_t i = 0; i < c; i += 16) {
       const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - i)) - 1);
 #define NN_AT(row, x) _mm512_maskz_loadu_ps(k, (row) + (x)*c + i)
-      _mm512_mask_cvtepi32_storeu_epi8(out + i, k,
+      _mm512_mask_cvtsepi32_storeu_epi8(out + i, k,
                                        pixel16(NN_AT(wa, first.lo), NN_AT(wa, first.hi), NN_AT(wb, first.lo), NN_AT(wb, first.hi),
                                                _mm512_set1_ps(1.f - first.frac), _mm512_set1_ps(first.frac)));
       __m512 pa = NN_AT(wa, 0), pb = NN_AT(wb, 0);
       for (size_t x = 1; x < w; ++x) {
         const __m512 ca = NN_AT(wa, x), cb = NN_AT(wb, x);
-        _mm512_mask_cvtepi32_storeu_epi8(out + (2 * x - 1) * c + i, k, pixel16(pa, ca, pb, cb, odd1, oddh));
-        _mm512_mask_cvtepi32_storeu_epi8(out + 2 * x * c + i, k, pixel16(pa, ca, pb, cb, even1, evenh));
+        _mm512_mask_cvtsepi32_storeu_epi8(out + (2 * x - 1) * c + i, k, pixel16(pa, ca, pb, cb, odd1, oddh));
+        _mm512_mask_cvtsepi32_storeu_epi8(out + 2 * x * c + i, k, pixel16(pa, ca, pb, cb, even1, evenh));
         pa = ca;
         pb = cb;
       }
-      _mm512_mask_cvtepi32_storeu_epi8(out + (2 * w - 1) * c + i, k,
+      _mm512_mask_cvtsepi32_storeu_epi8(out + (2 * w - 1) * c + i, k,
                                        pixel16(NN_AT(wa, last.lo), NN_AT(wa, last.hi), NN_AT(wb, last.lo), NN_AT(wb, last.hi),
                                                _mm512_set1_ps(1.f - last.frac), _mm512_set1_ps(last.frac)));
 #undef NN_AT
@@ -927,7 +931,8 @@ class Int8Resize final : public NativeDataOp {
     y = _mm256_add_ps(y, _mm256_mul_ps(b_hi, hh));
     const __m256 q = _mm256_div_ps(y, so);
     const __m256 r = _mm256_add_ps(q, _mm256_or_ps(_mm256_and_ps(q, sign), below_half));
-    return _mm256_add_epi32(_mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(r, lo), hi)), _mm256_set1_epi32(zo_));
+    return _mm256_add_epi32(_mm256_cvttps_epi32(saturates_ ? r : _mm256_min_ps(_mm256_max_ps(r, lo), hi)),
+                            _mm256_set1_epi32(zo_));
   }
 
   // row_avx512's pixel on 8 channels a step.
@@ -980,6 +985,7 @@ class Int8Resize final : public NativeDataOp {
   std::vector<BilinearTap> rows_, cols_;
   bool avx512_, avx2_;
   bool twice_w_;  // row_twice_w_avx512 / _avx2
+  bool saturates_;  // pixel16 / pixel8 leave the clamp to the stores
 };
 
 }  // namespace
