@@ -421,36 +421,44 @@ TEST(NativeInt8, MeanOverHeightAndWidthEqualsTheReference) {
 // width with half-pixel centres takes it, any other width the per-pixel taps; the switch
 // off gives the per-pixel row. The reference's bytes at odd sizes, 1 and 2 threads.
 TEST(NativeInt8, WidthDoublingResizeEqualsTheReference) {
-  if (!has_avx512_int8()) GTEST_SKIP() << "no AVX-512";
-  for (uint32_t c : {1u, 8u, 13u, 16u, 24u})
-    for (uint32_t out_w : {18u, 17u}) {
-      auto sizes = [out_w](Model& m, std::vector<uint32_t>& ins) {
-        ins.push_back(m.add_scalar_i32(int32_t(out_w)));  // width
-        ins.push_back(m.add_scalar_i32(13));              // height
-        ins.push_back(m.add_scalar_bool(false));
-        ins.push_back(m.add_scalar_bool(false));
-        ins.push_back(m.add_scalar_bool(true));
-      };
-      auto m = one_op(T::RESIZE_BILINEAR, {q8({1, 7, 9, c}, 0.0173f, -128)}, {}, q8({1, 13, out_w, c}, 0.031f, 9),
-                      sizes);
-      ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
-      std::mt19937 rng(c * 100 + out_w);
-      std::vector<std::vector<int8_t>> x(1, std::vector<int8_t>(7 * 9 * c));
-      for (int8_t& v : x[0]) v = static_cast<int8_t>(int(rng() % 256) - 128);
-      const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
-      for (bool twice : {true, false})
-        for (int threads : {1, 2}) {
-          CpuOptions cpu;
-          cpu.native_int8_resize_twice_w = twice;
-          std::string kernel;
-          const std::string what = std::to_string(c) + " channels, width " + std::to_string(out_w) + ", " +
-                                   std::to_string(threads) + " threads";
-          EXPECT_EQ(run(m, x, "cpu", cpu, threads, &kernel), expected) << what << " on " << kernel;
-          EXPECT_EQ(kernel, twice && out_w == 18 ? "native int8 resize AVX-512, width doubled"
-                                                 : "native int8 resize AVX-512")
-              << what;
+  if (!has_avx2()) GTEST_SKIP() << "no AVX2";
+  // Scales: the decoder's kind; outputs past the int8 range (left to the saturating stores);
+  // 255 si / so >= 2^30 (clamped in float first).
+  struct Scales {
+    float in, out;
+  };
+  for (Scales sc : {Scales{0.0173f, 0.031f}, Scales{0.0173f, 0.004f}, Scales{1.f, 1e-7f}})
+    for (bool avx512 : {true, false})
+      for (uint32_t c : {1u, 8u, 13u, 16u, 24u})
+        for (uint32_t out_w : {18u, 17u}) {
+          auto sizes = [out_w](Model& m, std::vector<uint32_t>& ins) {
+            ins.push_back(m.add_scalar_i32(int32_t(out_w)));  // width
+            ins.push_back(m.add_scalar_i32(13));              // height
+            ins.push_back(m.add_scalar_bool(false));
+            ins.push_back(m.add_scalar_bool(false));
+            ins.push_back(m.add_scalar_bool(true));
+          };
+          auto m = one_op(T::RESIZE_BILINEAR, {q8({1, 7, 9, c}, sc.in, -128)}, {}, q8({1, 13, out_w, c}, sc.out, 9),
+                          sizes);
+          ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+          std::mt19937 rng(c * 100 + out_w);
+          std::vector<std::vector<int8_t>> x(1, std::vector<int8_t>(7 * 9 * c));
+          for (int8_t& v : x[0]) v = static_cast<int8_t>(int(rng() % 256) - 128);
+          const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
+          for (bool twice : {true, false})
+            for (int threads : {1, 2}) {
+              CpuOptions cpu;
+              cpu.native_int8_resize_twice_w = twice;
+              cpu.avx512 = avx512;
+              std::string kernel;
+              const std::string what = "scales " + std::to_string(sc.in) + " -> " + std::to_string(sc.out) + ", " +
+                                       std::to_string(c) + " channels, width " + std::to_string(out_w) + ", " +
+                                       std::to_string(threads) + " threads";
+              EXPECT_EQ(run(m, x, "cpu", cpu, threads, &kernel), expected) << what << " on " << kernel;
+              const std::string isa = avx512 && has_avx512_int8() ? "native int8 resize AVX-512" : "native int8 resize AVX2";
+              EXPECT_EQ(kernel, twice && out_w == 18 ? isa + ", width doubled" : isa) << what;
+            }
         }
-    }
 }
 
 TEST(NativeInt8, BilinearResizeEqualsTheReference) {

@@ -22,6 +22,7 @@
 // (built for baseline x86-64) rounds one by one.
 #define NN_TARGET_INT8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2")))
 #define NN_TARGET_INT8_AVX2 __attribute__((target("avx2")))
+#define NN_INLINE_INT8_AVX2 __attribute__((target("avx2"), always_inline)) inline
 #define NN_INLINE_INT8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2"), always_inline)) inline
 #define NN_TARGET_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx2")))
 #endif
@@ -133,7 +134,7 @@ NN_TARGET_INT8_AVX2 inline __m256 dequantize8(const int8_t* p, __m256i zi, __m25
   return _mm256_mul_ps(si, _mm256_cvtepi32_ps(_mm256_sub_epi32(q, zi)));
 }
 
-// 8 int32 (already in the int8 range) to 8 bytes.
+// 8 int32 to 8 bytes, saturating to the int8 range.
 NN_TARGET_INT8_AVX2 inline void store8(int8_t* dst, __m256i v) {
   const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), _mm_packs_epi16(w, w));
@@ -711,6 +712,12 @@ class Int8Mean final : public NativeDataOp {
 // round(y / so) + zo, half away from zero, clamped. The same float operations in the same
 // order (ISO C++: no contraction), so the bytes match.
 class Int8Resize final : public NativeDataOp {
+  // The float just below 1/2 (0x1.fffffep-2). Half away from zero is trunc(q + copysign(this, q))
+  // for every finite float q (checked on all 2^32 bit patterns against trunc and a step when
+  // the dropped fraction is at least 1/2): with 1/2 itself, q + 1/2 could round up to the next
+  // integer for q just below a half.
+  static constexpr int32_t kJustBelowHalf = 0x3EFFFFFF;
+
  public:
   Int8Resize(const Operand& in, const Operand& out, uint32_t input, const ResizeParams& p,
              const NativeIsa& isa, bool twice_w)
@@ -728,11 +735,14 @@ class Int8Resize final : public NativeDataOp {
         cols_(bilinear_taps(in_w_, out_w_, p.align_corners, p.half_pixel_centers)),
         avx512_(avx512_int8(isa)),
         avx2_(!avx512_ && avx2(isa)),
-        twice_w_(avx512_ && twice_w && doubles_width(cols_, in_w_)) {
+        twice_w_((avx512_ || avx2_) && twice_w && doubles_width(cols_, in_w_)),
+        // |q| <= 255 si / so: below 2^30, trunc(q) + zo fits int32 and the saturating
+        // narrowing stores (vpmovsdb, vpackssdw / vpacksswb) clamp to the int8 range.
+        saturates_(255.0 * si_ / so_ < double(1 << 30)) {
     operands_ = {input};
   }
   const char* kernel() const override {
-    if (twice_w_) return "native int8 resize AVX-512, width doubled";
+    if (twice_w_) return avx512_ ? "native int8 resize AVX-512, width doubled" : "native int8 resize AVX2, width doubled";
     return avx512_ ? "native int8 resize AVX-512" : avx2_ ? "native int8 resize AVX2" : "native int8 resize";
   }
 
@@ -780,6 +790,9 @@ class Int8Resize final : public NativeDataOp {
       a[done] = op.si_ * (int32_t(r0[done]) - op.zi_) * (1.f - ty.frac);
       b[done] = op.si_ * (int32_t(r1[done]) - op.zi_) * ty.frac;
     }
+#if NN_NATIVE_X86
+    if (op.twice_w_) return op.row_twice_w_avx2(a, b, out);
+#endif
     for (size_t ox = 0; ox < op.out_w_; ++ox) {
       const BilinearTap& tx = op.cols_[ox];
       const float *a_lo = a + tx.lo * c, *a_hi = a + tx.hi * c, *b_lo = b + tx.lo * c, *b_hi = b + tx.hi * c;
@@ -812,9 +825,8 @@ class Int8Resize final : public NativeDataOp {
   // order, divided by the output scale, rounded half away from zero, + zo, clamped.
   NN_INLINE_INT8_512 __m512i pixel16(__m512 a_lo, __m512 a_hi, __m512 b_lo, __m512 b_hi, __m512 h1,
                                      __m512 hh) const {
-    const __m512 so = _mm512_set1_ps(so_), zo = _mm512_set1_ps(float(zo_));
-    const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.f);
-    const __m512 lo = _mm512_set1_ps(-128.f), hi = _mm512_set1_ps(127.f);
+    const __m512 so = _mm512_set1_ps(so_);
+    const __m512 lo = _mm512_set1_ps(float(-128 - zo_)), hi = _mm512_set1_ps(float(127 - zo_));
     // AVX-512F has FMA: the register barriers keep GCC from contracting a product into the sum.
     __m512 a = _mm512_mul_ps(a_lo, h1);
     __m512 b = _mm512_mul_ps(a_hi, hh);
@@ -826,16 +838,13 @@ class Int8Resize final : public NativeDataOp {
     NN_KEEP_IN_REGISTER(d);
     const __m512 y = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), c), d);
     const __m512 q = _mm512_div_ps(y, so);
-    // round half away from zero: trunc, then one more step away from zero when the
-    // dropped fraction (exact) is at least one half.
-    const __m512 tq = _mm512_roundscale_ps(q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    const __m512 frac = _mm512_abs_ps(_mm512_sub_ps(q, tq));
-    const __mmask16 up = _mm512_cmp_ps_mask(frac, half, _CMP_GE_OQ);
-    const __m512 step = _mm512_castsi512_ps(_mm512_or_si512(
-        _mm512_castps_si512(one), _mm512_and_si512(_mm512_castps_si512(q), _mm512_set1_epi32(int32_t(0x80000000u)))));
-    __m512 r = _mm512_add_ps(_mm512_mask_add_ps(tq, up, tq, step), zo);
-    r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
-    return _mm512_cvttps_epi32(r);
+    // round(q) + zo, clamped, as trunc(q + copysign(kJustBelowHalf, q)) + zo: the clamp first,
+    // to [-128 - zo, 127 - zo] (integers, so it commutes with trunc), zo added as an integer.
+    const __m512 r = _mm512_add_ps(q, _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
+                                          _mm512_castps_si512(q), _mm512_set1_epi32(int32_t(0x80000000u)),
+                                          _mm512_set1_epi32(kJustBelowHalf), 0xEA)));  // (q & sign) | 0.49999997
+    return _mm512_add_epi32(_mm512_cvttps_epi32(saturates_ ? r : _mm512_min_ps(_mm512_max_ps(r, lo), hi)),
+                            _mm512_set1_epi32(zo_));
   }
 
   // One output row from the weighted rows a (row lo) and b (row hi).
@@ -850,7 +859,7 @@ class Int8Resize final : public NativeDataOp {
       const __m512 h1 = _mm512_set1_ps(1.f - tx.frac), hh = _mm512_set1_ps(tx.frac);
       for (size_t i = 0; i < c; i += 16) {
         const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - i)) - 1);
-        _mm512_mask_cvtepi32_storeu_epi8(o + i, k,
+        _mm512_mask_cvtsepi32_storeu_epi8(o + i, k,
                                          pixel16(_mm512_maskz_loadu_ps(k, a_lo + i), _mm512_maskz_loadu_ps(k, a_hi + i),
                                                  _mm512_maskz_loadu_ps(k, b_lo + i), _mm512_maskz_loadu_ps(k, b_hi + i), h1, hh));
       }
@@ -868,18 +877,18 @@ class Int8Resize final : public NativeDataOp {
     for (size_t i = 0; i < c; i += 16) {
       const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - i)) - 1);
 #define NN_AT(row, x) _mm512_maskz_loadu_ps(k, (row) + (x)*c + i)
-      _mm512_mask_cvtepi32_storeu_epi8(out + i, k,
+      _mm512_mask_cvtsepi32_storeu_epi8(out + i, k,
                                        pixel16(NN_AT(wa, first.lo), NN_AT(wa, first.hi), NN_AT(wb, first.lo), NN_AT(wb, first.hi),
                                                _mm512_set1_ps(1.f - first.frac), _mm512_set1_ps(first.frac)));
       __m512 pa = NN_AT(wa, 0), pb = NN_AT(wb, 0);
       for (size_t x = 1; x < w; ++x) {
         const __m512 ca = NN_AT(wa, x), cb = NN_AT(wb, x);
-        _mm512_mask_cvtepi32_storeu_epi8(out + (2 * x - 1) * c + i, k, pixel16(pa, ca, pb, cb, odd1, oddh));
-        _mm512_mask_cvtepi32_storeu_epi8(out + 2 * x * c + i, k, pixel16(pa, ca, pb, cb, even1, evenh));
+        _mm512_mask_cvtsepi32_storeu_epi8(out + (2 * x - 1) * c + i, k, pixel16(pa, ca, pb, cb, odd1, oddh));
+        _mm512_mask_cvtsepi32_storeu_epi8(out + 2 * x * c + i, k, pixel16(pa, ca, pb, cb, even1, evenh));
         pa = ca;
         pb = cb;
       }
-      _mm512_mask_cvtepi32_storeu_epi8(out + (2 * w - 1) * c + i, k,
+      _mm512_mask_cvtsepi32_storeu_epi8(out + (2 * w - 1) * c + i, k,
                                        pixel16(NN_AT(wa, last.lo), NN_AT(wa, last.hi), NN_AT(wb, last.lo), NN_AT(wb, last.hi),
                                                _mm512_set1_ps(1.f - last.frac), _mm512_set1_ps(last.frac)));
 #undef NN_AT
@@ -910,29 +919,63 @@ class Int8Resize final : public NativeDataOp {
     return i;
   }
 
-  // row_avx512's pixel on 8 channels a step (no FMA in this target: nothing to contract).
+  // pixel16 on 8 channels (no FMA in this target: nothing to contract).
+  NN_INLINE_INT8_AVX2 __m256i pixel8(__m256 a_lo, __m256 a_hi, __m256 b_lo, __m256 b_hi, __m256 h1,
+                                     __m256 hh) const {
+    const __m256 so = _mm256_set1_ps(so_), sign = _mm256_set1_ps(-0.f);
+    const __m256 below_half = _mm256_castsi256_ps(_mm256_set1_epi32(kJustBelowHalf));
+    const __m256 lo = _mm256_set1_ps(float(-128 - zo_)), hi = _mm256_set1_ps(float(127 - zo_));
+    __m256 y = _mm256_mul_ps(a_lo, h1);
+    y = _mm256_add_ps(y, _mm256_mul_ps(a_hi, hh));
+    y = _mm256_add_ps(y, _mm256_mul_ps(b_lo, h1));
+    y = _mm256_add_ps(y, _mm256_mul_ps(b_hi, hh));
+    const __m256 q = _mm256_div_ps(y, so);
+    const __m256 r = _mm256_add_ps(q, _mm256_or_ps(_mm256_and_ps(q, sign), below_half));
+    return _mm256_add_epi32(_mm256_cvttps_epi32(saturates_ ? r : _mm256_min_ps(_mm256_max_ps(r, lo), hi)),
+                            _mm256_set1_epi32(zo_));
+  }
+
+  // row_avx512's pixel on 8 channels a step.
   NN_TARGET_INT8_AVX2 size_t pixel_avx2(const float* a_lo, const float* a_hi, const float* b_lo,
                                         const float* b_hi, float h, int8_t* o) const {
-    const __m256 so = _mm256_set1_ps(so_), zo = _mm256_set1_ps(float(zo_));
     const __m256 h1 = _mm256_set1_ps(1.f - h), hh = _mm256_set1_ps(h);
-    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.f), sign = _mm256_set1_ps(-0.f);
-    const __m256 lo = _mm256_set1_ps(-128.f), hi = _mm256_set1_ps(127.f);
     size_t i = 0;
-    for (; i + 8 <= channels_; i += 8) {
-      __m256 y = _mm256_mul_ps(_mm256_loadu_ps(a_lo + i), h1);
-      y = _mm256_add_ps(y, _mm256_mul_ps(_mm256_loadu_ps(a_hi + i), hh));
-      y = _mm256_add_ps(y, _mm256_mul_ps(_mm256_loadu_ps(b_lo + i), h1));
-      y = _mm256_add_ps(y, _mm256_mul_ps(_mm256_loadu_ps(b_hi + i), hh));
-      const __m256 q = _mm256_div_ps(y, so);
-      const __m256 tq = _mm256_round_ps(q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-      const __m256 frac = _mm256_andnot_ps(sign, _mm256_sub_ps(q, tq));
-      const __m256 step =
-          _mm256_and_ps(_mm256_cmp_ps(frac, half, _CMP_GE_OQ), _mm256_or_ps(one, _mm256_and_ps(q, sign)));
-      __m256 r = _mm256_add_ps(_mm256_add_ps(tq, step), zo);
-      r = _mm256_min_ps(_mm256_max_ps(r, lo), hi);
-      store8(o + i, _mm256_cvttps_epi32(r));
-    }
+    for (; i + 8 <= channels_; i += 8)
+      store8(o + i, pixel8(_mm256_loadu_ps(a_lo + i), _mm256_loadu_ps(a_hi + i), _mm256_loadu_ps(b_lo + i),
+                           _mm256_loadu_ps(b_hi + i), h1, hh));
     return i;
+  }
+
+  // row_twice_w_avx512 on 8 channels a step; the channels past the last 8 pixel by pixel
+  // as the reference.
+  NN_TARGET_INT8_AVX2 void row_twice_w_avx2(const float* wa, const float* wb, int8_t* out) const {
+    const size_t c = channels_, w = in_w_, c8 = c / 8 * 8;
+    const __m256 odd1 = _mm256_set1_ps(1.f - cols_[1].frac), oddh = _mm256_set1_ps(cols_[1].frac);
+    const __m256 even1 = _mm256_set1_ps(1.f - cols_[2].frac), evenh = _mm256_set1_ps(cols_[2].frac);
+    const BilinearTap &first = cols_[0], &last = cols_[2 * w - 1];
+    for (size_t i = 0; i < c8; i += 8) {
+#define NN_AT(row, x) _mm256_loadu_ps((row) + (x)*c + i)
+      store8(out + i, pixel8(NN_AT(wa, first.lo), NN_AT(wa, first.hi), NN_AT(wb, first.lo), NN_AT(wb, first.hi),
+                             _mm256_set1_ps(1.f - first.frac), _mm256_set1_ps(first.frac)));
+      __m256 pa = NN_AT(wa, 0), pb = NN_AT(wb, 0);
+      for (size_t x = 1; x < w; ++x) {
+        const __m256 ca = NN_AT(wa, x), cb = NN_AT(wb, x);
+        store8(out + (2 * x - 1) * c + i, pixel8(pa, ca, pb, cb, odd1, oddh));
+        store8(out + 2 * x * c + i, pixel8(pa, ca, pb, cb, even1, evenh));
+        pa = ca;
+        pb = cb;
+      }
+      store8(out + (2 * w - 1) * c + i, pixel8(NN_AT(wa, last.lo), NN_AT(wa, last.hi), NN_AT(wb, last.lo),
+                                               NN_AT(wb, last.hi), _mm256_set1_ps(1.f - last.frac),
+                                               _mm256_set1_ps(last.frac)));
+#undef NN_AT
+    }
+    if (c8 == c) return;
+    for (size_t ox = 0; ox < out_w_; ++ox) {
+      const BilinearTap& tx = cols_[ox];
+      for (size_t i = c8; i < c; ++i)
+        out[ox * c + i] = scalar(wa[tx.lo * c + i], wa[tx.hi * c + i], wb[tx.lo * c + i], wb[tx.hi * c + i], tx.frac);
+    }
   }
 #endif
 
@@ -941,7 +984,8 @@ class Int8Resize final : public NativeDataOp {
   int32_t zi_, zo_;
   std::vector<BilinearTap> rows_, cols_;
   bool avx512_, avx2_;
-  bool twice_w_;  // row_twice_w_avx512
+  bool twice_w_;  // row_twice_w_avx512 / _avx2
+  bool saturates_;  // pixel16 / pixel8 leave the clamp to the stores
 };
 
 }  // namespace

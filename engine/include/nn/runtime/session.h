@@ -116,7 +116,7 @@ struct CpuOptions {
   // The table ops' (HARD_SWISH, TANH) 32-byte vpshufb lookup without AVX-512 VBMI
   // (NN_NO_NATIVE_INT8_TABLE_AVX2=1: byte by byte).
   bool native_int8_table_avx2 = true;
-  // A 2x width RESIZE_BILINEAR (half-pixel centres) with AVX-512: each input pixel loaded once
+  // A 2x width RESIZE_BILINEAR (half-pixel centres), AVX-512 or AVX2: each input pixel loaded once
   // for the two output pixels beside it (NN_NO_NATIVE_INT8_RESIZE_TWICE_W=1: per-pixel taps).
   bool native_int8_resize_twice_w = true;
   // The VNNI int8 GEMM reads its rows in place when k % 4 == 0, flipping each broadcast in a
