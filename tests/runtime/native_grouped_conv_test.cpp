@@ -100,6 +100,9 @@ std::vector<Case> cases() {
     }
   v.push_back({25, 16, 16, 14, 14, 3, 3, 1, 1, Stage::kResidualRelu});  // RegNet's 400-channel stage
   v.push_back({2, 16, 16, 56, 56, 3, 3, 2, 1, Stage::kRelu6});          // and its first, stride 2
+  // Its 7x7 stage: at 2 threads the panels split, several groups per tile, whose im2col rows
+  // hold only those groups' channels.
+  v.push_back({25, 16, 16, 7, 7, 3, 3, 1, 1, Stage::kResidualRelu});
   return v;
 }
 

@@ -534,13 +534,18 @@ void gate_and_add(float* out, const float* x, const float* gate, const float* su
 #endif
 
 // Builds the im2col rows [m0, m0 + count) of a conv: each row the receptive field of one
-// output pixel in (ky, kx, c) order, zeros where it falls in the padding.
+// output pixel in (ky, kx, c) order, zeros where it falls in the padding. Only channels
+// [c0, c0 + c_count) where c_count is given (a grouped conv's tile reads only its panels'
+// groups: the rows had held every channel, copied again by every tile of other panels).
 NN_TARGET_AVX2 void im2col_rows(const NativeConvShape& s, const float* input, size_t m0, size_t count,
-                                float* rows) {
-  const size_t k = size_t(s.kernel_h) * s.kernel_w * s.in_c;
-  const size_t pixels = size_t(s.out_h) * s.out_w;
+                                float* rows, size_t c0 = 0, size_t c_count = 0) {
   const uint32_t in_c = s.in_c;
-  const size_t span = size_t(s.kernel_w) * in_c;  // one kernel row, contiguous when dilation_w == 1
+  const size_t c_n = c_count ? c_count : in_c;
+  const size_t k = size_t(s.kernel_h) * s.kernel_w * c_n;
+  const size_t pixels = size_t(s.out_h) * s.out_w;
+  // One kernel row, contiguous when dilation_w == 1 and every channel is taken.
+  const size_t span = c_n == in_c ? size_t(s.kernel_w) * in_c : 0;
+  input += c0;
   // Output coordinates advance with the row: one division for the first row only.
   size_t b = m0 / pixels;
   size_t oy = (m0 % pixels) / s.out_w, ox = (m0 % pixels) % s.out_w;
@@ -548,7 +553,8 @@ NN_TARGET_AVX2 void im2col_rows(const NativeConvShape& s, const float* input, si
     float* dst = rows + r * k;
     const float* image = input + b * size_t(s.in_h) * s.in_w * in_c;
     const int64_t y0 = int64_t(oy) * s.stride_h - s.pad_top, x0 = int64_t(ox) * s.stride_w - s.pad_left;
-    const bool cols_inside = s.dilation_w == 1 && x0 >= 0 && x0 + int64_t(s.kernel_w) <= int64_t(s.in_w);
+    const bool cols_inside =
+        span && s.dilation_w == 1 && x0 >= 0 && x0 + int64_t(s.kernel_w) <= int64_t(s.in_w);
     for (uint32_t ky = 0; ky < s.kernel_h; ++ky) {
       const int64_t iy = y0 + int64_t(ky) * s.dilation_h;
       const bool row_inside = iy >= 0 && iy < s.in_h;
@@ -557,12 +563,12 @@ NN_TARGET_AVX2 void im2col_rows(const NativeConvShape& s, const float* input, si
         dst += span;
         continue;
       }
-      for (uint32_t kx = 0; kx < s.kernel_w; ++kx, dst += in_c) {
+      for (uint32_t kx = 0; kx < s.kernel_w; ++kx, dst += c_n) {
         const int64_t ix = x0 + int64_t(kx) * s.dilation_w;
         if (!row_inside || ix < 0 || ix >= s.in_w) {
-          std::memset(dst, 0, in_c * sizeof(float));
+          std::memset(dst, 0, c_n * sizeof(float));
         } else {
-          copy_floats(dst, image + (size_t(iy) * s.in_w + size_t(ix)) * in_c, in_c);
+          copy_floats(dst, image + (size_t(iy) * s.in_w + size_t(ix)) * in_c, c_n);
         }
       }
     }
@@ -892,6 +898,12 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
   const size_t tiles = (m_count + kRows - 1) / kRows;
   // An im2col row holds every input channel (k_all floats; k when not grouped).
   const size_t k_all = size_t(s.kernel_h) * s.kernel_w * s.in_c;
+  // A grouped conv's im2col rows hold only the channels of panels [j0, j0 + j_count)'s groups
+  // (rows of k_rows floats from channel c_first).
+  const bool grouped = conv.group_in_ != s.in_c;
+  const size_t c_first = grouped ? j0 / conv.group_panels_ * conv.group_in_ : 0;
+  const size_t c_taken = grouped ? ((j0 + j_count - 1) / conv.group_panels_ + 1) * conv.group_in_ - c_first : s.in_c;
+  const size_t k_rows = size_t(s.kernel_h) * s.kernel_w * c_taken;
   // Each micro-tile's im2col rows or input strips in a slot of kRows * k_all (+ copy_floats' slack).
   if (scratch.size() < tiles * kRows * k_all + 8) scratch.resize(tiles * kRows * k_all + 8);
   struct Call {
@@ -977,7 +989,7 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
       continue;
     }
     if (!one_row || !(inside || conv.strips_)) {
-      im2col_rows(s, t.input, first, mr, scratch.data() + tile * kRows * k_all);
+      im2col_rows(s, t.input, first, mr, scratch.data() + tile * kRows * k_all, c_first, c_taken);
       calls.push_back({tile, 1, false});
       continue;
     }
@@ -1009,7 +1021,6 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
     calls.push_back({tile, 1, true});
     extends = inside;
   }
-  const bool grouped = conv.group_in_ != in_c;
   const size_t run_k = grouped ? conv.group_in_ : T == 1 ? size_t(s.kernel_w) * in_c : in_c;
   const size_t run_lda = size_t(s.stride_w) * in_c;
   for (const Call& call : calls) {
@@ -1031,10 +1042,14 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
       const size_t offset = j / conv.group_panels_ * conv.group_in_;
       const float* group_seg[16];
       for (size_t q = 0; q < S; ++q) {
-        const float* run = call.implicit ? seg[call.tile * S + q] : rows + q * in_c;
+        if (!call.implicit) {
+          group_seg[q] = rows + q * c_taken + (offset - c_first);
+          continue;
+        }
+        const float* run = seg[call.tile * S + q];
         group_seg[q] = run ? run + offset : nullptr;
       }
-      Gemm::kernel(mr, nr, S, group_seg, run_k, call.implicit ? run_lda : k_all, w, t.output + at,
+      Gemm::kernel(mr, nr, S, group_seg, run_k, call.implicit ? run_lda : k_rows, w, t.output + at,
                    t.residual + at, ldc, epi);
     }
   }
