@@ -267,6 +267,7 @@ TEST(NativeInt8Residual, EveryPairOfConvOutputAndResidualEqualsTheReference) {
       CpuOptions cpu;
       cpu.avx512 = mode.avx512;
       cpu.avx_vnni = mode.avx_vnni;
+      cpu.native_int8_residual = true;
       const Outcome got = run(m, x, "cpu", cpu, 2);
       ASSERT_FALSE(got.kernels.empty());
       EXPECT_NE(got.kernels[0].kernel.find(" +ADD"), std::string::npos) << got.kernels[0].kernel;

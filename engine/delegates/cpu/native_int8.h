@@ -10,9 +10,11 @@
 // - HARD_SWISH and TANH: the reference kernel's 256-entry table (the exactly rounded
 //   function), looked up 64 bytes a step with AVX-512 VBMI's two-table byte permute, else a
 //   byte at a time. XNNPACK 2022 has no int8 hard-swish or tanh.
-// - A residual ADD after a native int8 conv or depthwise conv (CpuOptions::native_int8_residual):
-//   the conv applies NNAPI's ADD to each chunk of its output rows while they are in cache
-//   (native_int8_add.h), so the ADD is no step of its own and exact.
+// - A residual ADD after a native int8 conv or depthwise conv, when
+//   CpuOptions::native_int8_residual asks for it: the conv applies NNAPI's ADD to each chunk
+//   of its output rows while they are in cache (native_int8_add.h), so the ADD is exact and no
+//   step of its own, but slower than XNNPACK's ADD step (the exact arithmetic costs more than
+//   the memory traffic and step it saves).
 // - ADD of two same-shaped tensors, when CpuOptions::native_int8_add asks for it: NNAPI's
 //   arithmetic (both inputs rescaled by fixed-point multipliers after a left shift of 20,
 //   summed, requantized: three requantizations) in 16 / 8 int32 lanes, the input stage
