@@ -235,6 +235,22 @@ TEST(NativeInt8Residual, DepthwiseAddOfItsOwnInputEqualsTheReference) {
       }
 }
 
+// Two convs of one input, their outputs added: the first conv cannot take the ADD (the other
+// input is written after it runs), the second can, with the first's output as the residual.
+TEST(NativeInt8Residual, TwoConvsIntoOneAddFuseIntoTheLaterOne) {
+  for (uint32_t c : {13u, 16u}) {
+    auto m = std::make_shared<Model>();
+    const uint32_t x = m->add_operand(q8({1, 7, 9, 11}, 0.05f, -17, Lifetime::MODEL_INPUT));
+    const uint32_t y = conv(*m, x, T::CONV_2D, c, 1, 1, kNone, 500 + c, 0.11f, 5);
+    const uint32_t r = conv(*m, x, T::CONV_2D, c, 3, 1, kRelu, 510 + c, 0.07f, -60);
+    const uint32_t z = add(*m, y, r, kNone, 0.13f, -6);
+    m->operands[z].lifetime = Lifetime::MODEL_OUTPUT;
+    m->inputs = {x};
+    m->outputs = {z};
+    check(m, "two convs x" + std::to_string(c) + " + ADD", 1, 2, true);
+  }
+}
+
 // Every pair of a conv output byte and a residual byte: a one-channel 1x1 conv whose output
 // runs through the int8 range over the rows of a 256 x 256 image (input row - 128), the
 // residual the column - 128; ADD scales and zero points that put the rounding steps in many
