@@ -133,6 +133,7 @@ class CpuPartition final : public CompiledPartition {
   // The passes of build(), in order. Each fusion pass makes some records heads of what
   // they absorb; a record already absorbed (fused_into_) takes part in no later pass.
   Status label_ops(bool use_xnnpack, const std::map<uint32_t, std::string>& force_reference);
+  void fuse_int8_residual_adds();
   void fuse_reshapes_into_data_ops();
   void fuse_conv_before_resize();
   void fuse_add_mean();

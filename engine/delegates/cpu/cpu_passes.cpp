@@ -115,6 +115,42 @@ void CpuPartition::fuse_reshapes_into_data_ops() {
   }
 }
 
+// An int8 ADD of two same-shaped tensors (fuse code NONE or RELU*), one of them written by a
+// native int8 conv or depthwise conv that nothing else reads: the conv applies the ADD to its
+// rows as it writes them (fuse_int8_residual_add) and writes the ADD's output. The other
+// input (the residual) must be written before the conv runs; it may be the conv's own input
+// (a depthwise conv's skip). Ahead of the other fusions: the conv then heads the ADD.
+void CpuPartition::fuse_int8_residual_adds() {
+  std::map<uint32_t, uint32_t> writer;  // operand -> op
+  for (uint32_t k = 0; k < model_.operations.size(); ++k)
+    for (uint32_t o : model_.operations[k].outputs) writer[o] = k;
+  for (uint32_t k : live_) {
+    FusedOp& r = rec(k);
+    const Operation& op = model_.operations[k];
+    if (!r.data || !fusable(k) ||
+        (op.type != OperationType::CONV_2D && op.type != OperationType::DEPTHWISE_CONV_2D) ||
+        op.outputs.size() != 1)
+      continue;
+    const uint32_t out = op.outputs[0];
+    if (!internal_single_use(out)) continue;
+    const uint32_t c = readers_.at(out)[0];
+    if (!fusable(c)) continue;
+    const Operation& add = model_.operations[c];
+    if (add.type != OperationType::ADD || add.inputs.size() != 3 || add.outputs.size() != 1) continue;
+    const uint32_t other = add.inputs[0] == out ? add.inputs[1] : add.inputs[0];
+    const void* fuse = static_data(add.inputs[2]);
+    if (other == out || !model_.has_value(other) || static_data(other) || !fuse) continue;
+    const int32_t code = *static_cast<const int32_t*>(fuse);
+    if (code < 0 || code > 3) continue;  // NONE, RELU, RELU1, RELU6
+    auto w = writer.find(other);
+    if (w != writer.end() && w->second >= k) continue;  // written after the conv
+    if (!fuse_int8_residual_add(*r.data, model_, c, other, code, isa_)) continue;
+    absorb(k, c);
+    r.output = add.outputs[0];
+    r.residual = other;
+  }
+}
+
 // A native resize whose only reader is a native pointwise conv with no activation: the
 // conv runs first, on the small image (NativeConvThenResize). The resize folds into the
 // conv, which then reads the resize's input and takes no epilogue.

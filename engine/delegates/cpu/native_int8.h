@@ -10,6 +10,11 @@
 // - HARD_SWISH and TANH: the reference kernel's 256-entry table (the exactly rounded
 //   function), looked up 64 bytes a step with AVX-512 VBMI's two-table byte permute, else a
 //   byte at a time. XNNPACK 2022 has no int8 hard-swish or tanh.
+// - A residual ADD after a native int8 conv or depthwise conv, when
+//   CpuOptions::native_int8_residual asks for it: the conv applies NNAPI's ADD to each chunk
+//   of its output rows while they are in cache (native_int8_add.h), so the ADD is exact and no
+//   step of its own, but slower than XNNPACK's ADD step (the exact arithmetic costs more than
+//   the memory traffic and step it saves).
 // - ADD of two same-shaped tensors, when CpuOptions::native_int8_add asks for it: NNAPI's
 //   arithmetic (both inputs rescaled by fixed-point multipliers after a left shift of 20,
 //   summed, requantized: three requantizations) in 16 / 8 int32 lanes, the input stage
@@ -66,6 +71,15 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& model, uint32_t o
 std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& model, uint32_t op_index,
                                                     const StaticLookup& statics, const NativeIsa& isa,
                                                     std::string* why, const CpuOptions& cpu);
+
+// Makes `conv` (an int8 CONV_2D or DEPTHWISE_CONV_2D from make_native_int8_conv) also run
+// ADD op `add` (fuse code `fuse`), which reads the conv's output and `residual` (same
+// shapes, int8): the conv
+// then writes the ADD's output, NNAPI's ADD arithmetic (native_int8_add.h) applied to each
+// chunk of rows as they are written, and reads `residual` as its second operand. False (and
+// `conv` unchanged) for any other conv or ADD.
+bool fuse_int8_residual_add(NativeDataOp& conv, const Model& model, uint32_t add, uint32_t residual,
+                            int32_t fuse, const NativeIsa& isa);
 
 // NNAPI's per-channel requantization of int32 accumulators acc[rows][m.size()] into int8,
 // as the native int8 convs do it: quant::multiply_by_quantized_multiplier + zo, clamped to

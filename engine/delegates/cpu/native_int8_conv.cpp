@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "delegates/cpu/native_int8.h"
+#include "delegates/cpu/native_int8_add.h"
 #include "ops/op_params.h"
 #include "ops/quant_math.h"
 
@@ -728,17 +729,44 @@ class Int8Gemm {
   std::unique_ptr<ChannelRequant> quad_requant_;
 };
 
+// An int8 conv or depthwise conv that may take the ADD reading its output (a residual ADD,
+// fuse_int8_residual_adds): each task, having written a chunk of the conv's output into the
+// ADD's output buffer, adds the residual to those bytes while they are in cache, so the
+// conv's own output never reaches memory and the ADD is no step of its own.
+class Int8ConvOp : public NativeDataOp {
+ public:
+  const char* kernel() const override { return name_.c_str(); }
+  void add_residual(std::unique_ptr<Int8AddMath> add, uint32_t residual) {
+    add_ = std::move(add);
+    operands_.push_back(residual);
+    name_ += " +ADD";
+  }
+
+ protected:
+  static const int8_t* residual_input(const NativeDataArgs& args) {
+    return args.inputs.size() > 1 ? static_cast<const int8_t*>(args.inputs[1]) : nullptr;
+  }
+  // Elements [e0, e1) of out, just written as the conv's output, become the ADD's.
+  void finish(int8_t* out, const int8_t* residual, size_t e0, size_t e1) const {
+    if (add_) add_->run(out + e0, residual + e0, out + e0, e1 - e0);
+  }
+  std::string name_;
+
+ private:
+  std::unique_ptr<Int8AddMath> add_;
+};
+
 // CONV_2D 1x1, stride 1, unpadded: the GEMM over all pixels.
-class Int8PointwiseConv final : public NativeDataOp {
+class Int8PointwiseConv final : public Int8ConvOp {
  public:
   Int8PointwiseConv(std::unique_ptr<Int8Gemm> gemm, size_t pixels, size_t n, uint32_t input)
       : gemm_(std::move(gemm)), pixels_(pixels), n_(n) {
     operands_ = {input};
     name_ = std::string("native int8 conv 1x1 ") + gemm_->isa_name();
   }
-  const char* kernel() const override { return name_.c_str(); }
   void run(const NativeDataArgs& args) const override {
-    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output)};
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output),
+           residual_input(args)};
     const size_t per = gemm_->rows_per_task();
     for_each_row(args.pool, (pixels_ + per - 1) / per, &Int8PointwiseConv::task, &t);
   }
@@ -748,15 +776,16 @@ class Int8PointwiseConv final : public NativeDataOp {
     const Int8PointwiseConv* op;
     const int8_t* x;
     int8_t* out;
+    const int8_t* residual;
   };
   static void task(void* ctx, size_t i) {
     const Task& t = *static_cast<const Task*>(ctx);
-    const size_t per = t.op->gemm_->rows_per_task();
-    t.op->gemm_->run_rows(t.x, i * per, std::min(t.op->pixels_, (i + 1) * per), t.out, t.op->n_);
+    const size_t per = t.op->gemm_->rows_per_task(), r0 = i * per, r1 = std::min(t.op->pixels_, r0 + per);
+    t.op->gemm_->run_rows(t.x, r0, r1, t.out, t.op->n_);
+    t.op->finish(t.out, t.residual, r0 * t.op->n_, r1 * t.op->n_);
   }
   std::unique_ptr<Int8Gemm> gemm_;
   size_t pixels_, n_;
-  std::string name_;
 };
 
 // A short copy without a call for the few bytes of a narrow conv's taps (an RGB stem's
@@ -778,7 +807,7 @@ inline void copy_bytes(int8_t* dst, const int8_t* src, size_t n) {
 // Any other CONV_2D (groups 1): each task gathers its output pixels' windows into
 // rows of kh * kw * in_c bytes (taps in the padding read the input zero point, adding nothing), then the
 // GEMM.
-class Int8WindowConv final : public NativeDataOp {
+class Int8WindowConv final : public Int8ConvOp {
  public:
   Int8WindowConv(std::unique_ptr<Int8Gemm> gemm, const NativeConvShape& s, int32_t zx, uint32_t input)
       : gemm_(std::move(gemm)), s_(s), zx_(zx) {
@@ -798,9 +827,9 @@ class Int8WindowConv final : public NativeDataOp {
     }
     name_ = std::string("native int8 conv ") + gemm_->isa_name();
   }
-  const char* kernel() const override { return name_.c_str(); }
   void run(const NativeDataArgs& args) const override {
-    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output)};
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output),
+           residual_input(args)};
     if (narrow_) return for_each_row(args.pool, size_t(s_.batch) * s_.out_h, &Int8WindowConv::narrow_row, &t);
     const size_t pixels = size_t(s_.batch) * s_.out_h * s_.out_w, per = gemm_->rows_per_task();
     for_each_row(args.pool, (pixels + per - 1) / per, &Int8WindowConv::task, &t);
@@ -811,11 +840,17 @@ class Int8WindowConv final : public NativeDataOp {
     const Int8WindowConv* op;
     const int8_t* x;
     int8_t* out;
+    const int8_t* residual;
   };
-  // Output row r (narrow_): the pixels whose windows are inside from registers, the rest
-  // (and every pixel of a row whose window rows reach the padding) gathered.
   static void narrow_row(void* ctx, size_t r) {
     const Task& t = *static_cast<const Task*>(ctx);
+    narrow_row_conv(t, r);
+    const size_t bytes = size_t(t.op->s_.out_w) * t.op->s_.out_c;  // an output row's
+    t.op->finish(t.out, t.residual, r * bytes, (r + 1) * bytes);
+  }
+  // Output row r (narrow_): the pixels whose windows are inside from registers, the rest
+  // (and every pixel of a row whose window rows reach the padding) gathered.
+  static void narrow_row_conv(const Task& t, size_t r) {
     const Int8WindowConv& op = *t.op;
     const NativeConvShape& s = op.s_;
     const size_t n = r / s.out_h, oy = r % s.out_h, c = s.in_c;
@@ -841,8 +876,9 @@ class Int8WindowConv final : public NativeDataOp {
   static void task(void* ctx, size_t i) {
     const Task& t = *static_cast<const Task*>(ctx);
     const size_t pixels = size_t(t.op->s_.batch) * t.op->s_.out_h * t.op->s_.out_w,
-                 per = t.op->gemm_->rows_per_task();
-    gather(t, i * per, std::min(pixels, (i + 1) * per));
+                 per = t.op->gemm_->rows_per_task(), p0 = i * per, p1 = std::min(pixels, p0 + per);
+    gather(t, p0, p1);
+    t.op->finish(t.out, t.residual, p0 * t.op->s_.out_c, p1 * t.op->s_.out_c);
   }
   // Output pixels [p0, p1): windows gathered into GEMM rows (at most rows_per_task), then the GEMM.
   static void gather(const Task& t, size_t p0, size_t p1) {
@@ -887,7 +923,6 @@ class Int8WindowConv final : public NativeDataOp {
   bool narrow_ = false;
   uint8_t compact_[64] = {};
   size_t ox_lo_ = 0, ox_hi_ = 0;  // narrow_: output columns whose windows are inside horizontally
-  std::string name_;
 };
 
 // DEPTHWISE_CONV_2D with multiplier 1: per output pixel and 16 (AVX-512) or 8 (AVX2)
@@ -896,7 +931,7 @@ class Int8WindowConv final : public NativeDataOp {
 // a pixel whose taps are all inside starts from bias - zx * sum(w) and multiplies x as it is.
 bool has_avx512_int8();  // the CPU runs the AVX-512 F/BW/VL int8 kernels (defined below)
 
-class Int8Depthwise final : public NativeDataOp {
+class Int8Depthwise final : public Int8ConvOp {
  public:
   // w: [kh][kw][C] symmetric int8; bias [C] or null.
   Int8Depthwise(const NativeConvShape& s, const int8_t* w, const int32_t* bias,
@@ -984,9 +1019,9 @@ class Int8Depthwise final : public NativeDataOp {
              : avx2_k_ ? "AVX2 vpmaddubsw"
                        : std::string(avx512_ ? "AVX-512" : "scalar") + (vnni_k_ ? " VNNI" : ""));
   }
-  const char* kernel() const override { return name_.c_str(); }
   void run(const NativeDataArgs& args) const override {
-    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output)};
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output),
+           residual_input(args)};
     for_each_row(args.pool, size_t(s_.batch) * s_.out_h, &Int8Depthwise::row, &t);
   }
 
@@ -995,10 +1030,16 @@ class Int8Depthwise final : public NativeDataOp {
     const Int8Depthwise* op;
     const int8_t* x;
     int8_t* out;
+    const int8_t* residual;
   };
-  // Output row r: per pixel, the taps inside the image (input offsets) and whether all are.
   static void row(void* ctx, size_t r) {
     const Task& t = *static_cast<const Task*>(ctx);
+    row_conv(t, r);
+    const size_t bytes = size_t(t.op->s_.out_w) * t.op->s_.out_c;  // an output row's
+    t.op->finish(t.out, t.residual, r * bytes, (r + 1) * bytes);
+  }
+  // Output row r: per pixel, the taps inside the image (input offsets) and whether all are.
+  static void row_conv(const Task& t, size_t r) {
     const Int8Depthwise& op = *t.op;
     const NativeConvShape& s = op.s_;
     const size_t n = r / s.out_h, oy = r % s.out_h, c = s.out_c;
@@ -1296,7 +1337,6 @@ class Int8Depthwise final : public NativeDataOp {
   std::vector<int32_t> vnni_bias_;          // VNNI: bias - (zx + 128) * sum(w)
   std::vector<int8_t> zero_row_;            // VNNI, AVX2: an input row of zero points (rows in the padding)
   size_t ox_lo_ = 0, ox_hi_ = 0;
-  std::string name_;
 };
 
 // TRANSPOSE_CONV_2D with kernel == stride, no padding: per input pixel the GEMM's
@@ -1523,6 +1563,23 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
                                              kw, out_c, op.inputs[0]);
   }
   return no("not a conv");
+}
+
+bool fuse_int8_residual_add(NativeDataOp& conv, const Model& m, uint32_t add, uint32_t residual, int32_t fuse,
+                            const NativeIsa& isa) {
+  auto* op = dynamic_cast<Int8ConvOp*>(&conv);
+  if (!op || op->operands().size() != 1) return false;
+  const Operation& a = m.operations[add];
+  if (a.type != T::ADD || a.inputs.size() != 3 || a.outputs.size() != 1) return false;
+  const uint32_t own = a.inputs[0] == residual ? a.inputs[1] : a.inputs[0];
+  const Operand& x = m.operands[own];
+  const Operand& r = m.operands[residual];
+  const Operand& out = m.operands[a.outputs[0]];
+  if (own == residual || x.type != kQ8 || r.type != kQ8 || out.type != kQ8 || x.dims != out.dims ||
+      r.dims != out.dims)
+    return false;
+  op->add_residual(std::make_unique<Int8AddMath>(x, r, out, fuse, isa), residual);
+  return true;
 }
 
 }  // namespace nn::cpu

@@ -6,9 +6,11 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "delegates/cpu/native_int8.h"
+#include "delegates/cpu/native_int8_add.h"
 #include "ops/op_params.h"
 #include "ops/quant_math.h"
 #include "ops/resize_taps.h"
@@ -20,29 +22,15 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 // No "fma": GCC would contract the resize's multiplies and adds, which the reference
 // (built for baseline x86-64) rounds one by one.
-#define NN_TARGET_INT8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2")))
-#define NN_TARGET_INT8_AVX2 __attribute__((target("avx2")))
 #define NN_INLINE_INT8_AVX2 __attribute__((target("avx2"), always_inline)) inline
-#define NN_INLINE_INT8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2"), always_inline)) inline
 #define NN_TARGET_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx2")))
 #endif
 
 namespace nn::cpu {
 namespace {
 
-
 using T = OperationType;
 constexpr OperandType kQ8 = OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
-
-bool avx512_int8(const NativeIsa& isa) {
-#if NN_NATIVE_X86
-  static const bool has = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  return isa.avx512 && has;
-#else
-  (void)isa;
-  return false;
-#endif
-}
 
 bool avx512_vbmi(const NativeIsa& isa) {
 #if NN_NATIVE_X86
@@ -65,65 +53,7 @@ size_t chunk_count(size_t units, size_t unit_bytes, size_t* per_chunk) {
   return (units + *per_chunk - 1) / *per_chunk;
 }
 
-// NNAPI's MultiplyByQuantizedMultiplier (quant_math.h) for x whose left shift cannot
-// overflow, in SIMD. gemmlowp's rounding doubling high multiply by a multiplier m >= 0 is
-// floor((x * m + 2^30) / 2^31) (its nudge toward zero for negative products and the
-// truncating division add up to that), then a rounding divide by 2^right, ties away from zero.
-struct FixedPoint {
-  int32_t multiplier = 0;
-  int left = 0, right = 0;
-  int32_t mask = 0;  // 2^right - 1
-  explicit FixedPoint(quant::Multiplier m)
-      : multiplier(m.multiplier),
-        left(m.shift > 0 ? m.shift : 0),
-        right(m.shift > 0 ? 0 : -m.shift),
-        mask(static_cast<int32_t>((int64_t{1} << right) - 1)) {}
-};
-
 #if NN_NATIVE_X86
-// FixedPoint's constants in zmm registers, made once per run of a kernel.
-struct Fixed16 {
-  __m128i left, right;
-  __m512i m, half, mask, threshold, one;
-  bool rounds;
-  NN_TARGET_INT8_512 explicit Fixed16(const FixedPoint& f)
-      : left(_mm_cvtsi32_si128(f.left)),
-        right(_mm_cvtsi32_si128(f.right)),
-        m(_mm512_set1_epi64(f.multiplier)),
-        half(_mm512_set1_epi64(int64_t{1} << 30)),
-        mask(_mm512_set1_epi32(f.mask)),
-        threshold(_mm512_set1_epi32(f.mask >> 1)),
-        one(_mm512_set1_epi32(1)),
-        rounds(f.right > 0) {}
-  NN_INLINE_INT8_512 __m512i apply(__m512i x) const {
-    x = _mm512_sll_epi32(x, left);
-    const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, m), half), 31);
-    const __m512i odd =
-        _mm512_slli_epi64(_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), m), half), 1);
-    const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
-    if (!rounds) return high;
-    const __m512i rem = _mm512_and_si512(high, mask);
-    const __m512i limit = _mm512_add_epi32(threshold, _mm512_srli_epi32(high, 31));
-    const __m512i q = _mm512_sra_epi32(high, right);
-    return _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(rem, limit), q, one);
-  }
-};
-
-NN_TARGET_INT8_AVX2 inline __m256i mbqm8(__m256i x, const FixedPoint& f) {
-  x = _mm256_sll_epi32(x, _mm_cvtsi32_si128(f.left));
-  const __m256i m = _mm256_set1_epi64x(f.multiplier);
-  const __m256i half = _mm256_set1_epi64x(int64_t{1} << 30);
-  const __m256i even = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, m), half), 31);
-  const __m256i odd =
-      _mm256_slli_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), m), half), 1);
-  const __m256i high = _mm256_blend_epi32(even, odd, 0xAA);
-  if (f.right == 0) return high;
-  const __m256i rem = _mm256_and_si256(high, _mm256_set1_epi32(f.mask));
-  const __m256i threshold = _mm256_add_epi32(_mm256_set1_epi32(f.mask >> 1), _mm256_srli_epi32(high, 31));
-  const __m256i q = _mm256_sra_epi32(high, _mm_cvtsi32_si128(f.right));
-  return _mm256_sub_epi32(q, _mm256_cmpgt_epi32(rem, threshold));  // + 1 where rem > threshold
-}
-
 // si * (q - zi) for 16 (masked) / 8 int8 values, as the reference dequantizes.
 NN_TARGET_INT8_512 inline __m512 dequantize16(const int8_t* p, __mmask16 k, __m512i zi, __m512 si) {
   return _mm512_mul_ps(
@@ -134,11 +64,6 @@ NN_TARGET_INT8_AVX2 inline __m256 dequantize8(const int8_t* p, __m256i zi, __m25
   return _mm256_mul_ps(si, _mm256_cvtepi32_ps(_mm256_sub_epi32(q, zi)));
 }
 
-// 8 int32 to 8 bytes, saturating to the int8 range.
-NN_TARGET_INT8_AVX2 inline void store8(int8_t* dst, __m256i v) {
-  const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), _mm_packs_epi16(w, w));
-}
 #endif
 
 // ---------------------------------------------------------------------------------------
@@ -359,38 +284,18 @@ class Int8Mul final : public NativeDataOp {
 };
 
 // ---------------------------------------------------------------------------------------
-// ADD of two same-shaped tensors, NNAPI's addQuant8: each centred input x shifted left by 20,
-// times its fixed-point multiplier (scale / twice the larger input scale: <= 1/2, so a right
-// shift), summed, times the output's multiplier, + zo, clamped.
+// ADD of two same-shaped tensors, NNAPI's addQuant8 (native_int8_add.h), in chunks.
 class Int8Add final : public NativeDataOp {
  public:
-  static constexpr int kLeftShift = 20;
-
   Int8Add(const Operand& a, const Operand& b, const Operand& out, uint32_t a_index, uint32_t b_index,
           int32_t fuse, const NativeIsa& isa)
-      : count_(num_elements(out.dims)),
-        za_(a.zero_point),
-        zb_(b.zero_point),
-        zo_(out.zero_point),
-        ma_(quant::quantize_multiplier(a.scale / (2.0 * std::max(a.scale, b.scale)))),
-        mb_(quant::quantize_multiplier(b.scale / (2.0 * std::max(a.scale, b.scale)))),
-        mo_(quant::quantize_multiplier(2.0 * std::max(a.scale, b.scale) /
-                                       ((1 << kLeftShift) * double(out.scale)))),
-        ia_(ma_),
-        ib_(mb_),
-        fo_(mo_),
-        range_(quant::activation_range(fuse, out)) {
+      : count_(num_elements(out.dims)), math_(a, b, out, fuse, isa) {
     operands_ = {a_index, b_index};
-    // Each rescaled input is below 2^27 in magnitude (|x| <= 255 << 20, times <= 1/2), the
-    // sum below 2^28: the output multiplier's left shift must not overflow (never in practice).
-    simd_ = ma_.shift <= 0 && mb_.shift <= 0 && fo_.left <= 2;
-    avx512_ = simd_ && avx512_int8(isa);
-    avx2_ = simd_ && !avx512_ && avx2(isa);
+    const std::string form = math_.isa_name();
+    name_ = form == "scalar" ? "native int8 add" : "native int8 add " + form;
   }
 
-  const char* kernel() const override {
-    return avx512_ ? "native int8 add AVX-512" : avx2_ ? "native int8 add AVX2" : "native int8 add";
-  }
+  const char* kernel() const override { return name_.c_str(); }
 
   void run(const NativeDataArgs& args) const override {
     Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<const int8_t*>(args.inputs[1]),
@@ -407,96 +312,15 @@ class Int8Add final : public NativeDataOp {
     size_t per_chunk;
   };
 
-  // The input stage's constants: srdhm(x << 20, M) = floor((x M + 2^10) / 2^11) for |x| < 2^8,
-  // = x Mh + ((x Ml + 2^10) >> 11) with M = Mh 2^11 + Ml: int32 products only. Then the
-  // rounding divide by 2^right (ties away from zero) as (v + 2^(right-1) + (v < 0 ? -1 : 0)) >> right.
-  struct InputStage {
-    int32_t high = 0, low = 0, half = 0;
-    int right = 0;
-    explicit InputStage(quant::Multiplier m)
-        : high(m.multiplier >> 11),
-          low(m.multiplier & 2047),
-          half(m.shift < 0 ? int32_t(int64_t{1} << (-m.shift - 1)) : 0),
-          right(m.shift < 0 ? -m.shift : 0) {}
-  };
-
-  int32_t scalar(int32_t a, int32_t b) const {
-    const int32_t sa = quant::multiply_by_quantized_multiplier((a - za_) * (1 << kLeftShift), ma_);
-    const int32_t sb = quant::multiply_by_quantized_multiplier((b - zb_) * (1 << kLeftShift), mb_);
-    return std::clamp(quant::multiply_by_quantized_multiplier(sa + sb, mo_) + zo_, range_.lo, range_.hi);
-  }
-
   static void chunk(void* ctx, size_t row) {
     const Task& t = *static_cast<const Task*>(ctx);
-    const Int8Add& op = *t.op;
-    const size_t i0 = row * t.per_chunk, i1 = std::min(op.count_, i0 + t.per_chunk);
-    size_t i = i0;
-#if NN_NATIVE_X86
-    if (op.avx512_)
-      i = op.run_avx512(t, i0, i1);
-    else if (op.avx2_)
-      i = op.run_avx2(t, i0, i1);
-#endif
-    for (; i < i1; ++i) t.out[i] = static_cast<int8_t>(op.scalar(t.a[i], t.b[i]));
+    const size_t i0 = row * t.per_chunk, i1 = std::min(t.op->count_, i0 + t.per_chunk);
+    t.op->math_.run(t.a + i0, t.b + i0, t.out + i0, i1 - i0);
   }
-
-#if NN_NATIVE_X86
-  NN_INLINE_INT8_512 static __m512i stage16(__m512i x, const InputStage& s) {
-    const __m512i hi = _mm512_mullo_epi32(x, _mm512_set1_epi32(s.high));
-    const __m512i lo = _mm512_mullo_epi32(x, _mm512_set1_epi32(s.low));
-    __m512i v = _mm512_add_epi32(hi, _mm512_srai_epi32(_mm512_add_epi32(lo, _mm512_set1_epi32(1 << 10)), 11));
-    if (s.right == 0) return v;
-    v = _mm512_add_epi32(_mm512_add_epi32(v, _mm512_set1_epi32(s.half)), _mm512_srai_epi32(v, 31));
-    return _mm512_sra_epi32(v, _mm_cvtsi32_si128(s.right));
-  }
-
-  NN_TARGET_INT8_512 size_t run_avx512(const Task& t, size_t i0, size_t i1) const {
-    const __m512i za = _mm512_set1_epi32(za_), zb = _mm512_set1_epi32(zb_), zo = _mm512_set1_epi32(zo_);
-    const __m512i lo = _mm512_set1_epi32(range_.lo), hi = _mm512_set1_epi32(range_.hi);
-    const Fixed16 fo(fo_);
-    for (size_t i = i0; i < i1; i += 16) {
-      const __mmask16 k = __mmask16((1u << std::min<size_t>(16, i1 - i)) - 1);
-      const __m512i xa = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, t.a + i)), za);
-      const __m512i xb = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, t.b + i)), zb);
-      const __m512i sum = _mm512_add_epi32(stage16(xa, ia_), stage16(xb, ib_));
-      const __m512i v = _mm512_add_epi32(fo.apply(sum), zo);
-      _mm512_mask_cvtepi32_storeu_epi8(t.out + i, k, _mm512_min_epi32(_mm512_max_epi32(v, lo), hi));
-    }
-    return i1;
-  }
-
-  NN_TARGET_INT8_AVX2 static __m256i stage8(__m256i x, const InputStage& s) {
-    const __m256i hi = _mm256_mullo_epi32(x, _mm256_set1_epi32(s.high));
-    const __m256i lo = _mm256_mullo_epi32(x, _mm256_set1_epi32(s.low));
-    __m256i v = _mm256_add_epi32(hi, _mm256_srai_epi32(_mm256_add_epi32(lo, _mm256_set1_epi32(1 << 10)), 11));
-    if (s.right == 0) return v;
-    v = _mm256_add_epi32(_mm256_add_epi32(v, _mm256_set1_epi32(s.half)), _mm256_srai_epi32(v, 31));
-    return _mm256_sra_epi32(v, _mm_cvtsi32_si128(s.right));
-  }
-
-  NN_TARGET_INT8_AVX2 size_t run_avx2(const Task& t, size_t i0, size_t i1) const {
-    const __m256i za = _mm256_set1_epi32(za_), zb = _mm256_set1_epi32(zb_), zo = _mm256_set1_epi32(zo_);
-    const __m256i lo = _mm256_set1_epi32(range_.lo), hi = _mm256_set1_epi32(range_.hi);
-    size_t i = i0;
-    for (; i + 8 <= i1; i += 8) {
-      const __m256i xa = _mm256_sub_epi32(
-          _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(t.a + i))), za);
-      const __m256i xb = _mm256_sub_epi32(
-          _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(t.b + i))), zb);
-      const __m256i v = _mm256_add_epi32(mbqm8(_mm256_add_epi32(stage8(xa, ia_), stage8(xb, ib_)), fo_), zo);
-      store8(t.out + i, _mm256_min_epi32(_mm256_max_epi32(v, lo), hi));
-    }
-    return i;
-  }
-#endif
 
   size_t count_;
-  int32_t za_, zb_, zo_;
-  quant::Multiplier ma_, mb_, mo_;
-  InputStage ia_, ib_;
-  FixedPoint fo_;
-  quant::Range range_;
-  bool simd_ = false, avx512_ = false, avx2_ = false;
+  Int8AddMath math_;
+  std::string name_;
 };
 
 // ---------------------------------------------------------------------------------------

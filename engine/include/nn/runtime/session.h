@@ -113,6 +113,11 @@ struct CpuOptions {
   bool native_int8_logistic = true;
   bool native_int8_pool = true;
   bool native_int8_add = false;
+  // A same-shaped int8 ADD reading a native int8 conv's or depthwise conv's output (read by
+  // nothing else) applied by that conv to the rows it has just written, with NNAPI's exact
+  // ADD arithmetic. Off by default: the exact ADD costs more than XNNPACK's one-rounding qs8
+  // add step plus what the fusion saves (bench/README.md, int8). NN_NATIVE_INT8_RESIDUAL=1.
+  bool native_int8_residual = false;
   // The table ops' (HARD_SWISH, TANH) 32-byte vpshufb lookup without AVX-512 VBMI
   // (NN_NO_NATIVE_INT8_TABLE_AVX2=1: byte by byte).
   bool native_int8_table_avx2 = true;

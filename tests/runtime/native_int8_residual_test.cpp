@@ -1,0 +1,329 @@
+// An int8 residual ADD run by the native int8 conv or depthwise conv that writes one of its
+// inputs (CpuPartition::fuse_int8_residual_adds, CpuOptions::native_int8_residual): the fused
+// op's output equals the reference kernels' conv then ADD byte for byte, on the AVX-512 VNNI,
+// AVX2 and AVX2 + AVX-VNNI forms, 1 and 2 threads; the kernel text says "+ADD" and lists the
+// ADD among the head's ops. Where the fusion must not apply (the conv's output read twice, a
+// broadcast ADD, the switch off) the ADD stays an op of its own.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nn/ir/model.h"
+#include "nn/runtime/session.h"
+
+namespace nn {
+namespace {
+
+using T = OperationType;
+constexpr int32_t kNone = 0, kRelu = 1, kRelu6 = 3;
+
+Operand q8(Dims d, float scale, int32_t zp, Lifetime life = Lifetime::TEMPORARY) {
+  Operand o;
+  o.type = OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
+  o.dims = std::move(d);
+  o.scale = scale;
+  o.zero_point = zp;
+  o.lifetime = life;
+  return o;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_HAS(feature) (__builtin_cpu_supports("avx2") && __builtin_cpu_supports(feature))
+#else
+#define CPU_HAS(feature) false
+#endif
+bool has_vnni() { return CPU_HAS("avx512vnni") && CPU_HAS("avx512bw") && CPU_HAS("avx512vl"); }
+bool has_vbmi() { return CPU_HAS("avx512vbmi"); }
+
+// A CONV_2D (kernel x kernel, SAME, stride) or a DEPTHWISE_CONV_2D (multiplier 1) of x with
+// random per-channel weights and bias; returns its int8 output operand.
+uint32_t conv(Model& m, uint32_t x, T type, uint32_t out_c, uint32_t kernel, uint32_t stride, int32_t fuse,
+              uint32_t seed, float out_scale, int32_t out_zp, int8_t every_weight = 0) {
+  const Dims in = m.operands[x].dims;  // a copy: adding operands moves them
+  const uint32_t in_c = in[3];
+  const bool dw = type == T::DEPTHWISE_CONV_2D;
+  if (dw) out_c = in_c;
+  std::mt19937 rng(seed);
+  const Dims fdims = dw ? Dims{1, kernel, kernel, in_c} : Dims{out_c, kernel, kernel, in_c};
+  std::vector<int8_t> w(num_elements(fdims));
+  for (int8_t& v : w) v = every_weight ? every_weight : static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  const uint32_t f = m.add_constant(OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL, fdims, w.data(), w.size());
+  m.operands[f].channel_quant.channel_dim = dw ? 3 : 0;
+  for (uint32_t o = 0; o < out_c; ++o) m.operands[f].channel_quant.scales.push_back(0.002f * (1.f + 0.31f * float(o % 7)));
+  std::vector<int32_t> bias(out_c);
+  for (int32_t& v : bias) v = static_cast<int32_t>(rng() % 8001) - 4000;
+  const uint32_t b = m.add_constant_i32({out_c}, bias);
+  m.operands[b].scale = 0.f;
+  const Dims out{in[0], (in[1] + stride - 1) / stride, (in[2] + stride - 1) / stride, out_c};
+  const uint32_t y = m.add_operand(q8(out, out_scale, out_zp));
+  std::vector<uint32_t> ins = {x, f, b, m.add_scalar_i32(1), m.add_scalar_i32(int32_t(stride)),
+                               m.add_scalar_i32(int32_t(stride))};
+  if (dw) ins.push_back(m.add_scalar_i32(1));
+  ins.push_back(m.add_scalar_i32(fuse));
+  m.add_operation(type, ins, {y});
+  return y;
+}
+
+uint32_t add(Model& m, uint32_t a, uint32_t b, int32_t fuse, float scale, int32_t zp) {
+  const uint32_t z = m.add_operand(q8(m.operands[a].dims, scale, zp));
+  m.add_operation(T::ADD, {a, b, m.add_scalar_i32(fuse)}, {z});
+  return z;
+}
+
+struct Outcome {
+  std::vector<std::vector<int8_t>> outputs;
+  std::vector<StepTiming> kernels;
+};
+
+Outcome run(const std::shared_ptr<Model>& m, const std::vector<std::vector<int8_t>>& x, const char* delegate,
+            const CpuOptions& cpu, int threads) {
+  SessionOptions so;
+  so.delegates = {delegate};
+  so.cpu = cpu;
+  so.threads = threads;
+  Outcome r;
+  auto s = Session::open(m, so);
+  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+  if (!s.is_ok()) return r;
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_TRUE((*s)->set_input(i, x[i].data(), x[i].size()).is_ok());
+  EXPECT_TRUE((*s)->run().is_ok());
+  for (size_t i = 0; i < m->outputs.size(); ++i) {
+    const auto* o = static_cast<const int8_t*>((*s)->output_data(i));
+    r.outputs.emplace_back(o, o + num_elements(m->operands[m->outputs[i]].dims));
+  }
+  r.kernels = (*s)->kernels();
+  return r;
+}
+
+// The kernel entry whose ops include op k, or null.
+const StepTiming* entry_of(const std::vector<StepTiming>& kernels, uint32_t k) {
+  for (const StepTiming& e : kernels)
+    for (uint32_t o : e.ops)
+      if (o == k) return &e;
+  return nullptr;
+}
+
+struct Mode {
+  const char* name;
+  bool avx512, avx_vnni;
+};
+std::vector<Mode> modes() {
+  std::vector<Mode> v;
+  if (has_vnni()) v.push_back({"AVX-512", true, true});
+  if (CPU_HAS("fma")) v.push_back({"AVX2", false, false});
+  if (CPU_HAS("avxvnni")) v.push_back({"AVX2 + AVX-VNNI", false, true});
+  return v;
+}
+
+// Runs `m` (model inputs random int8, seeded by name) on the reference kernels and on the CPU
+// delegate in every mode at 1 and 2 threads: every output byte equal. `conv_op` is the conv
+// expected to run ADD op `add_op` (`fused`), else the ADD must be an entry of its own. With
+// native_int8_residual off the ADD is never fused.
+void check(const std::shared_ptr<Model>& m, const std::string& name, uint32_t conv_op, uint32_t add_op,
+           bool fused) {
+  ASSERT_TRUE(m->validate_and_infer_shapes().is_ok()) << name;
+  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(name)));
+  std::vector<std::vector<int8_t>> x;
+  for (uint32_t i : m->inputs) {
+    x.emplace_back(num_elements(m->operands[i].dims));
+    for (int8_t& v : x.back()) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
+  }
+  const Outcome expected = run(m, x, "reference", {}, 1);
+  ASSERT_FALSE(expected.outputs.empty()) << name;
+  for (const Mode& mode : modes())
+    for (int threads : {1, 2})
+      for (bool on : {true, false}) {
+        CpuOptions cpu;
+        cpu.avx512 = mode.avx512;
+        cpu.avx_vnni = mode.avx_vnni;
+        cpu.native_int8_residual = on;
+        const Outcome got = run(m, x, "cpu", cpu, threads);
+        const std::string where = name + " (" + mode.name + ", " + std::to_string(threads) + " threads" +
+                                  (on ? "" : ", switch off") + ")";
+        const StepTiming* head = entry_of(got.kernels, conv_op);
+        const StepTiming* adder = entry_of(got.kernels, add_op);
+        ASSERT_TRUE(head && adder) << where;
+        ASSERT_EQ(head->kernel.rfind("native int8 ", 0), 0u) << where << ": the conv ran on " << head->kernel;
+        if (fused && on) {
+          EXPECT_EQ(head, adder) << where << ": the ADD ran on " << adder->kernel;
+          EXPECT_NE(head->kernel.find(" +ADD"), std::string::npos) << where << ": " << head->kernel;
+          ASSERT_EQ(got.outputs.size(), expected.outputs.size());
+          for (size_t o = 0; o < got.outputs.size(); ++o) {
+            size_t differ = 0;
+            for (size_t i = 0; i < got.outputs[o].size(); ++i) differ += got.outputs[o][i] != expected.outputs[o][i];
+            EXPECT_EQ(differ, 0u) << where << ": " << differ << " of " << got.outputs[o].size()
+                                  << " bytes of output " << o << " differ from the reference";
+          }
+        } else {
+          EXPECT_NE(head, adder) << where << ": the ADD ran in " << head->kernel;
+          EXPECT_EQ(head->kernel.find("+ADD"), std::string::npos) << where << ": " << head->kernel;
+          // XNNPACK's qs8 add rounds once in its own way: within one step.
+          for (size_t o = 0; o < got.outputs.size(); ++o)
+            for (size_t i = 0; i < got.outputs[o].size(); ++i)
+              ASSERT_LE(std::abs(got.outputs[o][i] - expected.outputs[o][i]), 1) << where << " output " << o;
+        }
+      }
+}
+
+// Odd sizes and channel counts (vector tails, full vectors, several of them).
+constexpr uint32_t kChannels[] = {1, 13, 16, 24, 37};
+
+// A projection 1x1 conv and ADD(skip) as MobileNetV2's blocks: the skip a model input, either
+// side of the ADD, with and without an activation on the ADD.
+TEST(NativeInt8Residual, PointwiseConvAddEqualsTheReference) {
+  uint32_t seed = 1;
+  for (uint32_t c : kChannels)
+    for (int32_t fuse : {kNone, kRelu, kRelu6})
+      for (bool conv_first : {true, false}) {
+        auto m = std::make_shared<Model>();
+        const uint32_t x = m->add_operand(q8({1, 7, 9, 2 * c + 3}, 0.05f, -17, Lifetime::MODEL_INPUT));
+        const uint32_t skip = m->add_operand(q8({1, 7, 9, c}, 0.08f, 9, Lifetime::MODEL_INPUT));
+        const uint32_t y = conv(*m, x, T::CONV_2D, c, 1, 1, kNone, seed++, 0.11f, 5);
+        const uint32_t z = conv_first ? add(*m, y, skip, fuse, 0.13f, -6) : add(*m, skip, y, fuse, 0.13f, -6);
+        m->operands[z].lifetime = Lifetime::MODEL_OUTPUT;
+        m->inputs = {x, skip};
+        m->outputs = {z};
+        check(m, "1x1 conv x" + std::to_string(c) + " + ADD fuse " + std::to_string(fuse) +
+                     (conv_first ? "" : ", skip first"), 0, 1, true);
+      }
+}
+
+// A 3x3 conv (stride 1 and 2, SAME) with its own RELU6, then ADD with ReLU.
+TEST(NativeInt8Residual, WindowConvAddEqualsTheReference) {
+  uint32_t seed = 100;
+  for (uint32_t c : kChannels)
+    for (uint32_t stride : {1u, 2u}) {
+      auto m = std::make_shared<Model>();
+      const uint32_t x = m->add_operand(q8({1, 11, 9, 5}, 0.04f, 3, Lifetime::MODEL_INPUT));
+      const uint32_t y = conv(*m, x, T::CONV_2D, c, 3, stride, kRelu6, seed++, 0.07f, -100);
+      const uint32_t skip =
+          m->add_operand(q8(m->operands[y].dims, 0.02f, -40, Lifetime::MODEL_INPUT));
+      const uint32_t z = add(*m, y, skip, kRelu, 0.09f, -128);
+      m->operands[z].lifetime = Lifetime::MODEL_OUTPUT;
+      m->inputs = {x, skip};
+      m->outputs = {z};
+      check(m, "3x3/" + std::to_string(stride) + " conv x" + std::to_string(c) + " + ADD", 0, 1, true);
+    }
+}
+
+// Selfie's decoder block: conv -> depthwise 3x3 -> ADD(conv's output, depthwise's output).
+// The conv's output has two readers (no fusion for the conv); the depthwise takes the ADD,
+// its own input as the residual. 5x5 too (AVX2 has both).
+TEST(NativeInt8Residual, DepthwiseAddOfItsOwnInputEqualsTheReference) {
+  uint32_t seed = 200;
+  for (uint32_t c : kChannels)
+    for (uint32_t kernel : {3u, 5u})
+      for (int32_t fuse : {kNone, kRelu}) {
+        // Wide 3x3 depthwise convs are XNNPACK's unless VBMI's VNNI form runs them.
+        if (kernel == 3 && c > 32 && !has_vbmi()) continue;
+        auto m = std::make_shared<Model>();
+        const uint32_t x = m->add_operand(q8({1, 9, 13, 8}, 0.05f, -17, Lifetime::MODEL_INPUT));
+        const uint32_t y = conv(*m, x, T::CONV_2D, c, 1, 1, kNone, seed++, 0.06f, 12);
+        const uint32_t d = conv(*m, y, T::DEPTHWISE_CONV_2D, c, kernel, 1, kRelu6, seed++, 0.03f, -128);
+        const uint32_t z = add(*m, y, d, fuse, 0.075f, -20);
+        m->operands[z].lifetime = Lifetime::MODEL_OUTPUT;
+        m->inputs = {x};
+        m->outputs = {z};
+        check(m, std::to_string(kernel) + "x" + std::to_string(kernel) + " depthwise x" + std::to_string(c) +
+                     " + ADD(its input) fuse " + std::to_string(fuse),
+              1, 2, true);
+      }
+}
+
+// Two convs of one input, their outputs added: the first conv cannot take the ADD (the other
+// input is written after it runs), the second can, with the first's output as the residual.
+TEST(NativeInt8Residual, TwoConvsIntoOneAddFuseIntoTheLaterOne) {
+  for (uint32_t c : {13u, 16u}) {
+    auto m = std::make_shared<Model>();
+    const uint32_t x = m->add_operand(q8({1, 7, 9, 11}, 0.05f, -17, Lifetime::MODEL_INPUT));
+    const uint32_t y = conv(*m, x, T::CONV_2D, c, 1, 1, kNone, 500 + c, 0.11f, 5);
+    const uint32_t r = conv(*m, x, T::CONV_2D, c, 3, 1, kRelu, 510 + c, 0.07f, -60);
+    const uint32_t z = add(*m, y, r, kNone, 0.13f, -6);
+    m->operands[z].lifetime = Lifetime::MODEL_OUTPUT;
+    m->inputs = {x};
+    m->outputs = {z};
+    check(m, "two convs x" + std::to_string(c) + " + ADD", 1, 2, true);
+  }
+}
+
+// Every pair of a conv output byte and a residual byte: a one-channel 1x1 conv whose output
+// runs through the int8 range over the rows of a 256 x 256 image (input row - 128), the
+// residual the column - 128; ADD scales and zero points that put the rounding steps in many
+// places (equal input scales, each side the larger), with and without RELU.
+TEST(NativeInt8Residual, EveryPairOfConvOutputAndResidualEqualsTheReference) {
+  std::vector<std::vector<int8_t>> x(2);
+  for (int i = 0; i < 256; ++i)
+    for (int j = 0; j < 256; ++j) {
+      x[0].push_back(static_cast<int8_t>(i - 128));
+      x[1].push_back(static_cast<int8_t>(j - 128));
+    }
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 12; ++trial) {
+    auto scale = [&rng] { return 0.002f + 0.2f * float(rng() % 10000) / 10000.f; };
+    const float conv_scale = scale(), res_scale = trial % 4 == 0 ? conv_scale : scale(), out_scale = scale();
+    const int32_t zr = int32_t(rng() % 256) - 128, zo = int32_t(rng() % 256) - 128;
+    auto m = std::make_shared<Model>();
+    const uint32_t in = m->add_operand(q8({1, 256, 256, 1}, 0.05f, 0, Lifetime::MODEL_INPUT));
+    const uint32_t skip = m->add_operand(q8({1, 256, 256, 1}, res_scale, zr, Lifetime::MODEL_INPUT));
+    // 0.05 * 0.002 * 127 * 128 / conv_scale: about +-1.6 / conv_scale steps, past the int8 range
+    const uint32_t y = conv(*m, in, T::CONV_2D, 1, 1, 1, kNone, 600 + trial, conv_scale, 0, 127);
+    const uint32_t z = add(*m, y, skip, trial % 3 == 1 ? kRelu : kNone, out_scale, zo);
+    m->operands[z].lifetime = Lifetime::MODEL_OUTPUT;
+    m->inputs = {in, skip};
+    m->outputs = {z};
+    ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+    const Outcome expected = run(m, x, "reference", {}, 1);
+    ASSERT_EQ(expected.outputs.size(), 1u);
+    for (const Mode& mode : modes()) {
+      CpuOptions cpu;
+      cpu.avx512 = mode.avx512;
+      cpu.avx_vnni = mode.avx_vnni;
+      cpu.native_int8_residual = true;
+      const Outcome got = run(m, x, "cpu", cpu, 2);
+      ASSERT_FALSE(got.kernels.empty());
+      EXPECT_NE(got.kernels[0].kernel.find(" +ADD"), std::string::npos) << got.kernels[0].kernel;
+      size_t differ = 0;
+      for (size_t i = 0; i < got.outputs[0].size(); ++i) differ += got.outputs[0][i] != expected.outputs[0][i];
+      EXPECT_EQ(differ, 0u) << "trial " << trial << " (" << mode.name << "): " << differ << " of 65536 differ";
+    }
+  }
+}
+
+// Where the fusion must not apply: the conv's output read by a second op too, and an ADD that
+// broadcasts the other input over the pixels.
+TEST(NativeInt8Residual, AddStaysSeparateWhereItCannotFuse) {
+  for (uint32_t c : {13u, 16u}) {
+    {
+      auto m = std::make_shared<Model>();
+      const uint32_t x = m->add_operand(q8({1, 7, 9, 11}, 0.05f, -17, Lifetime::MODEL_INPUT));
+      const uint32_t skip = m->add_operand(q8({1, 7, 9, c}, 0.08f, 9, Lifetime::MODEL_INPUT));
+      const uint32_t y = conv(*m, x, T::CONV_2D, c, 1, 1, kNone, 300 + c, 0.11f, 5);
+      const uint32_t z = add(*m, y, skip, kNone, 0.13f, -6);
+      const uint32_t z2 = add(*m, y, y, kNone, 0.2f, 0);  // a second reader of the conv's output
+      m->operands[z].lifetime = Lifetime::MODEL_OUTPUT;
+      m->operands[z2].lifetime = Lifetime::MODEL_OUTPUT;
+      m->inputs = {x, skip};
+      m->outputs = {z, z2};
+      check(m, "1x1 conv x" + std::to_string(c) + " read twice", 0, 1, false);
+    }
+    {
+      auto m = std::make_shared<Model>();
+      const uint32_t x = m->add_operand(q8({1, 7, 9, 11}, 0.05f, -17, Lifetime::MODEL_INPUT));
+      const uint32_t skip = m->add_operand(q8({1, 1, 1, c}, 0.08f, 9, Lifetime::MODEL_INPUT));
+      const uint32_t y = conv(*m, x, T::CONV_2D, c, 1, 1, kNone, 310 + c, 0.11f, 5);
+      const uint32_t z = add(*m, y, skip, kNone, 0.13f, -6);
+      m->operands[z].lifetime = Lifetime::MODEL_OUTPUT;
+      m->inputs = {x, skip};
+      m->outputs = {z};
+      check(m, "1x1 conv x" + std::to_string(c) + " + broadcast ADD", 0, 1, false);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nn
