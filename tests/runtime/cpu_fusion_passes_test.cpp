@@ -403,6 +403,14 @@ TEST(CpuFusionPass, BatchNormStaysApartWhenSharedOrNotPerChannel) {
     b.output(b.op(T::ADD, {mul, b.constant({16}, 94), b.i32(1)}));
     expect_apart(b, "per-pixel scale");
   }
+  {  // an ADD of one value per element
+    Built b;
+    uint32_t x = b.input({1, 4, 5, 7}), y = b.input({1, 4, 5, 9});
+    uint32_t cat = b.op(T::CONCATENATION, {x, y, b.i32(3)});
+    uint32_t mul = b.op(T::MUL, {cat, b.constant({16}, 93), b.i32(0)});
+    b.output(b.op(T::ADD, {mul, b.constant({1, 4, 5, 16}, 94), b.i32(1)}));
+    expect_apart(b, "per-element bias");
+  }
   {  // an ADD of a tensor computed at run time
     Built b;
     uint32_t x = b.input({1, 4, 5, 7}), y = b.input({1, 4, 5, 9});
