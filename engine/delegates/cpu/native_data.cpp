@@ -221,7 +221,9 @@ NN_TARGET_AVX2 void affine_row_avx2(const float* x, const float* s, const float*
     const __m256 v = _mm256_add_ps(p, _mm256_loadu_ps(b + j));
     _mm256_storeu_ps(y + j, _mm256_min_ps(vhi, _mm256_max_ps(vlo, v)));
   }
-  affine_row(x + j, s + j, b + j, y + j, n - j, lo, hi);
+  // The tail here, not by a call to affine_row: GCC made that a tail jump that skipped
+  // this function's vzeroupper, and the caller's SSE code then ran with dirty ymm halves.
+  for (; j < n; ++j) y[j] = affine1(x[j], s[j], b[j], lo, hi);
 }
 
 NN_TARGET_AVX512 void affine_row_avx512(const float* x, const float* s, const float* b, float* y, size_t n, float lo,
