@@ -11,6 +11,7 @@
 //   fuse_expand_depthwise    ExpansionRunsWithTheDepthwiseItFeeds, ExpansionStaysApartWhen...,
 //                            ProjectionRunsWithTheDepthwiseItReads, ProjectionStaysApartWhen...
 //   fuse_reshapes_into_data_ops  ReshapesAroundAChannelShuffleFoldIntoTheDataOps, ReshapeStays...
+//   fuse_concat_affine       BatchNormAfterAChannelConcatRunsInTheCopy, BatchNormStaysApartWhen...
 #include <gtest/gtest.h>
 
 #include <string>
@@ -299,6 +300,133 @@ TEST(CpuFusionPass, EachSwitchTurnsOffItsOwnPassOnly) {
   o = {};
   o.swish_epilogue = false;
   unfused(o, "LOGISTIC", 2);  // and its MUL
+}
+
+// DenseNet's dense layer input: a channel concat, then a batch norm as MUL by a per-channel
+// constant and ADD of one, then a RELU (the ADD's fuse code or an op). The concat's copy
+// computes them all and writes the last output, bit-identical to the reference (the
+// product and the sum rounded apart, no FMA), with AVX-512, AVX2, on 1 and 2 threads (the
+// 40 x 40 image splits its rows); odd channel counts leave vector tails in every input.
+struct BatchNorm {
+  bool const_first_mul = false, const_first_add = false;
+  bool rank4_constants = false;  // [1,1,1,C] rather than [C]
+  int32_t add_fuse = 1;          // RELU
+  nn::OperationType after = nn::OperationType::ADD;  // ADD: no activation op after the ADD
+};
+
+uint32_t concat_batch_norm(Built& b, const std::vector<uint32_t>& xs, uint32_t c, const BatchNorm& bn) {
+  std::vector<uint32_t> in = xs;
+  in.push_back(b.i32(3));
+  const uint32_t cat = b.op(T::CONCATENATION, in);
+  const nn::Dims cd = bn.rank4_constants ? nn::Dims{1, 1, 1, c} : nn::Dims{c};
+  const uint32_t s = b.constant(cd, 91, -2.f, 2.f), t = b.constant(cd, 92, -3.f, 3.f);
+  const uint32_t mul = b.op(T::MUL, {bn.const_first_mul ? s : cat, bn.const_first_mul ? cat : s, b.i32(0)});
+  const uint32_t add = b.op(T::ADD, {bn.const_first_add ? t : mul, bn.const_first_add ? mul : t, b.i32(bn.add_fuse)});
+  return bn.after == T::ADD ? add : b.op(bn.after, {add});
+}
+
+TEST(CpuFusionPass, BatchNormAfterAChannelConcatRunsInTheCopy) {
+  std::vector<BatchNorm> forms(5);
+  forms[1].const_first_mul = forms[1].const_first_add = true;
+  forms[1].rank4_constants = true;
+  forms[2].add_fuse = 0;  // no activation
+  forms[3].add_fuse = 0, forms[3].after = T::RELU6;
+  forms[4].add_fuse = 1, forms[4].after = T::RELU1;  // both clamps
+  for (const nn::Dims& hw : {nn::Dims{1, 3, 5}, nn::Dims{1, 40, 40}}) {
+    for (size_t f = 0; f < forms.size(); ++f) {
+      Built b;
+      const std::vector<uint32_t> widths = {5, 19, 13};
+      std::vector<uint32_t> xs;
+      for (uint32_t w : widths) xs.push_back(b.input({hw[0], hw[1], hw[2], w}));
+      b.output(concat_batch_norm(b, xs, 37, forms[f]));
+      const std::string what = "form " + std::to_string(f) + " at " + std::to_string(hw[1]) + "x" + std::to_string(hw[2]);
+      for (bool avx512 : {true, false}) {
+        nn::CpuOptions cpu;
+        cpu.avx512 = avx512;
+        auto c = profiled_cpu(b, -4.f, 4.f, cpu);
+        EXPECT_EQ(c.max_rel_error, 0.0) << what;
+        EXPECT_EQ(c.steps.size(), 1u) << what << ": " << nn_test::step_labels(c);
+        EXPECT_EQ(nn_test::count_steps(c, "op 0 CONCATENATION [native]"), 1) << nn_test::step_labels(c);
+        const std::string kernel = nn_test::cpu_kernel_of(b.model, cpu, "op 0");
+        if (has_native()) {
+          EXPECT_EQ(kernel, avx512 && __builtin_cpu_supports("avx512f") ? "native concat+affine AVX-512"
+                                                                       : "native concat+affine AVX2") << what;
+        }
+        nn::SessionOptions two;
+        two.delegates = {"cpu"};
+        two.threads = 2;
+        two.cpu = cpu;
+        EXPECT_EQ(nn_test::compare_with_reference(b.model, two, -4.f, 4.f).max_rel_error, 0.0) << what;
+      }
+      nn::CpuOptions off;
+      off.concat_affine = false;
+      auto apart = profiled_cpu(b, -4.f, 4.f, off);
+      EXPECT_EQ(nn_test::cpu_kernel_of(b.model, off, "op 0"), "native concat");
+      EXPECT_EQ(nn_test::count_steps(apart, "op 1 MUL [xnnpack]"), 1) << nn_test::step_labels(apart);
+      EXPECT_EQ(nn_test::count_steps(apart, "op 2 ADD [xnnpack]"), 1) << nn_test::step_labels(apart);
+    }
+  }
+}
+
+// The copy takes the batch norm only when each op's output feeds the next alone and the
+// MUL and ADD are by per-channel constants along the concat's last axis.
+TEST(CpuFusionPass, BatchNormStaysApartWhenSharedOrNotPerChannel) {
+  auto expect_apart = [](Built& b, const std::string& what) {
+    auto c = profiled_cpu(b, -4.f, 4.f);
+    EXPECT_EQ(c.max_rel_error, 0.0) << what;
+    EXPECT_EQ(nn_test::cpu_kernel_of(b.model, {}, "op 0"), "native concat") << what;
+    EXPECT_EQ(nn_test::count_steps(c, "op 1 MUL [xnnpack]"), 1) << what << ": " << nn_test::step_labels(c);
+  };
+  {  // the concat's output read twice (also a model output)
+    Built b;
+    uint32_t x = b.input({1, 4, 5, 7}), y = b.input({1, 4, 5, 9});
+    uint32_t cat = b.op(T::CONCATENATION, {x, y, b.i32(3)});
+    uint32_t mul = b.op(T::MUL, {cat, b.constant({16}, 93), b.i32(0)});
+    b.output(b.op(T::ADD, {mul, b.constant({16}, 94), b.i32(1)}));
+    b.output(cat);
+    expect_apart(b, "shared concat");
+  }
+  {  // the MUL's output read twice
+    Built b;
+    uint32_t x = b.input({1, 4, 5, 7}), y = b.input({1, 4, 5, 9});
+    uint32_t cat = b.op(T::CONCATENATION, {x, y, b.i32(3)});
+    uint32_t mul = b.op(T::MUL, {cat, b.constant({16}, 93), b.i32(0)});
+    b.output(b.op(T::ADD, {mul, b.constant({16}, 94), b.i32(1)}));
+    b.output(b.op(T::RELU, {mul}));
+    expect_apart(b, "shared product");
+  }
+  {  // a MUL by one value per pixel, not per channel
+    Built b;
+    uint32_t x = b.input({1, 4, 5, 7}), y = b.input({1, 4, 5, 9});
+    uint32_t cat = b.op(T::CONCATENATION, {x, y, b.i32(3)});
+    uint32_t mul = b.op(T::MUL, {cat, b.constant({1, 4, 5, 16}, 93), b.i32(0)});
+    b.output(b.op(T::ADD, {mul, b.constant({16}, 94), b.i32(1)}));
+    expect_apart(b, "per-pixel scale");
+  }
+  {  // an ADD of one value per element
+    Built b;
+    uint32_t x = b.input({1, 4, 5, 7}), y = b.input({1, 4, 5, 9});
+    uint32_t cat = b.op(T::CONCATENATION, {x, y, b.i32(3)});
+    uint32_t mul = b.op(T::MUL, {cat, b.constant({16}, 93), b.i32(0)});
+    b.output(b.op(T::ADD, {mul, b.constant({1, 4, 5, 16}, 94), b.i32(1)}));
+    expect_apart(b, "per-element bias");
+  }
+  {  // an ADD of a tensor computed at run time
+    Built b;
+    uint32_t x = b.input({1, 4, 5, 7}), y = b.input({1, 4, 5, 9});
+    uint32_t cat = b.op(T::CONCATENATION, {x, y, b.i32(3)});
+    uint32_t mul = b.op(T::MUL, {cat, b.constant({16}, 93), b.i32(0)});
+    b.output(b.op(T::ADD, {mul, b.input({16}), b.i32(1)}));
+    expect_apart(b, "run-time bias");
+  }
+  {  // a concat along the width, not the channels
+    Built b;
+    uint32_t x = b.input({1, 4, 5, 16}), y = b.input({1, 4, 3, 16});
+    uint32_t cat = b.op(T::CONCATENATION, {x, y, b.i32(2)});
+    uint32_t mul = b.op(T::MUL, {cat, b.constant({16}, 93), b.i32(0)});
+    b.output(b.op(T::ADD, {mul, b.constant({16}, 94), b.i32(1)}));
+    expect_apart(b, "width concat");
+  }
 }
 
 }  // namespace

@@ -21,6 +21,7 @@ CpuOptions CpuOptions::from_environment() {
   o.depthwise_two_rows = !set("NN_NO_TWO_ROWS");
   o.avx2_8_columns = !set("NN_NO_AVX2_8_COLUMNS");
   o.fold_reshapes = !set("NN_NO_FOLD_RESHAPE");
+  o.concat_affine = !set("NN_NO_CONCAT_AFFINE");
   o.transpose_tiles = !set("NN_NO_TRANSPOSE_TILES");
   o.edge_taps = !set("NN_NO_EDGE_TAPS");
   o.conv_before_resize = !set("NN_NO_CONV_BEFORE_RESIZE");

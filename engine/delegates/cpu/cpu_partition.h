@@ -135,6 +135,10 @@ class CpuPartition final : public CompiledPartition {
   Status label_ops(bool use_xnnpack, const std::map<uint32_t, std::string>& force_reference);
   void fuse_int8_residual_adds();
   void fuse_reshapes_into_data_ops();
+  void fuse_concat_affine();
+  // When op k is an ADD of `out` and a constant of one value per channel of out's last
+  // axis, that constant.
+  std::optional<uint32_t> channel_bias_of(uint32_t k, uint32_t out) const;
   void fuse_conv_before_resize();
   void fuse_add_mean();
   void fuse_se_gates();

@@ -10,6 +10,7 @@
 #include "delegates/cpu/native_int8.h"
 #include "delegates/cpu/native_layer_norm.h"
 #include "delegates/cpu/xnn_int8.h"
+#include "ops/activation.h"
 
 namespace nn::cpu {
 
@@ -149,6 +150,70 @@ void CpuPartition::fuse_int8_residual_adds() {
     r.output = add.outputs[0];
     r.residual = other;
   }
+}
+
+// A batch norm after a channel concat (DenseNet: CONCATENATION -> MUL by a per-channel
+// constant -> ADD of one, with a RELU fuse code or a RELU* op after): the concat's copy
+// computes it (concat_with_channel_affine) and writes the last op's output, so the concat's
+// output is never written and the MUL and ADD have no steps or passes over memory of their
+// own. Each op's output must be read by the next alone.
+void CpuPartition::fuse_concat_affine() {
+  auto next_of = [&](uint32_t o) -> int64_t {
+    if (!internal_single_use(o)) return -1;
+    const uint32_t n = readers_.at(o)[0];
+    return fusable(n) && rec(n).lowers ? int64_t(n) : -1;
+  };
+  for (uint32_t k : live_) {
+    const Operation& op = model_.operations[k];
+    if (op.type != OperationType::CONCATENATION || !rec(k).data || !fusable(k) || op.outputs.size() != 1) continue;
+    const uint32_t out = op.outputs[0];
+    const Operand& o = model_.operands[out];
+    if (o.type != OperandType::TENSOR_FLOAT32 || o.dims.empty()) continue;
+    const int64_t mul = next_of(out);
+    const auto scale = mul >= 0 ? channel_scale_of(uint32_t(mul), out) : std::nullopt;
+    if (!scale) continue;
+    const uint32_t mul_out = model_.operations[mul].outputs[0];
+    const int64_t add = next_of(mul_out);
+    const auto bias = add >= 0 ? channel_bias_of(uint32_t(add), mul_out) : std::nullopt;
+    if (!bias) continue;
+    float lo, hi;
+    xnn_own_clamp(model_, model_.operations[add], &lo, &hi);
+    std::vector<uint32_t> chain = {uint32_t(mul), uint32_t(add)};
+    uint32_t last = model_.operations[add].outputs[0];
+    if (const int64_t act = next_of(last); act >= 0 && clamp_activation_code(model_.operations[act].type)) {
+      float alo, ahi;
+      xnn_own_clamp(model_, model_.operations[act], &alo, &ahi);
+      lo = std::max(lo, alo), hi = std::min(hi, ahi);  // the fuse codes' ranges overlap
+      chain.push_back(uint32_t(act));
+      last = model_.operations[act].outputs[0];
+    }
+    const size_t c = size_t(o.dims.back());
+    const float* s = static_cast<const float*>(static_data(*scale));
+    const float* b = static_cast<const float*>(static_data(*bias));
+    auto fused = concat_with_channel_affine(*rec(k).data, std::vector<float>(s, s + c), std::vector<float>(b, b + c),
+                                            lo, hi, isa_);
+    if (!fused) continue;  // not along the last axis
+    rec(k).data = std::move(fused);
+    for (uint32_t f : chain) absorb(k, f);
+    rec(k).output = last;
+  }
+}
+
+std::optional<uint32_t> CpuPartition::channel_bias_of(uint32_t k, uint32_t out) const {
+  const Operation& add = model_.operations[k];
+  if (add.type != OperationType::ADD || add.inputs.size() != 3 || !static_data(add.inputs[2])) return std::nullopt;
+  const Dims& d = model_.operands[out].dims;
+  for (int side = 0; side < 2; ++side) {
+    const uint32_t b = add.inputs[1 - side];
+    const Operand& c = model_.operands[b];
+    if (add.inputs[side] != out || !static_data(b) || c.type != OperandType::TENSOR_FLOAT32 || c.dims.empty() ||
+        d.empty() || c.dims.back() != d.back() || c.dims.size() > d.size())
+      continue;
+    bool per_channel = true;
+    for (size_t i = 0; i + 1 < c.dims.size(); ++i) per_channel = per_channel && c.dims[i] == 1;
+    if (per_channel && model_.operands[add.outputs[0]].dims == d) return b;
+  }
+  return std::nullopt;
 }
 
 // A native resize whose only reader is a native pointwise conv with no activation: the

@@ -190,15 +190,79 @@ class CopyOp final : public NativeDataOp {
   bool tiles_ = false;  // 8 x 8 tiles transposed in AVX2 registers
 };
 
-// CONCATENATION: per outer row, each input's inner run in turn.
+// y = clamp(x * s + b, lo, hi): the product rounded, then the sum, as the MUL and ADD
+// it stands for (std::clamp's order: NaN and -0 pass as the reference's). The empty asm
+// keeps the compiler from contracting the two into one FMA, which rounds once.
+inline float affine1(float x, float s, float b, float lo, float hi) {
+  float p = x * s;
+#if NN_NATIVE_X86
+  __asm__("" : "+x"(p));
+#else
+  volatile float q = p;
+  p = q;
+#endif
+  return std::clamp(p + b, lo, hi);
+}
+
+void affine_row(const float* x, const float* s, const float* b, float* y, size_t n, float lo, float hi) {
+  for (size_t j = 0; j < n; ++j) y[j] = affine1(x[j], s[j], b[j], lo, hi);
+}
+
+#if NN_NATIVE_X86
+// max(lo, v) then min(hi, v) in that operand order are std::clamp's: maxps returns its
+// second operand unless the first is greater (NaN, -0 against 0 stay v).
+NN_TARGET_AVX2 void affine_row_avx2(const float* x, const float* s, const float* b, float* y, size_t n, float lo,
+                                    float hi) {
+  const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    __m256 p = _mm256_mul_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(s + j));
+    __asm__("" : "+v"(p));
+    const __m256 v = _mm256_add_ps(p, _mm256_loadu_ps(b + j));
+    _mm256_storeu_ps(y + j, _mm256_min_ps(vhi, _mm256_max_ps(vlo, v)));
+  }
+  // The tail here, not by a call to affine_row: GCC made that a tail jump that skipped
+  // this function's vzeroupper, and the caller's SSE code then ran with dirty ymm halves.
+  for (; j < n; ++j) y[j] = affine1(x[j], s[j], b[j], lo, hi);
+}
+
+NN_TARGET_AVX512 void affine_row_avx512(const float* x, const float* s, const float* b, float* y, size_t n, float lo,
+                                        float hi) {
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  for (size_t j = 0; j < n; j += 16) {
+    const __mmask16 m = n - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1);
+    __m512 p = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + j), _mm512_maskz_loadu_ps(m, s + j));
+    __asm__("" : "+v"(p));
+    const __m512 v = _mm512_add_ps(p, _mm512_maskz_loadu_ps(m, b + j));
+    _mm512_mask_storeu_ps(y + j, m, min16(vhi, max16(vlo, v)));
+  }
+}
+#endif
+
+// CONCATENATION: per outer row, each input's inner run in turn. With a channel affine
+// (concat_with_channel_affine) the copy writes clamp(x * scale[c] + bias[c]) instead.
 class ConcatOp final : public NativeDataOp {
  public:
-  ConcatOp(std::vector<uint32_t> inputs, size_t outer, std::vector<size_t> inner)
-      : outer_(outer), inner_(std::move(inner)) {
+  ConcatOp(std::vector<uint32_t> inputs, size_t outer, std::vector<size_t> inner, size_t after)
+      : outer_(outer), after_(after), inner_(std::move(inner)) {
     operands_ = std::move(inputs);
     total_ = std::accumulate(inner_.begin(), inner_.end(), size_t(0));
   }
-  const char* kernel() const override { return "native concat"; }
+  const char* kernel() const override { return kernel_; }
+  size_t after() const { return after_; }
+  size_t total() const { return total_; }
+
+  // A copy of this concat that applies the affine (scale, bias: total() each) while copying.
+  std::unique_ptr<ConcatOp> with_affine(std::vector<float> scale, std::vector<float> bias, float lo, float hi,
+                                        const NativeIsa& isa) const {
+    auto c = std::make_unique<ConcatOp>(*this);
+    c->scale_ = std::move(scale), c->bias_ = std::move(bias), c->lo_ = lo, c->hi_ = hi;
+    c->affine_ = true;
+    c->avx512_ = isa.avx512;
+    c->avx2_ = !isa.avx512 && native_conv_supported();
+    c->kernel_ = c->avx512_ ? "native concat+affine AVX-512" : c->avx2_ ? "native concat+affine AVX2" : "native concat+affine";
+    return c;
+  }
 
   void run(const NativeDataArgs& args) const override {
     const std::vector<const void*>& inputs = args.inputs;
@@ -208,17 +272,34 @@ class ConcatOp final : public NativeDataOp {
     for_each_range(pool, outer_, chunk_count(outer_, total_ * 4, pool), [&](size_t r0, size_t r1) {
       for (size_t r = r0; r < r1; ++r) {
         float* dst = out + r * total_;
+        size_t c = 0;
         for (size_t i = 0; i < inner_.size(); ++i) {
-          std::memcpy(dst, static_cast<const float*>(inputs[i]) + r * inner_[i], inner_[i] * sizeof(float));
-          dst += inner_[i];
+          const float* src = static_cast<const float*>(inputs[i]) + r * inner_[i];
+          if (!affine_) {
+            std::memcpy(dst + c, src, inner_[i] * sizeof(float));
+          } else {
+#if NN_NATIVE_X86
+            if (avx512_)
+              affine_row_avx512(src, scale_.data() + c, bias_.data() + c, dst + c, inner_[i], lo_, hi_);
+            else if (avx2_)
+              affine_row_avx2(src, scale_.data() + c, bias_.data() + c, dst + c, inner_[i], lo_, hi_);
+            else
+#endif
+              affine_row(src, scale_.data() + c, bias_.data() + c, dst + c, inner_[i], lo_, hi_);
+          }
+          c += inner_[i];
         }
       }
     });
   }
 
  private:
-  size_t outer_ = 1, total_ = 0;
+  size_t outer_ = 1, after_ = 1, total_ = 0;
   std::vector<size_t> inner_;
+  const char* kernel_ = "native concat";
+  bool affine_ = false, avx512_ = false, avx2_ = false;
+  std::vector<float> scale_, bias_;  // per output channel (after_ == 1)
+  float lo_ = 0, hi_ = 0;
 };
 
 #if NN_NATIVE_X86
@@ -324,6 +405,14 @@ class ErfOp final : public NativeDataOp {
 
 }  // namespace
 
+std::unique_ptr<NativeDataOp> concat_with_channel_affine(const NativeDataOp& concat, std::vector<float> scale,
+                                                        std::vector<float> bias, float lo, float hi,
+                                                        const NativeIsa& isa) {
+  const auto* c = dynamic_cast<const ConcatOp*>(&concat);
+  if (!c || c->after() != 1 || scale.size() != c->total() || bias.size() != c->total()) return nullptr;
+  return c->with_affine(std::move(scale), std::move(bias), lo, hi, isa);
+}
+
 StridedCopy coalesce(const StridedCopy& copy) {
   StridedCopy c;
   c.offset = copy.offset;
@@ -409,7 +498,7 @@ std::unique_ptr<NativeDataOp> make_native_data_op(const Model& m, uint32_t op_in
           return no("inputs are not 4-byte tensors of the output's rank");
         inner.push_back(size_t(o.dims[axis]) * after);
       }
-      return std::make_unique<ConcatOp>(std::move(inputs), outer, std::move(inner));
+      return std::make_unique<ConcatOp>(std::move(inputs), outer, std::move(inner), after);
     }
     case OperationType::MEAN: {
       if (in.type != OperandType::TENSOR_FLOAT32 || out.type != in.type) return no("not float32");

@@ -52,6 +52,15 @@ std::unique_ptr<NativeDataOp> make_native_data_op(const Model& model, uint32_t o
                                                   const std::function<const void*(uint32_t)>& statics,
                                                   std::string* why, const NativeIsa& isa = NativeIsa::best());
 
+// `concat` (a native CONCATENATION along its last axis, channels last) made to write
+// y = clamp(x * scale[c] + bias[c], lo, hi) per output channel c as it copies, the product
+// and the sum each rounded as a MUL and an ADD are (no FMA): a batch norm after a concat
+// (DenseNet) with no pass of its own over the output. AVX-512 with isa.avx512, else AVX2
+// where the CPU has it. nullptr when `concat` is no such op or the sizes differ.
+std::unique_ptr<NativeDataOp> concat_with_channel_affine(const NativeDataOp& concat, std::vector<float> scale,
+                                                        std::vector<float> bias, float lo, float hi,
+                                                        const NativeIsa& isa);
+
 // Exposed for tests: out = the elements of `in` (4 bytes each) at offset + sum_k i_k *
 // strides[k] over the index space `dims`, row-major.
 struct StridedCopy {

@@ -45,6 +45,11 @@ struct CpuOptions {
   // nothing else is written by that op directly, with no copy or step of its own.
   // NN_NO_FOLD_RESHAPE=1.
   bool fold_reshapes = true;
+  // A float CONCATENATION along the channels read only by a MUL by a per-channel constant,
+  // that read only by an ADD of one (a batch norm; then a RELU*, DenseNet's layers): the
+  // concat's copy computes the MUL, ADD and clamp and writes the last op's output, with the
+  // same roundings. NN_NO_CONCAT_AFFINE=1.
+  bool concat_affine = true;
   // A native TRANSPOSE that moves the input's contiguous dim to second to last (NHWC <->
   // NCHW) moves 8 x 8 tiles through AVX2 registers; off: 8 floats at a time, scalar
   // stores. NN_NO_TRANSPOSE_TILES=1.
