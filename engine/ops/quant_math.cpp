@@ -32,14 +32,18 @@ int32_t saturating_rounding_doubling_high_mul(int32_t a, int32_t b) {
 
 int32_t rounding_divide_by_pot(int32_t x, int exponent) {
   if (exponent <= 0) return x;
-  const int32_t mask = static_cast<int32_t>((int64_t{1} << exponent) - 1);
-  const int32_t remainder = x & mask;
-  const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
-  return (x >> exponent) + (remainder > threshold ? 1 : 0);
+  // In 64 bits, so a file's extreme scales (an exponent past 31) stay defined: x / 2^e
+  // rounded half away from zero, 0 or -1 there.
+  const int e = std::min(exponent, 62);
+  const int64_t mask = (int64_t{1} << e) - 1;
+  const int64_t remainder = int64_t{x} & mask;
+  const int64_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return static_cast<int32_t>((int64_t{x} >> e) + (remainder > threshold ? 1 : 0));
 }
 
 int32_t multiply_by_quantized_multiplier(int32_t x, Multiplier m) {
-  const int left = m.shift > 0 ? m.shift : 0;
+  // Past a left shift of 32 every x but 0 saturates, as it does at 32.
+  const int left = m.shift > 0 ? std::min(m.shift, 32) : 0;
   const int right = m.shift > 0 ? 0 : -m.shift;
   const int64_t shifted = std::clamp<int64_t>(int64_t{x} * (int64_t{1} << left),
                                               std::numeric_limits<int32_t>::min(),

@@ -45,6 +45,24 @@ TEST(QuantMath, QuantizeMultiplier) {
   EXPECT_EQ(m.multiplier, 0);
 }
 
+// A corrupt or fuzzed file's scales can ask for shifts far past 31 bits (a left shift of 108
+// came from a fuzzed ADD): the result saturates or rounds to 0 / -1, with no undefined shift
+// (the sanitized fuzz run checks the "no UB" half).
+TEST(QuantMath, ShiftsPastThirtyOneBitsSaturateOrVanish) {
+  using nn::quant::multiply_by_quantized_multiplier;
+  using nn::quant::rounding_divide_by_pot;
+  const nn::quant::Multiplier up{1 << 30, 108};
+  EXPECT_EQ(multiply_by_quantized_multiplier(1, up), 1 << 30);    // saturated, then times 1/2
+  EXPECT_EQ(multiply_by_quantized_multiplier(-1, up), -(1 << 30));
+  EXPECT_EQ(multiply_by_quantized_multiplier(0, up), 0);
+  EXPECT_EQ(rounding_divide_by_pot(INT32_MAX, 40), 0);
+  EXPECT_EQ(rounding_divide_by_pot(INT32_MIN, 32), -1);  // -0.5 rounds away from zero
+  EXPECT_EQ(rounding_divide_by_pot(INT32_MIN, 33), 0);   // -0.25
+  EXPECT_EQ(rounding_divide_by_pot(INT32_MIN, 31), -1);
+  EXPECT_EQ(rounding_divide_by_pot(-(1 << 30) - 1, 31), -1);  // just past -0.5
+  EXPECT_EQ(multiply_by_quantized_multiplier(1000, nn::quant::Multiplier{1 << 30, -100}), 0);
+}
+
 TEST(QuantMath, RoundingIsToNearestTiesAwayFromZero) {
   using nn::quant::rounding_divide_by_pot;
   EXPECT_EQ(rounding_divide_by_pot(5, 1), 3);    // 2.5 -> 3
