@@ -136,9 +136,6 @@ class CpuPartition final : public CompiledPartition {
   void fuse_int8_residual_adds();
   void fuse_reshapes_into_data_ops();
   void fuse_concat_affine();
-  // When op k is an ADD of `out` and a constant of one value per channel of out's last
-  // axis, that constant.
-  std::optional<uint32_t> channel_bias_of(uint32_t k, uint32_t out) const;
   void fuse_conv_before_resize();
   void fuse_add_mean();
   void fuse_se_gates();
@@ -155,9 +152,10 @@ class CpuPartition final : public CompiledPartition {
     bool tanh_form = false;
   };
   std::optional<GeluMatch> gelu_after(uint32_t out) const;
-  // When MUL `k` multiplies out by a constant of one value per output channel (of `out`'s
-  // last axis), that constant.
-  std::optional<uint32_t> channel_scale_of(uint32_t k, uint32_t out) const;
+  // When op k is of `type`, MUL (with no fuse code) or ADD (any fuse code: the caller
+  // applies it), and combines out with a constant of one value per channel of out's last
+  // axis: that constant.
+  std::optional<uint32_t> channel_constant_of(OperationType type, uint32_t k, uint32_t out) const;
   // Whether live op k can be absorbed: not yet absorbed, heading nothing.
   bool fusable(uint32_t k) const {
     auto f = ops_.find(k);

@@ -170,11 +170,11 @@ void CpuPartition::fuse_concat_affine() {
     const Operand& o = model_.operands[out];
     if (o.type != OperandType::TENSOR_FLOAT32 || o.dims.empty()) continue;
     const int64_t mul = next_of(out);
-    const auto scale = mul >= 0 ? channel_scale_of(uint32_t(mul), out) : std::nullopt;
+    const auto scale = mul >= 0 ? channel_constant_of(OperationType::MUL, uint32_t(mul), out) : std::nullopt;
     if (!scale) continue;
     const uint32_t mul_out = model_.operations[mul].outputs[0];
     const int64_t add = next_of(mul_out);
-    const auto bias = add >= 0 ? channel_bias_of(uint32_t(add), mul_out) : std::nullopt;
+    const auto bias = add >= 0 ? channel_constant_of(OperationType::ADD, uint32_t(add), mul_out) : std::nullopt;
     if (!bias) continue;
     float lo, hi;
     xnn_own_clamp(model_, model_.operations[add], &lo, &hi);
@@ -197,23 +197,6 @@ void CpuPartition::fuse_concat_affine() {
     for (uint32_t f : chain) absorb(k, f);
     rec(k).output = last;
   }
-}
-
-std::optional<uint32_t> CpuPartition::channel_bias_of(uint32_t k, uint32_t out) const {
-  const Operation& add = model_.operations[k];
-  if (add.type != OperationType::ADD || add.inputs.size() != 3 || !static_data(add.inputs[2])) return std::nullopt;
-  const Dims& d = model_.operands[out].dims;
-  for (int side = 0; side < 2; ++side) {
-    const uint32_t b = add.inputs[1 - side];
-    const Operand& c = model_.operands[b];
-    if (add.inputs[side] != out || !static_data(b) || c.type != OperandType::TENSOR_FLOAT32 || c.dims.empty() ||
-        d.empty() || c.dims.back() != d.back() || c.dims.size() > d.size())
-      continue;
-    bool per_channel = true;
-    for (size_t i = 0; i + 1 < c.dims.size(); ++i) per_channel = per_channel && c.dims[i] == 1;
-    if (per_channel && model_.operands[add.outputs[0]].dims == d) return b;
-  }
-  return std::nullopt;
 }
 
 // A native resize whose only reader is a native pointwise conv with no activation: the
@@ -353,7 +336,7 @@ void CpuPartition::fuse_epilogues() {
                  model_.operands[next.outputs[0]].type == OperandType::TENSOR_FLOAT32) {
         // The same bytes under other dims: the head writes the RESHAPE's output.
       } else if (auto scale = gemm && options_.cpu.channel_scale_fold && plain(e) && !r.channel_scale
-                                  ? channel_scale_of(c, out)
+                                  ? channel_constant_of(OperationType::MUL, c, out)
                                   : std::nullopt) {
         r.channel_scale = *scale;  // make_native_kernels multiplies it into filter and bias
       } else if (native && r.native == NativeKind::kDeconv && next.type == OperationType::LOGISTIC) {
@@ -479,19 +462,23 @@ std::optional<CpuPartition::GeluMatch> CpuPartition::gelu_after(uint32_t out) co
   return std::nullopt;
 }
 
-std::optional<uint32_t> CpuPartition::channel_scale_of(uint32_t k, uint32_t out) const {
-  const Operation& mul = model_.operations[k];
-  if (mul.type != OperationType::MUL || !fuses_nothing(mul, statics_)) return std::nullopt;
+std::optional<uint32_t> CpuPartition::channel_constant_of(OperationType type, uint32_t k, uint32_t out) const {
+  const Operation& op = model_.operations[k];
+  if (op.type != type) return std::nullopt;
+  // A MUL's fuse code would clamp between the product and the caller's next stage; an
+  // ADD's is the last stage, which the caller applies.
+  if (type == OperationType::MUL ? !fuses_nothing(op, statics_) : op.inputs.size() != 3 || !static_data(op.inputs[2]))
+    return std::nullopt;
   const Dims& d = model_.operands[out].dims;
   for (int side = 0; side < 2; ++side) {
-    const uint32_t s = mul.inputs[1 - side];
+    const uint32_t s = op.inputs[1 - side];
     const Operand& c = model_.operands[s];
-    if (mul.inputs[side] != out || !static_data(s) || c.type != OperandType::TENSOR_FLOAT32 || c.dims.empty() ||
+    if (op.inputs[side] != out || !static_data(s) || c.type != OperandType::TENSOR_FLOAT32 || c.dims.empty() ||
         d.empty() || c.dims.back() != d.back() || c.dims.size() > d.size())
       continue;
     bool per_channel = true;
     for (size_t i = 0; i + 1 < c.dims.size(); ++i) per_channel = per_channel && c.dims[i] == 1;
-    if (per_channel && model_.operands[mul.outputs[0]].dims == d) return s;
+    if (per_channel && model_.operands[op.outputs[0]].dims == d) return s;
   }
   return std::nullopt;
 }
