@@ -12,6 +12,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/videoio.hpp>
 
+#include "int8_test_util.h"
 #include "nn/format/nnapi_file.h"
 #include "nn/import/import.h"
 #include "nn/ops/registry.h"
@@ -486,15 +487,7 @@ namespace {
 // int8 ADD / MUL (inputs and output with different scales, MUL broadcasting a per-channel
 // gate) and LOGISTIC on XNNPACK against the reference's integer kernels.
 TEST(QuantizeCpu, Int8AddMulLogisticOnXnnpackWithinOneStepOfTheReference) {
-  auto q8 = [](Dims d, float scale, int32_t zp, Lifetime life) {
-    Operand o;
-    o.type = OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
-    o.dims = std::move(d);
-    o.scale = scale;
-    o.zero_point = zp;
-    o.lifetime = life;
-    return o;
-  };
+  using nn_test::q8;
   struct Case {
     OperationType type;
     Dims b_dims;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "int8_test_util.h"
 #include "nn/ir/model.h"
 #include "nn/runtime/session.h"
 
@@ -22,23 +23,11 @@ namespace {
 using T = OperationType;
 constexpr int32_t kNone = 0, kRelu = 1, kRelu6 = 3;
 
-Operand q8(Dims d, float scale, int32_t zp, Lifetime life = Lifetime::TEMPORARY) {
-  Operand o;
-  o.type = OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
-  o.dims = std::move(d);
-  o.scale = scale;
-  o.zero_point = zp;
-  o.lifetime = life;
-  return o;
-}
-
-#if defined(__x86_64__) || defined(__i386__)
-#define CPU_HAS(feature) (__builtin_cpu_supports("avx2") && __builtin_cpu_supports(feature))
-#else
-#define CPU_HAS(feature) false
-#endif
-bool has_vnni() { return CPU_HAS("avx512vnni") && CPU_HAS("avx512bw") && CPU_HAS("avx512vl"); }
-bool has_vbmi() { return CPU_HAS("avx512vbmi"); }
+using nn_test::has_avx2;
+using nn_test::has_avx512_vbmi;
+using nn_test::has_avx512_vnni;
+using nn_test::has_avx_vnni;
+using nn_test::q8;
 
 // A CONV_2D (kernel x kernel, SAME, stride) or a DEPTHWISE_CONV_2D (multiplier 1) of x with
 // random per-channel weights and bias; returns its int8 output operand.
@@ -114,9 +103,9 @@ struct Mode {
 };
 std::vector<Mode> modes() {
   std::vector<Mode> v;
-  if (has_vnni()) v.push_back({"AVX-512", true, true});
-  if (CPU_HAS("fma")) v.push_back({"AVX2", false, false});
-  if (CPU_HAS("avxvnni")) v.push_back({"AVX2 + AVX-VNNI", false, true});
+  if (has_avx512_vnni()) v.push_back({"AVX-512", true, true});
+  if (has_avx2()) v.push_back({"AVX2", false, false});
+  if (has_avx_vnni()) v.push_back({"AVX2 + AVX-VNNI", false, true});
   return v;
 }
 
@@ -220,7 +209,7 @@ TEST(NativeInt8Residual, DepthwiseAddOfItsOwnInputEqualsTheReference) {
     for (uint32_t kernel : {3u, 5u})
       for (int32_t fuse : {kNone, kRelu}) {
         // Wide 3x3 depthwise convs are XNNPACK's unless VBMI's VNNI form runs them.
-        if (kernel == 3 && c > 32 && !has_vbmi()) continue;
+        if (kernel == 3 && c > 32 && !has_avx512_vbmi()) continue;
         auto m = std::make_shared<Model>();
         const uint32_t x = m->add_operand(q8({1, 9, 13, 8}, 0.05f, -17, Lifetime::MODEL_INPUT));
         const uint32_t y = conv(*m, x, T::CONV_2D, c, 1, 1, kNone, seed++, 0.06f, 12);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "delegates/cpu/native_int8.h"
+#include "int8_test_util.h"
 #include "nn/ir/model.h"
 #include "nn/runtime/session.h"
 #include "ops/quant_math.h"
@@ -25,53 +26,12 @@ namespace {
 
 using T = OperationType;
 
-Operand q8(Dims d, float scale, int32_t zp, Lifetime life = Lifetime::TEMPORARY) {
-  Operand o;
-  o.type = OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
-  o.dims = std::move(d);
-  o.scale = scale;
-  o.zero_point = zp;
-  o.lifetime = life;
-  return o;
-}
-
-bool has_avx512_int8() {
-#if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl");
-#else
-  return false;
-#endif
-}
-bool has_vnni() {
-#if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_supports("avx512vnni");
-#else
-  return false;
-#endif
-}
-bool has_vbmi() {
-#if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_supports("avx512vbmi");
-#else
-  return false;
-#endif
-}
-bool has_avx_vnni() {
-#if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
-#else
-  return false;
-#endif
-}
-
-bool has_avx2() {
-#if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return false;
-#endif
-}
+using nn_test::has_avx2;
+using nn_test::has_avx512_int8;
+using nn_test::has_avx512_vbmi;
+using nn_test::has_avx512_vnni;
+using nn_test::has_avx_vnni;
+using nn_test::q8;
 
 // The AVX2 int8 forms to run: AVX-VNNI off (vpmaddubsw), and on where the CPU has it.
 std::vector<CpuOptions> avx2_int8_options() {
@@ -144,7 +104,7 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
       // (`native_avx2`: whether the op has one, -1 as `native`; else XNNPACK's: the same bytes
       // are still required).
       const bool gemm = native_kind == "depthwise" || native_kind == "deconv" || native_kind.rfind("conv", 0) == 0;
-      const bool wide = avx512 && has_avx512_int8() && (!gemm || has_vnni());
+      const bool wide = avx512 && has_avx512_int8() && (!gemm || has_avx512_vnni());
       const std::string isa = wide                                      ? " AVX-512"
                               : gemm && mode.avx_vnni && has_avx_vnni() ? " AVX-VNNI"
                               : has_avx2()                              ? " AVX2"
@@ -152,11 +112,11 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
       // LOGISTIC and the global pool have XNNPACK kernels as fast as a byte-wise table or our
       // AVX2 sums: they are native with AVX-512 (LOGISTIC: VBMI) only.
       const T type = m->operations[0].type;
-      const bool takes = type == T::LOGISTIC          ? avx512 && has_avx512_int8() && has_vbmi()
+      const bool takes = type == T::LOGISTIC          ? avx512 && has_avx512_int8() && has_avx512_vbmi()
                          : type == T::AVERAGE_POOL_2D ? avx512 && has_avx512_int8()
                                                       : true;
       // With AVX-512 but no VNNI, convs and depthwise convs are XNNPACK's (AVX-512) ones.
-      const bool avx512_no_vnni = avx512 && has_avx512_int8() && !has_vnni() && native_kind != "deconv";
+      const bool avx512_no_vnni = avx512 && has_avx512_int8() && !has_avx512_vnni() && native_kind != "deconv";
       const bool native_here =
           gemm && !wide ? !avx512_no_vnni && (native_avx2 >= 0 ? native_avx2 != 0 : native) : native;
       if (!native_here || !takes)
@@ -570,7 +530,7 @@ TEST(NativeInt8, PointwiseConvAndTiledTransposeConvEqualTheReference) {
 // (the switch off, and k = 13 always): the reference's bytes, odd sizes, 1 and 2 threads
 // (143 pixels: 17 tiles of 8 and 7 single rows over 3 tasks), inputs at both ends of int8.
 TEST(NativeInt8, NarrowPointwiseConvReadInPlaceEqualsTheReference) {
-  if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  if (!has_avx512_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
   uint32_t seed = 500;
   for (uint32_t in_c : {8u, 13u, 16u, 24u})
     for (uint32_t out_c : {1u, 8u, 13u, 16u, 24u}) {
@@ -724,7 +684,7 @@ TEST(NativeInt8, DepthwiseConvEqualsTheReference) {
                   std::to_string(c) + (per_channel ? " per-channel" : " per-tensor"),
               "depthwise", "xnnpack",
               // wide 3x3: XNNPACK's unless the VNNI 3x3 form runs it (VBMI, dilation 1)
-              c <= 32 || f.kernel == 5 || (has_vbmi() && f.dilation == 1), {}, f.dilation == 1);
+              c <= 32 || f.kernel == 5 || (has_avx512_vbmi() && f.dilation == 1), {}, f.dilation == 1);
       }
 }
 

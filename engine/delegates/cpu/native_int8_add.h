@@ -106,7 +106,7 @@ NN_TARGET_INT8_AVX2 inline void store8(int8_t* dst, __m256i v) {
 // ADD of two same-shaped int8 tensors, NNAPI's addQuant8: each centred input x shifted left by
 // 20, times its fixed-point multiplier (scale / twice the larger input scale: <= 1/2, so a
 // right shift), summed, times the output's multiplier, + zo, clamped. The arithmetic is
-// symmetric in the two inputs. In SIMD:
+// symmetric in the two inputs. In SIMD (native_int8_add_simd.inc, one loop for AVX-512 and AVX2):
 // - the input stage without 64-bit products (the multiplier split at bit 11); the input with
 //   the larger scale has the multiplier 1/2 exactly, whose stage is x << 19;
 // - the output stage in ChannelRequant's short form (native_int8_conv.cpp): the rounding
@@ -116,26 +116,49 @@ class Int8AddMath {
  public:
   static constexpr int kLeftShift = 20;
 
+  // The input stage's constants: srdhm(x << 20, M) = floor((x M + 2^10) / 2^11) for |x| < 2^8,
+  // = x Mh + ((x Ml + 2^10) >> 11) with M = Mh 2^11 + Ml: int32 products only. Then the
+  // rounding divide by 2^right (ties away from zero) as (v + 2^(right-1) + (v < 0 ? -1 : 0)) >> right.
+  struct InputStage {
+    int32_t high = 0, low = 0, half = 0;
+    int right = 0;
+    int pow2 = -1;  // the stage is x << pow2 (low 0, no rounding divide, high a power of 2)
+    explicit InputStage(quant::Multiplier m)
+        : high(m.multiplier >> 11),
+          low(m.multiplier & 2047),
+          half(m.shift < 0 ? int32_t(int64_t{1} << (-m.shift - 1)) : 0),
+          right(m.shift < 0 ? -m.shift : 0) {
+      if (low == 0 && right == 0 && high > 0 && (high & (high - 1)) == 0)
+        for (pow2 = 0; (int32_t{1} << pow2) != high;) ++pow2;
+    }
+  };
+
+  // What the SIMD forms (native_int8_add_simd.inc) read.
+  struct Lanes {
+    int32_t za, zb, zo;
+    InputStage ia, ib;
+    FixedPoint fo;
+    quant::Range range;
+    int64_t out_folded = 0;  // the short output stage's constant: 2^30 + (2^(right-1) + zo 2^right) 2^31
+    bool out_short = false;
+  };
+
   Int8AddMath(const Operand& a, const Operand& b, const Operand& out, int32_t fuse, const NativeIsa& isa)
-      : za_(a.zero_point),
-        zb_(b.zero_point),
-        zo_(out.zero_point),
-        ma_(quant::quantize_multiplier(a.scale / (2.0 * std::max(a.scale, b.scale)))),
+      : ma_(quant::quantize_multiplier(a.scale / (2.0 * std::max(a.scale, b.scale)))),
         mb_(quant::quantize_multiplier(b.scale / (2.0 * std::max(a.scale, b.scale)))),
         mo_(quant::quantize_multiplier(2.0 * std::max(a.scale, b.scale) / ((1 << kLeftShift) * double(out.scale)))),
-        ia_(ma_),
-        ib_(mb_),
-        fo_(mo_),
-        range_(quant::activation_range(fuse, out)) {
+        lanes_{a.zero_point, b.zero_point, out.zero_point, InputStage(ma_), InputStage(mb_), FixedPoint(mo_),
+               quant::activation_range(fuse, out), 0, false} {
+    const FixedPoint& fo = lanes_.fo;
     // Each rescaled input is below 2^27 in magnitude (|x| <= 255 << 20, times <= 1/2), the
     // sum below 2^28: the output multiplier's left shift must not overflow (never in practice).
-    const bool simd = ma_.shift <= 0 && mb_.shift <= 0 && fo_.left <= 2;
+    const bool simd = ma_.shift <= 0 && mb_.shift <= 0 && fo.left <= 2;
     // The short output stage: h = floor((x m + 2^30) / 2^31) (|h| <= |x| + 1, |x| < 2^(28 + left))
     // plus the folded constant must fit in int32.
-    const int64_t half = fo_.right > 0 ? int64_t{1} << (fo_.right - 1) : 0;
-    const int64_t folded = half + int64_t{zo_} * (int64_t{1} << fo_.right);
-    out_folded_ = (int64_t{1} << 30) + folded * (int64_t{1} << 31);
-    out_short_ = (int64_t{1} << (28 + fo_.left)) + 2 + std::abs(folded) < (int64_t{1} << 31);
+    const int64_t half = fo.right > 0 ? int64_t{1} << (fo.right - 1) : 0;
+    const int64_t folded = half + int64_t{lanes_.zo} * (int64_t{1} << fo.right);
+    lanes_.out_folded = (int64_t{1} << 30) + folded * (int64_t{1} << 31);
+    lanes_.out_short = (int64_t{1} << (28 + fo.left)) + 2 + std::abs(folded) < (int64_t{1} << 31);
     avx512_ = simd && avx512_int8(isa);
     avx2_ = simd && !avx512_ && native_conv_supported();
   }
@@ -156,119 +179,22 @@ class Int8AddMath {
   }
 
   int32_t scalar(int32_t a, int32_t b) const {
-    const int32_t sa = quant::multiply_by_quantized_multiplier((a - za_) * (1 << kLeftShift), ma_);
-    const int32_t sb = quant::multiply_by_quantized_multiplier((b - zb_) * (1 << kLeftShift), mb_);
-    return std::clamp(quant::multiply_by_quantized_multiplier(sa + sb, mo_) + zo_, range_.lo, range_.hi);
+    const int32_t sa = quant::multiply_by_quantized_multiplier((a - lanes_.za) * (1 << kLeftShift), ma_);
+    const int32_t sb = quant::multiply_by_quantized_multiplier((b - lanes_.zb) * (1 << kLeftShift), mb_);
+    return std::clamp(quant::multiply_by_quantized_multiplier(sa + sb, mo_) + lanes_.zo, lanes_.range.lo,
+                      lanes_.range.hi);
   }
 
  private:
-  // The input stage's constants: srdhm(x << 20, M) = floor((x M + 2^10) / 2^11) for |x| < 2^8,
-  // = x Mh + ((x Ml + 2^10) >> 11) with M = Mh 2^11 + Ml: int32 products only. Then the
-  // rounding divide by 2^right (ties away from zero) as (v + 2^(right-1) + (v < 0 ? -1 : 0)) >> right.
-  struct InputStage {
-    int32_t high = 0, low = 0, half = 0;
-    int right = 0;
-    int pow2 = -1;  // the stage is x << pow2 (low 0, no rounding divide, high a power of 2)
-    explicit InputStage(quant::Multiplier m)
-        : high(m.multiplier >> 11),
-          low(m.multiplier & 2047),
-          half(m.shift < 0 ? int32_t(int64_t{1} << (-m.shift - 1)) : 0),
-          right(m.shift < 0 ? -m.shift : 0) {
-      if (low == 0 && right == 0 && high > 0 && (high & (high - 1)) == 0)
-        for (pow2 = 0; (int32_t{1} << pow2) != high;) ++pow2;
-    }
-  };
-
 #if NN_NATIVE_X86
-  NN_INLINE_INT8_512 static __m512i stage16(__m512i x, const InputStage& s) {
-    if (s.pow2 >= 0) return _mm512_sll_epi32(x, _mm_cvtsi32_si128(s.pow2));
-    __m512i v = _mm512_mullo_epi32(x, _mm512_set1_epi32(s.high));
-    if (s.low != 0)  // ((x low + 2^10) >> 11) is 0 for low 0 (|x| < 2^8)
-      v = _mm512_add_epi32(v, _mm512_srai_epi32(
-                                  _mm512_add_epi32(_mm512_mullo_epi32(x, _mm512_set1_epi32(s.low)),
-                                                   _mm512_set1_epi32(1 << 10)),
-                                  11));
-    if (s.right == 0) return v;
-    v = _mm512_add_epi32(_mm512_add_epi32(v, _mm512_set1_epi32(s.half)), _mm512_srai_epi32(v, 31));
-    return _mm512_sra_epi32(v, _mm_cvtsi32_si128(s.right));
-  }
-
-  NN_TARGET_INT8_512 size_t run_avx512(const int8_t* a, const int8_t* b, int8_t* out, size_t n) const {
-    const __m512i za = _mm512_set1_epi32(za_), zb = _mm512_set1_epi32(zb_), zo = _mm512_set1_epi32(zo_);
-    const __m512i lo = _mm512_set1_epi32(range_.lo), hi = _mm512_set1_epi32(range_.hi);
-    const Fixed16 fo(fo_);
-    const __m512i m = _mm512_set1_epi64(fo_.multiplier), folded = _mm512_set1_epi64(out_folded_);
-    const __m128i left = _mm_cvtsi32_si128(fo_.left), right = _mm_cvtsi32_si128(fo_.right);
-    const __mmask16 rounds = fo_.right > 0 ? 0xFFFF : 0;
-    for (size_t i = 0; i < n; i += 16) {
-      const __mmask16 k = __mmask16((1u << std::min<size_t>(16, n - i)) - 1);
-      const __m512i xa = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, a + i)), za);
-      const __m512i xb = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, b + i)), zb);
-      const __m512i sum = _mm512_add_epi32(stage16(xa, ia_), stage16(xb, ib_));
-      __m512i v;
-      if (out_short_) {
-        const __m512i x = _mm512_sll_epi32(sum, left);
-        const __m512i even = _mm512_add_epi64(_mm512_mul_epi32(x, m), folded);
-        const __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), m), folded);
-        v = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 31), _mm512_slli_epi64(odd, 1));
-        v = _mm512_sra_epi32(_mm512_add_epi32(v, _mm512_maskz_srai_epi32(rounds, x, 31)), right);  // - [x < 0]
-      } else {
-        v = _mm512_add_epi32(fo.apply(sum), zo);
-      }
-      _mm512_mask_cvtepi32_storeu_epi8(out + i, k, _mm512_min_epi32(_mm512_max_epi32(v, lo), hi));
-    }
-    return n;
-  }
-
-  NN_TARGET_INT8_AVX2 static __m256i stage8(__m256i x, const InputStage& s) {
-    if (s.pow2 >= 0) return _mm256_sll_epi32(x, _mm_cvtsi32_si128(s.pow2));
-    __m256i v = _mm256_mullo_epi32(x, _mm256_set1_epi32(s.high));
-    if (s.low != 0)
-      v = _mm256_add_epi32(v, _mm256_srai_epi32(
-                                  _mm256_add_epi32(_mm256_mullo_epi32(x, _mm256_set1_epi32(s.low)),
-                                                   _mm256_set1_epi32(1 << 10)),
-                                  11));
-    if (s.right == 0) return v;
-    v = _mm256_add_epi32(_mm256_add_epi32(v, _mm256_set1_epi32(s.half)), _mm256_srai_epi32(v, 31));
-    return _mm256_sra_epi32(v, _mm_cvtsi32_si128(s.right));
-  }
-
-  NN_TARGET_INT8_AVX2 size_t run_avx2(const int8_t* a, const int8_t* b, int8_t* out, size_t n) const {
-    const __m256i za = _mm256_set1_epi32(za_), zb = _mm256_set1_epi32(zb_), zo = _mm256_set1_epi32(zo_);
-    const __m256i lo = _mm256_set1_epi32(range_.lo), hi = _mm256_set1_epi32(range_.hi);
-    const __m256i m = _mm256_set1_epi64x(fo_.multiplier), folded = _mm256_set1_epi64x(out_folded_);
-    const __m128i left = _mm_cvtsi32_si128(fo_.left), right = _mm_cvtsi32_si128(fo_.right);
-    const __m256i rounds = _mm256_set1_epi32(fo_.right > 0 ? -1 : 0);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      const __m256i xa =
-          _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + i))), za);
-      const __m256i xb =
-          _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + i))), zb);
-      const __m256i sum = _mm256_add_epi32(stage8(xa, ia_), stage8(xb, ib_));
-      __m256i v;
-      if (out_short_) {
-        const __m256i x = _mm256_sll_epi32(sum, left);
-        const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, m), folded);
-        const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), m), folded);
-        v = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
-        v = _mm256_sra_epi32(_mm256_add_epi32(v, _mm256_and_si256(_mm256_srai_epi32(x, 31), rounds)), right);
-      } else {
-        v = _mm256_add_epi32(mbqm8(sum, fo_), zo);
-      }
-      store8(out + i, _mm256_min_epi32(_mm256_max_epi32(v, lo), hi));
-    }
-    return i;
-  }
+  // native_int8_add.cpp. AVX-512: all n (the last partial vector masked); AVX2: the whole
+  // vectors of 8, returning how many lanes it wrote.
+  NN_TARGET_INT8_512 size_t run_avx512(const int8_t* a, const int8_t* b, int8_t* out, size_t n) const;
+  NN_TARGET_INT8_AVX2 size_t run_avx2(const int8_t* a, const int8_t* b, int8_t* out, size_t n) const;
 #endif
 
-  int32_t za_, zb_, zo_;
   quant::Multiplier ma_, mb_, mo_;
-  InputStage ia_, ib_;
-  FixedPoint fo_;
-  quant::Range range_;
-  int64_t out_folded_ = 0;  // the short output stage's constant: 2^30 + (2^(right-1) + zo 2^right) 2^31
-  bool out_short_ = false;
+  Lanes lanes_;
   bool avx512_ = false, avx2_ = false;
 };
 

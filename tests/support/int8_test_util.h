@@ -1,0 +1,41 @@
+// Helpers shared by the int8 tests: an int8 operand, and which x86 features the CPU has (the
+// native int8 kernels' forms a test can expect to run).
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "nn/ir/model.h"
+
+namespace nn_test {
+
+// A TENSOR_QUANT8_ASYMM_SIGNED operand.
+inline nn::Operand q8(nn::Dims d, float scale, int32_t zp, nn::Lifetime life = nn::Lifetime::TEMPORARY) {
+  nn::Operand o;
+  o.type = nn::OperandType::TENSOR_QUANT8_ASYMM_SIGNED;
+  o.dims = std::move(d);
+  o.scale = scale;
+  o.zero_point = zp;
+  o.lifetime = life;
+  return o;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#define NN_TEST_CPU_HAS(feature) __builtin_cpu_supports(feature)
+#else
+#define NN_TEST_CPU_HAS(feature) false
+#endif
+// AVX2 with FMA: the native kernels' AVX2 forms.
+inline bool has_avx2() { return NN_TEST_CPU_HAS("avx2") && NN_TEST_CPU_HAS("fma"); }
+// AVX2's 256-bit VNNI (AVX-VNNI).
+inline bool has_avx_vnni() { return NN_TEST_CPU_HAS("avx2") && NN_TEST_CPU_HAS("avxvnni"); }
+// AVX-512 F, BW and VL: the native int8 kernels' AVX-512 forms.
+inline bool has_avx512_int8() {
+  return NN_TEST_CPU_HAS("avx512f") && NN_TEST_CPU_HAS("avx512bw") && NN_TEST_CPU_HAS("avx512vl");
+}
+// The AVX-512 int8 forms plus AVX-512 VNNI (the native int8 GEMMs' and depthwise convs').
+inline bool has_avx512_vnni() { return has_avx512_int8() && NN_TEST_CPU_HAS("avx512vnni"); }
+inline bool has_avx512_vbmi() { return NN_TEST_CPU_HAS("avx512vbmi"); }
+#undef NN_TEST_CPU_HAS
+
+}  // namespace nn_test
