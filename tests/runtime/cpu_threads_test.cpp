@@ -26,10 +26,11 @@ using Built = nn_test::TestModel;
 // kernels ran (Session::kernels()), one per line.
 // Winograd is off: these cases pin the direct kernels' work split (native_winograd_test
 // has Winograd's own 1- vs 2-thread check).
-std::vector<float> run_cpu(Built& b, int threads, std::string* kernels = nullptr) {
+std::vector<float> run_cpu(Built& b, int threads, std::string* kernels = nullptr, const nn::CpuOptions& cpu = {}) {
   nn::SessionOptions o;
   o.delegates = {"cpu"};
   o.threads = threads;
+  o.cpu = cpu;
   o.cpu.winograd = false;
   o.cpu.adaptive_threads = false;  // every run on the split under test
   auto opened = nn::Session::open(b.model, o);
@@ -51,11 +52,11 @@ std::vector<float> run_cpu(Built& b, int threads, std::string* kernels = nullptr
 }
 
 // Bit-equal outputs at 1 and 2 threads, both within 1e-4 of the reference kernels.
-void expect_same_bits(Built& b, const std::string& kernel) {
+void expect_same_bits(Built& b, const std::string& kernel, const nn::CpuOptions& cpu = {}) {
   ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
   if (nn::usable_cores() < 2) GTEST_SKIP() << "one core: sessions run one thread";
   std::string kernels;
-  const std::vector<float> one = run_cpu(b, 1, &kernels), two = run_cpu(b, 2);
+  const std::vector<float> one = run_cpu(b, 1, &kernels, cpu), two = run_cpu(b, 2, nullptr, cpu);
   EXPECT_NE(kernels.find(kernel), std::string::npos) << kernels;
   ASSERT_EQ(one.size(), two.size());
   ASSERT_FALSE(one.empty());
@@ -65,6 +66,7 @@ void expect_same_bits(Built& b, const std::string& kernel) {
   nn::SessionOptions o;
   o.delegates = {"cpu"};
   o.threads = 2;
+  o.cpu = cpu;
   o.cpu.winograd = false;
   EXPECT_LE(nn_test::compare_with_reference(b.model, o).max_rel_error, 1e-4);
 }
@@ -94,6 +96,33 @@ TEST(CpuThreads, PointwiseConvSplitsChannelsOnASmallImage) {
   Built b;  // 1x1 on 5x5: 600 channels, 19 panels in groups of two
   b.output(conv(b, b.input({1, 5, 5, 64}), 64, 600, 1, 55));
   expect_same_bits(b, "native conv");
+}
+
+// A small image whose pixels outweigh its weights (13x13 = 169 pixels, too few for tiles of
+// rows on either kernel, 160 -> 40): the threads split its rows, in pieces of whole
+// micro-tiles, the last with the 1-pixel tail (CpuOptions::small_image_rows); off, its
+// panels. Both give the 1-thread bits. A 3x3 stride-2 40 -> 320 conv to 7x7 after it
+// (weights outweighing its pixels) keeps the panel split.
+TEST(CpuThreads, PointwiseConvSplitsRowsOnASmallImage) {
+  Built b;
+  const uint32_t y = conv(b, b.input({1, 13, 13, 160}), 160, 40, 1, 61);
+  b.output(b.op(T::CONV_2D, {y, b.constant({320, 3, 3, 40}, 63), b.constant({320}, 64), b.i32(1), b.i32(2),
+                             b.i32(2), b.i32(0)}));  // 3x3 stride 2: 7x7
+  for (bool avx512 : {true, false}) {
+    SCOPED_TRACE(avx512 ? "AVX-512 allowed" : "AVX2");
+    nn::CpuOptions on, off;
+    on.avx512 = off.avx512 = avx512;
+    on.winograd = off.winograd = false;
+    off.small_image_rows = false;
+    expect_same_bits(b, "native conv", on);
+    expect_same_bits(b, "native conv", off);
+    if (nn::usable_cores() < 2) return;
+    EXPECT_NE(nn_test::cpu_kernel_of(b.model, on, "op 0", 2).find(", rows per thread"), std::string::npos)
+        << nn_test::cpu_kernel_of(b.model, on, "op 0", 2);
+    EXPECT_EQ(nn_test::cpu_kernel_of(b.model, on, "op 0", 1).find(", rows per thread"), std::string::npos);
+    EXPECT_EQ(nn_test::cpu_kernel_of(b.model, off, "op 0", 2).find(", rows per thread"), std::string::npos);
+    EXPECT_EQ(nn_test::cpu_kernel_of(b.model, on, "op 1", 2).find(", rows per thread"), std::string::npos);
+  }
 }
 
 TEST(CpuThreads, SpatialConvOnASmallImage) {

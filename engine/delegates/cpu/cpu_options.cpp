@@ -23,6 +23,7 @@ CpuOptions CpuOptions::from_environment() {
   o.fold_reshapes = !set("NN_NO_FOLD_RESHAPE");
   o.concat_affine = !set("NN_NO_CONCAT_AFFINE");
   o.transpose_tiles = !set("NN_NO_TRANSPOSE_TILES");
+  o.small_image_rows = !set("NN_NO_SMALL_IMAGE_ROWS");
   o.edge_taps = !set("NN_NO_EDGE_TAPS");
   o.conv_before_resize = !set("NN_NO_CONV_BEFORE_RESIZE");
   o.add_mean = !set("NN_NO_ADD_MEAN");

@@ -449,6 +449,7 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
   const size_t tile_rows = avx512_ ? 8 : 6;
   const size_t reach = size_t(shape.kernel_w - 1) * shape.dilation_w + 1;
   strips_ = groups == 1 && segments_ > 0 && (tile_rows - 1) * shape.stride_w + reach <= tile_rows * shape.kernel_w;
+  small_image_rows_ = isa.small_image_rows;
   // Edge tiles of a dilated conv that strips do not take (all of them without strips,
   // those across an output row with) run tap by tap where each tap is a run (taps_w_ =
   // kernel_w) and a run of a tile's pixels is contiguous (stride 1). Not grouped convs:
@@ -1203,6 +1204,14 @@ void NativeConv::run_pixels(const float* input, const float* residual, float* ou
       t.fn(&task, m0, j0, std::min(tile_m, pixels - m0), std::min(t.tile_n, n_blocks_ - j0));
 }
 
+bool NativeConv::splits_rows(size_t threads) const {
+  const size_t m_total = size_t(shape_.batch) * shape_.out_h * shape_.out_w;
+  const size_t rows = tile_kernel().rows;
+  if (!small_image_rows_ || threads < 2 || m_total >= rows * 8 * 4 || m_total / rows < threads) return false;
+  const double pixels = double(shape_.batch) * shape_.in_h * shape_.in_w * shape_.in_c + double(m_total) * shape_.out_c;
+  return pixels >= double(k_) * shape_.out_c;
+}
+
 void NativeConv::dispatch(Task& task, pthreadpool_t pool) const {
   const size_t m_total = size_t(shape_.batch) * shape_.out_h * shape_.out_w;
   const TileKernel kernel = tile_kernel();
@@ -1218,6 +1227,30 @@ void NativeConv::dispatch(Task& task, pthreadpool_t pool) const {
   }
   if (m_total >= tile_m * 4) {
     pthreadpool_parallelize_2d_tile_2d(pool, tile_fn, &task, m_total, n_blocks_, tile_m, tile_n, 0);
+    return;
+  }
+  // A small image whose pixels (read and written) outweigh its weights: the threads split
+  // its rows like a large image's (row-major pieces, each over every panel), so each core
+  // reads the rows it wrote one op earlier and writes the rows the next op reads there. A
+  // core reading what the other one has just written can take several times as long as
+  // reading its own (bench/README.md, "Rows that stay on their core").
+  if (splits_rows(pthreadpool_get_threads_count(pool))) {
+    struct RowPieces {
+      Task* task;
+      void (*tile_fn)(void*, size_t, size_t, size_t, size_t);
+      size_t full, pieces, rows, m_total, tile_n, n_blocks;
+    } rp{&task, tile_fn, m_total / rows, 0, rows, m_total, tile_n, n_blocks_};
+    rp.pieces = std::min(rp.full, 4 * pthreadpool_get_threads_count(pool));
+    pthreadpool_parallelize_2d(
+        pool,
+        [](void* ctx, size_t i, size_t g) {
+          const RowPieces& p = *static_cast<const RowPieces*>(ctx);
+          const size_t m0 = p.full * i / p.pieces * p.rows;
+          const size_t m1 = i + 1 == p.pieces ? p.m_total : p.full * (i + 1) / p.pieces * p.rows;
+          const size_t j0 = g * p.tile_n;
+          p.tile_fn(p.task, m0, j0, m1 - m0, std::min(p.tile_n, p.n_blocks - j0));
+        },
+        &rp, rp.pieces, (n_blocks_ + tile_n - 1) / tile_n, 0);
     return;
   }
   // A small image (7x7, 14x14): its weights outweigh its pixels, so the threads split the

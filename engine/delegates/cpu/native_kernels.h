@@ -49,6 +49,7 @@ struct NativeIsa {
   bool avx_vnni = false;       // int8 kernels without AVX-512: AVX-VNNI's ymm vpdpbusd (the CPU has it)
   bool edge_taps = true;       // NativeConv: a dilated stride-1 conv's edge micro-tiles tap by tap
   bool transpose_tiles = true;  // native transposes: 8 x 8 tiles through AVX2 registers
+  bool small_image_rows = true;  // NativeConv on a small image: threads split rows where its pixels outweigh its weights
   // All this CPU has (every switch on).
   static NativeIsa best();
   // avx512: allowed; half_width: 1 forced on, 0 forced off, -1 measured (avx512_half_width).
@@ -141,6 +142,10 @@ class NativeConv final : public NativeOp {
   bool ymm_last_panel() const { return half_width_; }
   // Its last panel (1-8 valid columns) runs on the AVX2 8x8 kernel (NativeIsa::avx2_8_columns).
   bool eight_column_panel() const { return avx2_8_columns_; }
+  // Whether `threads` threads split its output rows where its image is too small for tiles
+  // of rows (NativeIsa::small_image_rows, its pixels outweighing its weights); else they
+  // split its output channels' panels.
+  bool splits_rows(size_t threads) const;
   // Output pixels per micro-tile of the kernels this CPU gets: a tile of fewer pixels costs
   // as much as a full one.
   static size_t tile_pixels(const NativeIsa& isa);
@@ -177,6 +182,7 @@ class NativeConv final : public NativeOp {
   size_t segments_ = 0;      // runs of A per output pixel read in place (kernel_h * taps_w_), or 0 (im2col only)
   size_t taps_w_ = 1;        // runs per kernel row: 1 (its taps contiguous), kernel_w when dilated
   bool strips_ = false;      // edge micro-tiles read zero-padded copies of their input rows
+  bool small_image_rows_ = false;  // NativeIsa::small_image_rows
   bool edge_taps_ = false;   // or, without strips, per-tap runs: dead taps skipped (NativeIsa::edge_taps)
   size_t n_blocks_ = 0;      // out_c in panels of 32 (AVX-512) or 16, group by group
   size_t group_in_ = 0;      // input channels per group (in_c when not grouped)

@@ -86,6 +86,10 @@ struct CpuOptions {
   // LayerNorm over the channels written as ops (MEAN, SUB, POW, MEAN, ADD eps, SQRT, DIV,
   // MUL gamma, ADD beta) runs as one native op. NN_NO_LAYER_NORM=1.
   bool layer_norm = true;
+  // At 2+ threads a native conv on an image too small for tiles of rows (14x14 on AVX-512)
+  // splits its rows between the threads, not its output channels, where its pixels outweigh
+  // its weights: each core then reads the rows it wrote one op earlier. NN_NO_SMALL_IMAGE_ROWS=1.
+  bool small_image_rows = true;
   // A native conv drops kernel rows / columns that read only padding for every output
   // pixel (dilations wider than the image). NN_NO_DEAD_TAPS=1.
   bool drop_dead_taps = true;
