@@ -1618,11 +1618,11 @@ bool has_avx512_int8() {
 
 }  // namespace
 
-// Measured per conv against the VNNI form (bench/README.md, "AMX"): AMX wins from k = 64 on
-// (0.3-0.6x the time), loses below it (k 16-32: 0.85-2x, the padding of k to 64 and the
-// block's store and reload cost more than VNNI's few steps), and on a few rows (a squeeze-
-// and-excitation gate's single pixel: 2-4x). The least rows, 64, also leaves the AVX-512
-// forms in place for the small shapes tests/runtime/native_int8_test checks by name.
+// Measured per conv against the VNNI form (bench/README.md, "AMX"): AMX wins from k = 64 on,
+// loses below it (k 16-32: k padded to 64, and the block's store and reload cost more than
+// VNNI's few steps) and on a few rows (a squeeze-and-excitation gate's single pixel). 49 rows
+// (7x7) still win; the least rows, 64, also leaves the AVX-512 VNNI form to the small shapes
+// tests/runtime/native_int8_test checks by kernel name.
 bool amx_int8_conv_pays(size_t k, size_t n, size_t rows) {
   return k >= 64 && n >= 16 && rows >= 64;
 }
