@@ -55,7 +55,7 @@ NativeIsa CpuPartition::isa_of(const CpuOptions& cpu) {
   NativeIsa isa = NativeIsa::with(cpu.avx512, half_width, cpu.depthwise_two_rows, cpu.avx2_8_columns, cpu.avx_vnni);
   isa.edge_taps = cpu.edge_taps;
   isa.transpose_tiles = cpu.transpose_tiles;
-  isa.amx = cpu.amx && isa.avx512 && amx_int8_usable();
+  isa.amx = cpu.amx && isa.avx512 && amx_int8_cpu();
   return isa;
 }
 

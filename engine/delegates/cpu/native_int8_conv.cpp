@@ -386,7 +386,7 @@ class Int8Gemm {
           packed16_[((j / 8 * k_groups_ + i / 2) * 8 + j % 8) * 2 + i % 2] = w[j * k + i];
     }
 #if NN_AMX
-    amx_ = amx && isa.amx && vnni_;
+    amx_ = amx && isa.amx && vnni_ && amx_int8_usable();
 #else
     (void)amx;
 #endif
@@ -1627,22 +1627,35 @@ bool amx_int8_conv_pays(size_t k, size_t n, size_t rows) {
   return k >= 64 && n >= 16 && rows >= 64;
 }
 
+bool amx_int8_cpu() {
+#if NN_AMX
+  // AMX-TILE and AMX-INT8 (cpuid 7.0 EDX bits 24, 25) and the OS saving the tile state (XCR0
+  // bits 17, 18).
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 25))) return false;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE: xgetbv exists
+    uint32_t lo = 0, hi = 0;
+    asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & (3u << 17)) == (3u << 17);
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
 bool amx_int8_usable() {
 #if NN_AMX
-  // AMX-TILE and AMX-INT8 (cpuid 7.0 EDX bits 24, 25), the OS saving the tile state (XCR0
-  // bits 17, 18), and Linux's per-process permission for the tile data (asked once; refused
-  // by kernels before 5.16 and by emulators that do not know AMX, valgrind among them).
+  // Linux's per-process permission for the tile data, asked once, by the first GEMM that
+  // would use it (so a process without such a conv leaves its signal frames as they were);
+  // refused by kernels before 5.16, where a thread's sigaltstack is too small for the tile
+  // state, and by emulators that do not know AMX (valgrind).
   static bool usable = false;
   static std::once_flag once;
   std::call_once(once, [] {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 25))) return;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return;  // OSXSAVE: xgetbv exists
-    uint32_t lo = 0, hi = 0;
-    asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    if ((lo & (3u << 17)) != (3u << 17)) return;
     constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-    usable = syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+    usable = amx_int8_cpu() && syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
   });
   return usable;
 #else
