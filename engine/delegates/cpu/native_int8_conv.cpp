@@ -44,7 +44,7 @@
 #define NN_INLINE_I8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2"), always_inline)) inline
 #define NN_TARGET_I8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2")))
 #define NN_INLINE_I8_AVX2 __attribute__((target("avx2"), always_inline)) inline
-#if defined(__linux__)
+#if defined(__linux__) && defined(__x86_64__)  // AMX exists in 64-bit mode only
 #include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
