@@ -59,7 +59,8 @@ std::string describe(const Shape& s) {
 std::shared_ptr<Model> conv_model(const Shape& s, uint32_t seed) {
   auto m = std::make_shared<Model>();
   const float in_scale = 0.045f;
-  const uint32_t x = m->add_operand(int8_operand({1, s.h, s.w, s.in_c}, in_scale, s.zx, Lifetime::MODEL_INPUT));
+  const uint32_t x =
+      m->add_operand(int8_operand({1, s.h, s.w, s.in_c}, in_scale, s.zx, Lifetime::MODEL_INPUT));
   std::mt19937 rng(seed);
   std::vector<int8_t> w(size_t(s.out_c) * s.kernel * s.kernel * s.in_c);
   for (int8_t& v : w) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
@@ -119,10 +120,10 @@ std::vector<int8_t> input(size_t n, uint32_t seed) {
 // windows: tails of 24 and 40), 160 and 96 (tails of 32), 13 (below the rule: VNNI). n: 40
 // and 48 (two tiles and a lone one), 17 (a tile of one column), 64, 96, 160, 32.
 const Shape kShapes[] = {
-    {13, 11, 72, 40, 1, 1, 37, kNone, true},    {9, 9, 200, 17, 1, 1, -128, kRelu, true},
-    {16, 8, 64, 64, 1, 1, 0, kRelu6, false},    {13, 11, 13, 24, 1, 1, 101, kNone, true},
-    {19, 17, 24, 96, 3, 2, -5, kRelu6, true},   {11, 13, 160, 48, 1, 1, -17, kNone, false},
-    {9, 8, 96, 160, 1, 1, 12, kRelu, true},     {9, 8, 40, 32, 3, 1, 127, kRelu6, true},
+    {13, 11, 72, 40, 1, 1, 37, kNone, true},  {9, 9, 200, 17, 1, 1, -128, kRelu, true},
+    {16, 8, 64, 64, 1, 1, 0, kRelu6, false},  {13, 11, 13, 24, 1, 1, 101, kNone, true},
+    {19, 17, 24, 96, 3, 2, -5, kRelu6, true}, {11, 13, 160, 48, 1, 1, -17, kNone, false},
+    {9, 8, 96, 160, 1, 1, 12, kRelu, true},   {9, 8, 40, 32, 3, 1, 127, kRelu6, true},
 };
 
 TEST(NativeInt8Amx, ConvGemmOnAmxEqualsTheReference) {
@@ -170,8 +171,8 @@ TEST(NativeInt8Amx, SwitchesChooseTheKernel) {
     bool amx, avx512;
     const char* kernel;
   };
-  for (const Case c : {Case{true, true, "native int8 conv 1x1 AMX"}, Case{false, true, "native int8 conv 1x1 AVX-512 VNNI"},
-                       Case{true, false, nullptr}}) {
+  for (const Case c : {Case{true, true, "native int8 conv 1x1 AMX"},
+                       Case{false, true, "native int8 conv 1x1 AVX-512 VNNI"}, Case{true, false, nullptr}}) {
     CpuOptions cpu;
     cpu.amx = c.amx;
     cpu.avx512 = c.avx512;

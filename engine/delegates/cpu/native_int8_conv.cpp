@@ -15,7 +15,7 @@
 //   interleave and sums its |x| . sign(w, x) quads by vpdpbusd.
 //
 // - AMX (with AVX-512 VNNI, where the CPU and the OS allow it and the shape pays,
-//   amx_pays): TDPBSSD multiplies signed by signed bytes, 16 rows x 64 bytes of x against
+//   amx_int8_conv_pays): TDPBSSD multiplies signed by signed bytes, 16 rows x 64 bytes of x against
 //   64 bytes x 16 columns of w into a 16 x 16 int32 tile, so x enters as it is and the bias
 //   holds -zx * sum(w). The tiles go to a per-thread int32 block and through the same
 //   requantization as the VNNI form (the same exact accumulators, so the same bytes).
@@ -464,7 +464,12 @@ class Int8Gemm {
   void read_in_place(bool on) { in_place_ = on && vnni_ && k_ % 4 == 0; }
 
   const char* isa_name() const {
-    return amx_ ? "AMX" : vnni_ ? "AVX-512 VNNI" : dp_ ? "AVX-VNNI" : sign_ ? "AVX2 vpmaddubsw" : avx2_ ? "AVX2" : "scalar";
+    return amx_    ? "AMX"
+           : vnni_ ? "AVX-512 VNNI"
+           : dp_   ? "AVX-VNNI"
+           : sign_ ? "AVX2 vpmaddubsw"
+           : avx2_ ? "AVX2"
+                   : "scalar";
   }
 
   // Rows [r0, r1) of x (row stride k) into out (row stride ldo).
@@ -554,7 +559,9 @@ class Int8Gemm {
   bool vnni() const {
     return vnni_;
   }
-  bool amx() const { return amx_; }
+  bool amx() const {
+    return amx_;
+  }
 
   size_t rows_per_task() const {
     if (amx_) return amx_task_rows_;
@@ -652,7 +659,8 @@ class Int8Gemm {
         a = staged.data(), lda = k64, a_tail = a + full * 64, a_tail_stride = k64;
       } else if (tail) {
         staged.assign(kAmxRows * 64, 0);
-        for (size_t q = 0; q < kAmxRows; ++q) std::memcpy(staged.data() + q * 64, a + q * k_ + full * 64, tail);
+        for (size_t q = 0; q < kAmxRows; ++q)
+          std::memcpy(staged.data() + q * 64, a + q * k_ + full * 64, tail);
         a_tail = staged.data(), a_tail_stride = 64;
       }
       const AmxRows src{a, lda, a_tail, a_tail_stride, full, tail != 0};
@@ -894,7 +902,7 @@ class Int8Gemm {
   bool in_place_ = false;  // VNNI tiles read x in place (tile_vnni)
   bool amx_ = false;       // rows_amx
   size_t amx_task_rows_ = 0;  // a multiple of kAmxRows
-  size_t amx_steps_ = 0;   // k in steps of 64 bytes, rounded up
+  size_t amx_steps_ = 0;      // k in steps of 64 bytes, rounded up
   std::vector<int8_t> amx_w_;
   std::vector<int32_t> amx_bias_;  // per column, padded; less zx * sum of the column's weights
   ChannelRequant requant_;
@@ -995,7 +1003,8 @@ class Int8WindowConv final : public Int8ConvOp {
     // Narrow windows (an RGB stem: 3 rows of 9 bytes) go to the GEMM from registers, a row
     // of output pixels at a time; pixels whose window reaches the padding are gathered.
     const size_t row_bytes = size_t(s.kernel_w) * s.in_c;
-    narrow_ = gemm_->vnni() && !gemm_->amx() && has_vbmi() && s.kernel_h <= 4 && row_bytes <= 16 && s.dilation_w == 1;
+    narrow_ = gemm_->vnni() && !gemm_->amx() && has_vbmi() && s.kernel_h <= 4 && row_bytes <= 16 &&
+              s.dilation_w == 1;
     if (narrow_) {
       for (size_t t = 0; t < 64; ++t)
         compact_[t] = uint8_t(t < s.kernel_h * row_bytes ? 16 * (t / row_bytes) + t % row_bytes : 63);
@@ -1750,8 +1759,9 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
     if (!wide && !avx2_forms) return no("int8 conv with AVX-512 but no VNNI, or without AVX2: XNNPACK's");
     if (p->groups != 1) return no("grouped int8 conv");
     const size_t pixels = size_t(out.dims[0]) * out.dims[1] * out.dims[2];
-    auto gemm = std::make_unique<Int8Gemm>(kh * kw * in_c, out_c, w, bias, per_channel, in.zero_point,
-                                           out.zero_point, range, isa, amx_int8_conv_pays(kh * kw * in_c, out_c, pixels), pixels);
+    auto gemm =
+        std::make_unique<Int8Gemm>(kh * kw * in_c, out_c, w, bias, per_channel, in.zero_point, out.zero_point,
+                                   range, isa, amx_int8_conv_pays(kh * kw * in_c, out_c, pixels), pixels);
     gemm->read_in_place(cpu.native_int8_in_place_tiles);
     if (kh == 1 && kw == 1 && p->stride_h == 1 && p->stride_w == 1 && !p->pad_top && !p->pad_bottom &&
         !p->pad_left && !p->pad_right)

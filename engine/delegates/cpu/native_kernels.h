@@ -51,7 +51,7 @@ struct NativeIsa {
   bool two_rows = true;     // NativeDepthwise: output rows in pairs
   bool avx2_8_columns = true;  // NativeConv on AVX2: panels of <= 8 valid columns on the 8x8 kernel
   bool avx_vnni = false;       // int8 kernels without AVX-512: AVX-VNNI's ymm vpdpbusd (the CPU has it)
-  bool amx = false;            // int8 GEMMs with AVX-512 VNNI: AMX tiles (the CPU has them; used once the OS allows it)
+  bool amx = false;            // int8 GEMMs with AVX-512 VNNI: AMX tiles (the CPU has them)
   bool edge_taps = true;       // NativeConv: a dilated stride-1 conv's edge micro-tiles tap by tap
   bool transpose_tiles = true;  // native transposes: 8 x 8 tiles through AVX2 registers
   // All this CPU has (every switch on).
