@@ -56,6 +56,7 @@ NativeIsa CpuPartition::isa_of(const CpuOptions& cpu) {
   isa.edge_taps = cpu.edge_taps;
   isa.transpose_tiles = cpu.transpose_tiles;
   isa.small_image_rows = cpu.small_image_rows;
+  isa.amx = cpu.amx && isa.avx512 && amx_int8_cpu();
   return isa;
 }
 

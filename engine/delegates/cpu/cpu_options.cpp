@@ -39,6 +39,7 @@ CpuOptions CpuOptions::from_environment() {
   o.winograd_panel_split = !set("NN_NO_WINOGRAD_SPLIT");
   o.native_int8 = !set("NN_NO_NATIVE_INT8");
   o.avx_vnni = !set("NN_NO_AVX_VNNI");
+  o.amx = !set("NN_NO_AMX");
   o.native_int8_add = set("NN_NATIVE_INT8_ADD");
   o.native_int8_residual = set("NN_NATIVE_INT8_RESIDUAL");
   o.native_int8_logistic = !set("NN_NO_NATIVE_INT8_LOGISTIC");

@@ -72,6 +72,11 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& model, uint32_t
                                                     const StaticLookup& statics, const NativeIsa& isa,
                                                     std::string* why, const CpuOptions& cpu);
 
+// Whether an int8 CONV_2D's GEMM of k bytes a row, n columns and `rows` output pixels runs
+// on AMX where NativeIsa::amx allows it (faster there than the VNNI form: bench/README.md,
+// "AMX"). Exposed for tests/runtime/native_int8_amx_test.
+bool amx_int8_conv_pays(size_t k, size_t n, size_t rows);
+
 // Makes `conv` (an int8 CONV_2D or DEPTHWISE_CONV_2D from make_native_int8_conv) also run
 // ADD op `add` (fuse code `fuse`), which reads the conv's output and `residual` (same
 // shapes, int8): the conv

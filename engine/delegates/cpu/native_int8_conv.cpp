@@ -14,10 +14,17 @@
 //   by one ymm vpdpbusd (no int16 step, so any weight); the depthwise conv keeps the AVX2
 //   interleave and sums its |x| . sign(w, x) quads by vpdpbusd.
 //
+// - AMX (with AVX-512 VNNI, where the CPU and the OS allow it and the shape pays,
+//   amx_int8_conv_pays): TDPBSSD multiplies signed by signed bytes, 16 rows x 64 bytes of x against
+//   64 bytes x 16 columns of w into a 16 x 16 int32 tile, so x enters as it is and the bias
+//   holds -zx * sum(w). The tiles go to a per-thread int32 block and through the same
+//   requantization as the VNNI form (the same exact accumulators, so the same bytes).
+//
 // A transpose conv whose kernel equals its stride (no padding: each output pixel has one
 // input pixel) is this GEMM with j over (ky, kx, o), its rows scattered to the output.
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "delegates/cpu/native_int8.h"
@@ -37,6 +44,16 @@
 #define NN_INLINE_I8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2"), always_inline)) inline
 #define NN_TARGET_I8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2")))
 #define NN_INLINE_I8_AVX2 __attribute__((target("avx2"), always_inline)) inline
+#if defined(__linux__) && defined(__x86_64__)  // AMX exists in 64-bit mode only
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define NN_AMX 1
+#else
+#define NN_AMX 0
+#endif
+#else
+#define NN_AMX 0
 #endif
 
 namespace nn::cpu {
@@ -57,6 +74,44 @@ __attribute__((target("avx512f,avx512vnni"), always_inline)) inline void dpbusd_
 __attribute__((target("avx2"), always_inline)) inline void dpbusd_ymm(__m256i& acc, __m256i u, __m256i w) {
   asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(w));
 }
+#endif
+
+#if NN_AMX
+// AMX in asm (no amx target, so nothing else here needs one; it runs only where
+// NativeIsa::amx says it may). The tile loads and stores name their memory in no operand:
+// the "memory" clobbers keep the staging copies before the loads and the reads of the
+// stored block after the stores. Tiles: 0-3 accumulators (rows 0-15 / 16-31 x columns
+// 0-15 / 16-31: 0, 1, 2, 3), 4-5 x (rows 0-15, 16-31), 6-7 w (columns 0-15, 16-31).
+#define NN_AMX_LOAD(t, base, stride) \
+  asm volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(base), "r"(static_cast<long>(stride)) : "memory")
+#define NN_AMX_STORE(t, base, stride) \
+  asm volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"(base), "r"(static_cast<long>(stride)) : "memory")
+#define NN_AMX_ZERO(t) asm volatile("tilezero %%tmm" #t ::)
+#define NN_AMX_DPBSSD(c, a, b) asm volatile("tdpbssd %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
+
+// Palette 1, every tile 16 rows x 64 bytes (x: 16 rows x 64 bytes of k; w: 16 groups of 4
+// k x 16 columns; accumulators: 16 x 16 int32).
+struct alignas(64) AmxConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+static_assert(sizeof(AmxConfig) == 64, "the tile configuration is 64 bytes");
+
+// Loads the configuration on this thread (tile state is per thread) and releases the tiles
+// at scope end, so an idle worker does not carry 8 KB of live tile state through context
+// switches.
+class AmxTiles {
+ public:
+  AmxTiles() {
+    static const AmxConfig config;
+    asm volatile("ldtilecfg %0" ::"m"(config));
+  }
+  ~AmxTiles() { asm volatile("tilerelease" ::: "memory"); }
+  AmxTiles(const AmxTiles&) = delete;
+  AmxTiles& operator=(const AmxTiles&) = delete;
+};
 #endif
 
 // Per-output-channel NNAPI fixed-point multipliers: these kernels implement NNAPI's
@@ -98,6 +153,7 @@ constexpr size_t kAvx2Rows = 6, kAvx2Cols = 8;
 constexpr size_t kSignRows = 4, kSignCols = 8;
 constexpr size_t kDpRows = 6;  // the AVX-VNNI form: one register per product vector
 constexpr size_t kTilesPerTask = 8;
+constexpr size_t kAmxRows = 32, kAmxCols = 32;
 
 // Per channel, the most |accumulator| any kernel form here reaches: |bias| + (383 + |zx|) *
 // sum |w| covers x - zx (|.| <= 255), x + 128 against bias - (128 + zx) * sum w, and x
@@ -291,9 +347,10 @@ struct ChannelRequant {
 class Int8Gemm {
  public:
   // w: [n][k] symmetric int8; bias [n] or null; mult: NNAPI's per column (shift <= 0).
+  // amx: the AMX form where isa allows it (make_native_int8_conv decides by the shape).
   Int8Gemm(size_t k, size_t n, const int8_t* w, const int32_t* bias,
            const std::vector<quant::Multiplier>& mult, int32_t zx, int32_t zo, quant::Range range,
-           const NativeIsa& isa)
+           const NativeIsa& isa, bool amx = false, size_t rows = 0)
       : k_(k),
         n_(n),
         n_pad_((n + kVnniCols - 1) / kVnniCols * kVnniCols),
@@ -327,6 +384,27 @@ class Int8Gemm {
       for (size_t j = 0; j < n; ++j)
         for (size_t i = 0; i < k; ++i)
           packed16_[((j / 8 * k_groups_ + i / 2) * 8 + j % 8) * 2 + i % 2] = w[j * k + i];
+    }
+#if NN_AMX
+    amx_ = amx && isa.amx && vnni_ && amx_int8_usable();
+#else
+    (void)amx;
+#endif
+    // Each task loads the tile configuration and releases the tiles (a fixed cost): tasks of
+    // rows / 8 (some for each thread), 64 to 512 rows in whole blocks.
+    amx_task_rows_ = std::clamp<size_t>((rows / 8 + kAmxRows - 1) / kAmxRows * kAmxRows, 64, 512);
+    if (amx_) {  // [n / 16][k / 64 rounded up][16 groups of 4 k][16 columns][4 bytes], zeros past k
+      amx_steps_ = (k + 63) / 64;
+      amx_w_.assign(n_pad_ * amx_steps_ * 64, 0);
+      for (size_t j = 0; j < n; ++j)
+        for (size_t i = 0; i < k; ++i)
+          amx_w_[((j / 16 * amx_steps_ * 16 + i / 4) * 16 + j % 16) * 4 + i % 4] = w[j * k + i];
+      amx_bias_.assign(n_pad_, 0);
+      for (size_t j = 0; j < n; ++j) {
+        int32_t wsum = 0;
+        for (size_t i = 0; i < k; ++i) wsum += w[j * k + i];
+        amx_bias_[j] = (bias ? bias[j] : 0) - zx * wsum;  // x enters as it is (signed)
+      }
     }
     // scalar path: weights as given, bias uncorrected
     w_.assign(w, w + n * k);
@@ -386,11 +464,19 @@ class Int8Gemm {
   void read_in_place(bool on) { in_place_ = on && vnni_ && k_ % 4 == 0; }
 
   const char* isa_name() const {
-    return vnni_ ? "AVX-512 VNNI" : dp_ ? "AVX-VNNI" : sign_ ? "AVX2 vpmaddubsw" : avx2_ ? "AVX2" : "scalar";
+    return amx_    ? "AMX"
+           : vnni_ ? "AVX-512 VNNI"
+           : dp_   ? "AVX-VNNI"
+           : sign_ ? "AVX2 vpmaddubsw"
+           : avx2_ ? "AVX2"
+                   : "scalar";
   }
 
   // Rows [r0, r1) of x (row stride k) into out (row stride ldo).
   void run_rows(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
+#if NN_AMX
+    if (amx_) return rows_amx(x, r0, r1, out, ldo);
+#endif
 #if NN_NATIVE_X86
     if (vnni_) return rows_vnni(x, r0, r1, out, ldo);
     if (dp_) return rows_sign<true>(x, r0, r1, out, ldo);
@@ -473,8 +559,12 @@ class Int8Gemm {
   bool vnni() const {
     return vnni_;
   }
+  bool amx() const {
+    return amx_;
+  }
 
   size_t rows_per_task() const {
+    if (amx_) return amx_task_rows_;
     return (vnni_ ? kVnniRows : dp_ ? kDpRows : sign_ ? kSignRows : kAvx2Rows) * kTilesPerTask;
   }
 
@@ -547,6 +637,99 @@ class Int8Gemm {
         _mm512_mask_cvtsepi32_storeu_epi8(out + r * ldo + jb, keep, rq.apply(acc[i][r]));
     }
   }
+
+#if NN_AMX
+  // Rows [r0, r1) on AMX, 32 rows (two x tiles) at a time against 32 columns (two w tiles):
+  // four accumulator tiles over k in steps of 64 bytes, read in place (row stride k_). The
+  // bytes of k past its last full 64 come from a zero-padded copy (the packed w is zero
+  // there), as do all of a last block of fewer than 32 rows: no tile reads past x's rows.
+  NN_TARGET_VNNI void rows_amx(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
+    const AmxTiles tiles;
+    const size_t full = k_ / 64, tail = k_ % 64, k64 = amx_steps_ * 64;
+    thread_local std::vector<int8_t> staged;  // [kAmxRows][k64] (short blocks) or [kAmxRows][64] (k's tail)
+    for (size_t r = r0; r < r1; r += kAmxRows) {
+      const size_t rows = std::min(kAmxRows, r1 - r);
+      const int8_t* a = x + r * k_;
+      size_t lda = k_;
+      const int8_t* a_tail = a + full * 64;  // the last step's x: [kAmxRows][64 at a_tail_stride]
+      size_t a_tail_stride = lda;
+      if (rows < kAmxRows) {
+        staged.assign(kAmxRows * k64, 0);
+        for (size_t q = 0; q < rows; ++q) std::memcpy(staged.data() + q * k64, a + q * k_, k_);
+        a = staged.data(), lda = k64, a_tail = a + full * 64, a_tail_stride = k64;
+      } else if (tail) {
+        staged.assign(kAmxRows * 64, 0);
+        for (size_t q = 0; q < kAmxRows; ++q)
+          std::memcpy(staged.data() + q * 64, a + q * k_ + full * 64, tail);
+        a_tail = staged.data(), a_tail_stride = 64;
+      }
+      const AmxRows src{a, lda, a_tail, a_tail_stride, full, tail != 0};
+      size_t j = 0;
+      if (rows > 16) {
+        for (; j + 16 < n_; j += kAmxCols) block_amx<2, 2>(src, j, rows, out + r * ldo, ldo);
+        if (j < n_) block_amx<2, 1>(src, j, rows, out + r * ldo, ldo);
+      } else {
+        for (; j + 16 < n_; j += kAmxCols) block_amx<1, 2>(src, j, rows, out + r * ldo, ldo);
+        if (j < n_) block_amx<1, 1>(src, j, rows, out + r * ldo, ldo);
+      }
+    }
+  }
+
+  struct AmxRows {
+    const int8_t* a;  // 64-byte steps [0, full) at row stride lda
+    size_t lda;
+    const int8_t* tail;  // the last step (has_tail) at row stride tail_stride
+    size_t tail_stride, full;
+    bool has_tail;
+  };
+
+  // 16 * kRowTiles rows of src (`rows` of them kept) against columns [j, j + 16 * kColTiles).
+  template <size_t kRowTiles, size_t kColTiles>
+  NN_TARGET_VNNI void block_amx(const AmxRows& src, size_t j, size_t rows, int8_t* out, size_t ldo) const {
+    const int8_t* b0 = amx_w_.data() + j / 16 * amx_steps_ * 1024;
+    const int8_t* b1 = b0 + amx_steps_ * 1024;
+    NN_AMX_ZERO(0);
+    if constexpr (kColTiles == 2) NN_AMX_ZERO(1);
+    if constexpr (kRowTiles == 2) NN_AMX_ZERO(2);
+    if constexpr (kRowTiles == 2 && kColTiles == 2) NN_AMX_ZERO(3);
+    auto step = [&](const int8_t* a, size_t lda, size_t s) {
+      NN_AMX_LOAD(4, a, lda);
+      if constexpr (kRowTiles == 2) NN_AMX_LOAD(5, a + 16 * lda, lda);
+      NN_AMX_LOAD(6, b0 + s * 1024, 64);
+      NN_AMX_DPBSSD(0, 4, 6);
+      if constexpr (kRowTiles == 2) NN_AMX_DPBSSD(2, 5, 6);
+      if constexpr (kColTiles == 2) {
+        NN_AMX_LOAD(7, b1 + s * 1024, 64);
+        NN_AMX_DPBSSD(1, 4, 7);
+        if constexpr (kRowTiles == 2) NN_AMX_DPBSSD(3, 5, 7);
+      }
+    };
+    for (size_t s = 0; s < src.full; ++s) step(src.a + s * 64, src.lda, s);
+    if (src.has_tail) step(src.tail, src.tail_stride, src.full);
+    int32_t* c = acc_block();
+    constexpr size_t ldc = kAmxCols * 4;  // bytes
+    NN_AMX_STORE(0, c, ldc);
+    if constexpr (kColTiles == 2) NN_AMX_STORE(1, c + 16, ldc);
+    if constexpr (kRowTiles == 2) NN_AMX_STORE(2, c + 16 * kAmxCols, ldc);
+    if constexpr (kRowTiles == 2 && kColTiles == 2) NN_AMX_STORE(3, c + 16 * kAmxCols + 16, ldc);
+    for (size_t i = 0; i < kColTiles; ++i) {
+      const size_t jb = j + 16 * i;
+      const __mmask16 keep = __mmask16((1u << std::min<size_t>(16, n_ - jb)) - 1);
+      const ChannelRequant::Columns16 rq = requant_.columns16(jb);
+      const __m512i bias = _mm512_loadu_si512(amx_bias_.data() + jb);
+      for (size_t q = 0; q < rows; ++q)
+        _mm512_mask_cvtsepi32_storeu_epi8(
+            out + q * ldo + jb, keep,
+            rq.apply(_mm512_add_epi32(_mm512_loadu_si512(c + q * kAmxCols + 16 * i), bias)));
+    }
+  }
+
+  // The per-thread block the accumulator tiles are stored to.
+  static int32_t* acc_block() {
+    alignas(64) thread_local int32_t block[kAmxRows * kAmxCols];
+    return block;
+  }
+#endif
 
   NN_TARGET_VNNI void rows_vnni(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
     thread_local std::vector<uint8_t> u;
@@ -717,6 +900,11 @@ class Int8Gemm {
   bool dp_;    // AVX2 with AVX-VNNI: columns_sign's vpdpbusd form (any weight)
   bool sign_;  // AVX2 with no weight -128 (or dp_): vpmaddubsw on |x| and w with x's sign (columns_sign)
   bool in_place_ = false;  // VNNI tiles read x in place (tile_vnni)
+  bool amx_ = false;       // rows_amx
+  size_t amx_task_rows_ = 0;  // a multiple of kAmxRows
+  size_t amx_steps_ = 0;      // k in steps of 64 bytes, rounded up
+  std::vector<int8_t> amx_w_;
+  std::vector<int32_t> amx_bias_;  // per column, padded; less zx * sum of the column's weights
   ChannelRequant requant_;
   std::vector<int32_t> bias_;  // per column, padded; less (128 + zx) (VNNI, dp_) or zx (sign_) * sum of the column's weights
   std::vector<int8_t> packed8_;
@@ -815,7 +1003,8 @@ class Int8WindowConv final : public Int8ConvOp {
     // Narrow windows (an RGB stem: 3 rows of 9 bytes) go to the GEMM from registers, a row
     // of output pixels at a time; pixels whose window reaches the padding are gathered.
     const size_t row_bytes = size_t(s.kernel_w) * s.in_c;
-    narrow_ = gemm_->vnni() && has_vbmi() && s.kernel_h <= 4 && row_bytes <= 16 && s.dilation_w == 1;
+    narrow_ = gemm_->vnni() && !gemm_->amx() && has_vbmi() && s.kernel_h <= 4 && row_bytes <= 16 &&
+              s.dilation_w == 1;
     if (narrow_) {
       for (size_t t = 0; t < 64; ++t)
         compact_[t] = uint8_t(t < s.kernel_h * row_bytes ? 16 * (t / row_bytes) + t % row_bytes : 63);
@@ -1438,6 +1627,51 @@ bool has_avx512_int8() {
 
 }  // namespace
 
+// Measured per conv against the VNNI form (bench/README.md, "AMX"): AMX wins from k = 64 on,
+// loses below it (k 16-32: k padded to 64, and the block's store and reload cost more than
+// VNNI's few steps) and on a few rows (a squeeze-and-excitation gate's single pixel). 49 rows
+// (7x7) still win; the least rows, 64, also leaves the AVX-512 VNNI form to the small shapes
+// tests/runtime/native_int8_test checks by kernel name.
+bool amx_int8_conv_pays(size_t k, size_t n, size_t rows) {
+  return k >= 64 && n >= 16 && rows >= 64;
+}
+
+bool amx_int8_cpu() {
+#if NN_AMX
+  // AMX-TILE and AMX-INT8 (cpuid 7.0 EDX bits 24, 25) and the OS saving the tile state (XCR0
+  // bits 17, 18).
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 25))) return false;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE: xgetbv exists
+    uint32_t lo = 0, hi = 0;
+    asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & (3u << 17)) == (3u << 17);
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
+bool amx_int8_usable() {
+#if NN_AMX
+  // Linux's per-process permission for the tile data, asked once, by the first GEMM that
+  // would use it (so a process without such a conv leaves its signal frames as they were);
+  // refused by kernels before 5.16, where a thread's sigaltstack is too small for the tile
+  // state, and by emulators that do not know AMX (valgrind).
+  static bool usable = false;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    usable = amx_int8_cpu() && syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+  });
+  return usable;
+#else
+  return false;
+#endif
+}
+
 void requantize_per_channel(const int32_t* acc, size_t rows, const std::vector<quant::Multiplier>& m,
                             int32_t zo, quant::Range range, int64_t acc_bound, bool avx512, int8_t* out,
                             bool* short_form) {
@@ -1524,8 +1758,10 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
   if (op.type == T::CONV_2D) {
     if (!wide && !avx2_forms) return no("int8 conv with AVX-512 but no VNNI, or without AVX2: XNNPACK's");
     if (p->groups != 1) return no("grouped int8 conv");
-    auto gemm = std::make_unique<Int8Gemm>(kh * kw * in_c, out_c, w, bias, per_channel, in.zero_point,
-                                           out.zero_point, range, isa);
+    const size_t pixels = size_t(out.dims[0]) * out.dims[1] * out.dims[2];
+    auto gemm =
+        std::make_unique<Int8Gemm>(kh * kw * in_c, out_c, w, bias, per_channel, in.zero_point, out.zero_point,
+                                   range, isa, amx_int8_conv_pays(kh * kw * in_c, out_c, pixels), pixels);
     gemm->read_in_place(cpu.native_int8_in_place_tiles);
     if (kh == 1 && kw == 1 && p->stride_h == 1 && p->stride_w == 1 && !p->pad_top && !p->pad_bottom &&
         !p->pad_left && !p->pad_right)

@@ -38,6 +38,10 @@ bool native_avx512_enabled();
 // True when this CPU's AVX-512 runs on 256-bit halves (Zen 4: a zmm FMA costs two ymm ones),
 // measured once.
 bool avx512_half_width();
+// True when this CPU has AMX-INT8 and the OS saves its tile state (NativeIsa::amx).
+bool amx_int8_cpu();
+// amx_int8_cpu() and Linux lets this process use the tiles (asked once, by the first call).
+bool amx_int8_usable();
 
 // Which variants the native kernels use: what the CPU has, less what CpuOptions turns off
 // (each op is given it when built, so one process can run and test both).
@@ -47,6 +51,7 @@ struct NativeIsa {
   bool two_rows = true;     // NativeDepthwise: output rows in pairs
   bool avx2_8_columns = true;  // NativeConv on AVX2: panels of <= 8 valid columns on the 8x8 kernel
   bool avx_vnni = false;       // int8 kernels without AVX-512: AVX-VNNI's ymm vpdpbusd (the CPU has it)
+  bool amx = false;            // int8 GEMMs with AVX-512 VNNI: AMX tiles (the CPU has them)
   bool edge_taps = true;       // NativeConv: a dilated stride-1 conv's edge micro-tiles tap by tap
   bool transpose_tiles = true;  // native transposes: 8 x 8 tiles through AVX2 registers
   bool small_image_rows = true;  // NativeConv on a small image: threads split rows where its pixels outweigh its weights

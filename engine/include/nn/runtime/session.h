@@ -115,6 +115,10 @@ struct CpuOptions {
   // registers where the CPU has it (Intel 12th gen and later, Zen 5); off: vpmaddubsw +
   // vpmaddwd, as on AVX2 CPUs without it. NN_NO_AVX_VNNI=1.
   bool avx_vnni = true;
+  // With AVX-512 VNNI, int8 convs of enough rows, input and output channels run their GEMM
+  // on AMX tiles (TDPBSSD: 16x16 int32 += 16x64 by 64x16 int8) where the CPU and the kernel
+  // allow it (Intel Sapphire Rapids and later); off: the VNNI GEMM. NN_NO_AMX=1.
+  bool amx = true;
   // Within native_int8: LOGISTIC by its table (NN_NO_NATIVE_INT8_LOGISTIC=1) and a global
   // AVERAGE_POOL_2D (NN_NO_NATIVE_INT8_POOL=1); off: XNNPACK (within one step). An exact
   // same-shaped ADD in NNAPI's fixed point, off by default: about 3x slower than XNNPACK's
