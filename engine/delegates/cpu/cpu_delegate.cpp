@@ -55,6 +55,7 @@ NativeIsa CpuPartition::isa_of(const CpuOptions& cpu) {
   NativeIsa isa = NativeIsa::with(cpu.avx512, half_width, cpu.depthwise_two_rows, cpu.avx2_8_columns, cpu.avx_vnni);
   isa.edge_taps = cpu.edge_taps;
   isa.transpose_tiles = cpu.transpose_tiles;
+  isa.k_blocks = cpu.k_blocks;
   return isa;
 }
 
@@ -126,6 +127,7 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv && conv->ymm_last_panel())
     name += ", ymm last panel";
   if (f.native == NativeKind::kConv && conv && conv->eight_column_panel()) name += ", 8-column last panel";
+  if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv && conv->k_block()) name += ", k-blocked";
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv && conv->edge_taps()) name += ", edge taps";
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && (conv || winograd)) {
     const NativeConvShape& s = conv ? conv->shape() : winograd->shape();
