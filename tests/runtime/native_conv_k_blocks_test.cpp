@@ -111,6 +111,39 @@ TEST(NativeConvKBlocks, MatchesTheDirectConvAndTheUnblockedKernel) {
   pthreadpool_destroy(pool);
 }
 
+// PackedGemm (NativeWinograd's GEMMs) blocks its panels the same way: against a GEMM in
+// double, and the same bits as unblocked, on m = 37 rows (a 64-row chunk's 32 + 4 + 1)
+// and 80 (64 + 16), k deep enough to block, n 16 (16-wide panels), 40 and 70 (32-wide).
+TEST(NativeConvKBlocks, PackedGemmMatchesTheUnblockedOne) {
+  if (!nn::cpu::native_avx512_enabled()) GTEST_SKIP() << "no AVX-512";
+  const size_t count = 2;
+  uint32_t seed = 71;
+  for (size_t k : {size_t(300), size_t(900)})
+    for (size_t n : {size_t(16), size_t(40), size_t(70)})
+      for (size_t m : {size_t(37), size_t(80)}) {
+        SCOPED_TRACE("k " + std::to_string(k) + " n " + std::to_string(n) + " m " + std::to_string(m));
+        const std::vector<float> b = nn_test::random_floats(count * k * n, seed++, -1.f, 1.f);
+        const std::vector<float> a = nn_test::random_floats(m * k, seed++, -1.f, 1.f);
+        nn::cpu::PackedGemm on(count, k, n, b.data(), avx512_isa(true));
+        nn::cpu::PackedGemm off(count, k, n, b.data(), avx512_isa(false));
+        ASSERT_TRUE(on.ok() && off.ok());
+        for (size_t i = 0; i < count; ++i) {
+          std::vector<float> got(m * n, -7.f), base(m * n, -7.f);
+          on.multiply(i, m, a.data(), k, got.data(), n);
+          off.multiply(i, m, a.data(), k, base.data(), n);
+          double worst = 0;
+          for (size_t r = 0; r < m; ++r)
+            for (size_t c = 0; c < n; ++c) {
+              double want = 0;
+              for (size_t q = 0; q < k; ++q) want += double(a[r * k + q]) * b[(i * k + q) * n + c];
+              worst = std::max(worst, std::abs(got[r * n + c] - want));
+            }
+          EXPECT_LE(worst, 2e-5 * std::sqrt(double(k)));
+          EXPECT_EQ(got, base) << "not the unblocked GEMM's bits";
+        }
+      }
+}
+
 TEST(NativeConvKBlocks, TheSwitchNamesTheKernelAndBothMatchTheReference) {
   if (!nn::cpu::native_avx512_enabled()) GTEST_SKIP() << "no AVX-512";
   Built b;  // 1x1 conv 512 -> 64 on 7x7 with RELU6 (blocked), then a 3x3 conv 64 -> 16 (k 576 x 16 wide:

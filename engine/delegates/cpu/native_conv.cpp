@@ -1254,6 +1254,12 @@ PackedGemm::PackedGemm(size_t count, size_t k, size_t n, const float* b, const N
   half_width_ = wide_ && ((last_panel > 16 && last_panel <= 24) || (last_panel > 0 && last_panel <= 8)) &&
                 isa.half_width;
   const size_t width = wide_ ? kNr512 : kNr;
+  // k-blocked as NativeConv's panels (the transformed filters of a small map, read by few
+  // tiles, come from memory).
+  if (avx512_ && isa.k_blocks) {
+    const size_t slice = std::max<size_t>(64, l1d_bytes() / 2 / (width * sizeof(float)));
+    if (k > slice) k_block_ = slice;
+  }
   n_blocks_ = (n + width - 1) / width;
   const size_t panel = width * (k + 1);
   AlignedFloats packed = allocate_floats(count * n_blocks_ * panel);
@@ -1271,9 +1277,10 @@ PackedGemm::PackedGemm(size_t count, size_t k, size_t n, const float* b, const N
 namespace {
 template <class Gemm>
 void multiply_panels(size_t m, const float* a, size_t lda, const float* w, size_t n_blocks, size_t k,
-                     size_t n, float* c, size_t ldc) {
+                     size_t n, float* c, size_t ldc, size_t k_block) {
   constexpr size_t kPanel = Gemm::kPanel;
-  const typename Gemm::Epi epi{Epilogue{}};
+  typename Gemm::Epi epi{Epilogue{}};
+  Gemm::set_flags(epi, false, k_block);
   // One call per panel over all m rows (their A block stays in cache); no residual, so the
   // kernel is handed the output as one (never read).
   for (size_t j = 0; j < n_blocks; ++j, w += kPanel * (k + 1))
@@ -1301,11 +1308,11 @@ void PackedGemm::multiply(size_t i, size_t m, const float* a, size_t lda, float*
   c += j0 * width;
 #if NN_NATIVE_X86
   if (avx512_ && wide_ && half_width_)
-    return multiply_panels<Avx512HalfWidthGemm>(m, a, lda, w, blocks, k_, n, c, ldc);
-  if (avx512_ && wide_) return multiply_panels<Avx512Gemm<2>>(m, a, lda, w, blocks, k_, n, c, ldc);
-  if (avx512_) return multiply_panels<Avx512Gemm<1>>(m, a, lda, w, blocks, k_, n, c, ldc);
+    return multiply_panels<Avx512HalfWidthGemm>(m, a, lda, w, blocks, k_, n, c, ldc, k_block_);
+  if (avx512_ && wide_) return multiply_panels<Avx512Gemm<2>>(m, a, lda, w, blocks, k_, n, c, ldc, k_block_);
+  if (avx512_) return multiply_panels<Avx512Gemm<1>>(m, a, lda, w, blocks, k_, n, c, ldc, k_block_);
 #endif
-  multiply_panels<Avx2Gemm>(m, a, lda, w, blocks, k_, n, c, ldc);
+  multiply_panels<Avx2Gemm>(m, a, lda, w, blocks, k_, n, c, ldc, 0);
 }
 
 size_t NativeConv::tile_pixels(const NativeIsa& isa) {

@@ -212,6 +212,7 @@ class PackedGemm {
  private:
   size_t k_ = 0, n_ = 0;
   bool avx512_ = false, wide_ = false, half_width_ = false;  // as NativeConv's
+  size_t k_block_ = 0;                                       // as NativeConv's k_block()
   size_t n_blocks_ = 0;                                      // panels per matrix
   AlignedFloats packed_{nullptr, nullptr};
 };
