@@ -20,6 +20,7 @@ CpuOptions CpuOptions::from_environment() {
     o.avx512_half_width = std::strcmp(v, "0") != 0 ? HalfWidth::kOn : HalfWidth::kOff;
   o.depthwise_two_rows = !set("NN_NO_TWO_ROWS");
   o.avx2_8_columns = !set("NN_NO_AVX2_8_COLUMNS");
+  o.k_blocks = !set("NN_NO_K_BLOCKS");
   o.fold_reshapes = !set("NN_NO_FOLD_RESHAPE");
   o.concat_affine = !set("NN_NO_CONCAT_AFFINE");
   o.transpose_tiles = !set("NN_NO_TRANSPOSE_TILES");

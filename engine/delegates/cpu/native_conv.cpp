@@ -1,5 +1,6 @@
 #include "delegates/cpu/native_kernels.h"
 
+#include <cpuinfo.h>
 #include <pthreadpool.h>
 
 #include <algorithm>
@@ -344,12 +345,129 @@ __attribute__((target("avx512f,avx512vl,avx2,fma"))) void kernel_8xy_ymm_t(
 }
 #undef NN_ROWS8
 
+// part[kRows x kCols] += A[kRows x kc] * W[kc x kCols]: one slice of k steps of the
+// k-blocked GEMM below, the accumulators loaded from and stored back to part (rows kWidth
+// = 16 * kVecs floats apart, 64-byte aligned), row r of A at a + r * lda.
+#define NN_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+template <int kVecs, size_t kRows, int kCols>
+NN_TARGET_AVX512 void kernel_part_avx512(const float* a, size_t lda, size_t kc, const float* wp, float* part,
+                                         const float* ahead, size_t ahead_step) {
+  constexpr size_t kWidth = 16 * kVecs;
+#define NN_ACC(i)                                                 \
+  __m512 c##i##l = _mm512_setzero_ps(), c##i##h = c##i##l;        \
+  const float* a##i = a + (i < kRows ? i : 0) * lda;              \
+  if constexpr (i < kRows) {                                      \
+    c##i##l = _mm512_load_ps(part + i * kWidth);                  \
+    if constexpr (kCols == 32) c##i##h = _mm512_load_ps(part + i * kWidth + 16); \
+  }
+  NN_ROWS8(NN_ACC)
+#undef NN_ACC
+#define NN_FMA(i)                                                          \
+  if constexpr (i < kRows) {                                               \
+    const __m512 va = _mm512_set1_ps(a##i[p]);                             \
+    c##i##l = _mm512_fmadd_ps(va, b0, c##i##l);                            \
+    if constexpr (kCols == 32) c##i##h = _mm512_fmadd_ps(va, b1, c##i##h); \
+  }
+  for (size_t p = 0; p < kc; ++p, ahead += ahead_step) {
+    _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T1);
+    const __m512 b0 = _mm512_load_ps(wp);
+    const __m512 b1 = kCols == 32 ? _mm512_load_ps(wp + 16) : b0;
+    wp += kWidth;
+    NN_ROWS8(NN_FMA)
+  }
+#undef NN_FMA
+#define NN_STORE(i)                                                               \
+  if constexpr (i < kRows) {                                                      \
+    _mm512_store_ps(part + i * kWidth, c##i##l);                                  \
+    if constexpr (kCols == 32) _mm512_store_ps(part + i * kWidth + 16, c##i##h); \
+  }
+  NN_ROWS8(NN_STORE)
+#undef NN_STORE
+}
+#undef NN_ROWS8
+
+// The GEMM of kernel_8xn_avx512 k-blocked (NativeIsa::k_blocks): up to 64 rows at a time,
+// the panel's weights in slices of epi.k_block steps (sized to stay in L1 beside the rows'
+// slices of A) that every micro-tile of those rows runs through before the next slice,
+// the accumulators kept in a 64 x 32 block in L1 between slices. Unblocked, each 8-row
+// micro-tile streams the whole panel (128 bytes a k step) from L2 or beyond, which on a
+// core with a slower L2 leaves the FMAs waiting on the weight loads (7x7 maps: 49 rows,
+// seven passes over panels of up to 590 KB). Each output is the same FMAs in the same
+// order as unblocked: the same bits.
+template <int kVecs>
+NN_TARGET_AVX512 void kernel_blocked_avx512(size_t m, size_t nr, size_t segments, const float* const* seg_a,
+                                            size_t k, size_t lda, const float* w, float* c, const float* res,
+                                            size_t ldc, const EpilogueAvx512& epi) {
+  constexpr size_t kWidth = 16 * kVecs, kChunk = 64;
+  alignas(64) float part[kChunk * kWidth];
+  // A 32-wide panel with at most 16 valid columns computes its lower half only.
+  const bool lower = kVecs == 2 && nr <= 16;
+  using Part = void (*)(const float*, size_t, size_t, const float*, float*, const float*, size_t);
+  const Part p8 = lower ? kernel_part_avx512<kVecs, 8, 16> : kernel_part_avx512<kVecs, 8, 16 * kVecs>;
+  const Part p4 = lower ? kernel_part_avx512<kVecs, 4, 16> : kernel_part_avx512<kVecs, 4, 16 * kVecs>;
+  const Part p2 = lower ? kernel_part_avx512<kVecs, 2, 16> : kernel_part_avx512<kVecs, 2, 16 * kVecs>;
+  const Part p1 = lower ? kernel_part_avx512<kVecs, 1, 16> : kernel_part_avx512<kVecs, 1, 16 * kVecs>;
+  const size_t slices = (k + epi.k_block - 1) / epi.k_block;
+  const auto mask_of = [](size_t n) NN_INLINE_LAMBDA {
+    return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
+  };
+  const __mmask16 lo_lanes = mask_of(nr), hi_lanes = nr > 16 ? mask_of(nr - 16) : __mmask16(0);
+  for (size_t r0 = 0; r0 < m; r0 += kChunk, c += kChunk * ldc, res += kChunk * ldc) {
+    const size_t rows = std::min(kChunk, m - r0);
+    const size_t tiles = rows / 8 + (rows % 8 >= 4) + (rows % 4 >= 2) + (rows % 2);  // micro-tiles per slice
+    const __m512 bias_lo = _mm512_load_ps(w), bias_hi = kVecs == 2 ? _mm512_load_ps(w + 16) : bias_lo;
+    for (size_t i = 0; i < rows; ++i) {
+      _mm512_store_ps(part + i * kWidth, bias_lo);
+      if (kVecs == 2) _mm512_store_ps(part + i * kWidth + 16, bias_hi);
+    }
+    const float* ws = w + kWidth;
+    for (size_t seg = 0; seg < segments; ++seg, ws += k * kWidth) {
+      if (!seg_a[seg]) continue;
+      const float* a = seg_a[seg] + r0 * lda;
+      for (size_t q = 0; q < slices; ++q) {
+        // Slices of near-equal length.
+        const size_t p0 = k * q / slices, kc = k * (q + 1) / slices - p0;
+        // While the micro-tiles run through this slice, the weights that follow it (the next
+        // slice, or the next panel's first: panels are contiguous) are fetched into L2, a
+        // share per micro-tile: first touched, they come from L3 or memory, which the FMAs
+        // would otherwise wait on (a 7x7 map's panels are read by few rows).
+        const float* wq = ws + p0 * kWidth;
+        const float* ahead = wq + kc * kWidth;
+        const size_t step = (kWidth + tiles - 1) / tiles;
+        size_t r = 0;
+        auto run = [&](Part fn, size_t n) NN_INLINE_LAMBDA {
+          fn(a + r * lda + p0, lda, kc, wq, part + r * kWidth, ahead, step);
+          ahead += kc * step;
+          r += n;
+        };
+        while (r + 8 <= rows) run(p8, 8);
+        if (rows - r >= 4) run(p4, 4);
+        if (rows - r >= 2) run(p2, 2);
+        if (rows - r >= 1) run(p1, 1);
+      }
+    }
+    for (size_t i = 0; i < rows; ++i) {
+      float* out = c + i * ldc;
+      const float* rr = res + i * ldc;
+      const __m512 rl = epi.residual ? _mm512_maskz_loadu_ps(lo_lanes, rr) : epi.zero;
+      _mm512_mask_storeu_ps(out, lo_lanes, epi(_mm512_load_ps(part + i * kWidth), rl));
+      if (kVecs == 2 && hi_lanes) {
+        const __m512 rh = epi.residual ? _mm512_maskz_loadu_ps(hi_lanes, rr + 16) : epi.zero;
+        _mm512_mask_storeu_ps(out + 16, hi_lanes, epi(_mm512_load_ps(part + i * kWidth + 16), rh));
+      }
+    }
+  }
+}
+
 // m rows: the multiple of 8 on the 8-row kernel (on a 32-wide panel whose valid columns
 // fit in 16, its lower half only), the rest on the 4-, 2- and 1-row ones.
 template <int kVecs>
 NN_TARGET_AVX512 void kernel_8xn_avx512(size_t m, size_t nr, size_t segments, const float* const* seg_a,
                                         size_t k, size_t lda, const float* w, float* c, const float* res,
                                         size_t ldc, const EpilogueAvx512& epi) {
+  // k-blocked where at least two micro-tiles share each slice of weights.
+  if (epi.k_block && m >= 16 && segments * k > epi.k_block)
+    return kernel_blocked_avx512<kVecs>(m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
   const size_t full = m / 8 * 8;
   if (full && segments == 3 && k == 9)  // a 3x3 conv on 3 channels: a stem
     kernel_cols_avx512<kVecs, 8, 16 * kVecs, 3, 9>(full, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
@@ -415,6 +533,14 @@ AlignedFloats allocate_floats(size_t count) {
   return AlignedFloats(p, free_aligned);
 }
 
+size_t l1d_bytes() {
+  static const size_t bytes = [] {
+    const cpuinfo_cache* l1d = cpuinfo_initialize() ? cpuinfo_get_l1d_cache(0) : nullptr;
+    return l1d && l1d->size >= (size_t(16) << 10) ? size_t(l1d->size) : size_t(32) << 10;
+  }();
+  return bytes;
+}
+
 bool native_conv_supported() {
 #if NN_NATIVE_X86
   static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -467,6 +593,11 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
   // Weight panels as wide as the kernel's tile, group by group: per panel its bias, then k
   // rows of width.
   const size_t width = wide_ ? kNr512 : kNr;
+  // k-blocked (AVX-512): where a panel outgrows half of L1, slices of it that fit there.
+  if (avx512_ && isa.k_blocks) {
+    const size_t slice = std::max<size_t>(64, l1d_bytes() / 2 / (width * sizeof(float)));
+    if (k_ > slice) k_block_ = slice;
+  }
   group_panels_ = (group_out_ + width - 1) / width;
   n_blocks_ = groups * group_panels_;
   const size_t panel = width * (k_ + 1);
@@ -590,7 +721,7 @@ struct Avx2Gemm {
   static constexpr size_t kRows = kMr;
   static constexpr size_t kPanel = kNr;
   using Epi = EpilogueAvx2;
-  static void set_flags(Epi& epi, bool eight_columns) { epi.eight_columns = eight_columns; }
+  static void set_flags(Epi& epi, bool eight_columns, size_t) { epi.eight_columns = eight_columns; }
   static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
                      const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
     const float* rows[16];  // each segment's run at row r (implicit GEMM: m <= kRows, r = 0)
@@ -616,7 +747,7 @@ struct Avx512Gemm {
   static constexpr size_t kRows = 8;
   static constexpr size_t kPanel = 16 * kVecs;
   using Epi = EpilogueAvx512;
-  static void set_flags(Epi&, bool) {}
+  static void set_flags(Epi& epi, bool, size_t k_block) { epi.k_block = k_block; }
   static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
                      const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
     kernel_8xn_avx512<kVecs>(m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
@@ -634,7 +765,7 @@ struct Avx512HalfWidthGemm {
     EpilogueAvx512 wide;
     EpilogueAvx2 narrow;
   };
-  static void set_flags(Epi&, bool) {}
+  static void set_flags(Epi& epi, bool, size_t k_block) { epi.wide.k_block = k_block; }
   static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
                      const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
     const size_t full = m / 8 * 8;
@@ -868,7 +999,7 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
   const size_t panel_size = kPanel * (k + 1);
   const size_t ldc = s.out_c;
   typename Gemm::Epi epi(conv.epilogue_);
-  Gemm::set_flags(epi, conv.avx2_8_columns_);
+  Gemm::set_flags(epi, conv.avx2_8_columns_, conv.k_block_);
   if (conv.pointwise_) {
     // One call per panel over all of the tile's rows (their A block stays in cache).
     const float* a = t.input + m0 * s.in_c;
@@ -991,7 +1122,13 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
     }
     if (!one_row || !(inside || conv.strips_)) {
       im2col_rows(s, t.input, first, mr, scratch.data() + tile * kRows * k_all, c_first, c_taken);
-      calls.push_back({tile, 1, false});
+      // k-blocked, consecutive im2col tiles (rows k apart) are one call: their micro-tiles
+      // share each slice of weights.
+      if (conv.k_block_ && !grouped && !calls.empty() && !calls.back().implicit &&
+          calls.back().tile + calls.back().count == tile)
+        ++calls.back().count;
+      else
+        calls.push_back({tile, 1, false});
       continue;
     }
     const float* image = t.input + b * size_t(in_h) * size_t(in_w) * in_c;
@@ -1118,6 +1255,12 @@ PackedGemm::PackedGemm(size_t count, size_t k, size_t n, const float* b, const N
   half_width_ = wide_ && ((last_panel > 16 && last_panel <= 24) || (last_panel > 0 && last_panel <= 8)) &&
                 isa.half_width;
   const size_t width = wide_ ? kNr512 : kNr;
+  // k-blocked as NativeConv's panels (the transformed filters of a small map, read by few
+  // tiles, come from memory).
+  if (avx512_ && isa.k_blocks) {
+    const size_t slice = std::max<size_t>(64, l1d_bytes() / 2 / (width * sizeof(float)));
+    if (k > slice) k_block_ = slice;
+  }
   n_blocks_ = (n + width - 1) / width;
   const size_t panel = width * (k + 1);
   AlignedFloats packed = allocate_floats(count * n_blocks_ * panel);
@@ -1135,9 +1278,10 @@ PackedGemm::PackedGemm(size_t count, size_t k, size_t n, const float* b, const N
 namespace {
 template <class Gemm>
 void multiply_panels(size_t m, const float* a, size_t lda, const float* w, size_t n_blocks, size_t k,
-                     size_t n, float* c, size_t ldc) {
+                     size_t n, float* c, size_t ldc, size_t k_block) {
   constexpr size_t kPanel = Gemm::kPanel;
-  const typename Gemm::Epi epi{Epilogue{}};
+  typename Gemm::Epi epi{Epilogue{}};
+  Gemm::set_flags(epi, false, k_block);
   // One call per panel over all m rows (their A block stays in cache); no residual, so the
   // kernel is handed the output as one (never read).
   for (size_t j = 0; j < n_blocks; ++j, w += kPanel * (k + 1))
@@ -1165,11 +1309,11 @@ void PackedGemm::multiply(size_t i, size_t m, const float* a, size_t lda, float*
   c += j0 * width;
 #if NN_NATIVE_X86
   if (avx512_ && wide_ && half_width_)
-    return multiply_panels<Avx512HalfWidthGemm>(m, a, lda, w, blocks, k_, n, c, ldc);
-  if (avx512_ && wide_) return multiply_panels<Avx512Gemm<2>>(m, a, lda, w, blocks, k_, n, c, ldc);
-  if (avx512_) return multiply_panels<Avx512Gemm<1>>(m, a, lda, w, blocks, k_, n, c, ldc);
+    return multiply_panels<Avx512HalfWidthGemm>(m, a, lda, w, blocks, k_, n, c, ldc, k_block_);
+  if (avx512_ && wide_) return multiply_panels<Avx512Gemm<2>>(m, a, lda, w, blocks, k_, n, c, ldc, k_block_);
+  if (avx512_) return multiply_panels<Avx512Gemm<1>>(m, a, lda, w, blocks, k_, n, c, ldc, k_block_);
 #endif
-  multiply_panels<Avx2Gemm>(m, a, lda, w, blocks, k_, n, c, ldc);
+  multiply_panels<Avx2Gemm>(m, a, lda, w, blocks, k_, n, c, ldc, 0);
 }
 
 size_t NativeConv::tile_pixels(const NativeIsa& isa) {
@@ -1216,9 +1360,14 @@ void NativeConv::dispatch(Task& task, pthreadpool_t pool) const {
   const size_t m_total = size_t(shape_.batch) * shape_.out_h * shape_.out_w;
   const TileKernel kernel = tile_kernel();
   void (*tile_fn)(void*, size_t, size_t, size_t, size_t) = kernel.fn;
-  const size_t rows = kernel.rows, tile_n = kernel.tile_n;
+  const size_t rows = kernel.rows;
   // Tiles: enough row tiles for two threads to share.
   const size_t tile_m = rows * 8;
+  // k-blocked, a tile's weights need not stay in L2 (each slice is read from L1 by all its
+  // rows, then not again): an image of one row tile takes every panel in one tile, so its
+  // im2col rows are built once, not once per panel (a 7x7 map's 3x3 conv on 512 channels:
+  // 16 times 0.9 MB).
+  const size_t tile_n = k_block_ && m_total <= tile_m ? n_blocks_ : kernel.tile_n;
   if (!pool) {
     for (size_t j0 = 0; j0 < n_blocks_; j0 += tile_n)
       for (size_t m0 = 0; m0 < m_total; m0 += tile_m)

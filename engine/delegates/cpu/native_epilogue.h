@@ -148,6 +148,7 @@ NN_INLINE_AVX512 __m512 min16(__m512 a, __m512 b) {
 struct EpilogueAvx512 {
   __m512 lo, hi, res_lo, res_hi, sixth, half, one, zero;
   bool clamp, hard_swish, residual;  // clamp: lo or hi is finite
+  size_t k_block = 0;                // NativeConv's AVX-512 GEMM: k steps per block (NativeIsa::k_blocks), 0 none
 
   NN_TARGET_AVX512 explicit EpilogueAvx512(const Epilogue& e)
       : lo(_mm512_set1_ps(e.lo)),

@@ -35,6 +35,8 @@ namespace nn::cpu {
 bool native_conv_supported();
 // True when this CPU has AVX-512F (the native kernels' wider variants).
 bool native_avx512_enabled();
+// This CPU's L1 data cache per core (cpuinfo; 32 KB when it cannot tell).
+size_t l1d_bytes();
 // True when this CPU's AVX-512 runs on 256-bit halves (Zen 4: a zmm FMA costs two ymm ones),
 // measured once.
 bool avx512_half_width();
@@ -55,6 +57,7 @@ struct NativeIsa {
   bool edge_taps = true;       // NativeConv: a dilated stride-1 conv's edge micro-tiles tap by tap
   bool transpose_tiles = true;  // native transposes: 8 x 8 tiles through AVX2 registers
   bool small_image_rows = true;  // NativeConv on a small image: threads split rows where its pixels outweigh its weights
+  bool k_blocks = true;         // NativeConv on AVX-512: deep panels in L1-sized slices of k (k_block)
   // All this CPU has (every switch on).
   static NativeIsa best();
   // avx512: allowed; half_width: 1 forced on, 0 forced off, -1 measured (avx512_half_width).
@@ -151,6 +154,9 @@ class NativeConv final : public NativeOp {
   // of rows (NativeIsa::small_image_rows, its pixels outweighing its weights); else they
   // split its output channels' panels.
   bool splits_rows(size_t threads) const;
+  // k steps per slice of its weights when k-blocked (NativeIsa::k_blocks: AVX-512, a panel
+  // larger than half of L1), else 0.
+  size_t k_block() const { return k_block_; }
   // Output pixels per micro-tile of the kernels this CPU gets: a tile of fewer pixels costs
   // as much as a full one.
   static size_t tile_pixels(const NativeIsa& isa);
@@ -183,6 +189,7 @@ class NativeConv final : public NativeOp {
   bool wide_ = false;        // AVX-512 with 32-wide panels (more than 16 output channels)
   bool half_width_ = false;  // and the last panel's 17-24 columns on the ymm kernel (avx512_half_width)
   bool avx2_8_columns_ = false;  // NativeIsa::avx2_8_columns
+  size_t k_block_ = 0;           // k_block()
   size_t k_ = 0;             // GEMM depth: kernel_h * kernel_w * in_c
   size_t segments_ = 0;      // runs of A per output pixel read in place (kernel_h * taps_w_), or 0 (im2col only)
   size_t taps_w_ = 1;        // runs per kernel row: 1 (its taps contiguous), kernel_w when dilated
@@ -216,6 +223,7 @@ class PackedGemm {
  private:
   size_t k_ = 0, n_ = 0;
   bool avx512_ = false, wide_ = false, half_width_ = false;  // as NativeConv's
+  size_t k_block_ = 0;                                       // as NativeConv's k_block()
   size_t n_blocks_ = 0;                                      // panels per matrix
   AlignedFloats packed_{nullptr, nullptr};
 };

@@ -41,6 +41,10 @@ struct CpuOptions {
   // 120 channels: the last 8) on an 8-row x 8-column kernel, not the 6 x 16 one that computes
   // 8 empty columns. NN_NO_AVX2_8_COLUMNS=1.
   bool avx2_8_columns = true;
+  // AVX-512 native convs whose weight panels outgrow half of L1 walk them in slices of k
+  // that stay there while all of a tile's rows (up to 64) run through each; off: each 8-row
+  // micro-tile streams the whole panel. NN_NO_K_BLOCKS=1.
+  bool k_blocks = true;
   // A RESHAPE of a native data op's output (TRANSPOSE, CONCATENATION, SLICE...) read by
   // nothing else is written by that op directly, with no copy or step of its own.
   // NN_NO_FOLD_RESHAPE=1.

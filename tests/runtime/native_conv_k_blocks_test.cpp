@@ -1,0 +1,178 @@
+// NativeConv's k-blocked AVX-512 GEMM (NativeIsa::k_blocks): convs whose weight panels
+// outgrow half of L1 walk them in slices of k, every micro-tile of up to 64 rows through
+// each slice. Against a direct conv in double on shapes that take every path into it
+// (pointwise, strided 1x1, im2col rows of a 7x7 map, 3x3 rows read in place and through
+// edge strips, grouped, 16-wide and half-used 32-wide panels, 64-row chunks and 4 / 2 / 1-row
+// tails), every epilogue stage, 1 and 2 threads; with the switch off the same bits (each
+// output is the same FMAs in the same order); and the CpuOptions switch names the kernel.
+#include <gtest/gtest.h>
+#include <pthreadpool.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "delegates/cpu/native_kernels.h"
+#include "native_conv_test_util.h"
+#include "runtime_test_util.h"
+#include "test_model.h"
+#include "test_support.h"
+
+namespace {
+
+using nn::cpu::Epilogue;
+using nn::cpu::NativeConv;
+using nn::cpu::NativeConvShape;
+using nn::cpu::NativeIsa;
+using T = nn::OperationType;
+using Built = nn_test::TestModel;
+
+enum class Stage { kNone, kRelu6, kHardSwish, kResidual };
+
+Epilogue epilogue_of(Stage s) {
+  Epilogue e;
+  if (s == Stage::kRelu6) e.lo = 0.f, e.hi = 6.f;
+  if (s == Stage::kHardSwish) e.hard_swish = true;
+  if (s == Stage::kResidual) e.residual = true, e.res_lo = -1.f, e.res_hi = 1.5f;
+  return e;
+}
+
+// A k x k conv (SAME padding), stride s, over h x w pixels, in_c -> out_c in `groups` groups.
+NativeConvShape shape_of(uint32_t h, uint32_t w, uint32_t in_c, uint32_t out_c, uint32_t kernel, uint32_t stride,
+                         uint32_t groups) {
+  NativeConvShape s;
+  s.in_h = h, s.in_w = w, s.in_c = in_c, s.out_c = out_c, s.groups = groups;
+  s.kernel_h = s.kernel_w = kernel;
+  s.stride_h = s.stride_w = stride;
+  s.pad_top = s.pad_left = kernel / 2;
+  s.out_h = (h - 1) / stride + 1, s.out_w = (w - 1) / stride + 1;
+  return s;
+}
+
+NativeIsa avx512_isa(bool k_blocks) {
+  NativeIsa isa = NativeIsa::with(true, 0, true);
+  isa.k_blocks = k_blocks;
+  return isa;
+}
+
+TEST(NativeConvKBlocks, MatchesTheDirectConvAndTheUnblockedKernel) {
+  if (!nn::cpu::native_avx512_enabled()) GTEST_SKIP() << "no AVX-512";
+  pthreadpool_t pool = pthreadpool_create(2);
+  // {h, w, in_c, out_c, kernel, stride, groups}: a 7x7 map's 1x1 conv (49 rows: 48 + 1) and
+  // its 3x3 conv (im2col rows), 8 x 9 (72 rows: a 64-row chunk and 8), 1x1 on 5 x 7 (35:
+  // 32 + 2 + 1) and 1 x 23 (16 + 4 + 2 + 1), a strided 1x1, 3x3 rows read in place (three
+  // tiles in one call) and through edge strips (6 x 40), 16 output channels (16-wide
+  // panels), 33, 40 and 48 (a last 32-wide panel with 1, 8 or 16 valid columns), a grouped
+  // 1x1 and 3x3, a 3 x 4 map (12 rows: not blocked), 400 input channels (slices of unequal
+  // length) and a 3x3 conv on 200 (k 1800, many slices).
+  const uint32_t cases[][7] = {{7, 7, 512, 64, 1, 1, 1},   {7, 7, 64, 96, 3, 1, 1},  {8, 9, 300, 48, 1, 1, 1},
+                               {5, 7, 256, 40, 1, 1, 1},   {1, 23, 400, 33, 1, 1, 1}, {13, 11, 260, 64, 1, 2, 1},
+                               {6, 40, 80, 32, 3, 1, 1},  {9, 9, 700, 16, 1, 1, 1}, {7, 7, 512, 128, 1, 1, 2},
+                               {6, 10, 192, 64, 3, 1, 2}, {3, 4, 512, 32, 1, 1, 1}, {7, 7, 200, 64, 3, 1, 1}};
+  const Stage stages[] = {Stage::kNone, Stage::kRelu6, Stage::kHardSwish, Stage::kResidual};
+  uint32_t seed = 31;
+  size_t blocked = 0;
+  for (const auto& c : cases)
+    for (Stage stage : stages) {
+      const NativeConvShape s = shape_of(c[0], c[1], c[2], c[3], c[4], c[5], c[6]);
+      SCOPED_TRACE(std::to_string(c[0]) + "x" + std::to_string(c[1]) + " " + std::to_string(c[2]) + "->" +
+                   std::to_string(c[3]) + " kernel " + std::to_string(c[4]) + " stride " + std::to_string(c[5]) +
+                   " groups " + std::to_string(c[6]) + " stage " + std::to_string(int(stage)));
+      nn_test::NativeConvData d;
+      const size_t k = size_t(c[4]) * c[4] * (s.in_c / s.groups);
+      d.input = nn_test::random_floats(size_t(s.in_h) * s.in_w * s.in_c, seed++, -1.f, 1.f);
+      d.filter = nn_test::random_floats(size_t(s.out_c) * k, seed++, -1.f, 1.f);
+      d.bias = nn_test::random_floats(s.out_c, seed++, -1.f, 1.f);
+      const size_t n = size_t(s.out_h) * s.out_w * s.out_c;
+      d.residual = nn_test::random_floats(n, seed++, -2.f, 2.f);
+      const Epilogue e = epilogue_of(stage);
+      const std::vector<float> want = nn_test::direct_conv(s, d, e);
+      NativeConv on(s, d.filter.data(), d.bias.data(), e, avx512_isa(true));
+      NativeConv off(s, d.filter.data(), d.bias.data(), e, avx512_isa(false));
+      ASSERT_TRUE(on.ok() && off.ok());
+      // Blocked where a panel (16 or 32 columns wide) outgrows half of L1.
+      const size_t width = s.out_c / s.groups > 16 ? 32 : 16;
+      EXPECT_EQ(on.k_block() > 0, k * width * sizeof(float) > nn::cpu::l1d_bytes() / 2);
+      EXPECT_EQ(off.k_block(), 0u);
+      blocked += on.k_block() > 0;
+      const std::vector<float> base = nn_test::run_native(off, d, e, n, nullptr);
+      for (pthreadpool_t p : {pthreadpool_t(nullptr), pool}) {
+        const std::vector<float> got = nn_test::run_native(on, d, e, n, p);
+        double worst = 0;
+        for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(double(got[i]) - want[i]));
+        EXPECT_LE(worst, 2e-5 * std::sqrt(double(k))) << (p ? "2 threads" : "1 thread");
+        EXPECT_EQ(got, base) << (p ? "2 threads" : "1 thread") << ": not the unblocked kernel's bits";
+      }
+    }
+  // The shapes above are deep enough to be blocked on any L1 up to 64 KB.
+  if (nn::cpu::l1d_bytes() <= (size_t(64) << 10)) {
+    EXPECT_GE(blocked, 10u * 4);
+  }
+  pthreadpool_destroy(pool);
+}
+
+// PackedGemm (NativeWinograd's GEMMs) blocks its panels the same way: against a GEMM in
+// double, and the same bits as unblocked, on m = 37 rows (a 64-row chunk's 32 + 4 + 1)
+// and 80 (64 + 16), k deep enough to block, n 16 (16-wide panels), 40 and 70 (32-wide).
+TEST(NativeConvKBlocks, PackedGemmMatchesTheUnblockedOne) {
+  if (!nn::cpu::native_avx512_enabled()) GTEST_SKIP() << "no AVX-512";
+  const size_t count = 2;
+  uint32_t seed = 71;
+  for (size_t k : {size_t(300), size_t(900)})
+    for (size_t n : {size_t(16), size_t(40), size_t(70)})
+      for (size_t m : {size_t(37), size_t(80)}) {
+        SCOPED_TRACE("k " + std::to_string(k) + " n " + std::to_string(n) + " m " + std::to_string(m));
+        const std::vector<float> b = nn_test::random_floats(count * k * n, seed++, -1.f, 1.f);
+        const std::vector<float> a = nn_test::random_floats(m * k, seed++, -1.f, 1.f);
+        nn::cpu::PackedGemm on(count, k, n, b.data(), avx512_isa(true));
+        nn::cpu::PackedGemm off(count, k, n, b.data(), avx512_isa(false));
+        ASSERT_TRUE(on.ok() && off.ok());
+        for (size_t i = 0; i < count; ++i) {
+          std::vector<float> got(m * n, -7.f), base(m * n, -7.f);
+          on.multiply(i, m, a.data(), k, got.data(), n);
+          off.multiply(i, m, a.data(), k, base.data(), n);
+          double worst = 0;
+          for (size_t r = 0; r < m; ++r)
+            for (size_t c = 0; c < n; ++c) {
+              double want = 0;
+              for (size_t q = 0; q < k; ++q) want += double(a[r * k + q]) * b[(i * k + q) * n + c];
+              worst = std::max(worst, std::abs(got[r * n + c] - want));
+            }
+          EXPECT_LE(worst, 2e-5 * std::sqrt(double(k)));
+          EXPECT_EQ(got, base) << "not the unblocked GEMM's bits";
+        }
+      }
+}
+
+TEST(NativeConvKBlocks, TheSwitchNamesTheKernelAndBothMatchTheReference) {
+  if (!nn::cpu::native_avx512_enabled()) GTEST_SKIP() << "no AVX-512";
+  Built b;  // 1x1 conv 512 -> 64 on 7x7 with RELU6 (blocked), then a 3x3 conv 64 -> 16 (k 576 x 16 wide:
+            // blocked only on an L1 below 72 KB), then a 1x1 conv 16 -> 48 (never)
+  uint32_t x = b.input({1, 7, 7, 512});
+  uint32_t y = b.op(T::CONV_2D, {x, b.constant({64, 1, 1, 512}, 3), b.constant({64}, 4), b.i32(0), b.i32(0),
+                                 b.i32(0), b.i32(0), b.i32(1), b.i32(1), b.i32(3), b.boolean(false)});
+  uint32_t z = b.op(T::CONV_2D, {y, b.constant({16, 3, 3, 64}, 5), b.constant({16}, 6), b.i32(1), b.i32(1),
+                                 b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(0), b.boolean(false)});
+  b.output(b.op(T::CONV_2D, {z, b.constant({48, 1, 1, 16}, 7), b.constant({48}, 8), b.i32(0), b.i32(0), b.i32(0),
+                             b.i32(0), b.i32(1), b.i32(1), b.i32(0), b.boolean(false)}));
+  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+  nn::CpuOptions on, off;
+  off.k_blocks = false;
+  EXPECT_EQ(nn_test::cpu_kernel_of(b.model, on, "op 0"), "native conv AVX-512, k-blocked");
+  EXPECT_EQ(nn_test::cpu_kernel_of(b.model, off, "op 0"), "native conv AVX-512");
+  EXPECT_EQ(nn_test::cpu_kernel_of(b.model, on, "op 2"), "native conv AVX-512");
+  // AVX2 convs are never blocked.
+  nn::CpuOptions avx2;
+  avx2.avx512 = false;
+  EXPECT_EQ(nn_test::cpu_kernel_of(b.model, avx2, "op 0"), "native conv AVX2");
+  for (const nn::CpuOptions& cpu : {on, off})
+    for (int threads : {1, 2}) {
+      nn::SessionOptions o;
+      o.delegates = {"cpu"};
+      o.cpu = cpu;
+      o.threads = threads;
+      EXPECT_LE(nn_test::compare_with_reference(b.model, o).max_rel_error, 1e-4) << threads << " threads";
+    }
+}
+
+}  // namespace
