@@ -157,8 +157,9 @@ class Int8AddMath {
     // plus the folded constant must fit in int32.
     const int64_t half = fo.right > 0 ? int64_t{1} << (fo.right - 1) : 0;
     const int64_t folded = half + int64_t{lanes_.zo} * (int64_t{1} << fo.right);
-    lanes_.out_folded = (int64_t{1} << 30) + folded * (int64_t{1} << 31);
     lanes_.out_short = (int64_t{1} << (28 + fo.left)) + 2 + std::abs(folded) < (int64_t{1} << 31);
+    // Only the short stage reads the constant; past it the product would overflow.
+    lanes_.out_folded = lanes_.out_short ? (int64_t{1} << 30) + folded * (int64_t{1} << 31) : 0;
     avx512_ = simd && avx512_int8(isa);
     avx2_ = simd && !avx512_ && native_conv_supported();
   }

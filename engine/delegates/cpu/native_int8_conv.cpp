@@ -204,11 +204,13 @@ struct ChannelRequant {
       threshold[j] = mask[j] >> 1;
       const int64_t half = right[j] > 0 ? int64_t{1} << (right[j] - 1) : 0;
       const int64_t pre_shift = half + int64_t{zo} * (int64_t{1} << right[j]);  // added to h
+      // Where it passes 2^31 the short form is off and the constant unused; it would overflow.
+      const bool fits = std::abs(pre_shift) < (int64_t{1} << 31);
       (j % 2 ? folded_odd : folded_even)[j / 16 * 8 + j % 16 / 2] =
-          (int64_t{1} << 30) + pre_shift * (int64_t{1} << 31);
+          fits ? (int64_t{1} << 30) + pre_shift * (int64_t{1} << 31) : 0;
       if (right[j] > 0) negative_rounds[j / 16] |= uint16_t(1u << (j % 16));
       const int64_t h_most = acc_bound[j] + 2;  // |h| <= |x| + 1 (m < 2^31)
-      if (h_most + std::abs(pre_shift) + 1 >= (int64_t{1} << 31)) short_form = false;
+      if (!fits || h_most + std::abs(pre_shift) + 1 >= (int64_t{1} << 31)) short_form = false;
     }
   }
   int8_t scalar(int32_t acc, size_t j) const {
