@@ -26,15 +26,8 @@ using nn::cpu::NativeIsa;
 using T = nn::OperationType;
 using Built = nn_test::TestModel;
 
-enum class Stage { kNone, kRelu6, kHardSwish, kResidual };
-
-Epilogue epilogue_of(Stage s) {
-  Epilogue e;
-  if (s == Stage::kRelu6) e.lo = 0.f, e.hi = 6.f;
-  if (s == Stage::kHardSwish) e.hard_swish = true;
-  if (s == Stage::kResidual) e.residual = true, e.res_lo = -1.f, e.res_hi = 1.5f;
-  return e;
-}
+using nn_test::epilogue_of;
+using nn_test::Stage;
 
 using Data = nn_test::NativeConvData;
 

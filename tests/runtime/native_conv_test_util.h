@@ -17,6 +17,17 @@
 
 namespace nn_test {
 
+// The epilogues the conv kernels' tests run each shape with.
+enum class Stage { kNone, kRelu6, kHardSwish, kResidual };
+
+inline nn::cpu::Epilogue epilogue_of(Stage s) {
+  nn::cpu::Epilogue e;
+  if (s == Stage::kRelu6) e.lo = 0.f, e.hi = 6.f;
+  if (s == Stage::kHardSwish) e.hard_swish = true;
+  if (s == Stage::kResidual) e.residual = true, e.res_lo = -1.f, e.res_hi = 1.5f;
+  return e;
+}
+
 struct NativeConvData {
   std::vector<float> input, filter, bias, residual;
 };
