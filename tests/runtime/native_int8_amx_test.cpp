@@ -16,6 +16,7 @@
 #include "delegates/cpu/native_int8.h"
 #include "nn/ir/model.h"
 #include "nn/runtime/session.h"
+#include "int8_test_util.h"
 
 namespace nn {
 namespace {
@@ -92,18 +93,7 @@ std::shared_ptr<Model> conv_model(const Shape& s, uint32_t seed) {
 
 std::vector<int8_t> run(const std::shared_ptr<Model>& m, const std::vector<int8_t>& x, const char* delegate,
                         const CpuOptions& cpu, int threads, std::string* kernel) {
-  SessionOptions so;
-  so.delegates = {delegate};
-  so.cpu = cpu;
-  so.threads = threads;
-  auto s = Session::open(m, so);
-  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
-  if (!s.is_ok()) return {};
-  EXPECT_TRUE((*s)->set_input(0, x.data(), x.size()).is_ok());
-  EXPECT_TRUE((*s)->run().is_ok());
-  const auto* o = static_cast<const int8_t*>((*s)->output_data(0));
-  if (kernel) *kernel = (*s)->kernels().empty() ? "" : (*s)->kernels().at(0).kernel;
-  return std::vector<int8_t>(o, o + num_elements(m->operands[m->outputs[0]].dims));
+  return nn_test::run(m, {x}, delegate, cpu, threads, kernel);
 }
 
 // Inputs over all of int8, a fifth of them at its ends.

@@ -54,21 +54,7 @@ std::vector<std::vector<int8_t>> input_at_the_ends(size_t bytes, size_t a, size_
   return x;
 }
 
-std::vector<int8_t> run(const std::shared_ptr<Model>& m, const std::vector<std::vector<int8_t>>& x,
-                        const char* delegate, const CpuOptions& cpu, int threads, std::string* kernel) {
-  SessionOptions so;
-  so.delegates = {delegate};
-  so.cpu = cpu;
-  so.threads = threads;
-  auto s = Session::open(m, so);
-  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
-  if (!s.is_ok()) return {};
-  for (size_t i = 0; i < x.size(); ++i) EXPECT_TRUE((*s)->set_input(i, x[i].data(), x[i].size()).is_ok());
-  EXPECT_TRUE((*s)->run().is_ok());
-  const auto* o = static_cast<const int8_t*>((*s)->output_data(0));
-  if (kernel) *kernel = (*s)->kernels().empty() ? "" : (*s)->kernels().at(0).kernel;
-  return std::vector<int8_t>(o, o + num_elements(m->operands[m->outputs[0]].dims));
-}
+using nn_test::run;
 
 // Runs the one-op model `m` on seeded random int8 inputs: reference vs cpu with the native
 // int8 kernels (AVX-512 where the CPU has it, then AVX2 with AVX-VNNI where it has that, then

@@ -2,10 +2,16 @@
 // native int8 kernels' forms a test can expect to run).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 #include <utility>
 
 #include "nn/ir/model.h"
+#include "nn/runtime/session.h"
 
 namespace nn_test {
 
@@ -37,5 +43,23 @@ inline bool has_avx512_int8() {
 inline bool has_avx512_vnni() { return has_avx512_int8() && NN_TEST_CPU_HAS("avx512vnni"); }
 inline bool has_avx512_vbmi() { return NN_TEST_CPU_HAS("avx512vbmi"); }
 #undef NN_TEST_CPU_HAS
+
+
+// Runs `m` once on one delegate with inputs x; its output 0, and the first step's kernel.
+inline std::vector<int8_t> run(const std::shared_ptr<nn::Model>& m, const std::vector<std::vector<int8_t>>& x,
+                        const char* delegate, const nn::CpuOptions& cpu, int threads, std::string* kernel) {
+  nn::SessionOptions so;
+  so.delegates = {delegate};
+  so.cpu = cpu;
+  so.threads = threads;
+  auto s = nn::Session::open(m, so);
+  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+  if (!s.is_ok()) return {};
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_TRUE((*s)->set_input(i, x[i].data(), x[i].size()).is_ok());
+  EXPECT_TRUE((*s)->run().is_ok());
+  const auto* o = static_cast<const int8_t*>((*s)->output_data(0));
+  if (kernel) *kernel = (*s)->kernels().empty() ? "" : (*s)->kernels().at(0).kernel;
+  return std::vector<int8_t>(o, o + nn::num_elements(m->operands[m->outputs[0]].dims));
+}
 
 }  // namespace nn_test
