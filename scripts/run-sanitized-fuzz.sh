@@ -2,9 +2,10 @@
 # Builds the mutation fuzz test with AddressSanitizer + UndefinedBehaviorSanitizer
 # (-DNN_SANITIZE=ON) in build-asan/ and runs it: >= 1000 mutated .nnapi, .tflite and .onnx
 # files each through the readers, then the CPU delegate op tests and the whole-model tests
-# (nnpipe's native kernels), the libFuzzer targets replayed on their regression inputs, and
-# a fixed-time libFuzzer slice of each target (bench/fuzz.sh --time); any sanitizer report
-# or fuzzer finding fails the run.
+# (nnpipe's native kernels), the native kernels' own tests (tests/runtime/native_*_test but
+# Winograd's: int8, AMX, k-blocked and grouped convs at odd sizes), the libFuzzer targets
+# replayed on their regression inputs, and a fixed-time libFuzzer slice of each target
+# (bench/fuzz.sh --time); any sanitizer report or fuzzer finding fails the run.
 # Called by scripts/test.sh. Env: NN_FUZZ_ITERATIONS (default 1000 per real seed),
 # NN_FUZZ_SEED, NN_ASAN_BUILD_DIR (default <root>/build-asan), JOBS (default 2),
 # NN_FUZZ_SLICE_SECONDS (default 20 per libFuzzer target; 0 skips the slice).
@@ -20,8 +21,16 @@ mkdir -p "$build"  # its configure log lives inside it, with the other build out
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNN_SANITIZE=ON \
   -DNN_BUILD_PLUGINS=OFF -DNN_BUILD_BENCH=OFF -DNN_BUILD_TESTS=ON >"$build/configure.log" 2>&1 \
   || { cat "$build/configure.log"; exit 1; }
+# The native kernels' tests, one binary per tests/runtime/native_*_test.cpp, but the Winograd
+# test: its double-precision reference convs take a minute unsanitized (Winograd's tiles run
+# under the sanitizers in the op and whole-model tests).
+native_tests=()
+for src in "$root"/tests/runtime/native_*_test.cpp; do
+  name="$(basename "$src" .cpp)"
+  [ "$name" = native_winograd_test ] || native_tests+=("$name")
+done
 echo "[sanitized-fuzz] building mutation_fuzz_test and the CPU delegate tests"
-cmake --build "$build" --target mutation_fuzz_test cpu_delegate_ops_test whole_model_test \
+cmake --build "$build" --target mutation_fuzz_test cpu_delegate_ops_test whole_model_test "${native_tests[@]}" \
   fuzz_replay_nnapi_reader fuzz_replay_tflite_import fuzz_replay_onnx_import -j "$jobs"
 
 # halt_on_error: the first report fails the run. Leak checking stays on where the
@@ -35,7 +44,7 @@ status=0
 ./tests/fuzz/mutation_fuzz_test --gtest_color=no || status=$?
 # The CPU delegate's native kernels index raw buffers (tails, padding taps, arena slots):
 # every op at odd sizes and the four real models, under the same sanitizers.
-for t in cpu_delegate_ops_test whole_model_test; do
+for t in cpu_delegate_ops_test whole_model_test "${native_tests[@]}"; do
   echo "[sanitized-fuzz] $t"
   ./tests/$t --gtest_color=no --gtest_brief=1 || status=$?
 done
