@@ -353,3 +353,115 @@ TEST(NativeWinograd, PanelSplitSwitchPicksTheKernel) {
     EXPECT_LE(nn_test::compare_with_reference(b.model, o, -1.f, 1.f, 7, 1.0).max_rel_error, 1e-4);
   }
 }
+
+namespace {
+
+NativeConvShape square(uint32_t size, uint32_t in_c, uint32_t out_c) {
+  NativeConvShape s = shape_of({size, size, in_c, out_c, true, Stage::kNone});
+  s.batch = 1;
+  return s;
+}
+
+NativeIsa rule_isa(bool avx512) {  // the rule reads only the ISA's micro-tile rows
+  NativeIsa isa;
+  isa.avx512 = avx512;
+  return isa;
+}
+
+}  // namespace
+
+// winograd_choice on the zoo's small maps (bench/README.md, "F(2x2) on small maps"): 4, 2
+// or 0 (the direct conv) per shape, threads and ISA; with F(2x2) off, winograd_pays' F(4x4).
+TEST(NativeWinograd, ChoiceOnSmallMaps) {
+  using nn::cpu::winograd_choice;
+  const NativeIsa avx512 = rule_isa(true), avx2 = rule_isa(false);
+  // 7x7 512 -> 512 (resnet): F(2x2) on 1 thread; at 2 the AVX-512 direct conv, AVX2's F(2x2)
+  // splitting its panels.
+  const NativeConvShape deep = square(7, 512, 512);
+  EXPECT_EQ(winograd_choice(deep, 1, true, avx512), 2u);
+  EXPECT_EQ(winograd_choice(deep, 1, true, avx2), 2u);
+  EXPECT_EQ(winograd_choice(deep, 2, true, avx512), 0u);
+  EXPECT_EQ(winograd_choice(deep, 2, true, avx2), 2u);
+  EXPECT_EQ(winograd_choice(deep, 2, false, avx2), 0u);
+  EXPECT_EQ(winograd_choice(square(8, 448, 384), 1, true, avx512), 2u);  // inception_v3
+  EXPECT_EQ(winograd_choice(square(8, 448, 384), 2, true, avx512), 0u);
+  // 7x7 160 -> 320 (googlenet): F(4x4) before; the direct conv on AVX-512, F(2x2) on AVX2.
+  const NativeConvShape mid = square(7, 160, 320);
+  EXPECT_EQ(winograd_choice(mid, 1, true, avx512, false), 4u);
+  EXPECT_EQ(winograd_choice(mid, 1, true, avx512), 0u);
+  EXPECT_EQ(winograd_choice(mid, 1, true, avx2), 2u);
+  EXPECT_EQ(winograd_choice(mid, 2, true, avx2), 0u);
+  // Below 6144 pairs AVX2 keeps winograd_pays (densenet's 128 -> 32 at 7x7).
+  EXPECT_EQ(winograd_choice(square(7, 128, 32), 1, true, avx2), 4u);
+  EXPECT_EQ(winograd_choice(square(7, 128, 32), 1, true, avx512), 0u);
+  // 14x14: F(4x4) on 1 thread; at 2, F(2x2), but the AVX-512 direct conv for 256 -> 256.
+  const NativeConvShape r14 = square(14, 256, 256), g14 = square(14, 128, 256);
+  for (const NativeIsa& isa : {avx512, avx2}) {
+    EXPECT_EQ(winograd_choice(r14, 1, true, isa), 4u);
+    EXPECT_EQ(winograd_choice(g14, 1, true, isa), 4u);
+    EXPECT_EQ(winograd_choice(g14, 2, true, isa), 2u);
+    EXPECT_EQ(winograd_choice(g14, 2, true, isa, false), 4u);
+    EXPECT_EQ(winograd_choice(square(14, 512, 512), 2, true, isa), 2u);  // F(2x2)'s panels split
+    // 28x28 and larger: F(4x4) as before.
+    EXPECT_EQ(winograd_choice(square(28, 128, 128), 1, true, isa), 4u);
+    EXPECT_EQ(winograd_choice(square(28, 128, 128), 2, true, isa), 4u);
+  }
+  EXPECT_EQ(winograd_choice(r14, 2, true, avx512), 0u);
+  EXPECT_EQ(winograd_choice(r14, 2, true, avx2), 2u);
+  EXPECT_EQ(winograd_choice(r14, 2, true, avx512, false), 4u);
+  // Where F(4x4) splits its panels and F(2x2) would not, F(4x4) (384 -> 384 at 14x14).
+  EXPECT_EQ(winograd_choice(square(14, 384, 384), 2, true, avx512), 4u);
+  EXPECT_EQ(winograd_choice(square(14, 384, 384), 2, true, avx2), 4u);
+}
+
+// F(2x2) on the shapes winograd_choice now gives it: deep filters on 7x7 and 8x8 maps (the
+// 512 -> 512 one with its panels split on 2 threads) and 14x14; within F(2x2)'s bound, and 2
+// threads give 1 thread's bits.
+TEST(NativeWinograd, F2MatchesTheDirectConvOnSmallDeepMaps) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  const std::vector<Case> cases = {{7, 7, 512, 512, true, Stage::kResidualRelu},
+                                   {8, 8, 448, 384, true, Stage::kRelu},
+                                   {14, 14, 256, 256, true, Stage::kResidual}};
+  for (const NativeIsa& isa : isas()) {
+    const double worst = check_cases(cases, isa, 2, 2e-6);
+    std::printf("F(2x2,3x3) %s small deep maps: worst relative error %.2e\n", isa.avx512 ? "AVX-512" : "AVX2",
+                worst);
+  }
+}
+
+// CpuOptions::winograd_f2 in the delegate: a 7x7 384 -> 384 conv runs F(2x2) on 1 thread
+// (off: the direct conv, winograd_pays wanting more tiles), a 14x14 128 -> 256 conv F(2x2) on
+// 2 threads (off: F(4x4)); both choices match the reference kernels.
+TEST(NativeWinograd, F2SwitchPicksTheKernel) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
+  using T = nn::OperationType;
+  struct Conv {
+    uint32_t size, in_c, out_c;
+    int threads;
+    const char* off_kernel;
+  };
+  for (const Conv& c : {Conv{7, 384, 384, 1, "native conv"}, Conv{14, 128, 256, 2, "native winograd F(4x4,3x3)"}}) {
+    nn_test::TestModel b;
+    const uint32_t x = b.input({1, c.size, c.size, c.in_c});
+    const uint32_t w = b.constant({c.out_c, 3, 3, c.in_c}, 8, -0.05f, 0.05f), bias = b.constant({c.out_c}, 9);
+    b.output(b.op(T::CONV_2D, {x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1)}));
+    ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+    for (bool avx512 : {false, true}) {
+      if (avx512 && !has_avx512()) continue;
+      nn::CpuOptions on, off;
+      on.avx512 = off.avx512 = avx512;
+      off.winograd_f2 = false;
+      const std::string with = kernel_of(b.model, on, c.threads), without = kernel_of(b.model, off, c.threads);
+      EXPECT_EQ(with.rfind("native winograd F(2x2,3x3)", 0), 0u) << with;
+      EXPECT_EQ(without.rfind(c.off_kernel, 0), 0u) << without;
+      EXPECT_EQ(without.find("F(2x2"), std::string::npos) << without;
+      for (const nn::CpuOptions& cpu : {on, off}) {
+        nn::SessionOptions o;
+        o.delegates = {"cpu"};
+        o.cpu = cpu;
+        o.threads = c.threads;
+        EXPECT_LE(nn_test::compare_with_reference(b.model, o, -1.f, 1.f, 7, 1.0).max_rel_error, 1e-4);
+      }
+    }
+  }
+}

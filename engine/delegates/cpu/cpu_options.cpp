@@ -38,6 +38,7 @@ CpuOptions CpuOptions::from_environment() {
   o.drop_dead_taps = !set("NN_NO_DEAD_TAPS");
   o.winograd = !set("NN_NO_WINOGRAD");
   o.winograd_panel_split = !set("NN_NO_WINOGRAD_SPLIT");
+  o.winograd_f2 = !set("NN_NO_WINOGRAD_F2");
   o.native_int8 = !set("NN_NO_NATIVE_INT8");
   o.avx_vnni = !set("NN_NO_AVX_VNNI");
   o.amx = !set("NN_NO_AMX");

@@ -265,7 +265,7 @@ std::pair<const float*, const float*> conv_weights(const Model& m, const Operati
 std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind kind,
                                          const StaticLookup& statics, const Epilogue& epilogue,
                                          const NativeIsa& isa, bool dead_taps, const Dims* at_size,
-                                         int winograd_threads, bool winograd_split) {
+                                         int winograd_threads, bool winograd_split, bool winograd_f2) {
   const Operation& op = m.operations[k];
   std::string why;
   if (kind == NativeKind::kAddMean) {  // an ADD; the mean's output shape follows from its input
@@ -286,8 +286,11 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
     case NativeKind::kConv: {
       std::vector<float> live;
       if (dead_taps && drop_dead_taps(&s, weights, &live)) weights = live.data();
-      if (winograd_threads > 0 && s.groups == 1 && winograd_pays(s, winograd_threads, winograd_split))
-        return std::make_unique<NativeWinograd>(s, weights, bias, epilogue, size_t(winograd_threads), 4, isa,
+      const uint32_t tile =
+          winograd_threads > 0 && s.groups == 1 ? winograd_choice(s, winograd_threads, winograd_split, isa, winograd_f2)
+                                                : 0;
+      if (tile != 0)
+        return std::make_unique<NativeWinograd>(s, weights, bias, epilogue, size_t(winograd_threads), tile, isa,
                                                 winograd_split);
       return std::make_unique<NativeConv>(s, weights, bias, epilogue, isa);
     }

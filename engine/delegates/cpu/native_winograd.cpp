@@ -383,4 +383,37 @@ bool winograd_pays(const NativeConvShape& s, int threads, bool panel_split) {
          tiles * 16384 >= in_c * out_c * sharing;
 }
 
+uint32_t winograd_choice(const NativeConvShape& s, int threads, bool panel_split, const NativeIsa& isa, bool f2) {
+  const bool f4 = winograd_pays(s, threads, panel_split);
+  const size_t in_c = s.in_c, out_c = s.out_c, pairs = in_c * out_c;
+  if (!f2 || !NativeWinograd::supports(s) || in_c < 16 || out_c < 16 || (out_c < 32 && in_c > 32))
+    return f4 ? 4 : 0;
+  const size_t t = size_t(std::max(1, threads)), rows = NativeConv::tile_pixels(isa);
+  const size_t tiles4 = size_t(s.batch) * ((s.out_h + 3) / 4) * ((s.out_w + 3) / 4);
+  // F(2x2)'s threads split its filters' panels: each filter byte read once per run.
+  const bool split2 = panel_split && filters_outweigh_tiles(s, 2);
+  // Fewer F(4x4) tiles per thread than a micro-tile has rows (7x7 and 8x8 maps): F(4x4)'s
+  // GEMMs run part empty and lost to the direct conv by 1.3-3x (AVX-512; filters cold).
+  // F(2x2)'s 16 tiles fill them: on one thread it beat the k-blocked AVX-512 direct conv only
+  // for deep filters (512 -> 512, 448 -> 384; tied at 256 -> 256, lost at 192 -> 384), the
+  // AVX2 direct conv from 48 -> 128 up. At 2 threads the direct conv won, but for F(2x2)
+  // with split panels on AVX2 (512 -> 512).
+  if (tiles4 < rows * t) {
+    if (t == 1) {
+      if (pairs >= (isa.avx512 ? size_t(131072) : size_t(6144))) return 2;
+      return isa.avx512 ? 0 : f4 ? 4 : 0;
+    }
+    return split2 && !isa.avx512 ? 2 : 0;
+  }
+  // At 2+ threads, fewer than two micro-tiles of F(4x4) tiles per thread (13x13 and 14x14
+  // maps) in blocks of tiles: each thread's blocks stream all of F(4x4)'s filters (36 in_c
+  // out_c floats, from memory); F(2x2)'s are 2.25x smaller and its 49 tiles fill the GEMMs.
+  // Wide filters the k-blocked AVX-512 direct conv reads once, fastest of the three (256 ->
+  // 256). Where F(4x4) splits its panels, F(2x2) must too (384 -> 384: F(4x4) split won).
+  const bool split4 = panel_split && filters_outweigh_tiles(s, 4);
+  if (f4 && t > 1 && tiles4 < 2 * rows * t && (!split4 || split2))
+    return isa.avx512 && !split2 && pairs >= 65536 ? 0 : 2;
+  return f4 ? 4 : 0;
+}
+
 }  // namespace nn::cpu

@@ -61,4 +61,12 @@ class NativeWinograd final : public NativeOp {
 // pairs whatever the threads where they split the filters' panels (panel_split).
 bool winograd_pays(const NativeConvShape& s, int threads, bool panel_split = true);
 
+// The kernel for a dense 3x3 stride-1 conv: 4 (F(4x4, 3x3)), 2 (F(2x2, 3x3)) or 0 (the
+// direct conv). winograd_pays' F(4x4), except on maps with few 4x4 tiles per thread (7x7 and
+// 8x8; at 2+ threads 13x13 and 14x14), where F(2x2) or the direct conv won per ISA and
+// thread count (nnwinograd --copies, filters cold; bench/README.md). f2 off: winograd_pays
+// alone (CpuOptions::winograd_f2).
+uint32_t winograd_choice(const NativeConvShape& s, int threads, bool panel_split, const NativeIsa& isa,
+                         bool f2 = true);
+
 }  // namespace nn::cpu

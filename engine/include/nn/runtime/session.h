@@ -105,6 +105,10 @@ struct CpuOptions {
   // filter byte is read once per run; off: blocks of tiles, each streaming all the filters
   // (and at 2+ threads such convs go to the direct conv). NN_NO_WINOGRAD_SPLIT=1.
   bool winograd_panel_split = true;
+  // On small maps, whose few 4x4 tiles leave F(4x4)'s GEMMs part empty and read its filters
+  // per few tiles, F(2x2, 3x3) or the direct conv as winograd_choice picks per shape, threads
+  // and ISA; off: winograd_pays alone (F(4x4) or the direct conv). NN_NO_WINOGRAD_F2=1.
+  bool winograd_f2 = true;
   // FULLY_CONNECTED over at least a micro-tile of rows (ConvNeXt's and transformers' MLPs
   // over every pixel) on the native 1x1 conv kernel; off: XNNPACK. NN_NO_NATIVE_FC=1.
   bool native_fully_connected = true;
