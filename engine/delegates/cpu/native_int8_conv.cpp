@@ -645,7 +645,8 @@ class Int8Gemm {
   // Rows [r0, r1) on AMX, 32 rows (two x tiles) at a time against 32 columns (two w tiles):
   // four accumulator tiles over k in steps of 64 bytes, read in place (row stride k_). The
   // bytes of k past its last full 64 come from a zero-padded copy (the packed w is zero
-  // there), as do all of a last block of fewer than 32 rows: no tile reads past x's rows.
+  // there), as do all of a last block of fewer than 32 rows where [r0, r1) holds fewer than 32
+  // (else that block is the last 32 rows, in place): no tile reads outside [r0, r1).
   NN_TARGET_VNNI void rows_amx(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
     const AmxTiles tiles;
     const size_t full = k_ / 64, tail = k_ % 64, k64 = amx_steps_ * 64;
