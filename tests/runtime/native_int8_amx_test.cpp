@@ -2,9 +2,10 @@
 // against the reference kernels: every output byte equal, on shapes that reach each of its
 // edges (rows not a multiple of 16 or 32, k not a multiple of 64 or of 4, n not a multiple of
 // 16 or 32, input zero points other than 0, -128 in x and w, RELU / RELU6 ranges), 1 and 2
-// threads; the kernel text says AMX where NativeIsa::amx and the shape rule
-// (amx_int8_conv_pays) choose it, and CpuOptions::amx off gives the VNNI form. Skips where
-// the CPU or the OS give no AMX.
+// threads, a task's short last block read in place and through a zero-padded copy
+// (CpuOptions::amx_in_place_tail); the kernel text says AMX where NativeIsa::amx and the
+// shape rule (amx_int8_conv_pays) choose it, and CpuOptions::amx off gives the VNNI form.
+// Skips where the CPU or the OS give no AMX.
 #include <gtest/gtest.h>
 
 #include <iterator>
@@ -106,14 +107,18 @@ std::vector<int8_t> input(size_t n, uint32_t seed) {
 
 // Tasks of 64 rows here. Rows: 143 = 64 + 64 + 15 (a last block of one tile row), 81 = 64 +
 // 17 (two tile rows, the second of one pixel), 90 = 64 + 26, 72 = 64 + 8, 128 (whole
-// blocks). k: 72, 200 (64-byte steps and a tail of 8), 64 (no tail), 216 and 360 (3x3
-// windows: tails of 24 and 40), 160 and 96 (tails of 32), 13 (below the rule: VNNI). n: 40
-// and 48 (two tiles and a lone one), 17 (a tile of one column), 64, 96, 160, 32.
+// blocks); tasks of 32-63 rows, whose last short block is the task's last 32 rows read in
+// place: 49 = 32 + 17 (1x1 and 3x3 windows), 36 = 32 + 4. k: 72, 200 (64-byte steps and a
+// tail of 8), 64 (no tail), 216 and 360 (3x3 windows: tails of 24 and 40), 160 and 96 (tails
+// of 32), 13 (below the rule: VNNI). n: 40 and 48 (two tiles and a lone one), 17 and 33 (a
+// tile of one column), 64, 96, 160, 32.
 const Shape kShapes[] = {
     {13, 11, 72, 40, 1, 1, 37, kNone, true},  {9, 9, 200, 17, 1, 1, -128, kRelu, true},
     {16, 8, 64, 64, 1, 1, 0, kRelu6, false},  {13, 11, 13, 24, 1, 1, 101, kNone, true},
     {19, 17, 24, 96, 3, 2, -5, kRelu6, true}, {11, 13, 160, 48, 1, 1, -17, kNone, false},
     {9, 8, 96, 160, 1, 1, 12, kRelu, true},   {9, 8, 40, 32, 3, 1, 127, kRelu6, true},
+    {7, 7, 160, 40, 1, 1, 5, kRelu6, true},   {6, 6, 200, 33, 1, 1, -9, kNone, false},
+    {7, 7, 24, 64, 3, 1, -128, kRelu, true},
 };
 
 TEST(NativeInt8Amx, ConvGemmOnAmxEqualsTheReference) {
@@ -130,13 +135,16 @@ TEST(NativeInt8Amx, ConvGemmOnAmxEqualsTheReference) {
     const bool amx = cpu::amx_int8_conv_pays(size_t(s.kernel) * s.kernel * s.in_c, s.out_c, rows);
     on_amx += amx;
     const std::string base = s.kernel == 1 ? "native int8 conv 1x1 " : "native int8 conv ";
-    for (bool amx_on : {true, false})
+    for (int form : {0, 1, 2})  // AMX (short last blocks in place), AMX (copied), VNNI
       for (int threads : {1, 2}) {
+        const bool amx_on = form < 2;
         CpuOptions cpu;
         cpu.amx = amx_on;
+        cpu.amx_in_place_tail = form == 0;
         std::string kernel;
         const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
-        const std::string what = describe(s) + ", " + std::to_string(threads) + " threads, " + kernel;
+        const std::string what = describe(s) + ", " + std::to_string(threads) + " threads, " + kernel +
+                                 (form == 1 ? ", short blocks copied" : "");
         EXPECT_EQ(kernel, base + (amx && amx_on ? "AMX" : "AVX-512 VNNI")) << what;
         ASSERT_EQ(got.size(), expected.size()) << what;
         size_t differ = 0;

@@ -1,7 +1,8 @@
 // The CPU delegate's native int8 kernels (delegates/cpu/native_int8.h) against the reference
 // kernels (NNAPI's integer arithmetic), one op at a time: every output byte equal, at 1, 13,
 // 16, 64 and 127 channels (vector tails and full vectors), on 1 and 2 threads, on the AVX-512
-// and the AVX2 forms; each case also checks which kernel ran, and that with
+// and the AVX2 forms (and the convs AMX takes, with CpuOptions::amx on and off where the CPU
+// has it); each case also checks which kernel ran, and that with
 // CpuOptions::native_int8 off the op goes back to XNNPACK or the reference.
 #include <gtest/gtest.h>
 
@@ -56,6 +57,17 @@ std::vector<std::vector<int8_t>> input_at_the_ends(size_t bytes, size_t a, size_
 
 using nn_test::run;
 
+// AMX-INT8 on this CPU and the OS lets this process use it.
+bool amx_here() { return has_avx512_vnni() && cpu::amx_int8_usable(); }
+
+// Whether op 0 of `m`, where AMX is on, is a CONV_2D whose GEMM takes the AMX form.
+bool amx_takes(const Model& m) {
+  if (!amx_here() || m.operations[0].type != T::CONV_2D) return false;
+  const Dims& f = m.operands[m.operations[0].inputs[1]].dims;  // [n][kh][kw][in_c]
+  const Dims& y = m.operands[m.operations[0].outputs[0]].dims;
+  return cpu::amx_int8_conv_pays(size_t(f[1]) * f[2] * f[3], f[0], size_t(y[0]) * y[1] * y[2]);
+}
+
 // Runs the one-op model `m` on seeded random int8 inputs: reference vs cpu with the native
 // int8 kernels (AVX-512 where the CPU has it, then AVX2 with AVX-VNNI where it has that, then
 // plain AVX2; 1 and 2 threads), byte for byte, and with the switch off (`off_kernel`: the
@@ -74,16 +86,20 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
   const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
   ASSERT_FALSE(expected.empty()) << name;
   struct Mode {
-    bool avx512, avx_vnni;
+    bool avx512, avx_vnni, amx;
   };
-  std::vector<Mode> modes = {{true, true}, {false, false}};
-  if (has_avx_vnni()) modes.push_back({false, true});
+  // Where the CPU has AMX, the AVX-512 mode runs with it off too, so the VNNI GEMM stays
+  // covered on the shapes AMX takes.
+  std::vector<Mode> modes = {{true, true, true}, {false, false, false}};
+  if (amx_here()) modes.push_back({true, true, false});
+  if (has_avx_vnni()) modes.push_back({false, true, false});
   for (const Mode mode : modes) {
     const bool avx512 = mode.avx512;
     for (int threads : {1, 2}) {
       CpuOptions cpu = base;
       cpu.avx512 = avx512;
       cpu.avx_vnni = mode.avx_vnni;
+      cpu.amx = base.amx && mode.amx;
       std::string kernel;
       const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
       // The GEMM's and the depthwise conv's AVX-512 forms are VNNI's, else their AVX2 ones
@@ -91,7 +107,8 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
       // are still required).
       const bool gemm = native_kind == "depthwise" || native_kind == "deconv" || native_kind.rfind("conv", 0) == 0;
       const bool wide = avx512 && has_avx512_int8() && (!gemm || has_avx512_vnni());
-      const std::string isa = wide                                      ? " AVX-512"
+      const std::string isa = wide && cpu.amx && amx_takes(*m)            ? " AMX"
+                              : wide                                      ? " AVX-512"
                               : gemm && mode.avx_vnni && has_avx_vnni() ? " AVX-VNNI"
                               : has_avx2()                              ? " AVX2"
                                                                         : "";

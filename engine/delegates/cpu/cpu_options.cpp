@@ -42,6 +42,7 @@ CpuOptions CpuOptions::from_environment() {
   o.native_int8 = !set("NN_NO_NATIVE_INT8");
   o.avx_vnni = !set("NN_NO_AVX_VNNI");
   o.amx = !set("NN_NO_AMX");
+  o.amx_in_place_tail = !set("NN_NO_AMX_IN_PLACE_TAIL");
   o.native_int8_add = set("NN_NATIVE_INT8_ADD");
   o.native_int8_residual = set("NN_NATIVE_INT8_RESIDUAL");
   o.native_int8_logistic = !set("NN_NO_NATIVE_INT8_LOGISTIC");

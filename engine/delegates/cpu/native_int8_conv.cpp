@@ -464,6 +464,7 @@ class Int8Gemm {
 
   // VNNI tiles read x in place when k is a multiple of 4 (tile_vnni), unless `on` is false.
   void read_in_place(bool on) { in_place_ = on && vnni_ && k_ % 4 == 0; }
+  void amx_in_place_tail(bool on) { shift_tail_ = on; }
 
   const char* isa_name() const {
     return amx_    ? "AMX"
@@ -644,18 +645,22 @@ class Int8Gemm {
   // Rows [r0, r1) on AMX, 32 rows (two x tiles) at a time against 32 columns (two w tiles):
   // four accumulator tiles over k in steps of 64 bytes, read in place (row stride k_). The
   // bytes of k past its last full 64 come from a zero-padded copy (the packed w is zero
-  // there), as do all of a last block of fewer than 32 rows: no tile reads past x's rows.
+  // there), as do all of a last block of fewer than 32 rows where [r0, r1) holds fewer than 32
+  // (else that block is the last 32 rows, in place): no tile reads outside [r0, r1).
   NN_TARGET_VNNI void rows_amx(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
     const AmxTiles tiles;
     const size_t full = k_ / 64, tail = k_ % 64, k64 = amx_steps_ * 64;
     thread_local std::vector<int8_t> staged;  // [kAmxRows][k64] (short blocks) or [kAmxRows][64] (k's tail)
     for (size_t r = r0; r < r1; r += kAmxRows) {
       const size_t rows = std::min(kAmxRows, r1 - r);
-      const int8_t* a = x + r * k_;
+      // A last block of fewer than 32 rows in a task of 32 or more: the block of the task's last
+      // 32 rows, read in place, its first `skip` rows (done already) not stored again.
+      const size_t skip = rows < kAmxRows && r1 - r0 >= kAmxRows && shift_tail_ ? kAmxRows - rows : 0;
+      const int8_t* a = x + (r - skip) * k_;
       size_t lda = k_;
       const int8_t* a_tail = a + full * 64;  // the last step's x: [kAmxRows][64 at a_tail_stride]
       size_t a_tail_stride = lda;
-      if (rows < kAmxRows) {
+      if (rows < kAmxRows && !skip) {
         staged.assign(kAmxRows * k64, 0);
         for (size_t q = 0; q < rows; ++q) std::memcpy(staged.data() + q * k64, a + q * k_, k_);
         a = staged.data(), lda = k64, a_tail = a + full * 64, a_tail_stride = k64;
@@ -667,12 +672,12 @@ class Int8Gemm {
       }
       const AmxRows src{a, lda, a_tail, a_tail_stride, full, tail != 0};
       size_t j = 0;
-      if (rows > 16) {
-        for (; j + 16 < n_; j += kAmxCols) block_amx<2, 2>(src, j, rows, out + r * ldo, ldo);
-        if (j < n_) block_amx<2, 1>(src, j, rows, out + r * ldo, ldo);
+      if (rows + skip > 16) {
+        for (; j + 16 < n_; j += kAmxCols) block_amx<2, 2>(src, j, rows, skip, out + r * ldo, ldo);
+        if (j < n_) block_amx<2, 1>(src, j, rows, skip, out + r * ldo, ldo);
       } else {
-        for (; j + 16 < n_; j += kAmxCols) block_amx<1, 2>(src, j, rows, out + r * ldo, ldo);
-        if (j < n_) block_amx<1, 1>(src, j, rows, out + r * ldo, ldo);
+        for (; j + 16 < n_; j += kAmxCols) block_amx<1, 2>(src, j, rows, skip, out + r * ldo, ldo);
+        if (j < n_) block_amx<1, 1>(src, j, rows, skip, out + r * ldo, ldo);
       }
     }
   }
@@ -685,9 +690,11 @@ class Int8Gemm {
     bool has_tail;
   };
 
-  // 16 * kRowTiles rows of src (`rows` of them kept) against columns [j, j + 16 * kColTiles).
+  // 16 * kRowTiles rows of src against columns [j, j + 16 * kColTiles); rows [skip, skip + rows)
+  // of them kept, written from out.
   template <size_t kRowTiles, size_t kColTiles>
-  NN_TARGET_VNNI void block_amx(const AmxRows& src, size_t j, size_t rows, int8_t* out, size_t ldo) const {
+  NN_TARGET_VNNI void block_amx(const AmxRows& src, size_t j, size_t rows, size_t skip, int8_t* out,
+                                size_t ldo) const {
     const int8_t* b0 = amx_w_.data() + j / 16 * amx_steps_ * 1024;
     const int8_t* b1 = b0 + amx_steps_ * 1024;
     NN_AMX_ZERO(0);
@@ -722,7 +729,7 @@ class Int8Gemm {
       for (size_t q = 0; q < rows; ++q)
         _mm512_mask_cvtsepi32_storeu_epi8(
             out + q * ldo + jb, keep,
-            rq.apply(_mm512_add_epi32(_mm512_loadu_si512(c + q * kAmxCols + 16 * i), bias)));
+            rq.apply(_mm512_add_epi32(_mm512_loadu_si512(c + (q + skip) * kAmxCols + 16 * i), bias)));
     }
   }
 
@@ -902,6 +909,7 @@ class Int8Gemm {
   bool dp_;    // AVX2 with AVX-VNNI: columns_sign's vpdpbusd form (any weight)
   bool sign_;  // AVX2 with no weight -128 (or dp_): vpmaddubsw on |x| and w with x's sign (columns_sign)
   bool in_place_ = false;  // VNNI tiles read x in place (tile_vnni)
+  bool shift_tail_ = true;  // rows_amx: a task's short last block read in place (amx_in_place_tail)
   bool amx_ = false;       // rows_amx
   size_t amx_task_rows_ = 0;  // a multiple of kAmxRows
   size_t amx_steps_ = 0;      // k in steps of 64 bytes, rounded up
@@ -1629,13 +1637,15 @@ bool has_avx512_int8() {
 
 }  // namespace
 
-// Measured per conv against the VNNI form (bench/README.md, "AMX"): AMX wins from k = 64 on,
-// loses below it (k 16-32: k padded to 64, and the block's store and reload cost more than
-// VNNI's few steps) and on a few rows (a squeeze-and-excitation gate's single pixel). 49 rows
-// (7x7) still win; the least rows, 64, also leaves the AVX-512 VNNI form to the small shapes
-// tests/runtime/native_int8_test checks by kernel name.
+// Measured per conv against the VNNI form (bench/README.md, "AMX"; bench/int8_amx_shapes.cpp):
+// AMX wins from k = 64 on, loses below it (k 16-32: k padded to 64, and the block's store and
+// reload cost more than VNNI's few steps) and on a few rows (a squeeze-and-excitation gate's
+// single pixel). Below 64 rows (7x7 and smaller images) it wins where the GEMM is not tiny: at
+// 16-36 rows a GEMM of 64 x 64 columns or of 16 columns ties or loses (the tile configuration
+// and the block's store and reload are fixed costs), from about 2e5 multiply-adds it wins.
 bool amx_int8_conv_pays(size_t k, size_t n, size_t rows) {
-  return k >= 64 && n >= 16 && rows >= 64;
+  if (k < 64 || n < 16 || rows < 16) return false;
+  return rows >= 64 || (n >= 32 && rows * k * n >= 200000);
 }
 
 bool amx_int8_cpu() {
@@ -1765,6 +1775,7 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
         std::make_unique<Int8Gemm>(kh * kw * in_c, out_c, w, bias, per_channel, in.zero_point, out.zero_point,
                                    range, isa, amx_int8_conv_pays(kh * kw * in_c, out_c, pixels), pixels);
     gemm->read_in_place(cpu.native_int8_in_place_tiles);
+    gemm->amx_in_place_tail(cpu.amx_in_place_tail);
     if (kh == 1 && kw == 1 && p->stride_h == 1 && p->stride_w == 1 && !p->pad_top && !p->pad_bottom &&
         !p->pad_left && !p->pad_right)
       return std::make_unique<Int8PointwiseConv>(std::move(gemm), num_elements(in.dims) / in_c, out_c,

@@ -127,6 +127,10 @@ struct CpuOptions {
   // on AMX tiles (TDPBSSD: 16x16 int32 += 16x64 by 64x16 int8) where the CPU and the kernel
   // allow it (Intel Sapphire Rapids and later); off: the VNNI GEMM. NN_NO_AMX=1.
   bool amx = true;
+  // On AMX, a task's last block of fewer than 32 rows (where the task has 32 or more) is its
+  // last 32 rows read in place, the rows already written not stored again
+  // (NN_NO_AMX_IN_PLACE_TAIL=1: a zero-padded copy of the short block).
+  bool amx_in_place_tail = true;
   // Within native_int8: LOGISTIC by its table (NN_NO_NATIVE_INT8_LOGISTIC=1) and a global
   // AVERAGE_POOL_2D (NN_NO_NATIVE_INT8_POOL=1); off: XNNPACK (within one step). An exact
   // same-shaped ADD in NNAPI's fixed point, off by default: about 3x slower than XNNPACK's
