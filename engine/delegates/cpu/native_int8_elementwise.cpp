@@ -328,7 +328,11 @@ class Int8Add final : public NativeDataOp {
 class Int8Table final : public NativeDataOp {
  public:
   Int8Table(const std::vector<int32_t>& table, uint32_t input, size_t count, const NativeIsa& isa, bool avx2_lookup)
-      : count_(count), vbmi_(avx512_vbmi(isa)), avx2_(!vbmi_ && avx2_lookup && avx2(isa)), avx512_(avx512_int8(isa)), avx2_cvt_(avx2(isa)) {
+      : count_(count),
+        vbmi_(avx512_vbmi(isa)),
+        avx2_(!vbmi_ && avx2_lookup && avx2(isa)),
+        avx512_(avx512_int8(isa)),
+        avx2_cvt_(avx2(isa)) {
     for (size_t i = 0; i < 256; ++i) table_[i] = static_cast<int8_t>(table[i]);
     operands_ = {input};
     name_ = vbmi_ ? "native int8 table AVX-512 VBMI" : avx2_ ? "native int8 table AVX2" : "native int8 table";
@@ -358,7 +362,7 @@ class Int8Table final : public NativeDataOp {
     void* out;
     size_t per_chunk;
   };
-  // Elements [i0, i0 + n) of the table's int8 output.
+  // out[i] = the table's byte for in[i], i < n.
   void lookup(const int8_t* in, int8_t* out, size_t n) const {
     size_t i = 0;
 #if NN_NATIVE_X86
