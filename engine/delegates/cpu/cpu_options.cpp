@@ -50,6 +50,7 @@ CpuOptions CpuOptions::from_environment() {
   o.native_int8_table_avx2 = !set("NN_NO_NATIVE_INT8_TABLE_AVX2");
   o.native_int8_resize_twice_w = !set("NN_NO_NATIVE_INT8_RESIZE_TWICE_W");
   o.native_int8_in_place_tiles = !set("NN_NO_NATIVE_INT8_IN_PLACE_TILES");
+  o.int8_table_dequantize = !set("NN_NO_INT8_TABLE_DEQUANTIZE");
   o.native_fully_connected = !set("NN_NO_NATIVE_FC");
   o.adaptive_threads = !set("NN_NO_ADAPTIVE_THREADS");
   o.native_grouped_conv = !set("NN_NO_NATIVE_GROUPED");

@@ -135,6 +135,7 @@ class CpuPartition final : public CompiledPartition {
   Status label_ops(bool use_xnnpack, const std::map<uint32_t, std::string>& force_reference);
   void fuse_int8_residual_adds();
   void fuse_reshapes_into_data_ops();
+  void fuse_int8_table_dequantize();
   void fuse_concat_affine();
   void fuse_conv_before_resize();
   void fuse_add_mean();

@@ -116,6 +116,33 @@ void CpuPartition::fuse_reshapes_into_data_ops() {
   }
 }
 
+// A native int8 table op (HARD_SWISH, LOGISTIC, TANH) whose output a DEQUANTIZE to float
+// alone reads (selfie's sigmoid head before its float output, its SE gates in default PTQ):
+// the table op writes each byte's dequantized value, (q - zp) * scale as the DEQUANTIZE
+// computes it, so the int8 tensor is never written and the DEQUANTIZE (an XNNPACK step)
+// goes. Not for an int8 LOGISTIC left to XNNPACK (no AVX-512 VBMI): the AVX2 table is slower
+// than XNNPACK's LOGISTIC and DEQUANTIZE steps together (bench/README.md, int8).
+void CpuPartition::fuse_int8_table_dequantize() {
+  for (uint32_t k : live_) {
+    FusedOp& r = rec(k);
+    const Operation& op = model_.operations[k];
+    if (!r.data || !fusable(k) || op.outputs.size() != 1 || !internal_single_use(op.outputs[0])) continue;
+    const uint32_t d = readers_.at(op.outputs[0])[0];
+    if (!fusable(d)) continue;
+    const Operation& dq = model_.operations[d];
+    if (dq.type != OperationType::DEQUANTIZE || dq.outputs.size() != 1) continue;
+    const Operand& q = model_.operands[op.outputs[0]];
+    if (q.type != OperandType::TENSOR_QUANT8_ASYMM_SIGNED ||
+        model_.operands[dq.outputs[0]].type != OperandType::TENSOR_FLOAT32)
+      continue;
+    std::unique_ptr<NativeDataOp> fused = int8_table_dequantized(*r.data, q.scale, q.zero_point);
+    if (!fused) continue;  // not a table op
+    r.data = std::move(fused);
+    absorb(k, d);
+    r.output = dq.outputs[0];
+  }
+}
+
 // An int8 ADD of two same-shaped tensors (fuse code NONE or RELU*), one of them written by a
 // native int8 conv or depthwise conv that nothing else reads: the conv applies the ADD to its
 // rows as it writes them (fuse_int8_residual_add) and writes the ADD's output. The other

@@ -21,7 +21,8 @@
 //   without 64-bit products (the multiplier split at bit 11). Exact, but about 3x slower
 //   than XNNPACK's qs8 add, which rounds once in its own way (within one step).
 // - LOGISTIC: the reference's table, as HARD_SWISH and TANH, with AVX-512 VBMI only (a byte-wise
-//   table loses to XNNPACK's).
+//   table loses to XNNPACK's). A table op whose output a DEQUANTIZE alone reads writes the
+//   dequantized floats itself (int8_table_dequantized).
 // - MEAN over H and W (a global average): exact int32 sums per channel, then the
 //   reference's requantization. XNNPACK 2022 has no int8 MEAN node. A global
 //   AVERAGE_POOL_2D the same (AVX-512 only), with the reference's integer division (half away
@@ -85,6 +86,11 @@ bool amx_int8_conv_pays(size_t k, size_t n, size_t rows);
 // `conv` unchanged) for any other conv or ADD.
 bool fuse_int8_residual_add(NativeDataOp& conv, const Model& model, uint32_t add, uint32_t residual,
                             int32_t fuse, const NativeIsa& isa);
+
+// `table` (an int8 HARD_SWISH, LOGISTIC or TANH from make_native_int8_op) made to write
+// float values: each output byte q as DEQUANTIZE gives it, float(q - zero_point) * scale, for
+// a DEQUANTIZE that alone reads the table's output. nullptr when `table` is no table op.
+std::unique_ptr<NativeDataOp> int8_table_dequantized(const NativeDataOp& table, float scale, int32_t zero_point);
 
 // NNAPI's per-channel requantization of int32 accumulators acc[rows][m.size()] into int8,
 // as the native int8 convs do it: quant::multiply_by_quantized_multiplier + zo, clamped to

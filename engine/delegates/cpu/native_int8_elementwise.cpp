@@ -328,16 +328,29 @@ class Int8Add final : public NativeDataOp {
 class Int8Table final : public NativeDataOp {
  public:
   Int8Table(const std::vector<int32_t>& table, uint32_t input, size_t count, const NativeIsa& isa, bool avx2_lookup)
-      : count_(count), vbmi_(avx512_vbmi(isa)), avx2_(!vbmi_ && avx2_lookup && avx2(isa)) {
+      : count_(count),
+        vbmi_(avx512_vbmi(isa)),
+        avx2_(!vbmi_ && avx2_lookup && avx2(isa)),
+        avx512_(avx512_int8(isa)),
+        avx2_cvt_(avx2(isa)) {
     for (size_t i = 0; i < 256; ++i) table_[i] = static_cast<int8_t>(table[i]);
     operands_ = {input};
+    name_ = vbmi_ ? "native int8 table AVX-512 VBMI" : avx2_ ? "native int8 table AVX2" : "native int8 table";
   }
-  const char* kernel() const override {
-    return vbmi_ ? "native int8 table AVX-512 VBMI" : avx2_ ? "native int8 table AVX2" : "native int8 table";
+  const char* kernel() const override { return name_.c_str(); }
+
+  // This table writing float(q - zq) * scale for each byte q it looks up (int8_table_dequantized).
+  std::unique_ptr<NativeDataOp> dequantized(float scale, int32_t zq) const {
+    auto d = std::make_unique<Int8Table>(*this);
+    d->to_float_ = true;
+    d->scale_ = scale;
+    d->zq_ = zq;
+    d->name_ += " +DEQUANTIZE";
+    return d;
   }
 
   void run(const NativeDataArgs& args) const override {
-    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output), 0};
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), args.output, 0};
     const size_t rows = chunk_count(count_, 1, &t.per_chunk);
     for_each_row(args.pool, rows, &Int8Table::chunk, &t);
   }
@@ -346,19 +359,57 @@ class Int8Table final : public NativeDataOp {
   struct Task {
     const Int8Table* op;
     const int8_t* in;
-    int8_t* out;
+    void* out;
     size_t per_chunk;
   };
+  // out[i] = the table's byte for in[i], i < n.
+  void lookup(const int8_t* in, int8_t* out, size_t n) const {
+    size_t i = 0;
+#if NN_NATIVE_X86
+    if (vbmi_) i = lookup_vbmi(in, out, n);
+    else if (avx2_) i = lookup_avx2(in, out, n);
+#endif
+    for (; i < n; ++i) out[i] = table_[static_cast<uint8_t>(in[i]) ^ 0x80u];
+  }
   static void chunk(void* ctx, size_t row) {
     const Task& t = *static_cast<const Task*>(ctx);
     const size_t i0 = row * t.per_chunk, n = std::min(t.op->count_, i0 + t.per_chunk) - i0;
+    if (!t.op->to_float_) return t.op->lookup(t.in + i0, static_cast<int8_t*>(t.out) + i0, n);
+    // Through a block of bytes that stays in L1, then dequantized as the reference does.
+    alignas(64) int8_t q[256];
+    float* out = static_cast<float*>(t.out) + i0;
+    for (size_t b = 0; b < n; b += sizeof(q)) {
+      const size_t m = std::min(sizeof(q), n - b);
+      t.op->lookup(t.in + i0 + b, q, m);
+      t.op->dequantize(q, out + b, m);
+    }
+  }
+  void dequantize(const int8_t* q, float* out, size_t n) const {
     size_t i = 0;
 #if NN_NATIVE_X86
-    if (t.op->vbmi_) i = t.op->lookup_vbmi(t.in + i0, t.out + i0, n);
-    else if (t.op->avx2_) i = t.op->lookup_avx2(t.in + i0, t.out + i0, n);
+    if (avx512_) i = dequantize_avx512(q, out, n);
+    else if (avx2_cvt_) i = dequantize_avx2(q, out, n);
 #endif
-    for (; i < n; ++i) t.out[i0 + i] = t.op->table_[static_cast<uint8_t>(t.in[i0 + i]) ^ 0x80u];
+    for (; i < n; ++i) out[i] = static_cast<float>(q[i] - zq_) * scale_;
   }
+#if NN_NATIVE_X86
+  NN_TARGET_INT8_512 size_t dequantize_avx512(const int8_t* q, float* out, size_t n) const {
+    const __m512i zq = _mm512_set1_epi32(zq_);
+    const __m512 scale = _mm512_set1_ps(scale_);
+    for (size_t i = 0; i < n; i += 16) {
+      const __mmask16 k = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+      _mm512_mask_storeu_ps(out + i, k, dequantize16(q + i, k, zq, scale));
+    }
+    return n;
+  }
+  NN_TARGET_INT8_AVX2 size_t dequantize_avx2(const int8_t* q, float* out, size_t n) const {
+    const __m256i zq = _mm256_set1_epi32(zq_);
+    const __m256 scale = _mm256_set1_ps(scale_);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, dequantize8(q + i, zq, scale));
+    return i;
+  }
+#endif
 
 #if NN_NATIVE_X86
   // 64 bytes a step: two 128-entry permutes (index bits 0-6), chosen by bit 7.
@@ -398,7 +449,11 @@ class Int8Table final : public NativeDataOp {
 #endif
 
   size_t count_;
-  bool vbmi_, avx2_;
+  bool vbmi_, avx2_, avx512_, avx2_cvt_;
+  bool to_float_ = false;  // writes float(q - zq_) * scale_ (int8_table_dequantized)
+  float scale_ = 0;
+  int32_t zq_ = 0;
+  std::string name_;
   alignas(64) std::array<int8_t, 256> table_{};
 };
 
@@ -905,6 +960,11 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
     default:
       return no("no native int8 kernel");
   }
+}
+
+std::unique_ptr<NativeDataOp> int8_table_dequantized(const NativeDataOp& table, float scale, int32_t zero_point) {
+  const auto* t = dynamic_cast<const Int8Table*>(&table);
+  return t ? t->dequantized(scale, zero_point) : nullptr;
 }
 
 }  // namespace nn::cpu

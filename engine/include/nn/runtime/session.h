@@ -152,6 +152,10 @@ struct CpuOptions {
   // The VNNI int8 GEMM reads its rows in place when k % 4 == 0, flipping each broadcast in a
   // register (NN_NO_NATIVE_INT8_IN_PLACE_TILES=1: through a flipped copy per tile).
   bool native_int8_in_place_tiles = true;
+  // A native int8 table op (HARD_SWISH, LOGISTIC, TANH) whose output a DEQUANTIZE to float
+  // alone reads writes the float values itself, so the int8 tensor and the DEQUANTIZE step
+  // go (selfie's sigmoid head). NN_NO_INT8_TABLE_DEQUANTIZE=1.
+  bool int8_table_dequantize = true;
   // With a thread pool: each partition times runs sharing the pool and runs on the caller
   // alone, both now and then, and runs the faster way (runtime/thread_pool.h,
   // ParallelChoice): a host whose cores hand data slowly to each other at the moment runs
