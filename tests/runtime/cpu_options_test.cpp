@@ -163,6 +163,23 @@ TEST(CpuOptions, AddMeanOffWritesTheSum) {
   expect_both_exact(b, off);
 }
 
+// A MEAN over height and width (no ADD before it) runs on the native row sums; off, on
+// XNNPACK's global average pool. A MEAN over the channels keeps its own kernel either way.
+TEST(CpuOptions, NativeMeanOffRunsXnnpacksPool) {
+  Built b;
+  uint32_t x = b.input({1, 9, 7, 37});
+  b.output(b.op(T::MEAN, {x, b.ints({1, 2}), b.i32(1)}));
+  b.output(b.op(T::MEAN, {x, b.ints({3}), b.i32(1)}));
+  validate(b);
+  CpuOptions off;
+  off.native_mean = false;
+  EXPECT_EQ(kernel_of(b, {}, "op 0").rfind("native global mean", 0), 0u) << kernel_of(b, {}, "op 0");
+  EXPECT_EQ(kernel_of(b, off, "op 0"), "xnnpack");
+  EXPECT_EQ(kernel_of(b, {}, "op 1"), kernel_of(b, off, "op 1"));
+  EXPECT_EQ(kernel_of(b, {}, "op 1").find("global"), std::string::npos) << kernel_of(b, {}, "op 1");
+  expect_both_exact(b, off);
+}
+
 TEST(CpuOptions, SeFusionOffMultipliesBeforeTheConv) {
   Built b;
   uint32_t x = b.input({1, 6, 7, 16}), gate = b.input({1, 1, 1, 16});
