@@ -2,8 +2,6 @@
 // b): each image row's channel sums of clamp(a + b) (of a) on AVX-512F or AVX2, rows spread
 // over the pool, then the rows' sums added in row order on the calling thread (the same order
 // whatever the thread count).
-#include <pthreadpool.h>
-
 #include <algorithm>
 
 #include "delegates/cpu/native_kernels.h"
@@ -117,11 +115,7 @@ void NativeAddMean::run(const NativeArgs& args) const {
     (void)at;
 #endif
   };
-  // A mean alone over fewer than 4 rows per thread (7x7) runs on the caller: the pool job
-  // costs more than sharing its rows saves.
-  const size_t rows = size_t(s.batch) * s.rows;
-  const bool share = args.pool && (args.residual || rows >= 4 * pthreadpool_get_threads_count(args.pool));
-  for_each_row(share ? args.pool : nullptr, rows, body, &task);
+  for_each_row(args.pool, size_t(s.batch) * s.rows, body, &task);
   const float scale = 1.f / float(size_t(s.rows) * s.row_pixels);
   for (size_t n = 0; n < s.batch; ++n) {
     float* out = output + n * c;
