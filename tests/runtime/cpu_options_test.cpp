@@ -163,6 +163,29 @@ TEST(CpuOptions, AddMeanOffWritesTheSum) {
   expect_both_exact(b, off);
 }
 
+// A MEAN over height and width (no ADD before it) of 10+ rows and 256+ KB runs on the native
+// row sums; off, on XNNPACK's global average pool. A MEAN over the channels keeps its own
+// kernel either way, and a 7x7 image's global MEAN (250 KB) and a 14x14 one of 188 KB stay
+// XNNPACK's.
+TEST(CpuOptions, NativeMeanOffRunsXnnpacksPool) {
+  Built b;
+  uint32_t x = b.input({1, 29, 23, 100});  // 261 KB
+  b.output(b.op(T::MEAN, {x, b.ints({1, 2}), b.i32(1)}));
+  b.output(b.op(T::MEAN, {x, b.ints({3}), b.i32(1)}));
+  b.output(b.op(T::MEAN, {b.input({1, 7, 7, 1280}), b.ints({1, 2}), b.i32(1)}));
+  b.output(b.op(T::MEAN, {b.input({1, 14, 14, 240}), b.ints({1, 2}), b.i32(1)}));
+  validate(b);
+  CpuOptions off;
+  off.native_mean = false;
+  EXPECT_EQ(kernel_of(b, {}, "op 0").rfind("native global mean", 0), 0u) << kernel_of(b, {}, "op 0");
+  EXPECT_EQ(kernel_of(b, off, "op 0"), "xnnpack");
+  EXPECT_EQ(kernel_of(b, {}, "op 1"), kernel_of(b, off, "op 1"));
+  EXPECT_EQ(kernel_of(b, {}, "op 1").find("global"), std::string::npos) << kernel_of(b, {}, "op 1");
+  EXPECT_EQ(kernel_of(b, {}, "op 2"), "xnnpack");
+  EXPECT_EQ(kernel_of(b, {}, "op 3"), "xnnpack");
+  expect_both_exact(b, off);
+}
+
 TEST(CpuOptions, SeFusionOffMultipliesBeforeTheConv) {
   Built b;
   uint32_t x = b.input({1, 6, 7, 16}), gate = b.input({1, 1, 1, 16});

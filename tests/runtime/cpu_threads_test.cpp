@@ -161,6 +161,20 @@ TEST(CpuThreads, DepthwiseRows) {
   expect_same_bits(b, "native depthwise");
 }
 
+// A global MEAN's rows split over the pool (CpuOptions::native_mean), each row's sums added
+// in row order on the caller: the same bits at 1 and 2 threads, on AVX-512 and AVX2 (two
+// images, 61 channels: a masked / scalar channel tail).
+TEST(CpuThreads, GlobalMeanRows) {
+  Built b;
+  b.output(b.op(T::MEAN, {b.input({2, 29, 23, 61}), b.ints({1, 2}), b.i32(1)}));
+  for (bool avx512 : {true, false}) {
+    SCOPED_TRACE(avx512 ? "AVX-512 allowed" : "AVX2");
+    nn::CpuOptions cpu;
+    cpu.avx512 = avx512;
+    expect_same_bits(b, "native global mean", cpu);
+  }
+}
+
 // nnrun --profile's per-thread view: at 2 threads a large conv's step shows the CPU time of
 // both threads, a step too small to share only the caller's (no pool job), and no step more
 // CPU time than 2 x its wall time.

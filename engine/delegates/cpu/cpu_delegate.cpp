@@ -77,6 +77,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
   if (options_.cpu.concat_affine) fuse_concat_affine();
   if (options_.cpu.conv_before_resize) fuse_conv_before_resize();
   if (native_conv_supported() && options_.cpu.native_kernels && options_.cpu.add_mean) fuse_add_mean();
+  if (native_conv_supported() && options_.cpu.native_kernels && options_.cpu.native_mean) native_global_means();
   if (options_.cpu.se_fusion) fuse_se_gates();  // before the epilogues: what it absorbs fuses nowhere else
   if (options_.cpu.layer_norm) fuse_layer_norm();  // before the epilogues: its ADD is no residual
   fuse_epilogues();
@@ -118,7 +119,7 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
     case NativeKind::kDepthwise: name = "native depthwise"; break;
     case NativeKind::kDeconv: name = "native deconv"; break;
     case NativeKind::kResize: name = "native resize"; break;
-    case NativeKind::kAddMean: name = "native add+mean"; break;
+    case NativeKind::kAddMean: name = f.residual ? "native add+mean" : "native global mean"; break;
     case NativeKind::kNone: break;
   }
   const auto* winograd = dynamic_cast<const NativeWinograd*>(f.kernel.get());

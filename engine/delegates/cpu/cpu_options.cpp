@@ -28,6 +28,7 @@ CpuOptions CpuOptions::from_environment() {
   o.edge_taps = !set("NN_NO_EDGE_TAPS");
   o.conv_before_resize = !set("NN_NO_CONV_BEFORE_RESIZE");
   o.add_mean = !set("NN_NO_ADD_MEAN");
+  o.native_mean = !set("NN_NO_NATIVE_MEAN");
   o.se_fusion = !set("NN_NO_SE_FUSION");
   o.expand_depthwise = !set("NN_NO_EXPAND_DEPTHWISE");
   o.depthwise_project = !set("NN_NO_DEPTHWISE_PROJECT");

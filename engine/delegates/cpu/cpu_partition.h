@@ -139,6 +139,7 @@ class CpuPartition final : public CompiledPartition {
   void fuse_concat_affine();
   void fuse_conv_before_resize();
   void fuse_add_mean();
+  void native_global_means();
   void fuse_se_gates();
   void fuse_epilogues();
   // The LOGISTIC and MUL computing out * sigmoid(out) (SiLU), when they are out's only

@@ -278,6 +278,28 @@ void CpuPartition::fuse_add_mean() {
   }
 }
 
+// A float MEAN over height and width that no ADD took (fuse_add_mean) runs on NativeAddMean
+// without its second operand: rows over the pool, so each thread sums the rows its core wrote
+// (XNNPACK's global average pool runs one image on one thread, reading half of it from the
+// other core: efficientnet_b0's squeeze-and-excitation means ran slower at 2 threads than 1).
+// Only images of 10 rows or more and 256 KB or more: below either (7x7 and 8x8 final pools,
+// MobileNetV3-small's 14x14 squeezes) XNNPACK's tied or won at 2 threads.
+void CpuPartition::native_global_means() {
+  for (uint32_t k : live_) {
+    FusedOp& r = rec(k);
+    const Operation& op = model_.operations[k];
+    if (op.type != OperationType::MEAN || !r.lowers || absorbed(k) || r.native != NativeKind::kNone || r.data ||
+        !r.chain.empty() || model_.operands[op.inputs[0]].type != OperandType::TENSOR_FLOAT32 ||
+        model_.operands[op.outputs[0]].type != OperandType::TENSOR_FLOAT32 ||
+        !is_global_mean(model_, op, statics_))
+      continue;
+    const Dims& in = model_.operands[op.inputs[0]].dims;
+    if (in[1] < 10 || num_elements(in) * sizeof(float) < (size_t(256) << 10)) continue;
+    r.native = NativeKind::kAddMean;
+    r.step = kNativeStep;
+  }
+}
+
 // Squeeze-and-excitation tails into the native 1x1 conv that reads them.
 void CpuPartition::fuse_se_gates() {
   std::map<uint32_t, uint32_t> writer;

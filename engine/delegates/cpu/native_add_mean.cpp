@@ -1,6 +1,7 @@
-// ADD followed by a global average, fused (native_kernels.h): each image row's channel
-// sums of clamp(a + b) on AVX-512F or AVX2, rows spread over the pool, then the rows' sums added
-// in row order on the calling thread (the same order whatever the thread count).
+// ADD followed by a global average, fused (native_kernels.h), or a global average alone (no
+// b): each image row's channel sums of clamp(a + b) (of a) on AVX-512F or AVX2, rows spread
+// over the pool, then the rows' sums added in row order on the calling thread (the same order
+// whatever the thread count).
 #include <algorithm>
 
 #include "delegates/cpu/native_kernels.h"
@@ -29,17 +30,21 @@ namespace {
 // GCC 12 calls the AVX-512 min/max intrinsics' unused pass-through operand uninitialized.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-// clamp(a[at..] + b[at..]) on the lanes of m (zero elsewhere before the clamp).
+// clamp(a[at..] + b[at..]) on the lanes of m (zero elsewhere before the clamp); kAdd false:
+// a[at..] as it is (a mean alone: no ADD, no clamp).
+template <bool kAdd>
 NN_INLINE_AVX512 __m512 clamped_sum(const float* a, const float* b, size_t at, __mmask16 m, __m512 lo,
                                     __m512 hi) {
+  if constexpr (!kAdd) return _mm512_maskz_loadu_ps(m, a + at);
   const __m512 s = _mm512_add_ps(_mm512_maskz_loadu_ps(m, a + at), _mm512_maskz_loadu_ps(m, b + at));
   return _mm512_min_ps(_mm512_max_ps(s, lo), hi);
 }
 
+template <bool kAdd>
 NN_TARGET_AVX512 void sum_row(const float* a, const float* b, size_t pixels, size_t channels, float lo,
                               float hi, float* sums) {
   const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
-  auto term = [&](__mmask16 m, size_t at) NN_TARGET_AVX512 { return clamped_sum(a, b, at, m, vlo, vhi); };
+  auto term = [&](__mmask16 m, size_t at) NN_TARGET_AVX512 { return clamped_sum<kAdd>(a, b, at, m, vlo, vhi); };
   for (size_t c0 = 0; c0 < channels; c0 += 16) {
     const __mmask16 m = channels - c0 >= 16 ? __mmask16(0xffff) : __mmask16((1u << (channels - c0)) - 1);
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();  // two chains: the adds' latency
@@ -54,31 +59,31 @@ NN_TARGET_AVX512 void sum_row(const float* a, const float* b, size_t pixels, siz
 }
 #pragma GCC diagnostic pop
 
+template <bool kAdd>
 NN_TARGET_AVX2 void sum_row_avx2(const float* a, const float* b, size_t pixels, size_t channels, float lo,
                                  float hi, float* sums) {
   const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+  auto term = [&](size_t at) NN_TARGET_AVX2 {
+    if constexpr (!kAdd) return _mm256_loadu_ps(a + at);
+    const __m256 s = _mm256_add_ps(_mm256_loadu_ps(a + at), _mm256_loadu_ps(b + at));
+    return _mm256_min_ps(_mm256_max_ps(s, vlo), vhi);
+  };
   size_t c0 = 0;
   for (; c0 + 8 <= channels; c0 += 8) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();  // two chains, as above
     size_t p = 0;
     for (; p + 2 <= pixels; p += 2) {
-      const size_t at = p * channels + c0, next = at + channels;
-      const __m256 s0 = _mm256_add_ps(_mm256_loadu_ps(a + at), _mm256_loadu_ps(b + at));
-      const __m256 s1 = _mm256_add_ps(_mm256_loadu_ps(a + next), _mm256_loadu_ps(b + next));
-      acc0 = _mm256_add_ps(acc0, _mm256_min_ps(_mm256_max_ps(s0, vlo), vhi));
-      acc1 = _mm256_add_ps(acc1, _mm256_min_ps(_mm256_max_ps(s1, vlo), vhi));
-    }
-    if (p < pixels) {
       const size_t at = p * channels + c0;
-      const __m256 s0 = _mm256_add_ps(_mm256_loadu_ps(a + at), _mm256_loadu_ps(b + at));
-      acc0 = _mm256_add_ps(acc0, _mm256_min_ps(_mm256_max_ps(s0, vlo), vhi));
+      acc0 = _mm256_add_ps(acc0, term(at));
+      acc1 = _mm256_add_ps(acc1, term(at + channels));
     }
+    if (p < pixels) acc0 = _mm256_add_ps(acc0, term(p * channels + c0));
     _mm256_storeu_ps(sums + c0, _mm256_add_ps(acc0, acc1));
   }
   for (; c0 < channels; ++c0) {  // the last channels (fewer than 8), one at a time
     float acc = 0.f;
     for (size_t p = 0; p < pixels; ++p)
-      acc += std::min(std::max(a[p * channels + c0] + b[p * channels + c0], lo), hi);
+      acc += kAdd ? std::min(std::max(a[p * channels + c0] + b[p * channels + c0], lo), hi) : a[p * channels + c0];
     sums[c0] = acc;
   }
 }
@@ -98,10 +103,14 @@ void NativeAddMean::run(const NativeArgs& args) const {
     const size_t at = row * size_t(s.row_pixels) * s.channels;
 #if NN_NATIVE_X86
     float* sums = t.row_sums + row * s.channels;
-    if (t.op->avx512_)
-      sum_row(t.a + at, t.b + at, s.row_pixels, s.channels, s.lo, s.hi, sums);
+    if (!t.b && t.op->avx512_)
+      sum_row<false>(t.a + at, nullptr, s.row_pixels, s.channels, s.lo, s.hi, sums);
+    else if (!t.b)
+      sum_row_avx2<false>(t.a + at, nullptr, s.row_pixels, s.channels, s.lo, s.hi, sums);
+    else if (t.op->avx512_)
+      sum_row<true>(t.a + at, t.b + at, s.row_pixels, s.channels, s.lo, s.hi, sums);
     else
-      sum_row_avx2(t.a + at, t.b + at, s.row_pixels, s.channels, s.lo, s.hi, sums);
+      sum_row_avx2<true>(t.a + at, t.b + at, s.row_pixels, s.channels, s.lo, s.hi, sums);
 #else
     (void)at;
 #endif

@@ -389,7 +389,8 @@ struct NativeAddMeanShape {
 // average (AVERAGE_POOL_2D over the whole image, or MEAN over H and W), in one read of both
 // tensors instead of writing the sum and reading it back (the selfie decoder's
 // squeeze-and-excitation inputs; its 128x128 one was 4.5% of the model). Reads
-// NativeArgs::input and ::residual (a and b), writes the means to ::output.
+// NativeArgs::input and ::residual (a and b), writes the means to ::output. Without a residual,
+// the channel means of a alone (a global MEAN, CpuOptions::native_mean).
 class NativeAddMean final : public NativeOp {
  public:
   explicit NativeAddMean(const NativeAddMeanShape& shape, const NativeIsa& isa = NativeIsa::best());

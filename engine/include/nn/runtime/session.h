@@ -67,6 +67,10 @@ struct CpuOptions {
   bool conv_before_resize = true;
   // An ADD read only by a global average becomes one pass (native add+mean). NN_NO_ADD_MEAN=1.
   bool add_mean = true;
+  // A float MEAN over height and width of at least 10 rows and 256 KB runs on the native row
+  // sums (native global mean), its rows split over the pool so each thread reads the rows it
+  // wrote; XNNPACK's global average pool runs an image on one thread. NN_NO_NATIVE_MEAN=1.
+  bool native_mean = true;
   // A squeeze-and-excitation gate (MUL, maybe + ADD) is read in place by the 1x1 conv after
   // it (native conv, gated input). NN_NO_SE_FUSION=1.
   bool se_fusion = true;
