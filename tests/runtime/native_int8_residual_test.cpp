@@ -27,6 +27,7 @@ using nn_test::has_avx2;
 using nn_test::has_avx512_vbmi;
 using nn_test::has_avx512_vnni;
 using nn_test::has_avx_vnni;
+using nn_test::entry_of;
 using nn_test::q8;
 
 // A CONV_2D (kernel x kernel, SAME, stride) or a DEPTHWISE_CONV_2D (multiplier 1) of x with
@@ -89,13 +90,6 @@ Outcome run(const std::shared_ptr<Model>& m, const std::vector<std::vector<int8_
   return r;
 }
 
-// The kernel entry whose ops include op k, or null.
-const StepTiming* entry_of(const std::vector<StepTiming>& kernels, uint32_t k) {
-  for (const StepTiming& e : kernels)
-    for (uint32_t o : e.ops)
-      if (o == k) return &e;
-  return nullptr;
-}
 
 struct Mode {
   const char* name;

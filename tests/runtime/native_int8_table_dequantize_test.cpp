@@ -25,6 +25,7 @@ using T = OperationType;
 using nn_test::has_avx2;
 using nn_test::has_avx512_int8;
 using nn_test::has_avx512_vbmi;
+using nn_test::entry_of;
 using nn_test::q8;
 
 struct Outcome {
@@ -52,12 +53,6 @@ Outcome run(const std::shared_ptr<Model>& m, const std::vector<int8_t>& x, const
   return r;
 }
 
-const StepTiming* entry_of(const std::vector<StepTiming>& kernels, uint32_t k) {
-  for (const StepTiming& e : kernels)
-    for (uint32_t o : e.ops)
-      if (o == k) return &e;
-  return nullptr;
-}
 
 struct Net {
   std::shared_ptr<Model> model;

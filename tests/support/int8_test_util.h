@@ -62,4 +62,12 @@ inline std::vector<int8_t> run(const std::shared_ptr<nn::Model>& m, const std::v
   return std::vector<int8_t>(o, o + nn::num_elements(m->operands[m->outputs[0]].dims));
 }
 
+// The kernel entry (a session's step) whose ops include op k, or null.
+inline const nn::StepTiming* entry_of(const std::vector<nn::StepTiming>& kernels, uint32_t k) {
+  for (const nn::StepTiming& e : kernels)
+    for (uint32_t o : e.ops)
+      if (o == k) return &e;
+  return nullptr;
+}
+
 }  // namespace nn_test
