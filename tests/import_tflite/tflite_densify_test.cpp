@@ -111,4 +111,27 @@ TEST(TfliteDensify, IndexOutsideTheShapeIsAnError) {
   EXPECT_NE(result.status().message().find("DENSIFY"), std::string::npos) << result.status().to_string();
 }
 
+// A shape of 2^30 floats (4 GiB dense) over one stored value is refused before the dense form
+// is allocated; a real pruned weight keeps a fair share of its values.
+TEST(TfliteDensify, HugeShapeOverAFewStoredValuesIsRefusedBeforeAllocating) {
+  TinyModel t;
+  auto& fbb = t.fbb();
+  const std::vector<float> values = {1.f};
+  std::vector<flatbuffers::Offset<tflite::DimensionMetadata>> levels = {dense_level(fbb, 32768),
+                                                                         csr_level(fbb, {0, 1}, {7})};
+  const std::vector<int32_t> order = {0, 1};
+  auto sp = tflite::CreateSparsityParametersDirect(fbb, &order, nullptr, &levels);
+  const int sparse =
+      t.tensor({32768, 32768}, tflite::TensorType_FLOAT32, "sparse", values.data(), sizeof(float), {}, 0, {}, sp);
+  const int x = t.tensor({1, 32768}, tflite::TensorType_FLOAT32, "x");
+  const int dense = t.tensor({32768, 32768}, tflite::TensorType_FLOAT32, "dense");
+  const int y = t.tensor({32768, 32768}, tflite::TensorType_FLOAT32, "y");
+  t.op(t.opcode(tflite::BuiltinOperator_DENSIFY), {sparse}, {dense});
+  t.op(t.opcode(tflite::BuiltinOperator_MUL), {x, dense}, {y});
+  auto result = nn::tflite_import::import_buffer(t.finish({x}, {y}), "huge.tflite", graph_only());
+  ASSERT_FALSE(result.is_ok());
+  EXPECT_NE(result.status().message().find("4 stored bytes would densify to 4294967296 bytes"), std::string::npos)
+      << result.status().to_string();
+}
+
 }  // namespace

@@ -219,6 +219,25 @@ TEST(TfliteCorrupt, OutOfRangeTensorIndexIsNamed) {
       << result.status().to_string();
 }
 
+// A constant's shape that claims far more elements than its buffer holds is refused by the
+// buffer check, before anything that size is allocated (a fuzzer's finding: 1.2 G int32
+// for a RESIZE size tensor of 8 bytes).
+TEST(TfliteCorrupt, ConstantShapeLargerThanItsBufferIsRefusedBeforeAllocating) {
+  TinyModel t;
+  const int x = t.tensor({1, 4, 4, 1}, tflite::TensorType_FLOAT32, "x");
+  const int y = t.tensor({1, 8, 8, 1}, tflite::TensorType_FLOAT32, "y");
+  const int32_t size_values[2] = {8, 8};
+  // Just under the importer's 2^31-element cap: 8 GiB as int32, which a fuzzer's (or a
+  // phone's) memory limit refuses; `ulimit -v 4000000` makes an allocate-first importer fail here.
+  const int size = t.tensor({32768, 65535}, tflite::TensorType_INT32, "size", size_values, sizeof(size_values));
+  t.op(t.opcode(tflite::BuiltinOperator_RESIZE_BILINEAR), {x, size}, {y});
+  auto result = nn::import_tflite_buffer(t.finish({x}, {y}), "tiny.tflite");
+  ASSERT_FALSE(result.is_ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kInvalidModel) << result.status().to_string();
+  EXPECT_NE(result.status().message().find("'size': buffer holds 8 bytes"), std::string::npos)
+      << result.status().to_string();
+}
+
 // ---------------------------------------------------------------------------------------
 // Refusals by name
 

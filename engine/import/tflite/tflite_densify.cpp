@@ -90,7 +90,13 @@ Result<std::vector<uint8_t>> densify_tensor(const tflite::SparsityParameters& sp
                  std::to_string(d) + " of " + dims_to_string(dims));
   }
   const size_t count = num_elements(dims);
-  std::vector<uint8_t> dense(count * element_bytes, 0);
+  // The dense form is allocated from the shape alone. A real pruned weight keeps a fair share
+  // of its values; a corrupt file can claim gigabytes for a few stored bytes.
+  const size_t dense_bytes = count * element_bytes;
+  if (dense_bytes > (size_t(1) << 29) && dense_bytes / 1024 > values.size())
+    return bad("sparsity: " + std::to_string(values.size()) + " stored bytes would densify to " +
+               std::to_string(dense_bytes) + " bytes for " + dims_to_string(dims));
+  std::vector<uint8_t> dense(dense_bytes, 0);
   std::vector<int64_t> coord(n + k, 0);  // per traversal dim
   std::vector<size_t> stride(n, 1);
   for (size_t d = n; d-- > 1;) stride[d - 1] = stride[d] * dims[d];

@@ -217,16 +217,20 @@ Result<std::vector<int32_t>> Converter::const_ints(int32_t t, const char* what) 
   if (!bytes) return unsupported(std::string(what) + " (" + tensor_label(t) + ") must be a constant");
   NN_ASSIGN_OR_RETURN(Dims dims, tensor_dims(t));
   const size_t n = num_elements(dims);
+  const bool int64 = tensor(t).type() == tflite::TensorType_INT64;
+  if (tensor(t).type() != tflite::TensorType_INT32 && !int64)
+    return invalid(std::string(what) + " (" + tensor_label(t) + ") must be INT32 or INT64, got " +
+                   tensor_type_name(tensor(t).type()));
+  // The shape is checked against the buffer before anything is allocated: a corrupt file's
+  // shape can claim billions of elements.
+  const size_t width = int64 ? 8 : 4;
+  if (n > bytes->size() / width || bytes->size() != n * width)
+    return invalid(tensor_label(t) + ": buffer holds " + std::to_string(bytes->size()) + " bytes, shape " +
+                   dims_to_string(dims) + " needs " + std::to_string(n) + " x " + std::to_string(width));
   std::vector<int32_t> values(n);
-  if (tensor(t).type() == tflite::TensorType_INT32) {
-    if (bytes->size() != n * 4)
-      return invalid(tensor_label(t) + ": buffer holds " + std::to_string(bytes->size()) + " bytes, shape " +
-                     dims_to_string(dims) + " needs " + std::to_string(n * 4));
+  if (!int64) {
     if (n) std::memcpy(values.data(), bytes->data(), n * 4);
-  } else if (tensor(t).type() == tflite::TensorType_INT64) {
-    if (bytes->size() != n * 8)
-      return invalid(tensor_label(t) + ": buffer holds " + std::to_string(bytes->size()) + " bytes, shape " +
-                     dims_to_string(dims) + " needs " + std::to_string(n * 8));
+  } else {
     for (size_t i = 0; i < n; ++i) {
       int64_t v;
       std::memcpy(&v, bytes->data() + 8 * i, 8);
@@ -234,9 +238,6 @@ Result<std::vector<int32_t>> Converter::const_ints(int32_t t, const char* what) 
         return unsupported(tensor_label(t) + ": INT64 value " + std::to_string(v) + " does not fit in int32");
       values[i] = static_cast<int32_t>(v);
     }
-  } else {
-    return invalid(std::string(what) + " (" + tensor_label(t) + ") must be INT32 or INT64, got " +
-                   tensor_type_name(tensor(t).type()));
   }
   return values;
 }
@@ -326,6 +327,11 @@ Result<bool> Converter::try_fold_dequantize(int32_t in, int32_t out) {
     return invalid("DEQUANTIZE " + tensor_label(in) + " " + dims_to_string(dims) + " -> " +
                    tensor_label(out) + " " + dims_to_string(out_dims) + ": element counts differ");
   const size_t n = num_elements(dims);
+  // Every element takes a byte or more: a shape the buffer cannot hold is refused before
+  // the floats are allocated (a corrupt shape can claim billions).
+  if (n > bytes->size())
+    return invalid(tensor_label(in) + ": buffer holds " + std::to_string(bytes->size()) + " bytes for " +
+                   dims_to_string(dims) + " (" + std::to_string(n) + " elements)");
   std::vector<float> values(n);
   const tflite::Tensor& ts = tensor(in);
   auto check_size = [&](size_t element) -> Status {
