@@ -6,6 +6,7 @@
 #include <pthreadpool.h>
 #include <xnnpack.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -161,20 +162,25 @@ TEST(ThreadPool, XnnpackRunsOnTheEnginePool) {
 }
 
 // Four times more threads than cores: small jobs still take microseconds, not scheduler
-// slices (a spinning pool waits a slice for each descheduled thread, milliseconds per job).
+// slices (a spinning pool waits a slice for each descheduled thread, milliseconds per job,
+// in every batch). The fastest of several batches is judged, so another process taking the
+// cores for a while (a shared CI host) cannot fail the test; a spinning pool would still.
 TEST(ThreadPool, MoreThreadsThanCoresStayCheap) {
   const size_t threads = 4 * nn::usable_cores();
   pthreadpool_t pool = pthreadpool_create(threads);
   ASSERT_NE(pool, nullptr);
   std::atomic<size_t> sum{0};
-  const int jobs = 2000;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int j = 0; j < jobs; ++j)
-    pthreadpool_parallelize_1d(
-        pool, [](void* c, size_t i) { static_cast<std::atomic<size_t>*>(c)->fetch_add(i + 1); }, &sum, 64, 0);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_EQ(sum.load(), size_t(jobs) * 64 * 65 / 2);
-  EXPECT_LT(ms / jobs, 0.5) << threads << " threads: " << ms << " ms for " << jobs << " jobs";
+  const int batches = 8, jobs = 250;
+  double best_ms = 1e9;
+  for (int b = 0; b < batches; ++b) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int j = 0; j < jobs; ++j)
+      pthreadpool_parallelize_1d(
+          pool, [](void* c, size_t i) { static_cast<std::atomic<size_t>*>(c)->fetch_add(i + 1); }, &sum, 64, 0);
+    best_ms = std::min(best_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  EXPECT_EQ(sum.load(), size_t(batches) * jobs * 64 * 65 / 2);
+  EXPECT_LT(best_ms / jobs, 0.5) << threads << " threads: " << best_ms << " ms for the fastest batch of " << jobs << " jobs";
   pthreadpool_destroy(pool);
 }
 
