@@ -16,6 +16,7 @@
 #include <map>
 
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "conv_test_util.h"
 #include "ops/quant_math.h"
@@ -105,7 +106,14 @@ TEST(QuantMath, Fp32RequantizationRoundsOnceTiesToEven) {
   EXPECT_EQ(sub.apply(3, 1), 1);  // 1.5 - 0.34 = 1.16
 }
 
-std::string golden_dir() { return std::string(NN_BINARY_DIR) + "/tests/ops/quant_golden"; }
+// One directory per test process: ctest runs each QuantGolden test as its own process, two at
+// a time, and each regenerates the files; a shared directory let one read a file the other
+// was rewriting.
+std::string golden_dir() {
+  static const std::string dir =
+      std::string(NN_BINARY_DIR) + "/tests/ops/quant_golden/" + std::to_string(::getpid());
+  return dir;
+}
 
 // Runs the generator once per test binary; skips every case when torch is missing.
 class QuantGolden : public ::testing::Test {
@@ -120,6 +128,12 @@ class QuantGolden : public ::testing::Test {
       std::ifstream f(golden_dir() + "/cases.json");
       cases_ = json::parse(f)["cases"];
     }
+  }
+  static void TearDownTestSuite() {
+    if (status_ != 0) return;  // the log stays for the failure message
+    std::error_code ignored;
+    std::filesystem::remove_all(golden_dir(), ignored);
+    std::filesystem::remove(golden_dir() + ".log", ignored);
   }
   void SetUp() override {
     if (WIFEXITED(status_) && WEXITSTATUS(status_) == 77) GTEST_SKIP() << "torch not available";
