@@ -254,8 +254,11 @@ TEST(NativeInt8, AvxTwoTableLooksUpEveryValueAsTheReference) {
 }
 
 TEST(NativeInt8, SameShapedAddEqualsTheReference) {
+  // The arithmetic kernel (Int8Add); the byte tables are native_int8_add_table_test's, and
+  // the every-pair trials below run them too where they take the scales.
   CpuOptions add;
   add.native_int8_add = true;
+  add.native_int8_add_table = false;
   for (uint32_t c : kChannels) {
     // A residual: the larger scale first, then second; ReLU; an output scale above both.
     check(one_op(T::ADD, {q8({1, 7, 9, c}, 0.105f, -124), q8({1, 7, 9, c}, 0.031f, 9)}, {1},
@@ -293,13 +296,22 @@ TEST(NativeInt8, SameShapedAddEqualsTheReference) {
       for (size_t i = 0; i < got.size(); ++i) differ += got[i] != expected[i];
       EXPECT_EQ(differ, 0u) << "every pair, scales " << sa << " " << sb << " -> " << so << " on " << kernel;
     }
+    // The defaults: the byte tables where they take the scales, else XNNPACK (not exact).
+    std::string kernel;
+    const std::vector<int8_t> got = run(m, pairs, "cpu", {}, 1, &kernel);
+    if (kernel.find("table") == std::string::npos) continue;
+    size_t differ = 0;
+    for (size_t i = 0; i < got.size(); ++i) differ += got[i] != expected[i];
+    EXPECT_EQ(differ, 0u) << "every pair, scales " << sa << " " << sb << " -> " << so << " on " << kernel;
   }
-  // Off by default (XNNPACK's add is faster); a broadcast ADD is not taken.
+  // The arithmetic kernel is off by default (XNNPACK's add is faster); a broadcast ADD is not taken.
   std::string kernel;
   auto m = one_op(T::ADD, {q8({1, 4, 4, 16}, 0.1f, 0), q8({1, 4, 4, 16}, 0.2f, 0)}, {0}, q8({1, 4, 4, 16}, 0.3f, 0));
   ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
   std::vector<std::vector<int8_t>> x(2, std::vector<int8_t>(256, 1));
-  run(m, x, "cpu", {}, 1, &kernel);
+  CpuOptions no_table;
+  no_table.native_int8_add_table = false;
+  run(m, x, "cpu", no_table, 1, &kernel);
   EXPECT_EQ(kernel, "xnnpack");
   auto b = one_op(T::ADD, {q8({1, 4, 4, 16}, 0.1f, 0), q8({1, 1, 1, 16}, 0.2f, 0)}, {0}, q8({1, 4, 4, 16}, 0.3f, 0));
   ASSERT_TRUE(b->validate_and_infer_shapes().is_ok());

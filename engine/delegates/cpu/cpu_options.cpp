@@ -45,6 +45,7 @@ CpuOptions CpuOptions::from_environment() {
   o.amx = !set("NN_NO_AMX");
   o.amx_in_place_tail = !set("NN_NO_AMX_IN_PLACE_TAIL");
   o.native_int8_add = set("NN_NATIVE_INT8_ADD");
+  o.native_int8_add_table = !set("NN_NO_NATIVE_INT8_ADD_TABLE");
   o.native_int8_residual = set("NN_NATIVE_INT8_RESIDUAL");
   o.native_int8_logistic = !set("NN_NO_NATIVE_INT8_LOGISTIC");
   o.native_int8_pool = !set("NN_NO_NATIVE_INT8_POOL");

@@ -20,6 +20,9 @@
 //   summed, requantized: three requantizations) in 16 / 8 int32 lanes, the input stage
 //   without 64-bit products (the multiplier split at bit 11). Exact, but about 3x slower
 //   than XNNPACK's qs8 add, which rounds once in its own way (within one step).
+//   With AVX-512 VBMI (CpuOptions::native_int8_add_table, on by default) the same ADD as
+//   four or five 256-entry byte tables (Int8AddTable), where they give NNAPI's bytes for all
+//   65536 input pairs: exact and faster than XNNPACK's.
 // - LOGISTIC: the reference's table, as HARD_SWISH and TANH, with AVX-512 VBMI only (a byte-wise
 //   table loses to XNNPACK's). A table op whose output a DEQUANTIZE alone reads writes the
 //   dequantized floats itself (int8_table_dequantized).

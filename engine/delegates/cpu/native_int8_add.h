@@ -179,6 +179,17 @@ class Int8AddMath {
     for (; i < n; ++i) out[i] = static_cast<int8_t>(scalar(a[i], b[i]));
   }
 
+  // The reference's input stage: (a - za) << 20 (b - zb) rescaled, before the sum.
+  int32_t rescaled_a(int32_t a) const {
+    return quant::multiply_by_quantized_multiplier((a - lanes_.za) * (1 << kLeftShift), ma_);
+  }
+  int32_t rescaled_b(int32_t b) const {
+    return quant::multiply_by_quantized_multiplier((b - lanes_.zb) * (1 << kLeftShift), mb_);
+  }
+  quant::Multiplier output_multiplier() const { return mo_; }
+  int32_t output_zero_point() const { return lanes_.zo; }
+  quant::Range range() const { return lanes_.range; }
+
   int32_t scalar(int32_t a, int32_t b) const {
     const int32_t sa = quant::multiply_by_quantized_multiplier((a - lanes_.za) * (1 << kLeftShift), ma_);
     const int32_t sb = quant::multiply_by_quantized_multiplier((b - lanes_.zb) * (1 << kLeftShift), mb_);
@@ -197,6 +208,48 @@ class Int8AddMath {
   quant::Multiplier ma_, mb_, mo_;
   Lanes lanes_;
   bool avx512_ = false, avx2_ = false;
+};
+
+// Int8AddMath's ADD as four 256-entry byte tables, looked up 64 bytes a step with AVX-512
+// VBMI's two-table byte permute. The output stage of a sum s = sa(a) + sb(b) of the two
+// rescaled inputs is floor((s P + K) / N) (P the output multiplier, N = 2^(31 + right), K the
+// rounding constants), so with sa P = qa N + ra and sb P + K = qb N + rb (0 <= ra, rb < N) it
+// is qa + qb + [ra + rb >= N]. The carry compares ra with N - rb: both replaced by their rank
+// among the 256 values of N - rb, a byte each. So out = clamp(A[a] + B[b] + [CA[a] > CB[b]])
+// with A = qa + zo and B = qb moved into int8 (clamped where the clamp of the sum decides
+// anyway). The floor form rounds the output's ties upward where NNAPI rounds a negative
+// tie away from zero: build() compares every one of the 65536 input pairs with
+// Int8AddMath and refuses the tables if any differs.
+class Int8AddTable {
+ public:
+  // False (the tables unusable) when some pair's byte differs from `math`'s, or the values
+  // do not fit a byte each.
+  bool build(const Int8AddMath& math);
+
+  // out[i] = a[i] + b[i] for i < n (AVX-512 VBMI where the CPU has it, else byte by byte);
+  // out may be a or b.
+  void run(const int8_t* a, const int8_t* b, int8_t* out, size_t n, bool vbmi) const;
+
+  int8_t scalar(int8_t a, int8_t b) const {
+    const uint8_t ua = static_cast<uint8_t>(a), ub = static_cast<uint8_t>(b);
+    const int32_t v = a_[ua] + b1_[ub] + b_[ub] + (ca_[ua] > cb_[ub] ? 1 : 0);
+    return static_cast<int8_t>(std::clamp(v, lo_, hi_));
+  }
+
+ private:
+#if NN_NATIVE_X86
+  template <bool kSplit>
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx2"))) void run_vbmi(const int8_t* a,
+                                                                                      const int8_t* b, int8_t* out,
+                                                                                      size_t n) const;
+#endif
+  // Indexed by the input byte as unsigned (a >= 0: entries 0-127). Where B spans more than a
+  // byte (`split_`), B = b1_ + b_ with a_ + b1_ within int8 for every pair, so one
+  // saturating add of b_ + carry clamps; else b1_ is 0.
+  alignas(64) int8_t a_[256] = {}, b_[256] = {}, b1_[256] = {};
+  bool split_ = false;
+  alignas(64) uint8_t ca_[256] = {}, cb_[256] = {};
+  int32_t lo_ = -128, hi_ = 127;
 };
 
 }  // namespace nn::cpu

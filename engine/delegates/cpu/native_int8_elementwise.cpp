@@ -324,6 +324,42 @@ class Int8Add final : public NativeDataOp {
 };
 
 // ---------------------------------------------------------------------------------------
+// The same ADD through Int8AddTable's byte tables (AVX-512 VBMI), in chunks.
+class Int8AddByTable final : public NativeDataOp {
+ public:
+  Int8AddByTable(const Int8AddTable& table, size_t count, uint32_t a_index, uint32_t b_index)
+      : count_(count), table_(table) {
+    operands_ = {a_index, b_index};
+  }
+
+  const char* kernel() const override { return "native int8 add AVX-512 VBMI table"; }
+
+  void run(const NativeDataArgs& args) const override {
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<const int8_t*>(args.inputs[1]),
+           static_cast<int8_t*>(args.output), 0};
+    const size_t rows = chunk_count(count_, 1, &t.per_chunk);
+    for_each_row(args.pool, rows, &Int8AddByTable::chunk, &t);
+  }
+
+ private:
+  struct Task {
+    const Int8AddByTable* op;
+    const int8_t *a, *b;
+    int8_t* out;
+    size_t per_chunk;
+  };
+
+  static void chunk(void* ctx, size_t row) {
+    const Task& t = *static_cast<const Task*>(ctx);
+    const size_t i0 = row * t.per_chunk, i1 = std::min(t.op->count_, i0 + t.per_chunk);
+    t.op->table_.run(t.a + i0, t.b + i0, t.out + i0, i1 - i0, true);
+  }
+
+  size_t count_;
+  Int8AddTable table_;
+};
+
+// ---------------------------------------------------------------------------------------
 // HARD_SWISH / TANH / LOGISTIC through the reference's table: out[i] = table[in[i] + 128].
 class Int8Table final : public NativeDataOp {
  public:
@@ -904,13 +940,22 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
                                        *static_cast<const int32_t*>(fuse), per_channel, isa);
     }
     case T::ADD: {
-      if (!cpu.native_int8_add) return no("native int8 ADD off");
+      const bool by_table = cpu.native_int8_add_table && avx512_vbmi(isa);
+      if (!cpu.native_int8_add && !by_table) return no("native int8 ADD off");
       const Operand& b = m.operands[op.inputs[1]];
       const void* fuse = statics(op.inputs[2]);
       if (b.type != kQ8 || !fuse) return no("int8 ADD with a non-int8 input or a non-constant fuse code");
       if (in.dims != out.dims || b.dims != out.dims) return no("int8 ADD with broadcasting");
-      return std::make_unique<Int8Add>(in, b, out, op.inputs[0], op.inputs[1], *static_cast<const int32_t*>(fuse),
-                                       isa);
+      const int32_t code = *static_cast<const int32_t*>(fuse);
+      if (by_table) {
+        // The tables where they give NNAPI's bytes for every input pair, else the
+        // arithmetic (when asked for) or XNNPACK.
+        Int8AddTable table;
+        if (table.build(Int8AddMath(in, b, out, code, isa)))
+          return std::make_unique<Int8AddByTable>(table, num_elements(out.dims), op.inputs[0], op.inputs[1]);
+        if (!cpu.native_int8_add) return no("int8 ADD whose byte tables differ from NNAPI's arithmetic");
+      }
+      return std::make_unique<Int8Add>(in, b, out, op.inputs[0], op.inputs[1], code, isa);
     }
     case T::LOGISTIC:  // XNNPACK's beats a table looked up a byte at a time
       if (!cpu.native_int8_logistic) return no("native int8 LOGISTIC off");

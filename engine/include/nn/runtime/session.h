@@ -142,6 +142,10 @@ struct CpuOptions {
   bool native_int8_logistic = true;
   bool native_int8_pool = true;
   bool native_int8_add = false;
+  // With AVX-512 VBMI, a same-shaped int8 ADD as four 256-entry byte tables (native_int8_add.h,
+  // Int8AddTable), where they give NNAPI's bytes for all 65536 input pairs (checked when the
+  // kernel is made): exact, and faster than XNNPACK's qs8 add. NN_NO_NATIVE_INT8_ADD_TABLE=1.
+  bool native_int8_add_table = true;
   // A same-shaped int8 ADD reading a native int8 conv's or depthwise conv's output (read by
   // nothing else) applied by that conv to the rows it has just written, with NNAPI's exact
   // ADD arithmetic. Off by default: the exact ADD costs more than XNNPACK's one-rounding qs8
