@@ -1360,7 +1360,10 @@ void NativeConv::run_pixels(const float* input, const float* residual, float* ou
 }
 
 bool NativeConv::im2col_once(size_t threads) const {
-  return im2col_once_ && !splits_rows(threads);
+  // Threads split its panels evenly, or enough of them for the remainder not to matter
+  // (densenet121's 7x7 128 -> 32 convs, one panel, keep their rows split).
+  return im2col_once_ && !splits_rows(threads) &&
+         (threads <= 1 || n_blocks_ % threads == 0 || n_blocks_ >= 4 * threads);
 }
 
 bool NativeConv::splits_rows(size_t threads) const {
