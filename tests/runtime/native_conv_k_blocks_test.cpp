@@ -175,7 +175,7 @@ TEST(NativeConvKBlocks, TheSwitchNamesTheKernelAndBothMatchTheReference) {
 // 3x3 conv (49 rows), an 8x8 map's 1x3 and 3x1 convs (64 rows, one tile per output row), a
 // 14x14 3x3 conv (196 rows: 64-row chunks and a 4-row tail), a 3x3 stride 2 conv onto 7x7
 // and strided 1x1s (400 -> 64: its pixels outweigh its weights, yet its panels split at
-// 2 threads, not its rows); a 16x16 map (256 rows: 4 row tiles) and a shallow 3x3 (not blocked)
+// 2 threads, not its rows); a 17x17 map (289 rows) too; an 18x18 one (324 rows: 5 row tiles) and a shallow 3x3 (not blocked)
 // stay as they were, and convs of one or three panels only on one thread (at two their
 // rows split: the panels would not).
 TEST(NativeConvKBlocks, SmallImagesRunTheirIm2colRowsOnce) {
@@ -189,8 +189,9 @@ TEST(NativeConvKBlocks, SmallImagesRunTheirIm2colRowsOnce) {
   const Case cases[] = {{7, 7, 96, 80, 3, 3, 1, true, false},    {8, 8, 128, 128, 1, 3, 1, true, true},
                         {8, 8, 128, 128, 3, 1, 1, true, true},   {14, 14, 64, 64, 3, 3, 1, true, true},
                         {13, 13, 64, 40, 3, 3, 2, true, true},   {14, 14, 400, 256, 1, 1, 2, true, true},
-                        {16, 16, 64, 64, 3, 3, 1, false, false}, {7, 7, 16, 64, 3, 3, 1, false, false},
-                        {7, 7, 128, 32, 3, 3, 1, true, false}, {14, 14, 400, 64, 1, 1, 2, true, true}};
+                        {18, 18, 64, 64, 3, 3, 1, false, false}, {7, 7, 16, 64, 3, 3, 1, false, false},
+                        {7, 7, 128, 32, 3, 3, 1, true, false}, {14, 14, 400, 64, 1, 1, 2, true, true},
+                        {17, 17, 64, 64, 3, 3, 1, true, true}};
   uint32_t seed = 91;
   for (const Case& c : cases)
     for (Stage stage : {Stage::kRelu6, Stage::kResidual}) {

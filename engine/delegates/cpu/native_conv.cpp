@@ -598,14 +598,14 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
     const size_t slice = std::max<size_t>(64, l1d_bytes() / 2 / (width * sizeof(float)));
     if (k_ > slice) k_block_ = slice;
   }
-  // A small image (fewer than 4 row tiles) of a k-blocked conv: its tiles, each up to 8
+  // A small image (fewer than 5 row tiles: 7x7 to 17x17) of a k-blocked conv: its tiles, each up to 8
   // rows read in place or from edge strips (its rows cross output rows every few tiles, so
   // a third or more were im2col rows anyway), are each too short for the k-blocked kernel
   // and stream every panel once per tile; as im2col rows, built once, they are one call
   // whose 64-row chunks run through each slice.
   const size_t m_total = size_t(shape.batch) * shape.out_h * shape.out_w;
   im2col_once_ = isa.small_image_im2col && k_block_ && !pointwise_ && groups == 1 && !edge_taps_ &&
-                 m_total < tile_rows * 8 * 4 && m_total * k_ * sizeof(float) <= (size_t(2) << 20);
+                 m_total < tile_rows * 8 * 5 && m_total * k_ * sizeof(float) <= (size_t(2) << 20);
   group_panels_ = (group_out_ + width - 1) / width;
   n_blocks_ = groups * group_panels_;
   const size_t panel = width * (k_ + 1);

@@ -160,7 +160,7 @@ class NativeConv final : public NativeOp {
   size_t k_block() const { return k_block_; }
   // Whether at `threads` threads every micro-tile goes through im2col rows, built once per
   // thread and run as one k-blocked call per panel, each thread taking a run of panels
-  // (NativeIsa::small_image_im2col: a k-blocked conv on an image of fewer than 4 row tiles
+  // (NativeIsa::small_image_im2col: a k-blocked conv on an image of fewer than 5 row tiles
   // whose im2col rows fit in 2 MB, whose panels split evenly between the threads; its rows
   // then never split, splits_rows).
   bool im2col_once(size_t threads) const;
