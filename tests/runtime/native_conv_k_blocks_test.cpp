@@ -168,4 +168,95 @@ TEST(NativeConvKBlocks, TheSwitchNamesTheKernelAndBothMatchTheReference) {
     }
 }
 
+// A k-blocked conv on a small image (NativeIsa::small_image_im2col): every micro-tile
+// through im2col rows built once, one k-blocked call per panel, each thread a run of
+// panels. Against a direct conv in double and the same bits as the switch off (in place,
+// strips and im2col rows feed the same FMAs in the same order), 1 and 2 threads, on a 7x7
+// 3x3 conv (49 rows), an 8x8 map's 1x3 and 3x1 convs (64 rows, one tile per output row), a
+// 14x14 3x3 conv (196 rows: 64-row chunks and a 4-row tail), a 3x3 stride 2 conv onto 7x7
+// and strided 1x1s (400 -> 64: its pixels outweigh its weights, yet its panels split at
+// 2 threads, not its rows); a 17x17 map (289 rows) too; an 18x18 one (324 rows: 5 row tiles) and a shallow 3x3 (not blocked)
+// stay as they were, and convs of one or three panels only on one thread (at two their
+// rows split: the panels would not).
+TEST(NativeConvKBlocks, SmallImagesRunTheirIm2colRowsOnce) {
+  if (!nn::cpu::native_avx512_enabled()) GTEST_SKIP() << "no AVX-512";
+  if (nn::cpu::l1d_bytes() > (size_t(64) << 10)) GTEST_SKIP() << "L1 too large for these shapes to block";
+  pthreadpool_t pool = pthreadpool_create(2);
+  struct Case {
+    uint32_t h, w, in_c, out_c, kh, kw, stride;
+    bool once, once_at_2;
+  };
+  const Case cases[] = {{7, 7, 96, 80, 3, 3, 1, true, false},    {8, 8, 128, 128, 1, 3, 1, true, true},
+                        {8, 8, 128, 128, 3, 1, 1, true, true},   {14, 14, 64, 64, 3, 3, 1, true, true},
+                        {13, 13, 64, 40, 3, 3, 2, true, true},   {14, 14, 400, 256, 1, 1, 2, true, true},
+                        {18, 18, 64, 64, 3, 3, 1, false, false}, {7, 7, 16, 64, 3, 3, 1, false, false},
+                        {7, 7, 128, 32, 3, 3, 1, true, false}, {14, 14, 400, 64, 1, 1, 2, true, true},
+                        {17, 17, 64, 64, 3, 3, 1, true, true}};
+  uint32_t seed = 91;
+  for (const Case& c : cases)
+    for (Stage stage : {Stage::kRelu6, Stage::kResidual}) {
+      NativeConvShape s;
+      s.in_h = c.h, s.in_w = c.w, s.in_c = c.in_c, s.out_c = c.out_c;
+      s.kernel_h = c.kh, s.kernel_w = c.kw, s.stride_h = s.stride_w = c.stride;
+      s.pad_top = c.kh / 2, s.pad_left = c.kw / 2;
+      s.out_h = (c.h - 1) / c.stride + 1, s.out_w = (c.w - 1) / c.stride + 1;
+      SCOPED_TRACE(std::to_string(c.h) + "x" + std::to_string(c.w) + " " + std::to_string(c.in_c) + "->" +
+                   std::to_string(c.out_c) + " kernel " + std::to_string(c.kh) + "x" + std::to_string(c.kw) +
+                   " stride " + std::to_string(c.stride) + " stage " + std::to_string(int(stage)));
+      nn_test::NativeConvData d;
+      const size_t k = size_t(c.kh) * c.kw * c.in_c;
+      d.input = nn_test::random_floats(size_t(s.in_h) * s.in_w * s.in_c, seed++, -1.f, 1.f);
+      d.filter = nn_test::random_floats(size_t(s.out_c) * k, seed++, -1.f, 1.f);
+      d.bias = nn_test::random_floats(s.out_c, seed++, -1.f, 1.f);
+      const size_t n = size_t(s.out_h) * s.out_w * s.out_c;
+      d.residual = nn_test::random_floats(n, seed++, -2.f, 2.f);
+      const Epilogue e = epilogue_of(stage);
+      const std::vector<float> want = nn_test::direct_conv(s, d, e);
+      NativeIsa off_isa = avx512_isa(true);
+      off_isa.small_image_im2col = false;
+      NativeConv on(s, d.filter.data(), d.bias.data(), e, avx512_isa(true));
+      NativeConv off(s, d.filter.data(), d.bias.data(), e, off_isa);
+      ASSERT_TRUE(on.ok() && off.ok());
+      EXPECT_EQ(on.im2col_once(1), c.once);
+      EXPECT_EQ(on.im2col_once(2), c.once_at_2);
+      EXPECT_FALSE(off.im2col_once(1));
+      if (c.once_at_2) {
+        EXPECT_FALSE(on.splits_rows(2));
+      }
+      for (pthreadpool_t p : {pthreadpool_t(nullptr), pool}) {
+        const std::vector<float> got = nn_test::run_native(on, d, e, n, p);
+        const std::vector<float> base = nn_test::run_native(off, d, e, n, p);
+        double worst = 0;
+        for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(double(got[i]) - want[i]));
+        EXPECT_LE(worst, 2e-5 * std::sqrt(double(k))) << (p ? "2 threads" : "1 thread");
+        EXPECT_EQ(got, base) << (p ? "2 threads" : "1 thread") << ": not the bits of the tiles read in place";
+      }
+    }
+  pthreadpool_destroy(pool);
+}
+
+TEST(NativeConvKBlocks, TheSmallImageIm2colSwitchNamesTheKernel) {
+  if (!nn::cpu::native_avx512_enabled()) GTEST_SKIP() << "no AVX-512";
+  if (nn::cpu::l1d_bytes() > (size_t(64) << 10)) GTEST_SKIP() << "L1 too large for this shape to block";
+  Built b;  // a 3x3 conv 128 -> 64 on 8x8 (k 1152: blocked)
+  uint32_t x = b.input({1, 8, 8, 128});
+  b.output(b.op(T::CONV_2D, {x, b.constant({64, 3, 3, 128}, 3), b.constant({64}, 4), b.i32(1), b.i32(1),
+                             b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(0), b.boolean(false)}));
+  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+  nn::CpuOptions on, off;
+  off.small_image_im2col = false;
+  for (int threads : {1, 2}) {
+    EXPECT_EQ(nn_test::cpu_kernel_of(b.model, on, "op 0", threads), "native conv AVX-512, k-blocked, im2col once");
+    EXPECT_EQ(nn_test::cpu_kernel_of(b.model, off, "op 0", threads), "native conv AVX-512, k-blocked");
+  }
+  for (const nn::CpuOptions& cpu : {on, off})
+    for (int threads : {1, 2}) {
+      nn::SessionOptions o;
+      o.delegates = {"cpu"};
+      o.cpu = cpu;
+      o.threads = threads;
+      EXPECT_LE(nn_test::compare_with_reference(b.model, o).max_rel_error, 1e-4) << threads << " threads";
+    }
+}
+
 }  // namespace

@@ -58,6 +58,7 @@ NativeIsa CpuPartition::isa_of(const CpuOptions& cpu) {
   isa.small_image_rows = cpu.small_image_rows;
   isa.amx = cpu.amx && isa.avx512 && amx_int8_cpu();
   isa.k_blocks = cpu.k_blocks;
+  isa.small_image_im2col = cpu.small_image_im2col;
   return isa;
 }
 
@@ -133,6 +134,9 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
   if (f.native == NativeKind::kConv && conv && conv->eight_column_panel()) name += ", 8-column last panel";
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv && conv->k_block()) name += ", k-blocked";
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv && conv->edge_taps()) name += ", edge taps";
+  if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv &&
+      conv->im2col_once(size_t(std::max(1, options_.threads))))
+    name += ", im2col once";
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv &&
       conv->splits_rows(size_t(std::max(1, options_.threads))))
     name += ", rows per thread";

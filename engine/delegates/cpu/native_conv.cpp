@@ -598,6 +598,14 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
     const size_t slice = std::max<size_t>(64, l1d_bytes() / 2 / (width * sizeof(float)));
     if (k_ > slice) k_block_ = slice;
   }
+  // A small image (fewer than 5 row tiles: 7x7 to 17x17) of a k-blocked conv: its tiles, each up to 8
+  // rows read in place or from edge strips (its rows cross output rows every few tiles, so
+  // a third or more were im2col rows anyway), are each too short for the k-blocked kernel
+  // and stream every panel once per tile; as im2col rows, built once, they are one call
+  // whose 64-row chunks run through each slice.
+  const size_t m_total = size_t(shape.batch) * shape.out_h * shape.out_w;
+  im2col_once_ = isa.small_image_im2col && k_block_ && !pointwise_ && groups == 1 && !edge_taps_ &&
+                 m_total < tile_rows * 8 * 5 && m_total * k_ * sizeof(float) <= (size_t(2) << 20);
   group_panels_ = (group_out_ + width - 1) / width;
   n_blocks_ = groups * group_panels_;
   const size_t panel = width * (k_ + 1);
@@ -626,6 +634,7 @@ struct NativeConv::Task {
   // value per input channel, built per tile in cache. Both null otherwise.
   const float* gate;
   const float* sum;
+  bool im2col_all = false;  // every micro-tile through im2col rows (im2col_once)
 };
 
 namespace {
@@ -1065,7 +1074,7 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
     const size_t first = m0 + tile * kRows, mr = std::min(kRows, m_count - tile * kRows);
     const int64_t x0 = int64_t(ox) * stride_w - pad_left;
     const int64_t x_end = int64_t(ox + mr - 1) * stride_w - pad_left + reach;  // one past
-    const bool one_row = S > 0 && ox + mr <= out_w;
+    const bool one_row = !t.im2col_all && S > 0 && ox + mr <= out_w;
     const bool inside = x0 >= 0 && x_end <= in_w;
     if (one_row && inside && extends) {
       ++calls.back().count;
@@ -1123,9 +1132,11 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
     if (!one_row || !(inside || conv.strips_)) {
       im2col_rows(s, t.input, first, mr, scratch.data() + tile * kRows * k_all, c_first, c_taken);
       // k-blocked, consecutive im2col tiles (rows k apart) are one call: their micro-tiles
-      // share each slice of weights.
+      // share each slice of weights. With every tile as im2col rows, calls of 64 rows (the
+      // blocked kernel's chunk), each through all of the tile's panels while its rows stay
+      // in cache.
       if (conv.k_block_ && !grouped && !calls.empty() && !calls.back().implicit &&
-          calls.back().tile + calls.back().count == tile)
+          calls.back().tile + calls.back().count == tile && (!t.im2col_all || calls.back().count < 8))
         ++calls.back().count;
       else
         calls.push_back({tile, 1, false});
@@ -1348,10 +1359,20 @@ void NativeConv::run_pixels(const float* input, const float* residual, float* ou
       t.fn(&task, m0, j0, std::min(tile_m, pixels - m0), std::min(t.tile_n, n_blocks_ - j0));
 }
 
+bool NativeConv::im2col_once(size_t threads) const {
+  // Threads split its panels evenly, or enough of them for the remainder not to matter
+  // (densenet121's 7x7 128 -> 32 convs, one panel, keep their rows split). Where its pixels
+  // outweigh its weights it still takes its panels, not its rows: resnet50's 1x1 stride-2
+  // 512 -> 1024 onto 14x14 ran faster so.
+  return im2col_once_ && (threads <= 1 || n_blocks_ % threads == 0 || n_blocks_ >= 4 * threads);
+}
+
 bool NativeConv::splits_rows(size_t threads) const {
   const size_t m_total = size_t(shape_.batch) * shape_.out_h * shape_.out_w;
   const size_t rows = tile_kernel().rows;
-  if (!small_image_rows_ || threads < 2 || m_total >= rows * 8 * 4 || m_total / rows < threads) return false;
+  if (!small_image_rows_ || threads < 2 || m_total >= rows * 8 * 4 || m_total / rows < threads ||
+      im2col_once(threads))
+    return false;
   const double pixels = double(shape_.batch) * shape_.in_h * shape_.in_w * shape_.in_c + double(m_total) * shape_.out_c;
   return pixels >= double(k_) * shape_.out_c;
 }
@@ -1368,6 +1389,24 @@ void NativeConv::dispatch(Task& task, pthreadpool_t pool) const {
   // im2col rows are built once, not once per panel (a 7x7 map's 3x3 conv on 512 channels:
   // 16 times 0.9 MB).
   const size_t tile_n = k_block_ && m_total <= tile_m ? n_blocks_ : kernel.tile_n;
+  const size_t threads = pool ? pthreadpool_get_threads_count(pool) : 1;
+  task.im2col_all = im2col_once(threads);
+  if (task.im2col_all) {
+    // One item per thread: a run of panels over all rows (its im2col rows built once).
+    struct Runs {
+      Task* task;
+      void (*tile_fn)(void*, size_t, size_t, size_t, size_t);
+      size_t runs, m_total, n_blocks;
+    } r{&task, tile_fn, std::min(threads, n_blocks_), m_total, n_blocks_};
+    auto run = [](void* ctx, size_t i) {
+      const Runs& r = *static_cast<const Runs*>(ctx);
+      const size_t j0 = r.n_blocks * i / r.runs, j1 = r.n_blocks * (i + 1) / r.runs;
+      if (j1 > j0) r.tile_fn(r.task, 0, j0, r.m_total, j1 - j0);
+    };
+    if (!pool || r.runs < 2) return run(&r, 0);
+    pthreadpool_parallelize_1d(pool, run, &r, r.runs, 0);
+    return;
+  }
   if (!pool) {
     for (size_t j0 = 0; j0 < n_blocks_; j0 += tile_n)
       for (size_t m0 = 0; m0 < m_total; m0 += tile_m)

@@ -58,6 +58,7 @@ struct NativeIsa {
   bool transpose_tiles = true;  // native transposes: 8 x 8 tiles through AVX2 registers
   bool small_image_rows = true;  // NativeConv on a small image: threads split rows where its pixels outweigh its weights
   bool k_blocks = true;         // NativeConv on AVX-512: deep panels in L1-sized slices of k (k_block)
+  bool small_image_im2col = true;  // NativeConv, k-blocked, small image: im2col rows once, one k-blocked pass
   // All this CPU has (every switch on).
   static NativeIsa best();
   // avx512: allowed; half_width: 1 forced on, 0 forced off, -1 measured (avx512_half_width).
@@ -157,6 +158,12 @@ class NativeConv final : public NativeOp {
   // k steps per slice of its weights when k-blocked (NativeIsa::k_blocks: AVX-512, a panel
   // larger than half of L1), else 0.
   size_t k_block() const { return k_block_; }
+  // Whether at `threads` threads every micro-tile goes through im2col rows, built once per
+  // thread and run as one k-blocked call per panel, each thread taking a run of panels
+  // (NativeIsa::small_image_im2col: a k-blocked conv on an image of fewer than 5 row tiles
+  // whose im2col rows fit in 2 MB, whose panels split evenly between the threads; its rows
+  // then never split, splits_rows).
+  bool im2col_once(size_t threads) const;
   // Output pixels per micro-tile of the kernels this CPU gets: a tile of fewer pixels costs
   // as much as a full one.
   static size_t tile_pixels(const NativeIsa& isa);
@@ -195,6 +202,7 @@ class NativeConv final : public NativeOp {
   size_t taps_w_ = 1;        // runs per kernel row: 1 (its taps contiguous), kernel_w when dilated
   bool strips_ = false;      // edge micro-tiles read zero-padded copies of their input rows
   bool small_image_rows_ = false;  // NativeIsa::small_image_rows
+  bool im2col_once_ = false;       // im2col_once() where its rows do not split
   bool edge_taps_ = false;   // or, without strips, per-tap runs: dead taps skipped (NativeIsa::edge_taps)
   size_t n_blocks_ = 0;      // out_c in panels of 32 (AVX-512) or 16, group by group
   size_t group_in_ = 0;      // input channels per group (in_c when not grouped)
