@@ -284,15 +284,19 @@ class Int8Mul final : public NativeDataOp {
 };
 
 // ---------------------------------------------------------------------------------------
-// ADD of two same-shaped tensors, NNAPI's addQuant8 (native_int8_add.h), in chunks.
+// ADD of two same-shaped tensors in chunks, by a Form's run(a, b, out, n): NNAPI's addQuant8
+// arithmetic (Int8AddMath) or its byte tables (TableForm, AVX-512 VBMI).
+struct TableForm {
+  Int8AddTable table;
+  void run(const int8_t* a, const int8_t* b, int8_t* out, size_t n) const { table.run(a, b, out, n, true); }
+};
+
+template <typename Form>
 class Int8Add final : public NativeDataOp {
  public:
-  Int8Add(const Operand& a, const Operand& b, const Operand& out, uint32_t a_index, uint32_t b_index,
-          int32_t fuse, const NativeIsa& isa)
-      : count_(num_elements(out.dims)), math_(a, b, out, fuse, isa) {
+  Int8Add(Form form, std::string name, size_t count, uint32_t a_index, uint32_t b_index)
+      : count_(count), form_(std::move(form)), name_(std::move(name)) {
     operands_ = {a_index, b_index};
-    const std::string form = math_.isa_name();
-    name_ = form == "scalar" ? "native int8 add" : "native int8 add " + form;
   }
 
   const char* kernel() const override { return name_.c_str(); }
@@ -315,48 +319,12 @@ class Int8Add final : public NativeDataOp {
   static void chunk(void* ctx, size_t row) {
     const Task& t = *static_cast<const Task*>(ctx);
     const size_t i0 = row * t.per_chunk, i1 = std::min(t.op->count_, i0 + t.per_chunk);
-    t.op->math_.run(t.a + i0, t.b + i0, t.out + i0, i1 - i0);
+    t.op->form_.run(t.a + i0, t.b + i0, t.out + i0, i1 - i0);
   }
 
   size_t count_;
-  Int8AddMath math_;
+  Form form_;
   std::string name_;
-};
-
-// ---------------------------------------------------------------------------------------
-// The same ADD through Int8AddTable's byte tables (AVX-512 VBMI), in chunks.
-class Int8AddByTable final : public NativeDataOp {
- public:
-  Int8AddByTable(const Int8AddTable& table, size_t count, uint32_t a_index, uint32_t b_index)
-      : count_(count), table_(table) {
-    operands_ = {a_index, b_index};
-  }
-
-  const char* kernel() const override { return "native int8 add AVX-512 VBMI table"; }
-
-  void run(const NativeDataArgs& args) const override {
-    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<const int8_t*>(args.inputs[1]),
-           static_cast<int8_t*>(args.output), 0};
-    const size_t rows = chunk_count(count_, 1, &t.per_chunk);
-    for_each_row(args.pool, rows, &Int8AddByTable::chunk, &t);
-  }
-
- private:
-  struct Task {
-    const Int8AddByTable* op;
-    const int8_t *a, *b;
-    int8_t* out;
-    size_t per_chunk;
-  };
-
-  static void chunk(void* ctx, size_t row) {
-    const Task& t = *static_cast<const Task*>(ctx);
-    const size_t i0 = row * t.per_chunk, i1 = std::min(t.op->count_, i0 + t.per_chunk);
-    t.op->table_.run(t.a + i0, t.b + i0, t.out + i0, i1 - i0, true);
-  }
-
-  size_t count_;
-  Int8AddTable table_;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -950,12 +918,16 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
       if (by_table) {
         // The tables where they give NNAPI's bytes for every input pair, else the
         // arithmetic (when asked for) or XNNPACK.
-        Int8AddTable table;
-        if (table.build(Int8AddMath(in, b, out, code, isa)))
-          return std::make_unique<Int8AddByTable>(table, num_elements(out.dims), op.inputs[0], op.inputs[1]);
+        TableForm form;
+        if (form.table.build(Int8AddMath(in, b, out, code, isa)))
+          return std::make_unique<Int8Add<TableForm>>(form, "native int8 add AVX-512 VBMI table",
+                                                      num_elements(out.dims), op.inputs[0], op.inputs[1]);
         if (!cpu.native_int8_add) return no("int8 ADD whose byte tables differ from NNAPI's arithmetic");
       }
-      return std::make_unique<Int8Add>(in, b, out, op.inputs[0], op.inputs[1], code, isa);
+      Int8AddMath math(in, b, out, code, isa);
+      const std::string form = math.isa_name();
+      return std::make_unique<Int8Add<Int8AddMath>>(math, form == "scalar" ? "native int8 add" : "native int8 add " + form,
+                                                    num_elements(out.dims), op.inputs[0], op.inputs[1]);
     }
     case T::LOGISTIC:  // XNNPACK's beats a table looked up a byte at a time
       if (!cpu.native_int8_logistic) return no("native int8 LOGISTIC off");
