@@ -90,21 +90,28 @@ TEST(TfliteDensify, BlockSparseFp16BehindDequantize) {
   EXPECT_EQ(folded_weights(t, sparse, {2, 4}, tflite::TensorType_FLOAT16), expected);
 }
 
-TEST(TfliteDensify, IndexOutsideTheShapeIsAnError) {
+// y = x * DENSIFY(w), w a [rows, cols] float CSR matrix storing the one value 1 in row 0 at
+// column `index` (dense rows, a CSR level of one segment).
+auto import_one_stored_value(int32_t rows, int32_t cols, uint8_t index) {
   TinyModel t;
   auto& fbb = t.fbb();
   const std::vector<float> values = {1.f};
-  std::vector<flatbuffers::Offset<tflite::DimensionMetadata>> levels = {dense_level(fbb, 1),
-                                                                         csr_level(fbb, {0, 1}, {7})};
+  std::vector<flatbuffers::Offset<tflite::DimensionMetadata>> levels = {dense_level(fbb, rows),
+                                                                         csr_level(fbb, {0, 1}, {index})};
   const std::vector<int32_t> order = {0, 1};
   auto sp = tflite::CreateSparsityParametersDirect(fbb, &order, nullptr, &levels);
-  const int sparse = t.tensor({1, 4}, tflite::TensorType_FLOAT32, "sparse", values.data(), sizeof(float), {}, 0, {}, sp);
-  const int x = t.tensor({1, 4}, tflite::TensorType_FLOAT32, "x");
-  const int dense = t.tensor({1, 4}, tflite::TensorType_FLOAT32, "dense");
-  const int y = t.tensor({1, 4}, tflite::TensorType_FLOAT32, "y");
+  const int sparse =
+      t.tensor({rows, cols}, tflite::TensorType_FLOAT32, "sparse", values.data(), sizeof(float), {}, 0, {}, sp);
+  const int x = t.tensor({rows, cols}, tflite::TensorType_FLOAT32, "x");
+  const int dense = t.tensor({rows, cols}, tflite::TensorType_FLOAT32, "dense");
+  const int y = t.tensor({rows, cols}, tflite::TensorType_FLOAT32, "y");
   t.op(t.opcode(tflite::BuiltinOperator_DENSIFY), {sparse}, {dense});
   t.op(t.opcode(tflite::BuiltinOperator_MUL), {x, dense}, {y});
-  auto result = nn::tflite_import::import_buffer(t.finish({x}, {y}), "bad.tflite", graph_only());
+  return nn::tflite_import::import_buffer(t.finish({x}, {y}), "sparse.tflite", graph_only());
+}
+
+TEST(TfliteDensify, IndexOutsideTheShapeIsAnError) {
+  auto result = import_one_stored_value(1, 4, 7);
   ASSERT_FALSE(result.is_ok());
   EXPECT_NE(result.status().message().find("index 7 outside dim 1"), std::string::npos)
       << result.status().to_string();
@@ -114,21 +121,7 @@ TEST(TfliteDensify, IndexOutsideTheShapeIsAnError) {
 // A shape of 2^30 floats (4 GiB dense) over one stored value is refused before the dense form
 // is allocated; a real pruned weight keeps a fair share of its values.
 TEST(TfliteDensify, HugeShapeOverAFewStoredValuesIsRefusedBeforeAllocating) {
-  TinyModel t;
-  auto& fbb = t.fbb();
-  const std::vector<float> values = {1.f};
-  std::vector<flatbuffers::Offset<tflite::DimensionMetadata>> levels = {dense_level(fbb, 32768),
-                                                                         csr_level(fbb, {0, 1}, {7})};
-  const std::vector<int32_t> order = {0, 1};
-  auto sp = tflite::CreateSparsityParametersDirect(fbb, &order, nullptr, &levels);
-  const int sparse =
-      t.tensor({32768, 32768}, tflite::TensorType_FLOAT32, "sparse", values.data(), sizeof(float), {}, 0, {}, sp);
-  const int x = t.tensor({1, 32768}, tflite::TensorType_FLOAT32, "x");
-  const int dense = t.tensor({32768, 32768}, tflite::TensorType_FLOAT32, "dense");
-  const int y = t.tensor({32768, 32768}, tflite::TensorType_FLOAT32, "y");
-  t.op(t.opcode(tflite::BuiltinOperator_DENSIFY), {sparse}, {dense});
-  t.op(t.opcode(tflite::BuiltinOperator_MUL), {x, dense}, {y});
-  auto result = nn::tflite_import::import_buffer(t.finish({x}, {y}), "huge.tflite", graph_only());
+  auto result = import_one_stored_value(32768, 32768, 7);
   ASSERT_FALSE(result.is_ok());
   EXPECT_NE(result.status().message().find("4 stored bytes would densify to 4294967296 bytes"), std::string::npos)
       << result.status().to_string();

@@ -104,14 +104,7 @@ TEST(NativeConv8Columns, TheSwitchNamesTheKernelAndBothMatchTheReference) {
   if (nn::cpu::native_avx512_enabled()) {
     EXPECT_EQ(nn_test::cpu_kernel_of(b.model, {}, "op 0").find("8-column"), std::string::npos);
   }
-  for (const nn::CpuOptions& cpu : {on, off})
-    for (int threads : {1, 2}) {
-      nn::SessionOptions o;
-      o.delegates = {"cpu"};
-      o.cpu = cpu;
-      o.threads = threads;
-      EXPECT_LE(nn_test::compare_with_reference(b.model, o).max_rel_error, 1e-4) << threads << " threads";
-    }
+  nn_test::expect_cpu_matches_reference(b.model, {on, off});
 }
 
 }  // namespace

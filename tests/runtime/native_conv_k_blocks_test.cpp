@@ -48,6 +48,17 @@ NativeIsa avx512_isa(bool k_blocks) {
   return isa;
 }
 
+// Input, filter (k values per output channel), bias in [-1, 1] and a residual in [-2, 2],
+// each from the next seed.
+nn_test::NativeConvData random_conv_data(const NativeConvShape& s, size_t k, uint32_t* seed) {
+  nn_test::NativeConvData d;
+  d.input = nn_test::random_floats(size_t(s.in_h) * s.in_w * s.in_c, (*seed)++, -1.f, 1.f);
+  d.filter = nn_test::random_floats(size_t(s.out_c) * k, (*seed)++, -1.f, 1.f);
+  d.bias = nn_test::random_floats(s.out_c, (*seed)++, -1.f, 1.f);
+  d.residual = nn_test::random_floats(size_t(s.out_h) * s.out_w * s.out_c, (*seed)++, -2.f, 2.f);
+  return d;
+}
+
 TEST(NativeConvKBlocks, MatchesTheDirectConvAndTheUnblockedKernel) {
   if (!nn::cpu::native_avx512_enabled()) GTEST_SKIP() << "no AVX-512";
   pthreadpool_t pool = pthreadpool_create(2);
@@ -71,13 +82,9 @@ TEST(NativeConvKBlocks, MatchesTheDirectConvAndTheUnblockedKernel) {
       SCOPED_TRACE(std::to_string(c[0]) + "x" + std::to_string(c[1]) + " " + std::to_string(c[2]) + "->" +
                    std::to_string(c[3]) + " kernel " + std::to_string(c[4]) + " stride " + std::to_string(c[5]) +
                    " groups " + std::to_string(c[6]) + " stage " + std::to_string(int(stage)));
-      nn_test::NativeConvData d;
       const size_t k = size_t(c[4]) * c[4] * (s.in_c / s.groups);
-      d.input = nn_test::random_floats(size_t(s.in_h) * s.in_w * s.in_c, seed++, -1.f, 1.f);
-      d.filter = nn_test::random_floats(size_t(s.out_c) * k, seed++, -1.f, 1.f);
-      d.bias = nn_test::random_floats(s.out_c, seed++, -1.f, 1.f);
       const size_t n = size_t(s.out_h) * s.out_w * s.out_c;
-      d.residual = nn_test::random_floats(n, seed++, -2.f, 2.f);
+      const nn_test::NativeConvData d = random_conv_data(s, k, &seed);
       const Epilogue e = epilogue_of(stage);
       const std::vector<float> want = nn_test::direct_conv(s, d, e);
       NativeConv on(s, d.filter.data(), d.bias.data(), e, avx512_isa(true));
@@ -158,14 +165,7 @@ TEST(NativeConvKBlocks, TheSwitchNamesTheKernelAndBothMatchTheReference) {
   nn::CpuOptions avx2;
   avx2.avx512 = false;
   EXPECT_EQ(nn_test::cpu_kernel_of(b.model, avx2, "op 0"), "native conv AVX2");
-  for (const nn::CpuOptions& cpu : {on, off})
-    for (int threads : {1, 2}) {
-      nn::SessionOptions o;
-      o.delegates = {"cpu"};
-      o.cpu = cpu;
-      o.threads = threads;
-      EXPECT_LE(nn_test::compare_with_reference(b.model, o).max_rel_error, 1e-4) << threads << " threads";
-    }
+  nn_test::expect_cpu_matches_reference(b.model, {on, off});
 }
 
 // A k-blocked conv on a small image (NativeIsa::small_image_im2col): every micro-tile
@@ -203,13 +203,9 @@ TEST(NativeConvKBlocks, SmallImagesRunTheirIm2colRowsOnce) {
       SCOPED_TRACE(std::to_string(c.h) + "x" + std::to_string(c.w) + " " + std::to_string(c.in_c) + "->" +
                    std::to_string(c.out_c) + " kernel " + std::to_string(c.kh) + "x" + std::to_string(c.kw) +
                    " stride " + std::to_string(c.stride) + " stage " + std::to_string(int(stage)));
-      nn_test::NativeConvData d;
       const size_t k = size_t(c.kh) * c.kw * c.in_c;
-      d.input = nn_test::random_floats(size_t(s.in_h) * s.in_w * s.in_c, seed++, -1.f, 1.f);
-      d.filter = nn_test::random_floats(size_t(s.out_c) * k, seed++, -1.f, 1.f);
-      d.bias = nn_test::random_floats(s.out_c, seed++, -1.f, 1.f);
       const size_t n = size_t(s.out_h) * s.out_w * s.out_c;
-      d.residual = nn_test::random_floats(n, seed++, -2.f, 2.f);
+      const nn_test::NativeConvData d = random_conv_data(s, k, &seed);
       const Epilogue e = epilogue_of(stage);
       const std::vector<float> want = nn_test::direct_conv(s, d, e);
       NativeIsa off_isa = avx512_isa(true);
@@ -249,14 +245,7 @@ TEST(NativeConvKBlocks, TheSmallImageIm2colSwitchNamesTheKernel) {
     EXPECT_EQ(nn_test::cpu_kernel_of(b.model, on, "op 0", threads), "native conv AVX-512, k-blocked, im2col once");
     EXPECT_EQ(nn_test::cpu_kernel_of(b.model, off, "op 0", threads), "native conv AVX-512, k-blocked");
   }
-  for (const nn::CpuOptions& cpu : {on, off})
-    for (int threads : {1, 2}) {
-      nn::SessionOptions o;
-      o.delegates = {"cpu"};
-      o.cpu = cpu;
-      o.threads = threads;
-      EXPECT_LE(nn_test::compare_with_reference(b.model, o).max_rel_error, 1e-4) << threads << " threads";
-    }
+  nn_test::expect_cpu_matches_reference(b.model, {on, off});
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -82,6 +83,20 @@ inline std::string step_labels(const Comparison& c) {
   std::string s;
   for (const auto& st : c.steps) s += st.label + "\n";
   return s;
+}
+
+// The CPU delegate with each of `cpus`' switches, at 1 and at 2 threads, within `tolerance`
+// (relative to the output's largest value) of the reference kernels.
+inline void expect_cpu_matches_reference(const std::shared_ptr<nn::Model>& model,
+                                         std::initializer_list<nn::CpuOptions> cpus, double tolerance = 1e-4) {
+  for (const nn::CpuOptions& cpu : cpus)
+    for (int threads : {1, 2}) {
+      nn::SessionOptions o;
+      o.delegates = {"cpu"};
+      o.cpu = cpu;
+      o.threads = threads;
+      EXPECT_LE(compare_with_reference(model, o).max_rel_error, tolerance) << threads << " threads";
+    }
 }
 
 // The kernel Session::kernels() names for the CPU delegate's step whose label is `op` or
