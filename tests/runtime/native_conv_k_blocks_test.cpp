@@ -161,10 +161,11 @@ TEST(NativeConvKBlocks, TheSwitchNamesTheKernelAndBothMatchTheReference) {
   EXPECT_EQ(nn_test::cpu_kernel_of(b.model, on, "op 0"), "native conv AVX-512, k-blocked");
   EXPECT_EQ(nn_test::cpu_kernel_of(b.model, off, "op 0"), "native conv AVX-512");
   EXPECT_EQ(nn_test::cpu_kernel_of(b.model, on, "op 2"), "native conv AVX-512");
-  // AVX2 convs are never blocked.
+  // AVX2 convs are blocked by their own switch (native_conv_avx2_k_blocks_test.cpp), not this one.
   nn::CpuOptions avx2;
   avx2.avx512 = false;
-  EXPECT_EQ(nn_test::cpu_kernel_of(b.model, avx2, "op 0"), "native conv AVX2");
+  avx2.k_blocks = false;
+  EXPECT_EQ(nn_test::cpu_kernel_of(b.model, avx2, "op 0"), "native conv AVX2, k-blocked");
   nn_test::expect_cpu_matches_reference(b.model, {on, off});
 }
 

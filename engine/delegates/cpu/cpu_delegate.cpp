@@ -58,6 +58,7 @@ NativeIsa CpuPartition::isa_of(const CpuOptions& cpu) {
   isa.small_image_rows = cpu.small_image_rows;
   isa.amx = cpu.amx && isa.avx512 && amx_int8_cpu();
   isa.k_blocks = cpu.k_blocks;
+  isa.avx2_k_blocks = cpu.avx2_k_blocks;
   isa.small_image_im2col = cpu.small_image_im2col;
   return isa;
 }

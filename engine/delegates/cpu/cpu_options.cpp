@@ -21,6 +21,7 @@ CpuOptions CpuOptions::from_environment() {
   o.depthwise_two_rows = !set("NN_NO_TWO_ROWS");
   o.avx2_8_columns = !set("NN_NO_AVX2_8_COLUMNS");
   o.k_blocks = !set("NN_NO_K_BLOCKS");
+  o.avx2_k_blocks = !set("NN_NO_AVX2_K_BLOCKS");
   o.small_image_im2col = !set("NN_NO_SMALL_IMAGE_IM2COL");
   o.fold_reshapes = !set("NN_NO_FOLD_RESHAPE");
   o.concat_affine = !set("NN_NO_CONCAT_AFFINE");

@@ -164,6 +164,101 @@ NN_TARGET_AVX2 void kernel_6x16(size_t mr, size_t nr, size_t segments, const flo
   kernel(mr, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
 }
 
+// part[kRows x 16] += A[kRows x kc] * W[kc x 16]: one slice of k steps of the k-blocked
+// AVX2 GEMM below, the accumulators loaded from and stored back to part (rows 16 floats
+// apart, 32-byte aligned), row r of A at a + r * lda; one prefetch into L2 per k step.
+#define NN_ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+template <int kRows>
+NN_TARGET_AVX2 void kernel_part_avx2(const float* a, size_t lda, size_t kc, const float* wp, float* part,
+                                     const float* ahead, size_t ahead_step) {
+#define NN_ACC(i)                                          \
+  __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = c##i##0; \
+  const float* a##i = a + (i < kRows ? i : 0) * lda;       \
+  if constexpr (i < kRows) {                               \
+    c##i##0 = _mm256_load_ps(part + i * kNr);              \
+    c##i##1 = _mm256_load_ps(part + i * kNr + 8);          \
+  }
+  NN_ROWS6(NN_ACC)
+#undef NN_ACC
+  for (size_t p = 0; p < kc; ++p, ahead += ahead_step) {
+    _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T1);
+    const __m256 b0 = _mm256_load_ps(wp), b1 = _mm256_load_ps(wp + 8);
+    wp += kNr;
+#define NN_FMA(i)                                    \
+  if constexpr (i < kRows) {                         \
+    const __m256 va = _mm256_broadcast_ss(a##i + p); \
+    c##i##0 = _mm256_fmadd_ps(va, b0, c##i##0);      \
+    c##i##1 = _mm256_fmadd_ps(va, b1, c##i##1);      \
+  }
+    NN_ROWS6(NN_FMA)
+#undef NN_FMA
+  }
+#define NN_STORE(i)                                  \
+  if constexpr (i < kRows) {                         \
+    _mm256_store_ps(part + i * kNr, c##i##0);        \
+    _mm256_store_ps(part + i * kNr + 8, c##i##1);    \
+  }
+  NN_ROWS6(NN_STORE)
+#undef NN_STORE
+}
+#undef NN_ROWS6
+
+// kernel_6x16's GEMM k-blocked (NativeIsa::avx2_k_blocks), as kernel_blocked_avx512: up to
+// 64 rows at a time, the 16-wide panel in slices of epi.k_block steps that every micro-tile
+// of those rows runs through (from L1) before the next, the accumulators in a 64 x 16 block
+// between slices; each micro-tile prefetches its share of the weights that follow its slice
+// (the next slice, or the next panel's first) into L2. Unblocked, every 6-row micro-tile
+// streams the whole panel (960 -> 160 on a 7x7 map: 61 KB, more than half of L1, read by
+// nine micro-tiles), the first one from L3 or memory. The rows split into micro-tiles of
+// near-equal size (49: 4 of 6 and 5 of 5, not 8 of 6 and one of 1, whose two FMA chains
+// wait on their latency). Each output is the same FMAs in the same order: the same bits.
+NN_TARGET_AVX2 void kernel_blocked_avx2(size_t m, size_t nr, size_t segments, const float* const* seg_a,
+                                        size_t k, size_t lda, const float* w, float* c, const float* res,
+                                        size_t ldc, const EpilogueAvx2& epi) {
+  constexpr size_t kChunk = 64;
+  alignas(32) float part[kChunk * kNr];
+  using Part = void (*)(const float*, size_t, size_t, const float*, float*, const float*, size_t);
+  static constexpr Part kParts[kMr + 1] = {nullptr,
+                                           kernel_part_avx2<1>,
+                                           kernel_part_avx2<2>,
+                                           kernel_part_avx2<3>,
+                                           kernel_part_avx2<4>,
+                                           kernel_part_avx2<5>,
+                                           kernel_part_avx2<6>};
+  const size_t slices = (k + epi.k_block - 1) / epi.k_block;
+  const size_t chunks = (m + kChunk - 1) / kChunk;
+  const __m256 bias0 = _mm256_load_ps(w), bias1 = _mm256_load_ps(w + 8);
+  for (size_t chunk = 0, r0 = 0; chunk < chunks; ++chunk) {
+    const size_t r1 = m * (chunk + 1) / chunks, rows = r1 - r0;  // chunks of near-equal size
+    const size_t tiles = (rows + kMr - 1) / kMr;
+    for (size_t i = 0; i < rows; ++i) {
+      _mm256_store_ps(part + i * kNr, bias0);
+      _mm256_store_ps(part + i * kNr + 8, bias1);
+    }
+    const float* ws = w + kNr;
+    for (size_t seg = 0; seg < segments; ++seg, ws += k * kNr) {
+      if (!seg_a[seg]) continue;
+      const float* a = seg_a[seg] + r0 * lda;
+      for (size_t q = 0; q < slices; ++q) {
+        const size_t p0 = k * q / slices, kc = k * (q + 1) / slices - p0;  // slices of near-equal length
+        const float* wq = ws + p0 * kNr;
+        const float* ahead = wq + kc * kNr;
+        const size_t step = (kNr + tiles - 1) / tiles;
+        for (size_t t = 0; t < tiles; ++t) {
+          const size_t r = rows * t / tiles, n = rows * (t + 1) / tiles - r;
+          kParts[n](a + r * lda + p0, lda, kc, wq, part + r * kNr, ahead, step);
+          ahead += kc * step;
+        }
+      }
+    }
+    for (size_t i = 0; i < rows; ++i) {
+      const size_t at = (r0 + i) * ldc;
+      store_row(c + at, res + at, nr, _mm256_load_ps(part + i * kNr), _mm256_load_ps(part + i * kNr + 8), epi);
+    }
+    r0 = r1;
+  }
+}
+
 // The AVX-512F micro-kernel: 8 rows x 16 * kVecs columns on weight panels as wide, kVecs
 // zmm accumulators per row. kVecs 2 (32 columns, 16 accumulators): per k step two 64-byte
 // weight loads and 8 broadcasts feed 16 FMAs; kVecs 1 for convs of 16 output channels or
@@ -495,6 +590,7 @@ struct EpilogueAvx2 {
   explicit EpilogueAvx2(const Epilogue& e) : e(e) {}
   Epilogue e;
   bool eight_columns = false;
+  size_t k_block = 0;
 };
 
 void kernel_6x16(size_t mr, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
@@ -598,12 +694,18 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
     const size_t slice = std::max<size_t>(64, l1d_bytes() / 2 / (width * sizeof(float)));
     if (k_ > slice) k_block_ = slice;
   }
+  // AVX2 the same, on its 16-wide panels (k > 384 on a 48 KB L1). Not shallower panels on
+  // 7x7 maps in one slice, for its prefetch of the next panel: MobileNetV2's were slower.
+  if (!avx512_ && isa.avx2_k_blocks) {
+    const size_t slice = std::max<size_t>(64, l1d_bytes() / 2 / (width * sizeof(float)));
+    if (k_ > slice) k_block_ = slice;
+  }
+  const size_t m_total = size_t(shape.batch) * shape.out_h * shape.out_w;
   // A small image (fewer than 5 row tiles: 7x7 to 17x17) of a k-blocked conv: its tiles, each up to 8
   // rows read in place or from edge strips (its rows cross output rows every few tiles, so
   // a third or more were im2col rows anyway), are each too short for the k-blocked kernel
   // and stream every panel once per tile; as im2col rows, built once, they are one call
   // whose 64-row chunks run through each slice.
-  const size_t m_total = size_t(shape.batch) * shape.out_h * shape.out_w;
   im2col_once_ = isa.small_image_im2col && k_block_ && !pointwise_ && groups == 1 && !edge_taps_ &&
                  m_total < tile_rows * 8 * 5 && m_total * k_ * sizeof(float) <= (size_t(2) << 20);
   group_panels_ = (group_out_ + width - 1) / width;
@@ -730,7 +832,10 @@ struct Avx2Gemm {
   static constexpr size_t kRows = kMr;
   static constexpr size_t kPanel = kNr;
   using Epi = EpilogueAvx2;
-  static void set_flags(Epi& epi, bool eight_columns, size_t) { epi.eight_columns = eight_columns; }
+  static void set_flags(Epi& epi, bool eight_columns, size_t k_block) {
+    epi.eight_columns = eight_columns;
+    epi.k_block = k_block;
+  }
   static void kernel(size_t m, size_t nr, size_t segments, const float* const* seg_a, size_t k, size_t lda,
                      const float* w, float* c, const float* res, size_t ldc, const Epi& epi) {
     const float* rows[16];  // each segment's run at row r (implicit GEMM: m <= kRows, r = 0)
@@ -742,6 +847,11 @@ struct Avx2Gemm {
       const float* tail = seg_a[0] + full * lda;
       return kernel(m - full, nr, 1, &tail, k, lda, w, c + full * ldc, res + full * ldc, ldc, epi);
     }
+#if NN_NATIVE_X86
+    // k-blocked where at least two micro-tiles share each slice of weights.
+    if (epi.k_block && m >= 2 * kRows)
+      return kernel_blocked_avx2(m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+#endif
     for (size_t r = 0; r < m; r += kRows) {
       for (size_t s = 0; s < segments; ++s) rows[s] = seg_a[s] ? seg_a[s] + r * lda : nullptr;
       kernel_6x16(std::min(kRows, m - r), nr, segments, rows, k, lda, w, c + r * ldc, res + r * ldc, ldc,
@@ -1383,7 +1493,8 @@ void NativeConv::dispatch(Task& task, pthreadpool_t pool) const {
   void (*tile_fn)(void*, size_t, size_t, size_t, size_t) = kernel.fn;
   const size_t rows = kernel.rows;
   // Tiles: enough row tiles for two threads to share.
-  const size_t tile_m = rows * 8;
+  // An AVX2 k-blocked image of up to one 64-row chunk is one tile (49 rows: not 48 and 1).
+  const size_t tile_m = k_block_ && !avx512_ && m_total <= 64 ? m_total : rows * 8;
   // k-blocked, a tile's weights need not stay in L2 (each slice is read from L1 by all its
   // rows, then not again): an image of one row tile takes every panel in one tile, so its
   // im2col rows are built once, not once per panel (a 7x7 map's 3x3 conv on 512 channels:

@@ -110,6 +110,7 @@ struct EpilogueAvx2 {
   __m256 lo, hi, res_lo, res_hi, sixth, half, one, zero;
   bool clamp, hard_swish, residual;  // clamp: lo or hi is finite
   bool eight_columns = false;        // NativeConv's AVX2 GEMM: NativeIsa::avx2_8_columns
+  size_t k_block = 0;                // and its k steps per block (NativeIsa::avx2_k_blocks), 0 none
 
   NN_TARGET_AVX2 explicit EpilogueAvx2(const Epilogue& e)
       : lo(_mm256_set1_ps(e.lo)),

@@ -58,6 +58,7 @@ struct NativeIsa {
   bool transpose_tiles = true;  // native transposes: 8 x 8 tiles through AVX2 registers
   bool small_image_rows = true;  // NativeConv on a small image: threads split rows where its pixels outweigh its weights
   bool k_blocks = true;         // NativeConv on AVX-512: deep panels in L1-sized slices of k (k_block)
+  bool avx2_k_blocks = true;    // NativeConv on AVX2: the same on its 16-wide panels
   bool small_image_im2col = true;  // NativeConv, k-blocked, small image: im2col rows once, one k-blocked pass
   // All this CPU has (every switch on).
   static NativeIsa best();
@@ -156,7 +157,7 @@ class NativeConv final : public NativeOp {
   // split its output channels' panels.
   bool splits_rows(size_t threads) const;
   // k steps per slice of its weights when k-blocked (NativeIsa::k_blocks: AVX-512, a panel
-  // larger than half of L1), else 0.
+  // larger than half of L1; NativeIsa::avx2_k_blocks: AVX2, the same), else 0.
   size_t k_block() const { return k_block_; }
   // Whether at `threads` threads every micro-tile goes through im2col rows, built once per
   // thread and run as one k-blocked call per panel, each thread taking a run of panels

@@ -45,7 +45,11 @@ struct CpuOptions {
   // that stay there while all of a tile's rows (up to 64) run through each; off: each 8-row
   // micro-tile streams the whole panel. NN_NO_K_BLOCKS=1.
   bool k_blocks = true;
-  // A k-blocked native conv on an image of fewer than 5 row tiles (7x7 to 17x17 on AVX-512)
+  // AVX2 native convs the same, on their 16-wide panels (6-row micro-tiles); off: each
+  // micro-tile streams the whole panel. NN_NO_AVX2_K_BLOCKS=1.
+  bool avx2_k_blocks = true;
+  // A k-blocked native conv on an image of fewer than 5 row tiles (7x7 to 17x17 on AVX-512,
+  // to 15x15 on AVX2)
   // builds its im2col rows once (per thread, each taking a run of its panels) and runs
   // them as one k-blocked call per panel, not tile by tile in place. NN_NO_SMALL_IMAGE_IM2COL=1.
   bool small_image_im2col = true;
