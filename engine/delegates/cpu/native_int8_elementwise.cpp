@@ -628,7 +628,9 @@ class Int8Resize final : public NativeDataOp {
     // quarter is a normal float: exact.
     quarters_ = avx512_ && twice_w_ && quarters && cols_[1].frac == 0.25f && cols_[2].frac == 0.75f &&
                 si_ >= 0x1p-100f;
-    reciprocal_ = avx512_ && reciprocal && int8_resize_reciprocal(so_, zo_, &inv_so_);
+    // Quotients far below float's range, so q0 and its correction stay finite (an infinite q0
+    // would make the correction NaN where the division gives infinity, clamped to 127).
+    reciprocal_ = avx512_ && reciprocal && 255.0 * si_ / so_ < 0x1p100 && int8_resize_reciprocal(so_, zo_, &inv_so_);
     name_ = avx512_ ? "native int8 resize AVX-512" : avx2_ ? "native int8 resize AVX2" : "native int8 resize";
     if (twice_w_) name_ += ", width doubled";
     if (quarters_) name_ += ", quarters fused";
