@@ -32,7 +32,9 @@
 //   from zero). Sums in int16 lanes, 255 values at a time.
 // - RESIZE_BILINEAR: the reference's arithmetic (dequantize, blend in float in the same
 //   order, divide by the output scale, round half away from zero), 16 / 8 channels a step;
-//   XNNPACK's resize interpolates with 11-bit weights (within one step).
+//   XNNPACK's resize interpolates with 11-bit weights (within one step). With AVX-512 the
+//   division as a reciprocal and one FMA correction where checked to round alike
+//   (int8_resize_reciprocal), and a 2x width's products by 1/4 fused into the adds.
 // - CONV_2D (groups 1) and TRANSPOSE_CONV_2D with kernel == stride: one int8 GEMM, AVX-512
 //   VNNI (vpdpbusd) or AVX2 (vpmaddubsw on |x| and w with x's sign, exact; vpmaddwd on int16
 //   when a weight is -128), NNAPI's per-channel requantization fused
@@ -94,6 +96,18 @@ bool fuse_int8_residual_add(NativeDataOp& conv, const Model& model, uint32_t add
 // float values: each output byte q as DEQUANTIZE gives it, float(q - zero_point) * scale, for
 // a DEQUANTIZE that alone reads the table's output. nullptr when `table` is no table op.
 std::unique_ptr<NativeDataOp> int8_table_dequantized(const NativeDataOp& table, float scale, int32_t zero_point);
+
+// The int8 resize's y / so without a division: q0 = y * inv, then q0 + (y - q0 so) inv, the
+// remainder and the correction each one FMA (inv = 1 / so rounded). Within about one ulp of
+// y / so for every float y; so its rounding to an integer (half away from zero, as the
+// reference's quotient) can differ only for y within a few ulps of where the reference's
+// rounded quotient steps. int8_resize_reciprocal checks the 64 floats either side of each
+// step up to the output clamp (both odd in y: the negative side is the same) with
+// int8_resize_rounds_alike(so, zo, inv), and gives inv when all agree; false otherwise.
+// Exposed for tests/runtime/native_int8_resize_quarters_test.
+float int8_resize_quotient(float y, float so, float inv);
+bool int8_resize_rounds_alike(float so, int32_t zo, float inv);
+bool int8_resize_reciprocal(float so, int32_t zo, float* inv);
 
 // NNAPI's per-channel requantization of int32 accumulators acc[rows][m.size()] into int8,
 // as the native int8 convs do it: quant::multiply_by_quantized_multiplier + zo, clamped to

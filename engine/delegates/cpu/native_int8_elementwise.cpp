@@ -603,7 +603,7 @@ class Int8Resize final : public NativeDataOp {
 
  public:
   Int8Resize(const Operand& in, const Operand& out, uint32_t input, const ResizeParams& p,
-             const NativeIsa& isa, bool twice_w)
+             const NativeIsa& isa, bool twice_w, bool quarters, bool reciprocal)
       : batch_(in.dims[0]),
         in_h_(in.dims[1]),
         in_w_(in.dims[2]),
@@ -623,11 +623,20 @@ class Int8Resize final : public NativeDataOp {
         // narrowing stores (vpmovsdb, vpackssdw / vpacksswb) clamp to the int8 range.
         saturates_(255.0 * si_ / so_ < double(1 << 30)) {
     operands_ = {input};
+    // The column weights 3/4, 1/4 (odd) and 1/4, 3/4 (even) of a half-pixel 2x width; a
+    // weighted tap is at least si / 4 - rounding apart from zero, so with si >= 2^-100 its
+    // quarter is a normal float: exact.
+    quarters_ = avx512_ && twice_w_ && quarters && cols_[1].frac == 0.25f && cols_[2].frac == 0.75f &&
+                si_ >= 0x1p-100f;
+    // Quotients far below float's range, so q0 and its correction stay finite (an infinite q0
+    // would make the correction NaN where the division gives infinity, clamped to 127).
+    reciprocal_ = avx512_ && reciprocal && 255.0 * si_ / so_ < 0x1p100 && int8_resize_reciprocal(so_, zo_, &inv_so_);
+    name_ = avx512_ ? "native int8 resize AVX-512" : avx2_ ? "native int8 resize AVX2" : "native int8 resize";
+    if (twice_w_) name_ += ", width doubled";
+    if (quarters_) name_ += ", quarters fused";
+    if (reciprocal_) name_ += ", reciprocal";
   }
-  const char* kernel() const override {
-    if (twice_w_) return avx512_ ? "native int8 resize AVX-512, width doubled" : "native int8 resize AVX2, width doubled";
-    return avx512_ ? "native int8 resize AVX-512" : avx2_ ? "native int8 resize AVX2" : "native int8 resize";
-  }
+  const char* kernel() const override { return name_.c_str(); }
 
   void run(const NativeDataArgs& args) const override {
     Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output)};
@@ -708,8 +717,6 @@ class Int8Resize final : public NativeDataOp {
   // order, divided by the output scale, rounded half away from zero, + zo, clamped.
   NN_INLINE_INT8_512 __m512i pixel16(__m512 a_lo, __m512 a_hi, __m512 b_lo, __m512 b_hi, __m512 h1,
                                      __m512 hh) const {
-    const __m512 so = _mm512_set1_ps(so_);
-    const __m512 lo = _mm512_set1_ps(float(-128 - zo_)), hi = _mm512_set1_ps(float(127 - zo_));
     // AVX-512F has FMA: the register barriers keep GCC from contracting a product into the sum.
     __m512 a = _mm512_mul_ps(a_lo, h1);
     __m512 b = _mm512_mul_ps(a_hi, hh);
@@ -719,8 +726,22 @@ class Int8Resize final : public NativeDataOp {
     NN_KEEP_IN_REGISTER(b);
     NN_KEEP_IN_REGISTER(c);
     NN_KEEP_IN_REGISTER(d);
-    const __m512 y = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), c), d);
-    const __m512 q = _mm512_div_ps(y, so);
+    return requantize16(_mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), c), d));
+  }
+
+  // The blended value y divided by the output scale, rounded half away from zero, + zo, clamped
+  // (pixel16's last steps).
+  NN_INLINE_INT8_512 __m512i requantize16(__m512 y) const {
+    const __m512 so = _mm512_set1_ps(so_);
+    const __m512 lo = _mm512_set1_ps(float(-128 - zo_)), hi = _mm512_set1_ps(float(127 - zo_));
+    __m512 q;
+    if (reciprocal_) {  // y / so_ by its reciprocal and one correction (int8_resize_reciprocal)
+      const __m512 inv = _mm512_set1_ps(inv_so_);
+      const __m512 q0 = _mm512_mul_ps(y, inv);
+      q = _mm512_fmadd_ps(_mm512_fnmadd_ps(q0, so, y), inv, q0);
+    } else {
+      q = _mm512_div_ps(y, so);
+    }
     // round(q) + zo, clamped, as trunc(q + copysign(kJustBelowHalf, q)) + zo: the clamp first,
     // to [-128 - zo, 127 - zo] (integers, so it commutes with trunc), zo added as an integer.
     const __m512 r = _mm512_add_ps(q, _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
@@ -753,6 +774,7 @@ class Int8Resize final : public NativeDataOp {
   // loaded once and feed the two output pixels on either side of it, with no tap lookups
   // per pixel; the same arithmetic, so the same bytes.
   NN_TARGET_INT8_512 void row_twice_w_avx512(const float* wa, const float* wb, int8_t* out) const {
+    if (quarters_) return row_quarters_avx512(wa, wb, out);
     const size_t c = channels_, w = in_w_;
     const __m512 odd1 = _mm512_set1_ps(1.f - cols_[1].frac), oddh = _mm512_set1_ps(cols_[1].frac);
     const __m512 even1 = _mm512_set1_ps(1.f - cols_[2].frac), evenh = _mm512_set1_ps(cols_[2].frac);
@@ -770,6 +792,51 @@ class Int8Resize final : public NativeDataOp {
         _mm512_mask_cvtsepi32_storeu_epi8(out + 2 * x * c + i, k, pixel16(pa, ca, pb, cb, even1, evenh));
         pa = ca;
         pb = cb;
+      }
+      _mm512_mask_cvtsepi32_storeu_epi8(out + (2 * w - 1) * c + i, k,
+                                       pixel16(NN_AT(wa, last.lo), NN_AT(wa, last.hi), NN_AT(wb, last.lo), NN_AT(wb, last.hi),
+                                               _mm512_set1_ps(1.f - last.frac), _mm512_set1_ps(last.frac)));
+#undef NN_AT
+    }
+  }
+
+  // row_twice_w_avx512 with the column weights 3/4 and 1/4 (quarters_): a tap times 1/4 is
+  // exact, so each such product and the sum it joins are one FMA with the same rounding,
+  // and a tap times 3/4 is the same product for the two output pixels that use it: per
+  // input pixel two products, per output pixel three adds, where the reference order has
+  // four products and three adds.
+  //   odd 2x - 1:  ((p 3/4 + c / 4) + p' 3/4) + c' / 4
+  //   even 2x:     ((p / 4 + c 3/4) + p' / 4) + c' 3/4
+  // (p, c: input pixels x - 1 and x of row a; p', c' of row b.)
+  NN_TARGET_INT8_512 void row_quarters_avx512(const float* wa, const float* wb, int8_t* out) const {
+    const size_t c = channels_, w = in_w_;
+    const __m512 quarter = _mm512_set1_ps(0.25f), three = _mm512_set1_ps(0.75f);
+    const BilinearTap &first = cols_[0], &last = cols_[2 * w - 1];
+    for (size_t i = 0; i < c; i += 16) {
+      const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - i)) - 1);
+#define NN_AT(row, x) _mm512_maskz_loadu_ps(k, (row) + (x)*c + i)
+      _mm512_mask_cvtsepi32_storeu_epi8(out + i, k,
+                                       pixel16(NN_AT(wa, first.lo), NN_AT(wa, first.hi), NN_AT(wb, first.lo), NN_AT(wb, first.hi),
+                                               _mm512_set1_ps(1.f - first.frac), _mm512_set1_ps(first.frac)));
+      __m512 pa = NN_AT(wa, 0), pb = NN_AT(wb, 0);
+      __m512 pa3 = _mm512_mul_ps(pa, three), pb3 = _mm512_mul_ps(pb, three);
+      NN_KEEP_IN_REGISTER(pa3);  // products rounded on their own: no contraction into the adds
+      NN_KEEP_IN_REGISTER(pb3);
+      for (size_t x = 1; x < w; ++x) {
+        const __m512 ca = NN_AT(wa, x), cb = NN_AT(wb, x);
+        __m512 ca3 = _mm512_mul_ps(ca, three), cb3 = _mm512_mul_ps(cb, three);
+        NN_KEEP_IN_REGISTER(ca3);
+        NN_KEEP_IN_REGISTER(cb3);
+        const __m512 odd =
+            _mm512_fmadd_ps(cb, quarter, _mm512_add_ps(_mm512_fmadd_ps(ca, quarter, pa3), pb3));
+        const __m512 even =
+            _mm512_add_ps(_mm512_fmadd_ps(pb, quarter, _mm512_fmadd_ps(pa, quarter, ca3)), cb3);
+        _mm512_mask_cvtsepi32_storeu_epi8(out + (2 * x - 1) * c + i, k, requantize16(odd));
+        _mm512_mask_cvtsepi32_storeu_epi8(out + 2 * x * c + i, k, requantize16(even));
+        pa = ca;
+        pb = cb;
+        pa3 = ca3;
+        pb3 = cb3;
       }
       _mm512_mask_cvtsepi32_storeu_epi8(out + (2 * w - 1) * c + i, k,
                                        pixel16(NN_AT(wa, last.lo), NN_AT(wa, last.hi), NN_AT(wb, last.lo), NN_AT(wb, last.hi),
@@ -868,6 +935,10 @@ class Int8Resize final : public NativeDataOp {
   std::vector<BilinearTap> rows_, cols_;
   bool avx512_, avx2_;
   bool twice_w_;  // row_twice_w_avx512 / _avx2
+  bool quarters_ = false;  // row_quarters_avx512
+  bool reciprocal_ = false;  // requantize16 by inv_so_ rather than a division
+  float inv_so_ = 0.f;
+  std::string name_;
   bool saturates_;  // pixel16 / pixel8 leave the clamp to the stores
 };
 
@@ -968,7 +1039,8 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
       std::string reason;
       auto p = parse_resize(m, op, &reason);
       if (!p) return no("int8 resize parameters");
-      return std::make_unique<Int8Resize>(in, out, op.inputs[0], *p, isa, cpu.native_int8_resize_twice_w);
+      return std::make_unique<Int8Resize>(in, out, op.inputs[0], *p, isa, cpu.native_int8_resize_twice_w,
+                                          cpu.native_int8_resize_quarters, cpu.native_int8_resize_reciprocal);
     }
     case T::CONV_2D:
     case T::DEPTHWISE_CONV_2D:
@@ -977,6 +1049,41 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
     default:
       return no("no native int8 kernel");
   }
+}
+
+float int8_resize_quotient(float y, float so, float inv) {
+  const float q0 = y * inv;
+  return std::fma(std::fma(-q0, so, y), inv, q0);
+}
+
+bool int8_resize_reciprocal(float so, int32_t zo, float* inv) {
+  if (!(so >= 0x1p-100f && so <= 0x1p100f)) return false;
+  *inv = 1.f / so;
+  return int8_resize_rounds_alike(so, zo, *inv);
+}
+
+bool int8_resize_rounds_alike(float so, int32_t zo, float r) {
+  if (zo < -128 || zo > 127) return false;
+  // Beyond `levels` from zero either side the output clamps to -128 or 127.
+  const int32_t levels = std::max(127 - zo, 128 + zo);
+  for (int32_t n = 1; n <= levels; ++n) {
+    // The least y >= 0 (float bit patterns order as integers for y >= 0) whose quotient
+    // rounds to n or more.
+    uint32_t lo = 0, hi = 0x7f800000u;
+    while (lo < hi) {
+      const uint32_t mid = lo + (hi - lo) / 2;
+      float y;
+      std::memcpy(&y, &mid, sizeof y);
+      if (std::round(y / so) >= float(n)) hi = mid; else lo = mid + 1;
+    }
+    constexpr uint32_t kWindow = 64;
+    for (uint32_t bits = lo > kWindow ? lo - kWindow : 0; bits <= lo + kWindow; ++bits) {
+      float y;
+      std::memcpy(&y, &bits, sizeof y);
+      if (std::round(int8_resize_quotient(y, so, r)) != std::round(y / so)) return false;
+    }
+  }
+  return true;
 }
 
 std::unique_ptr<NativeDataOp> int8_table_dequantized(const NativeDataOp& table, float scale, int32_t zero_point) {

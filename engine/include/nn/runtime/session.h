@@ -165,6 +165,14 @@ struct CpuOptions {
   // A 2x width RESIZE_BILINEAR (half-pixel centres), AVX-512 or AVX2: each input pixel loaded once
   // for the two output pixels beside it (NN_NO_NATIVE_INT8_RESIZE_TWICE_W=1: per-pixel taps).
   bool native_int8_resize_twice_w = true;
+  // That row with AVX-512, its column weights 3/4 and 1/4: each product by 1/4 (exact) fused
+  // with the add after it, each product by 3/4 made once for its two output pixels; the
+  // same roundings, so the same bytes (NN_NO_NATIVE_INT8_RESIZE_QUARTERS=1: four products).
+  bool native_int8_resize_quarters = true;
+  // The int8 resize's AVX-512 requantization divides by the output scale as a product by its
+  // reciprocal plus one FMA correction, where checked (when the kernel is made) to round to
+  // the division's bytes (int8_resize_reciprocal). NN_NO_NATIVE_INT8_RESIZE_RECIPROCAL=1.
+  bool native_int8_resize_reciprocal = true;
   // The VNNI int8 GEMM reads its rows in place when k % 4 == 0, flipping each broadcast in a
   // register (NN_NO_NATIVE_INT8_IN_PLACE_TILES=1: through a flipped copy per tile).
   bool native_int8_in_place_tiles = true;
