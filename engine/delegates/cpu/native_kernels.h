@@ -59,6 +59,7 @@ struct NativeIsa {
   bool small_image_rows = true;  // NativeConv on a small image: threads split rows where its pixels outweigh its weights
   bool k_blocks = true;         // NativeConv on AVX-512: deep panels in L1-sized slices of k (k_block)
   bool small_image_im2col = true;  // NativeConv, k-blocked, small image: im2col rows once, one k-blocked pass
+  bool grouped_pairs = true;       // AVX-512 grouped convs of <= 16 channels per group: NativeGroupedConv
   // All this CPU has (every switch on).
   static NativeIsa best();
   // avx512: allowed; half_width: 1 forced on, 0 forced off, -1 measured (avx512_half_width).
