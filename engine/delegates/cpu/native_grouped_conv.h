@@ -6,12 +6,14 @@
 // to keep both FMA units busy past the latency of each. Here one call computes 8 output
 // pixels of two neighbouring groups side by side: 16 accumulators, each row's two halves
 // reading their own group's input channels, the two groups' weights one 32-wide panel.
-// Tiles of 8 pixels on one output row read the input in place (one run per tap); the others
-// read im2col rows of their groups' channels. The epilogue is NativeConv's.
+// Each tile of 8 pixels reads the input in place through a table of pointers per tap and
+// pixel (a zero vector for the padding), as XNNPACK's indirect GEMMs do: no im2col copies.
+// The epilogue is NativeConv's.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "delegates/cpu/native_kernels.h"
 
@@ -38,6 +40,8 @@ class NativeGroupedConv final : public NativeOp {
   size_t group_in_ = 0, group_out_ = 0;
   size_t k_ = 0;      // GEMM depth per group: kernel_h * kernel_w * group_in
   size_t pairs_ = 0;  // groups in twos (the last one alone when their count is odd)
+  size_t tile_rows_ = 8;  // output pixels per micro-tile: 8, or 7 where that wastes fewer
+  std::vector<float> zeros_;  // what a tap in the padding reads: a pixel of zeros
 };
 
 }  // namespace nn::cpu
