@@ -255,8 +255,8 @@ void NativeGroupedConv::run(const NativeArgs& a) const {
     it.row_pieces = wanted;
   } else {
     // A small image (RegNet's 7x7 stage): the pairs split, each thread a run of them over all
-    // rows, as the 1x1 convs around it split their output channels there (rows and pairs
-    // both cut had taken 0.033-0.035 ms a conv against 0.031).
+    // rows, as the 1x1 convs around it split their output channels there (measured faster
+    // than pieces of both rows and pairs: bench/README.md).
     it.pair_pieces = std::min(pairs_, wanted);
   }
   pthreadpool_parallelize_2d(a.pool, run_item, &it, it.row_pieces, it.pair_pieces, 0);
