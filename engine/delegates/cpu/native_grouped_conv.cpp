@@ -248,17 +248,14 @@ void NativeGroupedConv::run(const NativeArgs& a) const {
           1, 1};
   const size_t threads = a.pool ? pthreadpool_get_threads_count(a.pool) : 1;
   if (threads < 2) return run_item(&it, 0, 0);
-  // Pieces of rows (each core then reads the rows it wrote one op earlier) where the image
-  // has micro-tiles for 4 pieces per thread.
-  const size_t wanted = 4 * threads;
-  if (it.tiles >= wanted) {
-    it.row_pieces = wanted;
-  } else {
-    // A small image (RegNet's 7x7 stage): the pairs split, each thread a run of them over all
-    // rows, as the 1x1 convs around it split their output channels there (measured faster
-    // than pieces of both rows and pairs: bench/README.md).
-    it.pair_pieces = std::min(pairs_, wanted);
-  }
+  // One piece per thread (4 per thread measured slower: bench/README.md): pieces of rows
+  // (each core then reads the rows it wrote one op earlier) where the image has 4+ micro-tiles
+  // per thread; on a smaller one (RegNet's 7x7 stage) runs of pairs over all rows, as the 1x1
+  // convs around it split their output channels there.
+  if (it.tiles >= 4 * threads || pairs_ < threads)
+    it.row_pieces = std::min(it.tiles, threads);
+  else
+    it.pair_pieces = std::min(pairs_, threads);
   pthreadpool_parallelize_2d(a.pool, run_item, &it, it.row_pieces, it.pair_pieces, 0);
 }
 
