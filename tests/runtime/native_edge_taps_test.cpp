@@ -57,8 +57,8 @@ TEST(NativeEdgeTaps, MatchTheReferenceWithTheSwitchOnAndOff) {
         cpu.avx512 = avx512;
         cpu.edge_taps = on;
         const std::string kernel = nn_test::cpu_kernel_of(b.model, cpu, "op 0");
-        if (k.groups > 1 && avx512)  // XNNPACK's grouped GEMMs win there (native_choice.cpp)
-          EXPECT_EQ(kernel, "xnnpack");
+        if (k.groups > 1 && avx512)  // two groups per call there (NativeGroupedConv), no edge taps
+          EXPECT_EQ(kernel, "native grouped conv AVX-512, group pairs");
         else if (k.groups > 1)
           EXPECT_EQ(kernel, "native grouped conv AVX2");
         else

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "delegates/cpu/cpu_partition.h"
+#include "delegates/cpu/native_grouped_conv.h"
 #include "runtime/buffer.h"
 #include "runtime/partitioner.h"  // log_line
 
@@ -60,6 +61,7 @@ NativeIsa CpuPartition::isa_of(const CpuOptions& cpu) {
   isa.k_blocks = cpu.k_blocks;
   isa.avx2_k_blocks = cpu.avx2_k_blocks;
   isa.small_image_im2col = cpu.small_image_im2col;
+  isa.grouped_pairs = cpu.grouped_pairs;
   return isa;
 }
 
@@ -128,6 +130,7 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
   if (winograd) name = "native winograd F(" + std::to_string(winograd->output_tile()) + "x" +
                        std::to_string(winograd->output_tile()) + ",3x3)";
   name += isa_.avx512 ? " AVX-512" : " AVX2";
+  if (dynamic_cast<const NativeGroupedConv*>(f.kernel.get())) name += ", group pairs";
   // The variants a CpuOptions switch picks, so --explain and --profile show them.
   const auto* conv = dynamic_cast<const NativeConv*>(f.kernel.get());
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv && conv->ymm_last_panel())

@@ -60,6 +60,7 @@ CpuOptions CpuOptions::from_environment() {
   o.native_fully_connected = !set("NN_NO_NATIVE_FC");
   o.adaptive_threads = !set("NN_NO_ADAPTIVE_THREADS");
   o.native_grouped_conv = !set("NN_NO_NATIVE_GROUPED");
+  o.grouped_pairs = !set("NN_NO_GROUPED_PAIRS");
   return o;
 }
 

@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "delegates/cpu/native_grouped_conv.h"
 #include "delegates/cpu/native_winograd.h"
 #include "ops/activation.h"
 #include "ops/op_params.h"
@@ -94,10 +95,15 @@ bool grouped_conv_pays(const Model& m, const Operation& op, const WindowParams& 
       p.groups < 2 || size_t(out.dims[0]) * out.dims[1] * out.dims[2] < 6)
     return false;
   // Every tile runs per-tap segments (NativeConv: at most 16). On AVX-512 XNNPACK's grouped
-  // GEMMs win (RegNet's group width 16: 1.25 vs 1.41 ms for its 22 group convs, whose 16
-  // output channels per group leave the 8x16 kernel 8 accumulators); on AVX2 ours do (1.96
-  // vs 4.10 ms).
-  return !isa.avx512 && p.filter_h * p.filter_w <= 16;
+  // GEMMs beat NativeConv's (RegNet's group width 16: 1.25 vs 1.41 ms for its 22 group convs,
+  // whose 16 output channels per group leave the 8x16 kernel 8 accumulators), so there
+  // NativeGroupedConv takes 8-16 channels per group, two groups per call (NativeIsa::grouped_pairs),
+  // and XNNPACK the rest; on AVX2 NativeConv's win (1.96 vs 4.10 ms).
+  if (isa.avx512) {
+    const std::optional<NativeConvShape> s = conv_shape(m, op);
+    return isa.grouped_pairs && s && s->out_c / s->groups >= 8 && NativeGroupedConv::supports(*s, isa);
+  }
+  return p.filter_h * p.filter_w <= 16;
 }
 
 NativeKind native_candidate(const Model& m, uint32_t k,
@@ -286,6 +292,8 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
     case NativeKind::kConv: {
       std::vector<float> live;
       if (dead_taps && drop_dead_taps(&s, weights, &live)) weights = live.data();
+      if (s.groups > 1 && isa.grouped_pairs && NativeGroupedConv::supports(s, isa))
+        return std::make_unique<NativeGroupedConv>(s, weights, bias, epilogue);
       const uint32_t tile =
           winograd_threads > 0 && s.groups == 1 ? winograd_choice(s, winograd_threads, winograd_split, isa, winograd_f2)
                                                 : 0;

@@ -60,6 +60,7 @@ struct NativeIsa {
   bool k_blocks = true;         // NativeConv on AVX-512: deep panels in L1-sized slices of k (k_block)
   bool avx2_k_blocks = true;    // NativeConv on AVX2: the same on its 16-wide panels
   bool small_image_im2col = true;  // NativeConv, k-blocked, small image: im2col rows once, one k-blocked pass
+  bool grouped_pairs = true;       // AVX-512 grouped convs of <= 16 channels per group: NativeGroupedConv
   // All this CPU has (every switch on).
   static NativeIsa best();
   // avx512: allowed; half_width: 1 forced on, 0 forced off, -1 measured (avx512_half_width).

@@ -127,6 +127,10 @@ struct CpuOptions {
   // GROUPED_CONV_2D (RegNet's group convs) on the native conv kernel, group by group, on the
   // AVX2 kernels (grouped_conv_pays); off: XNNPACK. NN_NO_NATIVE_GROUPED=1.
   bool native_grouped_conv = true;
+  // On AVX-512, grouped convs of 8-16 output channels per group (RegNet's group width 16) on
+  // NativeGroupedConv, two groups per micro-kernel call (16 accumulators where NativeConv's
+  // group-by-group 8 x 16 kernel has 8); off: XNNPACK, as before. NN_NO_GROUPED_PAIRS=1.
+  bool grouped_pairs = true;
   // int8 convs (VNNI / AVX2 GEMM), depthwise and tiled transpose convs, MUL, HARD_SWISH, TANH,
   // MEAN and bilinear resize on nnpipe's kernels (delegates/cpu/native_int8.h); off: XNNPACK
   // or the reference. NN_NO_NATIVE_INT8=1.
