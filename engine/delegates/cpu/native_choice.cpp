@@ -95,10 +95,10 @@ bool grouped_conv_pays(const Model& m, const Operation& op, const WindowParams& 
       p.groups < 2 || size_t(out.dims[0]) * out.dims[1] * out.dims[2] < 6)
     return false;
   // Every tile runs per-tap segments (NativeConv: at most 16). On AVX-512 XNNPACK's grouped
-  // GEMMs beat NativeConv's (RegNet's group width 16: 1.25 vs 1.41 ms for its 22 group convs,
-  // whose 16 output channels per group leave the 8x16 kernel 8 accumulators), so there
-  // NativeGroupedConv takes 8-16 channels per group, two groups per call (NativeIsa::grouped_pairs),
-  // and XNNPACK the rest; on AVX2 NativeConv's win (1.96 vs 4.10 ms).
+  // GEMMs beat NativeConv's (16 output channels per group, RegNet's group width, leave its
+  // 8x16 kernel 8 accumulators), so there NativeGroupedConv takes 8-16 channels per group,
+  // two groups per call (NativeIsa::grouped_pairs), and XNNPACK the rest; on AVX2
+  // NativeConv's 6x16 kernel wins (figures: bench/README.md, grouped convs).
   if (isa.avx512) {
     const std::optional<NativeConvShape> s = conv_shape(m, op);
     return isa.grouped_pairs && s && s->out_c / s->groups >= 8 && NativeGroupedConv::supports(*s, isa);
@@ -140,9 +140,8 @@ NativeKind native_candidate(const Model& m, uint32_t k,
         return NativeKind::kNone;
       // On AVX2, XNNPACK's 3x3 up16x9 dwconv (its AVX2 kernel: bench/cpuinfo_no_avx512.py)
       // beats ours only on small maps of wide layers with nothing to fuse (MobileNetV2's
-      // 7x7x576-960: 0.011-0.022 vs 0.016-0.025 ms); from 14x14 on ours is as fast or faster
-      // (its 28x28x192: 0.051 vs 0.042 ms, 14x14x384 0.039 vs 0.037), and where the
-      // epilogue saves a pass or it runs with its expansion. Ours on AVX-512 wins everywhere.
+      // 7x7x576-960); from 14x14 on ours is as fast or faster, and where the epilogue saves a
+      // pass or it runs with its expansion. Ours on AVX-512 wins everywhere (bench/README.md).
       if (!isa.avx512 && p->filter_h == 3 && p->filter_w == 3 && out.dims[3] > 32 && out.dims[2] < 14 &&
           !feeds_epilogue_op(m, k, readers, statics) && !fed_by_expansion(m, k, readers, isa))
         return NativeKind::kNone;

@@ -274,7 +274,7 @@ NN_TARGET_AVX2 void kernel_blocked_avx2(size_t m, size_t nr, size_t segments, co
 //
 // kCols 16 on a 32-wide panel: a last panel of at most 16 valid columns (LR-ASPP's 80, 112
 // and 240 channels) computes only its lower half. (A zmm + ymm kernel for 24 columns was
-// slower on Zen 4 than the whole 32: MobileNetV2's 24-channel projections 0.175 -> 0.191 ms.)
+// slower on Zen 4 than the whole 32 on MobileNetV2's 24-channel projections: bench/README.md.)
 //
 // kSegments / kK nonzero: the segments and their length as constants, the loops unrolled
 // into straight FMAs, for a 3x3 conv on 3 channels (every stem here: 3 runs of 9 k steps,
@@ -386,8 +386,8 @@ NN_TARGET_AVX512 void kernel_cols_avx512(size_t m, size_t nr, size_t segments, c
 // 8 * kYmm columns in ymm accumulators (kYmm 3 or 1), reading the panel's first columns.
 // Only where AVX-512 runs on 256-bit halves (Zen 4: a zmm FMA costs two ymm ones, so 24
 // ymm columns cost 3/4 of 32 zmm ones and 8 half of the 16 a half panel computes;
-// avx512_half_width()). There 8 rows x 24 took selfie's two 24-channel projections 0.095 ->
-// 0.071 ms; a zmm + ymm form had been slower (bench/README.md). m: a multiple of 8.
+// avx512_half_width()). There 8 rows x 24 is faster on selfie's two 24-channel projections;
+// a zmm + ymm form had been slower (bench/README.md). m: a multiple of 8.
 template <int kYmm, bool kHardSwish, bool kResidual>
 __attribute__((target("avx512f,avx512vl,avx2,fma"))) void kernel_8xy_ymm_t(
     size_t m, size_t nr, const float* a, size_t k, size_t lda, const float* w, float* c, const float* res,

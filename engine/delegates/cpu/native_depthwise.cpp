@@ -631,8 +631,8 @@ void depthwise_two_rows16_dispatch(const RowArgs& a, const RowArgs& b, const Epi
 }
 
 // All channel counts: the column kernel beats a pointer-table one (XNNPACK's way) on
-// wide layers too (MobileNetV2, all depthwise native, 1 thread: 5.2 vs 5.8 ms; its 32-channel
-// 112x112 layer 0.13 vs 0.43 ms: per pixel, the tap table cost more than its 18 FMAs).
+// wide layers too (MobileNetV2, bench/README.md): per pixel, the tap table cost more than
+// its 18 FMAs.
 template <int kKw, bool kHs, bool kRes>
 void depthwise_row16(const RowArgs& a, const EpilogueAvx512& epi) {
   if constexpr (kKw > 0) {
