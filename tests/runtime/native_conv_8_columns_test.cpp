@@ -31,15 +31,6 @@ using nn_test::Stage;
 
 using Data = nn_test::NativeConvData;
 
-// A pointwise conv (stride 1 or 2) over h x w pixels, in_c -> out_c.
-NativeConvShape shape_of(uint32_t h, uint32_t w, uint32_t in_c, uint32_t out_c, uint32_t stride) {
-  NativeConvShape s;
-  s.in_h = h, s.in_w = w, s.in_c = in_c, s.out_c = out_c;
-  s.stride_h = s.stride_w = stride;
-  s.out_h = (h - 1) / stride + 1, s.out_w = (w - 1) / stride + 1;
-  return s;
-}
-
 NativeIsa avx2_isa(bool eight_columns) {
   return NativeIsa::with(false, 0, true, eight_columns);
 }
@@ -57,16 +48,13 @@ TEST(NativeConv8Columns, MatchesTheDirectConvAndTheSixBySixteenKernel) {
   uint32_t seed = 11;
   for (const auto& c : cases)
     for (Stage stage : stages) {
-      const NativeConvShape s = shape_of(c[0], c[1], c[2], c[3], c[4]);
+      const NativeConvShape s = nn_test::same_conv_shape(c[0], c[1], c[2], c[3], 1, c[4]);
       SCOPED_TRACE(std::to_string(c[0]) + "x" + std::to_string(c[1]) + " " + std::to_string(c[2]) + "->" +
                    std::to_string(c[3]) + " stride " + std::to_string(c[4]) + " stage " +
                    std::to_string(int(stage)));
-      Data d;
-      d.input = nn_test::random_floats(size_t(s.in_h) * s.in_w * s.in_c, seed++, -1.f, 1.f);
-      d.filter = nn_test::random_floats(size_t(s.out_c) * s.in_c, seed++, -1.f, 1.f);
-      d.bias = nn_test::random_floats(s.out_c, seed++, -1.f, 1.f);
+      const Data d = nn_test::random_conv_data(s, seed);
+      seed += 4;
       const size_t n = size_t(s.out_h) * s.out_w * s.out_c;
-      d.residual = nn_test::random_floats(n, seed++, -2.f, 2.f);
       const Epilogue e = epilogue_of(stage);
       const std::vector<float> want = nn_test::direct_conv(s, d, e);
       NativeConv on(s, d.filter.data(), d.bias.data(), e, avx2_isa(true));

@@ -60,23 +60,11 @@ TEST(NativeConvAvx2KBlocks, MatchesTheDirectConvAndTheUnblockedKernel) {
   for (const auto& c : cases)
     for (Stage stage : stages)
       for (bool eight_columns : {true, false}) {
-        NativeConvShape s;
-        s.in_h = c[0], s.in_w = c[1], s.in_c = c[2], s.out_c = c[3], s.groups = c[6];
-        s.kernel_h = s.kernel_w = c[4], s.stride_h = s.stride_w = c[5];
-        s.pad_top = s.pad_left = c[4] / 2;
-        s.out_h = (c[0] - 1) / c[5] + 1, s.out_w = (c[1] - 1) / c[5] + 1;
-        SCOPED_TRACE(std::to_string(c[0]) + "x" + std::to_string(c[1]) + " " + std::to_string(c[2]) + "->" +
-                     std::to_string(c[3]) + " kernel " + std::to_string(c[4]) + " stride " +
-                     std::to_string(c[5]) + " groups " + std::to_string(c[6]) + " stage " +
-                     std::to_string(int(stage)) + (eight_columns ? "" : " no 8x8 kernel"));
+        const NativeConvShape s = nn_test::same_conv_shape(c[0], c[1], c[2], c[3], c[4], c[5], c[6]);
+        SCOPED_TRACE(nn_test::describe(c, stage) + (eight_columns ? "" : " no 8x8 kernel"));
         const size_t k = size_t(c[4]) * c[4] * (s.in_c / s.groups);
-        const size_t m = size_t(s.out_h) * s.out_w;
-        const size_t n = m * s.out_c;
-        nn_test::NativeConvData d;
-        d.input = nn_test::random_floats(size_t(s.in_h) * s.in_w * s.in_c, seed++, -1.f, 1.f);
-        d.filter = nn_test::random_floats(size_t(s.out_c) * k, seed++, -1.f, 1.f);
-        d.bias = nn_test::random_floats(s.out_c, seed++, -1.f, 1.f);
-        d.residual = nn_test::random_floats(n, seed++, -2.f, 2.f);
+        const nn_test::NativeConvData d = nn_test::random_conv_data(s, seed);
+        seed += 4;
         const Epilogue e = epilogue_of(stage);
         const std::vector<float> want = nn_test::direct_conv(s, d, e);
         NativeConv on(s, d.filter.data(), d.bias.data(), e, avx2_isa(true, eight_columns));
@@ -87,14 +75,7 @@ TEST(NativeConvAvx2KBlocks, MatchesTheDirectConvAndTheUnblockedKernel) {
         EXPECT_EQ(on.k_block(), want_block);
         EXPECT_EQ(off.k_block(), 0u);
         blocked += on.k_block() > 0;
-        for (pthreadpool_t p : {pthreadpool_t(nullptr), pool}) {
-          const std::vector<float> got = nn_test::run_native(on, d, e, n, p);
-          const std::vector<float> base = nn_test::run_native(off, d, e, n, p);
-          double worst = 0;
-          for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(double(got[i]) - want[i]));
-          EXPECT_LE(worst, 2e-5 * std::sqrt(double(k))) << (p ? "2 threads" : "1 thread");
-          EXPECT_EQ(got, base) << (p ? "2 threads" : "1 thread") << ": not the unblocked kernel's bits";
-        }
+        nn_test::expect_same_bits_as_without(on, off, d, e, want, k, pool);
       }
   // Nine cases are deep enough to be blocked on any L1 up to 64 KB (14 on 48 KB).
   if (nn::cpu::l1d_bytes() <= (size_t(64) << 10)) {

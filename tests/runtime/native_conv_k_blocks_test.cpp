@@ -30,33 +30,10 @@ using Built = nn_test::TestModel;
 using nn_test::epilogue_of;
 using nn_test::Stage;
 
-// A k x k conv (SAME padding), stride s, over h x w pixels, in_c -> out_c in `groups` groups.
-NativeConvShape shape_of(uint32_t h, uint32_t w, uint32_t in_c, uint32_t out_c, uint32_t kernel, uint32_t stride,
-                         uint32_t groups) {
-  NativeConvShape s;
-  s.in_h = h, s.in_w = w, s.in_c = in_c, s.out_c = out_c, s.groups = groups;
-  s.kernel_h = s.kernel_w = kernel;
-  s.stride_h = s.stride_w = stride;
-  s.pad_top = s.pad_left = kernel / 2;
-  s.out_h = (h - 1) / stride + 1, s.out_w = (w - 1) / stride + 1;
-  return s;
-}
-
 NativeIsa avx512_isa(bool k_blocks) {
   NativeIsa isa = NativeIsa::with(true, 0, true);
   isa.k_blocks = k_blocks;
   return isa;
-}
-
-// Input, filter (k values per output channel), bias in [-1, 1] and a residual in [-2, 2],
-// each from the next seed.
-nn_test::NativeConvData random_conv_data(const NativeConvShape& s, size_t k, uint32_t* seed) {
-  nn_test::NativeConvData d;
-  d.input = nn_test::random_floats(size_t(s.in_h) * s.in_w * s.in_c, (*seed)++, -1.f, 1.f);
-  d.filter = nn_test::random_floats(size_t(s.out_c) * k, (*seed)++, -1.f, 1.f);
-  d.bias = nn_test::random_floats(s.out_c, (*seed)++, -1.f, 1.f);
-  d.residual = nn_test::random_floats(size_t(s.out_h) * s.out_w * s.out_c, (*seed)++, -2.f, 2.f);
-  return d;
 }
 
 TEST(NativeConvKBlocks, MatchesTheDirectConvAndTheUnblockedKernel) {
@@ -78,13 +55,11 @@ TEST(NativeConvKBlocks, MatchesTheDirectConvAndTheUnblockedKernel) {
   size_t blocked = 0;
   for (const auto& c : cases)
     for (Stage stage : stages) {
-      const NativeConvShape s = shape_of(c[0], c[1], c[2], c[3], c[4], c[5], c[6]);
-      SCOPED_TRACE(std::to_string(c[0]) + "x" + std::to_string(c[1]) + " " + std::to_string(c[2]) + "->" +
-                   std::to_string(c[3]) + " kernel " + std::to_string(c[4]) + " stride " + std::to_string(c[5]) +
-                   " groups " + std::to_string(c[6]) + " stage " + std::to_string(int(stage)));
+      const NativeConvShape s = nn_test::same_conv_shape(c[0], c[1], c[2], c[3], c[4], c[5], c[6]);
+      SCOPED_TRACE(nn_test::describe(c, stage));
       const size_t k = size_t(c[4]) * c[4] * (s.in_c / s.groups);
-      const size_t n = size_t(s.out_h) * s.out_w * s.out_c;
-      const nn_test::NativeConvData d = random_conv_data(s, k, &seed);
+      const nn_test::NativeConvData d = nn_test::random_conv_data(s, seed);
+      seed += 4;
       const Epilogue e = epilogue_of(stage);
       const std::vector<float> want = nn_test::direct_conv(s, d, e);
       NativeConv on(s, d.filter.data(), d.bias.data(), e, avx512_isa(true));
@@ -95,14 +70,7 @@ TEST(NativeConvKBlocks, MatchesTheDirectConvAndTheUnblockedKernel) {
       EXPECT_EQ(on.k_block() > 0, k * width * sizeof(float) > nn::cpu::l1d_bytes() / 2);
       EXPECT_EQ(off.k_block(), 0u);
       blocked += on.k_block() > 0;
-      const std::vector<float> base = nn_test::run_native(off, d, e, n, nullptr);
-      for (pthreadpool_t p : {pthreadpool_t(nullptr), pool}) {
-        const std::vector<float> got = nn_test::run_native(on, d, e, n, p);
-        double worst = 0;
-        for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(double(got[i]) - want[i]));
-        EXPECT_LE(worst, 2e-5 * std::sqrt(double(k))) << (p ? "2 threads" : "1 thread");
-        EXPECT_EQ(got, base) << (p ? "2 threads" : "1 thread") << ": not the unblocked kernel's bits";
-      }
+      nn_test::expect_same_bits_as_without(on, off, d, e, want, k, pool);
     }
   // The shapes above are deep enough to be blocked on any L1 up to 64 KB.
   if (nn::cpu::l1d_bytes() <= (size_t(64) << 10)) {
@@ -206,7 +174,8 @@ TEST(NativeConvKBlocks, SmallImagesRunTheirIm2colRowsOnce) {
                    " stride " + std::to_string(c.stride) + " stage " + std::to_string(int(stage)));
       const size_t k = size_t(c.kh) * c.kw * c.in_c;
       const size_t n = size_t(s.out_h) * s.out_w * s.out_c;
-      const nn_test::NativeConvData d = random_conv_data(s, k, &seed);
+      const nn_test::NativeConvData d = nn_test::random_conv_data(s, seed);
+      seed += 4;
       const Epilogue e = epilogue_of(stage);
       const std::vector<float> want = nn_test::direct_conv(s, d, e);
       NativeIsa off_isa = avx512_isa(true);

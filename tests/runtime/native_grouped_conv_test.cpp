@@ -29,56 +29,8 @@ using nn::cpu::NativeIsa;
 using T = nn::OperationType;
 using Built = nn_test::TestModel;
 
-enum class Stage { kNone, kRelu6, kHardSwish, kResidualRelu, kSwish };
-
-Epilogue epilogue_of(Stage s) {
-  Epilogue e;
-  if (s == Stage::kRelu6) e.lo = 0.f, e.hi = 6.f;
-  if (s == Stage::kHardSwish) e.lo = -1.f, e.hi = 1.f, e.hard_swish = true;
-  if (s == Stage::kResidualRelu) e.residual = true, e.lo = -0.5f, e.res_lo = 0.f;
-  if (s == Stage::kSwish) e.swish = true;
-  return e;
-}
-
-struct Case {
-  uint32_t groups, group_in, group_out;
-  uint32_t h, w;               // input size
-  uint32_t kh, kw, stride, pad;  // pad on top and left; the output size follows from SAME-like rounding
-  Stage stage;
-};
-
-std::string describe(const Case& c) {
-  return "groups " + std::to_string(c.groups) + " of " + std::to_string(c.group_in) + "->" +
-         std::to_string(c.group_out) + " on " + std::to_string(c.h) + "x" + std::to_string(c.w) + ", " +
-         std::to_string(c.kh) + "x" + std::to_string(c.kw) + " stride " + std::to_string(c.stride) + " pad " +
-         std::to_string(c.pad) + " stage " + std::to_string(int(c.stage));
-}
-
-NativeConvShape shape_of(const Case& c) {
-  NativeConvShape s;
-  s.batch = 2;  // tiles of one image never read the other's
-  s.groups = c.groups;
-  s.in_h = c.h, s.in_w = c.w, s.in_c = c.groups * c.group_in, s.out_c = c.groups * c.group_out;
-  s.kernel_h = c.kh, s.kernel_w = c.kw;
-  s.stride_h = s.stride_w = c.stride;
-  s.pad_top = s.pad_left = c.pad;
-  // As much padding on the bottom / right as on the top / left.
-  s.out_h = (c.h + 2 * c.pad - c.kh) / c.stride + 1;
-  s.out_w = (c.w + 2 * c.pad - c.kw) / c.stride + 1;
-  return s;
-}
-
-using Data = nn_test::NativeConvData;
-
-Data data_for(const NativeConvShape& s, uint32_t seed) {
-  Data d;
-  d.input = nn_test::random_floats(size_t(s.batch) * s.in_h * s.in_w * s.in_c, seed, -1.f, 1.f);
-  d.filter = nn_test::random_floats(size_t(s.out_c) * s.kernel_h * s.kernel_w * (s.in_c / s.groups), seed + 1,
-                                    -1.f, 1.f);
-  d.bias = nn_test::random_floats(s.out_c, seed + 2, -1.f, 1.f);
-  d.residual = nn_test::random_floats(size_t(s.batch) * s.out_h * s.out_w * s.out_c, seed + 3, -2.f, 2.f);
-  return d;
-}
+using Case = nn_test::GroupedConvCase;
+using nn_test::describe;
 
 std::vector<Case> cases() {
   const uint32_t per_group[][2] = {{1, 1}, {3, 5}, {8, 8}, {13, 20}, {16, 16}, {17, 33}};
@@ -87,7 +39,6 @@ std::vector<Case> cases() {
   // beyond the kernel's reach on the left (tiles wholly in the padding).
   const uint32_t kernels[][4] = {{1, 1, 1, 0}, {1, 1, 2, 0}, {3, 3, 1, 1}, {3, 3, 2, 1}, {3, 2, 1, 2}};
   const uint32_t sizes[][2] = {{5, 7}, {9, 13}, {14, 14}, {23, 29}};
-  const Stage stages[] = {Stage::kNone, Stage::kRelu6, Stage::kHardSwish, Stage::kResidualRelu, Stage::kSwish};
   std::vector<Case> v;
   size_t k = 0;
   for (const auto& pg : per_group)
@@ -95,14 +46,14 @@ std::vector<Case> cases() {
       // Each per-group shape and kernel meets two group counts, sizes and stages in turn.
       for (int rep = 0; rep < 2; ++rep, ++k) {
         const auto& hw = sizes[k % 4];
-        v.push_back({groups[k % 4], pg[0], pg[1], hw[0], hw[1], kn[0], kn[1], kn[2], kn[3], stages[k % 5]});
+        v.push_back({groups[k % 4], pg[0], pg[1], hw[0], hw[1], kn[0], kn[1], kn[2], kn[3], int(k % 5)});
       }
     }
-  v.push_back({25, 16, 16, 14, 14, 3, 3, 1, 1, Stage::kResidualRelu});  // RegNet's 400-channel stage
-  v.push_back({2, 16, 16, 56, 56, 3, 3, 2, 1, Stage::kRelu6});          // and its first, stride 2
+  v.push_back({25, 16, 16, 14, 14, 3, 3, 1, 1, 3});  // RegNet's 400-channel stage
+  v.push_back({2, 16, 16, 56, 56, 3, 3, 2, 1, 1});    // and its first, stride 2
   // Its 7x7 stage: at 2 threads the panels split, several groups per tile, whose im2col rows
   // hold only those groups' channels.
-  v.push_back({25, 16, 16, 7, 7, 3, 3, 1, 1, Stage::kResidualRelu});
+  v.push_back({25, 16, 16, 7, 7, 3, 3, 1, 1, 3});
   return v;
 }
 
@@ -119,21 +70,14 @@ TEST(NativeGroupedConv, MatchesTheDirectConvOnOddShapes) {
     uint32_t seed = 3;
     double worst = 0;
     for (const Case& c : cases()) {
-      const NativeConvShape s = shape_of(c);
-      const Data d = data_for(s, seed += 7);
-      const Epilogue e = epilogue_of(c.stage);
+      const NativeConvShape s = nn_test::grouped_shape_of(c);
+      const nn_test::NativeConvData d = nn_test::random_conv_data(s, seed += 7);
+      const Epilogue e = nn_test::grouped_epilogue_of(c.stage);
       const NativeConv op(s, d.filter.data(), d.bias.data(), e, isa);
       ASSERT_TRUE(op.ok()) << describe(c);
       const std::vector<float> want = nn_test::direct_conv(s, d, e);
-      const std::vector<float> one = nn_test::run_native(op, d, e, want.size(), nullptr);
-      const std::vector<float> two = nn_test::run_native(op, d, e, want.size(), pool);
-      double scale = 1.0, err = 0;
-      for (float v : want) scale = std::max(scale, std::fabs(double(v)));
-      for (size_t i = 0; i < want.size(); ++i) err = std::max(err, std::fabs(double(one[i]) - want[i]) / scale);
-      worst = std::max(worst, err);
-      EXPECT_LE(err, 1e-5) << describe(c) << (isa.avx512 ? " AVX-512" : " AVX2");
-      EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0)
-          << describe(c) << (isa.avx512 ? " AVX-512" : " AVX2") << ": 2 threads differ from 1";
+      const std::string what = describe(c) + (isa.avx512 ? " AVX-512" : " AVX2");
+      worst = std::max(worst, nn_test::expect_matches_at_1_and_2_threads(op, d, e, want, pool, what));
     }
     std::printf("grouped conv %s: worst relative error %.2e\n", isa.avx512 ? "AVX-512" : "AVX2", worst);
   }
@@ -142,7 +86,7 @@ TEST(NativeGroupedConv, MatchesTheDirectConvOnOddShapes) {
 
 TEST(NativeGroupedConv, RefusesChannelsThatDoNotSplit) {
   if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no AVX2";
-  NativeConvShape s = shape_of({3, 4, 4, 6, 6, 3, 3, 1, 1, Stage::kNone});
+  NativeConvShape s = nn_test::grouped_shape_of({3, 4, 4, 6, 6, 3, 3, 1, 1, 0});
   s.out_c = 13;  // not a multiple of 3
   const std::vector<float> filter(size_t(13) * 9 * 4, 0.5f);
   EXPECT_FALSE(NativeConv(s, filter.data(), nullptr, Epilogue{}).ok());

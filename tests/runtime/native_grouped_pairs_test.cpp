@@ -28,51 +28,8 @@ using nn::cpu::NativeIsa;
 using T = nn::OperationType;
 using Built = nn_test::TestModel;
 
-struct Case {
-  uint32_t groups, group_in, group_out;
-  uint32_t h, w;                 // input size
-  uint32_t kh, kw, stride, pad;  // pad on every side
-  int stage;                     // 0 none, 1 RELU6, 2 HARD_SWISH, 3 residual + RELU, 4 swish
-};
-
-std::string describe(const Case& c) {
-  return std::to_string(c.groups) + " groups of " + std::to_string(c.group_in) + "->" +
-         std::to_string(c.group_out) + " on " + std::to_string(c.h) + "x" + std::to_string(c.w) + ", " +
-         std::to_string(c.kh) + "x" + std::to_string(c.kw) + " stride " + std::to_string(c.stride) + " pad " +
-         std::to_string(c.pad) + " stage " + std::to_string(c.stage);
-}
-
-Epilogue epilogue_of(int stage) {
-  Epilogue e;
-  if (stage == 1) e.lo = 0.f, e.hi = 6.f;
-  if (stage == 2) e.lo = -1.f, e.hi = 1.f, e.hard_swish = true;
-  if (stage == 3) e.residual = true, e.lo = -0.5f, e.res_lo = 0.f;
-  if (stage == 4) e.swish = true;
-  return e;
-}
-
-NativeConvShape shape_of(const Case& c) {
-  NativeConvShape s;
-  s.batch = 2;  // tiles of one image never read the other's
-  s.groups = c.groups;
-  s.in_h = c.h, s.in_w = c.w, s.in_c = c.groups * c.group_in, s.out_c = c.groups * c.group_out;
-  s.kernel_h = c.kh, s.kernel_w = c.kw;
-  s.stride_h = s.stride_w = c.stride;
-  s.pad_top = s.pad_left = c.pad;
-  s.out_h = (c.h + 2 * c.pad - c.kh) / c.stride + 1;
-  s.out_w = (c.w + 2 * c.pad - c.kw) / c.stride + 1;
-  return s;
-}
-
-nn_test::NativeConvData data_for(const NativeConvShape& s, uint32_t seed) {
-  nn_test::NativeConvData d;
-  d.input = nn_test::random_floats(size_t(s.batch) * s.in_h * s.in_w * s.in_c, seed, -1.f, 1.f);
-  d.filter = nn_test::random_floats(size_t(s.out_c) * s.kernel_h * s.kernel_w * (s.in_c / s.groups), seed + 1,
-                                    -1.f, 1.f);
-  d.bias = nn_test::random_floats(s.out_c, seed + 2, -1.f, 1.f);
-  d.residual = nn_test::random_floats(size_t(s.batch) * s.out_h * s.out_w * s.out_c, seed + 3, -2.f, 2.f);
-  return d;
-}
+using Case = nn_test::GroupedConvCase;
+using nn_test::describe;
 
 std::vector<Case> cases() {
   // {group_in, group_out}: RegNet's 16 -> 16 (the unrolled kernel), 8, 24 -> 16, odd ones,
@@ -103,29 +60,21 @@ TEST(NativeGroupedPairs, MatchesTheDirectConvOnOddShapes) {
   uint32_t seed = 5;
   double worst = 0;
   for (const Case& c : cases()) {
-    const NativeConvShape s = shape_of(c);
+    const NativeConvShape s = nn_test::grouped_shape_of(c);
     ASSERT_TRUE(NativeGroupedConv::supports(s, NativeIsa::best())) << describe(c);
-    const nn_test::NativeConvData d = data_for(s, seed += 7);
-    const Epilogue e = epilogue_of(c.stage);
+    const nn_test::NativeConvData d = nn_test::random_conv_data(s, seed += 7);
+    const Epilogue e = nn_test::grouped_epilogue_of(c.stage);
     const NativeGroupedConv op(s, d.filter.data(), d.bias.data(), e);
     ASSERT_TRUE(op.ok()) << describe(c);
     const std::vector<float> want = nn_test::direct_conv(s, d, e);
-    const std::vector<float> one = nn_test::run_native(op, d, e, want.size(), nullptr);
-    const std::vector<float> two = nn_test::run_native(op, d, e, want.size(), pool);
-    double scale = 1.0, err = 0;
-    for (float v : want) scale = std::max(scale, std::fabs(double(v)));
-    for (size_t i = 0; i < want.size(); ++i) err = std::max(err, std::fabs(double(one[i]) - want[i]) / scale);
-    worst = std::max(worst, err);
-    EXPECT_LE(err, 1e-5) << describe(c);
-    EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0)
-        << describe(c) << ": 2 threads differ from 1";
+    worst = std::max(worst, nn_test::expect_matches_at_1_and_2_threads(op, d, e, want, pool, describe(c)));
   }
   std::printf("grouped pairs: %zu shapes, worst relative error %.2e\n", cases().size(), worst);
   pthreadpool_destroy(pool);
 }
 
 TEST(NativeGroupedPairs, SupportsOnlyWhatItRuns) {
-  NativeConvShape s = shape_of({4, 16, 16, 14, 14, 3, 3, 1, 1, 0});
+  NativeConvShape s = nn_test::grouped_shape_of({4, 16, 16, 14, 14, 3, 3, 1, 1, 0});
   const NativeIsa avx2 = NativeIsa::with(false, 0, true);
   EXPECT_FALSE(NativeGroupedConv::supports(s, avx2));  // AVX2: NativeConv's grouped form
   if (!nn::cpu::native_avx512_enabled()) return;

@@ -84,15 +84,6 @@ NativeConvShape shape_of(const Case& c) {
 
 using Data = nn_test::NativeConvData;
 
-Data data_for(const NativeConvShape& s, uint32_t seed) {
-  Data d;
-  d.input = nn_test::random_floats(size_t(s.batch) * s.in_h * s.in_w * s.in_c, seed, -1.f, 1.f);
-  d.filter = nn_test::random_floats(size_t(s.out_c) * 9 * s.in_c, seed + 1, -1.f, 1.f);
-  d.bias = nn_test::random_floats(s.out_c, seed + 2, -1.f, 1.f);
-  d.residual = nn_test::random_floats(size_t(s.batch) * s.out_h * s.out_w * s.out_c, seed + 3, -2.f, 2.f);
-  return d;
-}
-
 // max |got - want| / scale.
 double relative_error(const std::vector<float>& got, const std::vector<float>& want, double scale) {
   double err = 0;
@@ -120,7 +111,7 @@ double check_cases(const std::vector<Case>& cases, const NativeIsa& isa, uint32_
   for (const Case& c : cases) {
     const NativeConvShape s = shape_of(c);
     EXPECT_TRUE(NativeWinograd::supports(s));
-    const Data d = data_for(s, seed += 5);
+    const Data d = nn_test::random_conv_data(s, seed += 5);
     const Epilogue e = epilogue_of(c.stage);
     const NativeWinograd op(s, d.filter.data(), d.bias.data(), e, 2, m, isa);
     EXPECT_TRUE(op.ok());
@@ -163,7 +154,7 @@ std::vector<Case> odd_cases() {
 void check_two_slot_blocks(const NativeIsa& isa, uint32_t m) {
   const Case c{26, 26, 64, 64, true, Stage::kResidualRelu};
   const NativeConvShape s = shape_of(c);
-  const Data d = data_for(s, 91);
+  const Data d = nn_test::random_conv_data(s, 91);
   const Epilogue e = epilogue_of(c.stage);
   const NativeWinograd one_slot(s, d.filter.data(), d.bias.data(), e, 1, m, isa);
   const NativeWinograd two_slots(s, d.filter.data(), d.bias.data(), e, 2, m, isa);
@@ -281,7 +272,7 @@ namespace {
 void check_panel_split(const NativeIsa& isa, Stage stage) {
   const Case c{9, 13, 320, 392, stage != Stage::kSwish, stage};  // 18 MB of F(4x4) filters
   const NativeConvShape s = shape_of(c);
-  const Data d = data_for(s, 57);
+  const Data d = nn_test::random_conv_data(s, 57);
   const Epilogue e = epilogue_of(c.stage);
   const std::string what = describe(c) + (isa.avx512 ? " AVX-512" : " AVX2");
   const NativeWinograd blocks(s, d.filter.data(), d.bias.data(), e, 1, 4, isa, /*panel_split=*/false);

@@ -770,6 +770,17 @@ class Int8Resize final : public NativeDataOp {
     }
   }
 
+  // An edge pixel of a width-doubled row (the first or the last): channels i .. i + 15 (mask
+  // k) from its own taps, as the reference.
+  NN_TARGET_INT8_512 void store_edge_avx512(const float* wa, const float* wb, const BilinearTap& t, size_t i,
+                                            __mmask16 k, int8_t* out) const {
+    const size_t c = channels_;
+    const __m512 a_lo = _mm512_maskz_loadu_ps(k, wa + t.lo * c + i), a_hi = _mm512_maskz_loadu_ps(k, wa + t.hi * c + i);
+    const __m512 b_lo = _mm512_maskz_loadu_ps(k, wb + t.lo * c + i), b_hi = _mm512_maskz_loadu_ps(k, wb + t.hi * c + i);
+    _mm512_mask_cvtsepi32_storeu_epi8(out + i, k,
+                                      pixel16(a_lo, a_hi, b_lo, b_hi, _mm512_set1_ps(1.f - t.frac), _mm512_set1_ps(t.frac)));
+  }
+
   // row_avx512 for a width doubling (doubles_width): each input pixel's weighted taps are
   // loaded once and feed the two output pixels on either side of it, with no tap lookups
   // per pixel; the same arithmetic, so the same bytes.
@@ -782,9 +793,7 @@ class Int8Resize final : public NativeDataOp {
     for (size_t i = 0; i < c; i += 16) {
       const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - i)) - 1);
 #define NN_AT(row, x) _mm512_maskz_loadu_ps(k, (row) + (x)*c + i)
-      _mm512_mask_cvtsepi32_storeu_epi8(out + i, k,
-                                       pixel16(NN_AT(wa, first.lo), NN_AT(wa, first.hi), NN_AT(wb, first.lo), NN_AT(wb, first.hi),
-                                               _mm512_set1_ps(1.f - first.frac), _mm512_set1_ps(first.frac)));
+      store_edge_avx512(wa, wb, first, i, k, out);
       __m512 pa = NN_AT(wa, 0), pb = NN_AT(wb, 0);
       for (size_t x = 1; x < w; ++x) {
         const __m512 ca = NN_AT(wa, x), cb = NN_AT(wb, x);
@@ -793,9 +802,7 @@ class Int8Resize final : public NativeDataOp {
         pa = ca;
         pb = cb;
       }
-      _mm512_mask_cvtsepi32_storeu_epi8(out + (2 * w - 1) * c + i, k,
-                                       pixel16(NN_AT(wa, last.lo), NN_AT(wa, last.hi), NN_AT(wb, last.lo), NN_AT(wb, last.hi),
-                                               _mm512_set1_ps(1.f - last.frac), _mm512_set1_ps(last.frac)));
+      store_edge_avx512(wa, wb, last, i, k, out + (2 * w - 1) * c);
 #undef NN_AT
     }
   }
@@ -815,9 +822,7 @@ class Int8Resize final : public NativeDataOp {
     for (size_t i = 0; i < c; i += 16) {
       const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - i)) - 1);
 #define NN_AT(row, x) _mm512_maskz_loadu_ps(k, (row) + (x)*c + i)
-      _mm512_mask_cvtsepi32_storeu_epi8(out + i, k,
-                                       pixel16(NN_AT(wa, first.lo), NN_AT(wa, first.hi), NN_AT(wb, first.lo), NN_AT(wb, first.hi),
-                                               _mm512_set1_ps(1.f - first.frac), _mm512_set1_ps(first.frac)));
+      store_edge_avx512(wa, wb, first, i, k, out);
       __m512 pa = NN_AT(wa, 0), pb = NN_AT(wb, 0);
       __m512 pa3 = _mm512_mul_ps(pa, three), pb3 = _mm512_mul_ps(pb, three);
       NN_KEEP_IN_REGISTER(pa3);  // products rounded on their own: no contraction into the adds
@@ -838,9 +843,7 @@ class Int8Resize final : public NativeDataOp {
         pa3 = ca3;
         pb3 = cb3;
       }
-      _mm512_mask_cvtsepi32_storeu_epi8(out + (2 * w - 1) * c + i, k,
-                                       pixel16(NN_AT(wa, last.lo), NN_AT(wa, last.hi), NN_AT(wb, last.lo), NN_AT(wb, last.hi),
-                                               _mm512_set1_ps(1.f - last.frac), _mm512_set1_ps(last.frac)));
+      store_edge_avx512(wa, wb, last, i, k, out + (2 * w - 1) * c);
 #undef NN_AT
     }
   }
