@@ -1,13 +1,15 @@
 // An int8 1x1 conv and the int8 depthwise conv that alone reads it run as one op
 // (CpuPartition::fuse_int8_expand_depthwise, CpuOptions::int8_expand_depthwise): the fused
-// op's output equals the reference kernels' conv then depthwise byte for byte on the AVX-512
-// VNNI, AVX2 and AVX2 + AVX-VNNI forms at 2 threads (rows split in two ranges, an image's
-// rows across both in a batch of two; a one-row image in one range); the kernel text says "conv+depthwise" and the depthwise is among the
-// head's ops. Where it must not apply (1 thread, the expanded tensor read twice, a dilated
-// depthwise, a 3x3 producer, the switch off) the two stay steps of their own, same bytes.
+// op's output equals the reference kernels' conv then depthwise byte for byte with AVX-512
+// VNNI at 2 threads (rows split in two ranges, an image's rows across both in a batch of two;
+// a one-row image in one range); the kernel text says "conv+depthwise" and the depthwise is
+// among the head's ops. Where it must not apply (1 thread, the AVX2 forms, the expanded tensor
+// read twice, a dilated depthwise, a 3x3 producer, the switch off) the two stay steps of
+// their own, with the same bytes.
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <random>
@@ -117,8 +119,8 @@ std::vector<Mode> modes() {
 
 // Runs `m` (inputs random int8, seeded by name) on the reference kernels and on the CPU
 // delegate in every mode, 1 and 2 threads, the switch on and off: every output byte equal.
-// Conv op `conv_op` and depthwise op `dw_op` run as one op when `fused`, the switch is on and
-// threads > 1, else as two (each on a native int8 kernel).
+// Conv op `conv_op` and depthwise op `dw_op` run as one op when `fused`, the switch is on,
+// threads > 1 and AVX-512, else as two (each on a native int8 kernel).
 void check(const std::shared_ptr<Model>& m, const std::string& name, uint32_t conv_op, uint32_t dw_op, bool fused) {
   ASSERT_TRUE(m->validate_and_infer_shapes().is_ok()) << name;
   std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(name)));
@@ -144,7 +146,7 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, uint32_t co
         const StepTiming* second = entry_of(got.kernels, dw_op);
         ASSERT_TRUE(head && second) << where;
         EXPECT_EQ(head->kernel.rfind("native int8 ", 0), 0u) << where << ": the conv ran on " << head->kernel;
-        if (fused && on && threads > 1) {
+        if (fused && on && threads > 1 && mode.avx512) {
           EXPECT_EQ(head, second) << where << ": the depthwise ran on " << second->kernel;
           EXPECT_EQ(head->kernel.rfind("native int8 conv+depthwise ", 0), 0u) << where << ": " << head->kernel;
         } else {
@@ -261,6 +263,15 @@ TEST(NativeInt8ExpandDepthwise, DoesNotApplyWhereItMustNot) {
       check(m, "3x3 conv x" + std::to_string(c) + " into a depthwise", 0, 1, false);
     }
   }
+}
+
+// The switch's environment variable (CpuOptions::from_environment, the one place env is read).
+TEST(NativeInt8ExpandDepthwise, EnvironmentTurnsItOff) {
+  unsetenv("NN_NO_INT8_EXPAND_DEPTHWISE");
+  EXPECT_TRUE(CpuOptions::from_environment().int8_expand_depthwise);
+  setenv("NN_NO_INT8_EXPAND_DEPTHWISE", "1", 1);
+  EXPECT_FALSE(CpuOptions::from_environment().int8_expand_depthwise);
+  unsetenv("NN_NO_INT8_EXPAND_DEPTHWISE");
 }
 
 }  // namespace

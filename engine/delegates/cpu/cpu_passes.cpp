@@ -149,7 +149,8 @@ void CpuPartition::fuse_int8_table_dequantize() {
 // ADDs: a conv or depthwise running an ADD is left alone. With threads only: apart, each
 // thread's depthwise rows read expanded rows the other core wrote; on one thread the two
 // int8 ops apart are as fast (compute-bound; the expanded tensor stays in L2), and the
-// AMX expansions of 7- and 14-wide images slower fused (bench/README.md, "int8 speed").
+// AMX expansions of 7- and 14-wide images slower fused (bench/README.md, "int8 expansion +
+// depthwise"). AVX-512 VNNI only (int8_expand_depthwise).
 void CpuPartition::fuse_int8_expand_depthwise() {
   if (options_.threads < 2) return;
   for (uint32_t k : live_) {

@@ -97,9 +97,9 @@ bool fuse_int8_residual_add(NativeDataOp& conv, const Model& model, uint32_t add
 // ring of the depthwise's kernel height, read there by the depthwise's row kernel, so the
 // expanded tensor is never written (CpuOptions::int8_expand_depthwise). Takes both ops and
 // returns the fused one (reading the conv's input, writing the depthwise's output); nullptr
-// and both left as they are where it does not apply: a depthwise other than 3x3 / 5x5 with
-// dilation 1 on the VNNI or AVX2 row forms, a conv with a window or padding, a residual ADD
-// run by either.
+// and both left as they are where it does not apply: a conv not on the AVX-512 VNNI or AMX
+// GEMM, or with a window or padding, a depthwise other than 3x3 / 5x5 with dilation 1 on
+// the row forms, a residual ADD run by either.
 std::unique_ptr<NativeDataOp> int8_expand_depthwise(std::unique_ptr<NativeDataOp>& conv,
                                                     std::unique_ptr<NativeDataOp>& depthwise);
 

@@ -1927,6 +1927,9 @@ std::unique_ptr<NativeDataOp> int8_expand_depthwise(std::unique_ptr<NativeDataOp
   auto* d = dynamic_cast<Int8Depthwise*>(depthwise.get());
   // A residual ADD either op runs (operands beyond its input) has no place in the rows.
   if (!c || !d || c->operands().size() != 1 || d->operands().size() != 1 || !d->row_kernel()) return nullptr;
+  // AVX-512 VNNI (or AMX) GEMMs only: on AVX2 it gained nothing, and without AVX-VNNI it lost
+  // (bench/README.md, "int8 expansion + depthwise").
+  if (!c->gemm().vnni()) return nullptr;
   const NativeConvShape& s = d->shape();
   if (s.dilation_h != 1 || s.kernel_h > 5 || c->columns() != s.in_c ||
       c->pixels() != size_t(s.batch) * s.in_h * s.in_w)

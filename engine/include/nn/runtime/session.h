@@ -187,7 +187,7 @@ struct CpuOptions {
   // A native int8 1x1 conv and the native int8 3x3 / 5x5 depthwise conv that alone reads it
   // run as one op: the conv's rows into a ring of the depthwise's kernel height that the
   // depthwise reads at once, so the expanded tensor is never written (an inverted residual's
-  // expansion). With 2 threads or more. NN_NO_INT8_EXPAND_DEPTHWISE=1.
+  // expansion). With 2 threads or more, AVX-512 VNNI. NN_NO_INT8_EXPAND_DEPTHWISE=1.
   bool int8_expand_depthwise = true;
   // With a thread pool: each partition times runs sharing the pool and runs on the caller
   // alone, both now and then, and runs the faster way (runtime/thread_pool.h,
