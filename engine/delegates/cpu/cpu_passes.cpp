@@ -143,6 +143,35 @@ void CpuPartition::fuse_int8_table_dequantize() {
   }
 }
 
+// A native int8 1x1 conv whose output a native int8 depthwise conv alone reads (an inverted
+// residual's expansion): one op (int8_expand_depthwise) computes the conv's rows into a ring
+// the depthwise reads at once, so the expanded tensor is never written. After the residual
+// ADDs: a conv or depthwise running an ADD is left alone. With threads only: apart, each
+// thread's depthwise rows read expanded rows the other core wrote; on one thread the two
+// int8 ops apart are as fast (compute-bound; the expanded tensor stays in L2), and the
+// AMX expansions of 7- and 14-wide images slower fused (bench/README.md, "int8 expansion +
+// depthwise"). AVX-512 VNNI only (int8_expand_depthwise).
+void CpuPartition::fuse_int8_expand_depthwise() {
+  if (options_.threads < 2) return;
+  for (uint32_t k : live_) {
+    FusedOp& r = rec(k);
+    const Operation& op = model_.operations[k];
+    if (!r.data || !fusable(k) || op.type != OperationType::CONV_2D || op.outputs.size() != 1 ||
+        !internal_single_use(op.outputs[0]))
+      continue;
+    const uint32_t d = readers_.at(op.outputs[0])[0];
+    if (!fusable(d)) continue;
+    FusedOp& dw = rec(d);
+    const Operation& dop = model_.operations[d];
+    if (!dw.data || dop.type != OperationType::DEPTHWISE_CONV_2D || dop.inputs[0] != op.outputs[0]) continue;
+    std::unique_ptr<NativeDataOp> fused = int8_expand_depthwise(r.data, dw.data);
+    if (!fused) continue;
+    r.data = std::move(fused);
+    absorb(k, d);
+    r.output = dop.outputs[0];
+  }
+}
+
 // An int8 ADD of two same-shaped tensors (fuse code NONE or RELU*), one of them written by a
 // native int8 conv or depthwise conv that nothing else reads: the conv applies the ADD to its
 // rows as it writes them (fuse_int8_residual_add) and writes the ADD's output. The other

@@ -92,6 +92,17 @@ bool amx_int8_conv_pays(size_t k, size_t n, size_t rows);
 bool fuse_int8_residual_add(NativeDataOp& conv, const Model& model, uint32_t add, uint32_t residual,
                             int32_t fuse, const NativeIsa& isa);
 
+// An int8 1x1 conv (stride 1, unpadded; from make_native_int8_conv) and the int8 depthwise
+// conv that alone reads its output as one op (Int8ExpandDepthwise): the conv's rows go into a
+// ring of the depthwise's kernel height, read there by the depthwise's row kernel, so the
+// expanded tensor is never written (CpuOptions::int8_expand_depthwise). Takes both ops and
+// returns the fused one (reading the conv's input, writing the depthwise's output); nullptr
+// and both left as they are where it does not apply: a conv not on the AVX-512 VNNI or AMX
+// GEMM, or with a window or padding, a depthwise other than 3x3 / 5x5 with dilation 1 on
+// the row forms, a residual ADD run by either.
+std::unique_ptr<NativeDataOp> int8_expand_depthwise(std::unique_ptr<NativeDataOp>& conv,
+                                                    std::unique_ptr<NativeDataOp>& depthwise);
+
 // `table` (an int8 HARD_SWISH, LOGISTIC or TANH from make_native_int8_op) made to write
 // float values: each output byte q as DEQUANTIZE gives it, float(q - zero_point) * scale, for
 // a DEQUANTIZE that alone reads the table's output. nullptr when `table` is no table op.

@@ -22,9 +22,12 @@
 //
 // A transpose conv whose kernel equals its stride (no padding: each output pixel has one
 // input pixel) is this GEMM with j over (ky, kx, o), its rows scattered to the output.
+#include <pthreadpool.h>
+
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "delegates/cpu/native_int8.h"
@@ -562,6 +565,7 @@ class Int8Gemm {
   bool vnni() const {
     return vnni_;
   }
+  size_t k() const { return k_; }
   bool amx() const {
     return amx_;
   }
@@ -962,6 +966,9 @@ class Int8PointwiseConv final : public Int8ConvOp {
     operands_ = {input};
     name_ = std::string("native int8 conv 1x1 ") + gemm_->isa_name();
   }
+  const Int8Gemm& gemm() const { return *gemm_; }
+  size_t pixels() const { return pixels_; }
+  size_t columns() const { return n_; }
   void run(const NativeDataArgs& args) const override {
     Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output),
            residual_input(args)};
@@ -1223,6 +1230,37 @@ class Int8Depthwise final : public Int8ConvOp {
            residual_input(args)};
     for_each_row(args.pool, size_t(s_.batch) * s_.out_h, &Int8Depthwise::row, &t);
   }
+  const NativeConvShape& shape() const { return s_; }
+  // Whether rows come from the row-pointer forms (3x3 / 5x5, dilation 1: VNNI or AVX2), which
+  // can read input rows from anywhere (an expansion's ring, Int8ExpandDepthwise).
+  bool row_kernel() const { return vnni_k_ || avx2_k_; }
+  // One output row (row_kernel()) from the kernel's kernel_h input rows, null where the row
+  // is outside the image. The AVX2 and VNNI forms read the rows, then fillers (zero weights)
+  // to 8; rows outside the image read the zero row.
+  void row_from(const int8_t* const taps[], int8_t* out_row) const {
+#if NN_NATIVE_X86
+    const size_t k = vnni_k_ ? vnni_k_ : avx2_k_;
+    const int8_t* rows[8];
+    for (size_t ky = 0; ky < 8; ++ky) {
+      const int8_t* p = taps[std::min(ky, k - 1)];
+      rows[ky] = p ? p : zero_row_.data();
+    }
+    if (avx2_k_) {
+      if (avx_vnni_)
+        avx2_k_ == 3 ? row_avx2<3, true>(rows, out_row) : row_avx2<5, true>(rows, out_row);
+      else if (avx2_k_ == 3)
+        row_avx2<3, false>(rows, out_row);
+      else
+        row_avx2<5, false>(rows, out_row);
+    } else if (vnni_k_ == 3) {
+      row_vnni<3>(rows, out_row);
+    } else {
+      row_vnni<5>(rows, out_row);
+    }
+#else
+    (void)taps, (void)out_row;
+#endif
+  }
 
  private:
   struct Task {
@@ -1248,34 +1286,13 @@ class Int8Depthwise final : public Int8ConvOp {
     const bool row_inside = iy0 >= 0 && iy0 + int64_t((s.kernel_h - 1) * s.dilation_h) < int64_t(s.in_h);
     size_t skip_lo = s.out_w, skip_hi = s.out_w;  // columns the fast path did
 #if NN_NATIVE_X86
-    // The AVX2 and VNNI forms read the kernel's k input rows, then fillers (zero weights)
-    // to 8; rows outside the image read the zero row.
-    const int8_t* rows[8];
-    auto gather_rows = [&](int64_t k) {
-      for (int64_t ky = 0; ky < 8; ++ky) {
-        const int64_t iy = iy0 + std::min<int64_t>(ky, k - 1);
-        rows[ky] = iy >= 0 && iy < int64_t(s.in_h) ? t.x + (n * s.in_h + size_t(iy)) * s.in_w * c
-                                                   : op.zero_row_.data();
+    if (op.row_kernel()) {
+      const int8_t* taps[5] = {};  // the kernel's input rows, null where outside the image
+      for (size_t ky = 0; ky < s.kernel_h; ++ky) {
+        const int64_t iy = iy0 + int64_t(ky);
+        if (iy >= 0 && iy < int64_t(s.in_h)) taps[ky] = t.x + (n * s.in_h + size_t(iy)) * s.in_w * c;
       }
-    };
-    if (op.avx2_k_) {
-      gather_rows(op.avx2_k_);
-      if (op.avx_vnni_)
-        op.avx2_k_ == 3 ? op.row_avx2<3, true>(rows, t.out + r * s.out_w * c)
-                        : op.row_avx2<5, true>(rows, t.out + r * s.out_w * c);
-      else if (op.avx2_k_ == 3)
-        op.row_avx2<3, false>(rows, t.out + r * s.out_w * c);
-      else
-        op.row_avx2<5, false>(rows, t.out + r * s.out_w * c);
-      return;
-    }
-    if (op.vnni_k_) {
-      gather_rows(op.vnni_k_);
-      if (op.vnni_k_ == 3)
-        op.row_vnni<3>(rows, t.out + r * s.out_w * c);
-      else
-        op.row_vnni<5>(rows, t.out + r * s.out_w * c);
-      return;
+      return op.row_from(taps, t.out + r * s.out_w * c);
     }
     if (row_inside && op.avx512_ && op.ox_lo_ < op.ox_hi_) {
       const int8_t* x0 = t.x + (n * s.in_h + size_t(iy0)) * s.in_w * c;
@@ -1536,6 +1553,96 @@ class Int8Depthwise final : public Int8ConvOp {
   std::vector<int32_t> vnni_bias_;          // VNNI: bias - (zx + 128) * sum(w)
   std::vector<int8_t> zero_row_;            // VNNI, AVX2: an input row of zero points (rows in the padding)
   size_t ox_lo_ = 0, ox_hi_ = 0;
+};
+
+// A 1x1 conv (an inverted residual's expansion) and the depthwise conv that alone reads it
+// as one op: per output row of the depthwise, the expansion's rows its taps read that the
+// ring (the kernel's rows and a run of rows ahead) does not hold yet are computed by the
+// conv's GEMM, then the depthwise's row kernel reads them there, so the expanded tensor is
+// never written out.
+// Rows over the threads in one range each, a range's first rows' halo computed twice.
+// The same GEMM and row kernels as the two ops alone: the same bytes.
+class Int8ExpandDepthwise final : public NativeDataOp {
+ public:
+  Int8ExpandDepthwise(std::unique_ptr<Int8PointwiseConv> conv, std::unique_ptr<Int8Depthwise> dw)
+      : conv_(std::move(conv)), dw_(std::move(dw)) {
+    operands_ = conv_->operands();
+    // The ring: the kernel's rows and runs of about 128 pixels more, so each GEMM call has
+    // rows for whole tiles (a row of a 7- or 14-wide image alone leaves most of a tile idle).
+    const NativeConvShape& d = dw_->shape();
+    const size_t runs = std::max<size_t>(1, (128 + d.in_w - 1) / d.in_w);
+    ring_rows_ = std::min<size_t>(d.in_h, d.kernel_h - 1 + std::max<size_t>(runs, d.stride_h));
+    ring_rows_ = std::max<size_t>(ring_rows_, 1);
+    const std::string dw_name = dw_->kernel(), prefix = "native int8 depthwise ";
+    name_ = std::string("native int8 conv+depthwise ") + conv_->gemm().isa_name() + ", " +
+            (dw_name.rfind(prefix, 0) == 0 ? dw_name.substr(prefix.size()) : dw_name);
+  }
+  const char* kernel() const override { return name_.c_str(); }
+  void run(const NativeDataArgs& args) const override {
+    const NativeConvShape& d = dw_->shape();
+    const size_t rows = size_t(d.batch) * d.out_h;
+    size_t chunks = 1;
+    if (args.pool) chunks = std::min<size_t>(pthreadpool_get_threads_count(args.pool), rows);
+    Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output), rows, chunks};
+    if (chunks == 1) return range(&t, 0);
+    for_each_row(args.pool, chunks, &Int8ExpandDepthwise::range, &t);
+  }
+
+ private:
+  struct Task {
+    const Int8ExpandDepthwise* op;
+    const int8_t* x;
+    int8_t* out;
+    size_t rows, chunks;
+  };
+  static void range(void* ctx, size_t chunk) {
+    const Task& t = *static_cast<const Task*>(ctx);
+    const Int8ExpandDepthwise& op = *t.op;
+    const NativeConvShape& d = op.dw_->shape();
+    const Int8Gemm& gemm = op.conv_->gemm();
+    const size_t slots = op.ring_rows_, row_bytes = size_t(d.in_w) * d.in_c;
+    const size_t in_row = size_t(d.in_w) * gemm.k(), out_row = size_t(d.out_w) * d.out_c;
+    thread_local std::vector<int8_t> ring;  // [slots][row_bytes]: expanded row y in slot y % slots
+    ring.resize(slots * row_bytes);
+    // Rows [a, hi) of image `image` are in the ring; rows are computed up to `hi` in runs.
+    int64_t image = -1, hi = 0;
+    // Expanded rows [from, to) of image b into their slots: one GEMM per run of slots.
+    auto expand = [&](size_t b, int64_t from, int64_t to) {
+      while (from < to) {
+        const size_t slot = size_t(from) % slots, n = std::min<size_t>(size_t(to - from), slots - slot);
+        gemm.run_rows(t.x + (b * d.in_h + size_t(from)) * in_row, 0, n * d.in_w, ring.data() + slot * row_bytes,
+                      d.in_c);
+        from += int64_t(n);
+      }
+    };
+    const int8_t* taps[5] = {};
+    const size_t first = t.rows * chunk / t.chunks, last = t.rows * (chunk + 1) / t.chunks;
+    for (size_t r = first; r < last; ++r) {
+      const size_t b = r / d.out_h, oy = r % d.out_h;
+      const int64_t y0 = int64_t(oy) * d.stride_h - d.pad_top;
+      const int64_t a = std::max<int64_t>(0, y0), e = std::min<int64_t>(d.in_h, y0 + d.kernel_h);
+      if (int64_t(b) != image || a > hi) image = int64_t(b), hi = a;
+      if (e > hi) {
+        // As many rows as the ring holds past a (runs of rows for the GEMM), none past what
+        // this range's last output row of the image reads.
+        const size_t end_oy = std::min<size_t>(last - b * d.out_h, d.out_h) - 1;
+        const int64_t limit =
+            std::min<int64_t>(d.in_h, int64_t(end_oy) * d.stride_h - d.pad_top + d.kernel_h);
+        const int64_t to = std::max(e, std::min(limit, a + int64_t(slots)));
+        expand(b, hi, to);
+        hi = to;
+      }
+      for (size_t ky = 0; ky < d.kernel_h; ++ky) {
+        const int64_t iy = y0 + int64_t(ky);
+        taps[ky] = iy >= 0 && iy < int64_t(d.in_h) ? ring.data() + size_t(iy) % slots * row_bytes : nullptr;
+      }
+      op.dw_->row_from(taps, t.out + r * out_row);
+    }
+  }
+  std::unique_ptr<Int8PointwiseConv> conv_;
+  std::unique_ptr<Int8Depthwise> dw_;
+  size_t ring_rows_ = 1;  // expanded rows the ring holds
+  std::string name_;
 };
 
 // TRANSPOSE_CONV_2D with kernel == stride, no padding: per input pixel the GEMM's
@@ -1812,6 +1919,24 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
                                              kw, out_c, op.inputs[0]);
   }
   return no("not a conv");
+}
+
+std::unique_ptr<NativeDataOp> int8_expand_depthwise(std::unique_ptr<NativeDataOp>& conv,
+                                                    std::unique_ptr<NativeDataOp>& depthwise) {
+  auto* c = dynamic_cast<Int8PointwiseConv*>(conv.get());
+  auto* d = dynamic_cast<Int8Depthwise*>(depthwise.get());
+  // A residual ADD either op runs (operands beyond its input) has no place in the rows.
+  if (!c || !d || c->operands().size() != 1 || d->operands().size() != 1 || !d->row_kernel()) return nullptr;
+  // AVX-512 VNNI (or AMX) GEMMs only: on AVX2 it gained nothing, and without AVX-VNNI it lost
+  // (bench/README.md, "int8 expansion + depthwise").
+  if (!c->gemm().vnni()) return nullptr;
+  const NativeConvShape& s = d->shape();
+  if (s.dilation_h != 1 || s.kernel_h > 5 || c->columns() != s.in_c ||
+      c->pixels() != size_t(s.batch) * s.in_h * s.in_w)
+    return nullptr;
+  conv.release(), depthwise.release();
+  return std::make_unique<Int8ExpandDepthwise>(std::unique_ptr<Int8PointwiseConv>(c),
+                                               std::unique_ptr<Int8Depthwise>(d));
 }
 
 bool fuse_int8_residual_add(NativeDataOp& conv, const Model& m, uint32_t add, uint32_t residual, int32_t fuse,

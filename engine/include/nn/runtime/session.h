@@ -184,6 +184,11 @@ struct CpuOptions {
   // alone reads writes the float values itself, so the int8 tensor and the DEQUANTIZE step
   // go (selfie's sigmoid head). NN_NO_INT8_TABLE_DEQUANTIZE=1.
   bool int8_table_dequantize = true;
+  // A native int8 1x1 conv and the native int8 3x3 / 5x5 depthwise conv that alone reads it
+  // run as one op: the conv's rows into a ring of the depthwise's kernel height that the
+  // depthwise reads at once, so the expanded tensor is never written (an inverted residual's
+  // expansion). With 2 threads or more, AVX-512 VNNI. NN_NO_INT8_EXPAND_DEPTHWISE=1.
+  bool int8_expand_depthwise = true;
   // With a thread pool: each partition times runs sharing the pool and runs on the caller
   // alone, both now and then, and runs the faster way (runtime/thread_pool.h,
   // ParallelChoice): a host whose cores hand data slowly to each other at the moment runs
