@@ -1,10 +1,11 @@
-// The int8 MUL by a per-channel gate on int16 pairs with AVX-512 VNNI
-// (CpuOptions::native_int8_gate_pairs, Int8Mul::gate_pairs_vnni): every output byte equal to the reference kernel's for every
-// (input byte, gate byte) pair at channel counts that put the 64-element steps across pixels
+// The int8 MUL by a per-channel gate on int16 pairs (CpuOptions::native_int8_gate_pairs;
+// Int8Mul::gate_pairs_vnni with AVX-512 VNNI, gate_pairs_avx2 with and without AVX-VNNI):
+// every output byte equal to the reference kernel's for every (input byte, gate byte) pair
+// at channel counts that put the 64- and 32-element steps across pixels
 // at every offset (255, 257), and on random inputs at 1, 13, 17, 63, 65 and 130 channels and
 // odd widths, 1 and 2 threads, right shifts 0 to 15 and activations; the switch changes the
 // kernel; it does not take a same-shaped MUL, a multiplier of 2^30, a left shift, a right
-// shift above 15 or AVX2.
+// shift above 15.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -26,10 +27,9 @@ using T = OperationType;
 using nn_test::has_avx2;
 using nn_test::has_avx512_int8;
 using nn_test::has_avx512_vnni;
+using nn_test::has_avx_vnni;
 using nn_test::q8;
 using nn_test::run;
-
-constexpr const char* kPairs = "native int8 mul AVX-512 VNNI gate pairs";
 
 struct Scales {
   float a, b, out;
@@ -49,24 +49,33 @@ std::shared_ptr<Model> mul(Dims a, Dims b, const Scales& sc) {
   return m;
 }
 
-// Byte-equal to the reference on AVX-512 with the switch on and off and on AVX2, 1 and 2
-// threads; `pairs`: the pair kernel runs with the switch on (AVX-512), never otherwise.
+// Byte-equal to the reference on AVX-512, AVX2 with AVX-VNNI and AVX2 alone, the switch on
+// and off, 1 and 2 threads; `pairs`: the pair kernel of the ISA runs with the switch on, never
+// otherwise.
 void check(const std::shared_ptr<Model>& m, const std::vector<std::vector<int8_t>>& x, bool pairs,
            const std::string& name) {
   ASSERT_TRUE(m->validate_and_infer_shapes().is_ok()) << name;
   const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
   ASSERT_FALSE(expected.empty()) << name;
-  for (bool avx512 : {true, false}) {
-    if (avx512 ? !has_avx512_int8() : !has_avx2()) continue;
-    for (bool on : {true, false}) {
-      if (!avx512 && !on) continue;
+  struct Mode {
+    const char* name;
+    bool avx512, avx_vnni;
+    const char* kernel;  // the pair kernel's name
+  };
+  std::vector<Mode> modes;
+  if (has_avx512_vnni()) modes.push_back({"AVX-512", true, true, "native int8 mul AVX-512 VNNI gate pairs"});
+  if (has_avx2() && has_avx_vnni()) modes.push_back({"AVX-VNNI", false, true, "native int8 mul AVX2 gate pairs, AVX-VNNI"});
+  if (has_avx2()) modes.push_back({"AVX2", false, false, "native int8 mul AVX2 gate pairs"});
+  for (const Mode& mode : modes)
+    for (bool on : {true, false})
       for (int threads : {1, 2}) {
         CpuOptions cpu;
-        cpu.avx512 = avx512;
+        cpu.avx512 = mode.avx512;
+        cpu.avx_vnni = mode.avx_vnni;
         cpu.native_int8_gate_pairs = on;
         std::string kernel;
         const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
-        const std::string where = name + " (" + (avx512 ? "AVX-512" : "AVX2") + (on ? "" : ", switch off") + ", " +
+        const std::string where = name + " (" + mode.name + (on ? "" : ", switch off") + ", " +
                                   std::to_string(threads) + " threads, " + kernel + ")";
         ASSERT_EQ(got.size(), expected.size()) << where;
         size_t differ = 0, first = got.size();
@@ -78,10 +87,9 @@ void check(const std::shared_ptr<Model>& m, const std::vector<std::vector<int8_t
         EXPECT_EQ(differ, 0u) << where << ": first at " << first << " (" << int(got[first]) << " vs "
                               << int(expected[first]) << ")";
         EXPECT_EQ(kernel.rfind("native int8 mul", 0), 0u) << where;
-        EXPECT_EQ(kernel == kPairs, pairs && avx512 && on && has_avx512_vnni()) << where;
+        EXPECT_EQ(kernel == mode.kernel, pairs && on) << where;
+        EXPECT_EQ(kernel.find("gate pairs") != std::string::npos, pairs && on) << where;
       }
-    }
-  }
 }
 
 std::vector<Scales> scales() {

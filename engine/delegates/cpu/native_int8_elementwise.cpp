@@ -94,16 +94,18 @@ class Int8Mul final : public NativeDataOp {
                   m_.multiplier != (1 << 30);
 #if NN_NATIVE_X86
     gate_pairs_ = gate_int32_ && avx512_ && gate_pairs && __builtin_cpu_supports("avx512vnni");
-#else
-    (void)gate_pairs;
 #endif
+    gate_pairs_avx2_ = gate_int32_ && avx2_ && gate_pairs;
+    avx_vnni_ = gate_pairs_avx2_ && isa.avx_vnni;
   }
 
   const char* kernel() const override {
-    return gate_pairs_ ? "native int8 mul AVX-512 VNNI gate pairs"
-           : avx512_   ? "native int8 mul AVX-512"
-           : avx2_     ? "native int8 mul AVX2"
-                       : "native int8 mul";
+    return gate_pairs_        ? "native int8 mul AVX-512 VNNI gate pairs"
+           : avx_vnni_        ? "native int8 mul AVX2 gate pairs, AVX-VNNI"
+           : gate_pairs_avx2_ ? "native int8 mul AVX2 gate pairs"
+           : avx512_          ? "native int8 mul AVX-512"
+           : avx2_            ? "native int8 mul AVX2"
+                              : "native int8 mul";
   }
 
   void run(const NativeDataArgs& args) const override {
@@ -121,7 +123,7 @@ class Int8Mul final : public NativeDataOp {
     if (per_channel_) {
       t.gate.resize(channels_ + 16);
       for (size_t c = 0; c < channels_; ++c) t.gate[c] = int32_t(t.b[c]) - zb_;
-      if (gate_pairs_) {
+      if (gate_pairs_ || gate_pairs_avx2_) {
         pair_constants(&t);
       } else if (gate_int32_) {
         t.g_high.assign(channels_ + 16, 0);
@@ -163,6 +165,8 @@ class Int8Mul final : public NativeDataOp {
     const size_t p0 = row * t.per_chunk, p1 = std::min(op.pixels_, p0 + t.per_chunk);
 #if NN_NATIVE_X86
     if (op.gate_pairs_) return op.gate_pairs_vnni(t, p0, p1);
+    if (op.avx_vnni_) return op.gate_pairs_avx2<true>(t, p0, p1);
+    if (op.gate_pairs_avx2_) return op.gate_pairs_avx2<false>(t, p0, p1);
     if (op.gate_int32_ && op.avx512_) return op.gate_avx512(t, p0, p1);
     if (op.gate_int32_) return op.gate_avx2(t, p0, p1);
     if (op.avx512_) return op.pixels_avx512(t, p0, p1);
@@ -346,6 +350,58 @@ class Int8Mul final : public NativeDataOp {
 #undef NN_GATE_PAIRS_STEP
 #undef NN_GATE_PAIRS_QUARTER
 
+  // acc + the int16 pair products of x and y: AVX-VNNI's vpdpwssd (in asm, as the int8 convs'
+  // vpdpbusd: it runs only where NativeIsa::avx_vnni says the CPU has it), else vpmaddwd + add.
+  template <bool kVnni>
+  static NN_INLINE_INT8_AVX2 __m256i gate_dot(__m256i acc, __m256i x, __m256i y) {
+    if constexpr (kVnni) {
+      asm("%{vex%} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(x), "x"(y));
+      return acc;
+    } else {
+      return _mm256_add_epi32(acc, _mm256_madd_epi16(x, y));
+    }
+  }
+
+  // gate_pairs_vnni on 8 int32 lanes, 32 elements a step (the elements past the last 32 of
+  // the run as the reference); the products as AVX-VNNI's vpdpwssd (kVnni) or vpmaddwd and an
+  // add.
+  template <bool kVnni>
+  NN_TARGET_INT8_AVX2 void gate_pairs_avx2(const Task& t, size_t p0, size_t p1) const {
+    const __m256i za = _mm256_set1_epi32(za_), zo = _mm256_set1_epi16(static_cast<int16_t>(zo_));
+    const __m256i lo = _mm256_set1_epi8(static_cast<char>(range_.lo));
+    const __m256i hi = _mm256_set1_epi8(static_cast<char>(range_.hi));
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m128i shift = _mm_cvtsi32_si128(14 - m_.shift);
+    const size_t c = channels_, end = p1 * c, step = 32 % c;
+    const int32_t* cst = t.pairs.data() + t.pairs_start;
+    const size_t stride = t.pairs_stride;
+    size_t off = 0, e = p0 * c;  // off = e % c: runs start at a pixel
+    for (; e + 32 <= end; e += 32) {
+      __m256i v[4];
+      for (int q = 0; q < 4; ++q) {
+        const int32_t* k = cst + off + 8 * q;
+        const __m256i a = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(t.a + e + 8 * q)));
+        const __m256i x = _mm256_blend_epi16(a, _mm256_slli_epi32(a, 23), 0xAA);  // (a, 128 a)
+        const __m256i kh = _mm256_blendv_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 2 * stride)),
+                                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 3 * stride)),
+                                              _mm256_cmpgt_epi32(za, a));
+        const __m256i high = gate_dot<kVnni>(kh, x, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k)));
+        const __m256i low = _mm256_srai_epi32(
+            gate_dot<kVnni>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 4 * stride)), x,
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + stride))),
+            17);
+        v[q] = _mm256_sra_epi32(_mm256_add_epi32(high, low), shift);
+      }
+      const __m256i w01 = _mm256_adds_epi16(_mm256_packs_epi32(v[0], v[1]), zo);
+      const __m256i w23 = _mm256_adds_epi16(_mm256_packs_epi32(v[2], v[3]), zo);
+      const __m256i y = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w01, w23), order);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(t.out + e), _mm256_min_epi8(_mm256_max_epi8(y, lo), hi));
+      off += step;
+      if (off >= c) off -= c;
+    }
+    for (; e < end; ++e) t.out[e] = static_cast<int8_t>(scalar(t.a[e], t.gate[e % c]));
+  }
+
   // gate_avx512 on 8 channels a step, the channels past the last 8 as the reference.
   NN_TARGET_INT8_AVX2 void gate_avx2(const Task& t, size_t p0, size_t p1) const {
     const int e = -m_.shift;
@@ -404,7 +460,9 @@ class Int8Mul final : public NativeDataOp {
   FixedPoint fp_;
   quant::Range range_;
   bool simd_ = false, avx512_ = false, avx2_ = false, gate_int32_ = false;
-  bool gate_pairs_ = false;  // gate_pairs_vnni (CpuOptions::native_int8_gate_pairs)
+  bool gate_pairs_ = false;       // gate_pairs_vnni (CpuOptions::native_int8_gate_pairs)
+  bool gate_pairs_avx2_ = false;  // gate_pairs_avx2 (the same switch)
+  bool avx_vnni_ = false;         // gate_pairs_avx2<true>: AVX-VNNI's ymm vpdpwssd
 };
 
 // ---------------------------------------------------------------------------------------
