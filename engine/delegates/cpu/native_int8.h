@@ -6,7 +6,10 @@
 //   broadcasting qs8 multiply calls its micro-kernel once per pixel (the selfie decoder's
 //   128x128x16 gate ran at 1.2 G elements/s). NNAPI's fixed-point requantization
 //   (ops/quant_math.h) in 16 (AVX-512) or 8 (AVX2) int32 lanes; a per-channel gate with its
-//   two roundings nested into one floor and no 64-bit products (Int8Mul::gate_avx512).
+//   two roundings nested into one floor and no 64-bit products (Int8Mul::gate_avx512); its
+//   two products as vpdpwssd on int16 pairs (AVX-512 VNNI, 64 elements a step, else AVX-VNNI
+//   or vpmaddwd on AVX2, 32) across pixels, packed to bytes with saturation
+//   (Int8Mul::gate_pairs_vnni / gate_pairs_avx2, CpuOptions::native_int8_gate_pairs).
 // - HARD_SWISH and TANH: the reference kernel's 256-entry table (the exactly rounded
 //   function), looked up 64 bytes a step with AVX-512 VBMI's two-table byte permute, else a
 //   byte at a time. XNNPACK 2022 has no int8 hard-swish or tanh.

@@ -24,6 +24,7 @@
 // (built for baseline x86-64) rounds one by one.
 #define NN_INLINE_INT8_AVX2 __attribute__((target("avx2"), always_inline)) inline
 #define NN_TARGET_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx2")))
+#define NN_TARGET_GATE_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2")))
 #endif
 
 namespace nn::cpu {
@@ -72,7 +73,7 @@ NN_TARGET_INT8_AVX2 inline __m256 dequantize8(const int8_t* p, __m256i zi, __m25
 class Int8Mul final : public NativeDataOp {
  public:
   Int8Mul(const Operand& a, const Operand& b, const Operand& out, uint32_t a_index, uint32_t b_index,
-          int32_t fuse, bool b_per_channel, const NativeIsa& isa)
+          int32_t fuse, bool b_per_channel, const NativeIsa& isa, bool gate_pairs)
       : channels_(a.dims.back()),
         pixels_(num_elements(a.dims) / channels_),
         za_(a.zero_point),
@@ -91,10 +92,20 @@ class Int8Mul final : public NativeDataOp {
     // and not the multiplier 2^30, whose rounding sign test differs at a product of -1.
     gate_int32_ = (avx512_ || avx2_) && per_channel_ && m_.shift <= 0 && -m_.shift <= 15 &&
                   m_.multiplier != (1 << 30);
+#if NN_NATIVE_X86
+    gate_pairs_ = gate_int32_ && avx512_ && gate_pairs && __builtin_cpu_supports("avx512vnni");
+#endif
+    gate_pairs_avx2_ = gate_int32_ && avx2_ && gate_pairs;
+    avx_vnni_ = gate_pairs_avx2_ && isa.avx_vnni;
   }
 
   const char* kernel() const override {
-    return avx512_ ? "native int8 mul AVX-512" : avx2_ ? "native int8 mul AVX2" : "native int8 mul";
+    return gate_pairs_        ? "native int8 mul AVX-512 VNNI gate pairs"
+           : avx_vnni_        ? "native int8 mul AVX2 gate pairs, AVX-VNNI"
+           : gate_pairs_avx2_ ? "native int8 mul AVX2 gate pairs"
+           : avx512_          ? "native int8 mul AVX-512"
+           : avx2_            ? "native int8 mul AVX2"
+                              : "native int8 mul";
   }
 
   void run(const NativeDataArgs& args) const override {
@@ -105,11 +116,16 @@ class Int8Mul final : public NativeDataOp {
            {},
            {},
            {},
+           {},
+           0,
+           0,
            0};
     if (per_channel_) {
       t.gate.resize(channels_ + 16);
       for (size_t c = 0; c < channels_; ++c) t.gate[c] = int32_t(t.b[c]) - zb_;
-      if (gate_int32_) {
+      if (gate_pairs_ || gate_pairs_avx2_) {
+        pair_constants(&t);
+      } else if (gate_int32_) {
         t.g_high.assign(channels_ + 16, 0);
         t.g_low.assign(channels_ + 16, 0);
         for (size_t c = 0; c < channels_; ++c) {
@@ -130,6 +146,11 @@ class Int8Mul final : public NativeDataOp {
     int8_t* out;
     std::vector<int32_t> gate;  // b - zb per channel (per_channel_)
     std::vector<int32_t> g_high, g_low;  // (b - zb) * multiplier = high * 2^17 + low (gate_int32_)
+    // gate_pairs_: per channel c, repeated so that entry e is channel e % C for e < C + 64.
+    // Rows of pairs_stride entries from pairs_start (64-byte aligned): high and low as int16
+    // pairs (h & 127, h >> 7); the constant added to a high for a >= za, for a < za; -za low.
+    std::vector<int32_t> pairs;
+    size_t pairs_start, pairs_stride;
     size_t per_chunk;
   };
 
@@ -143,6 +164,9 @@ class Int8Mul final : public NativeDataOp {
     const Int8Mul& op = *t.op;
     const size_t p0 = row * t.per_chunk, p1 = std::min(op.pixels_, p0 + t.per_chunk);
 #if NN_NATIVE_X86
+    if (op.gate_pairs_) return op.gate_pairs_vnni(t, p0, p1);
+    if (op.avx_vnni_) return op.gate_pairs_avx2<true>(t, p0, p1);
+    if (op.gate_pairs_avx2_) return op.gate_pairs_avx2<false>(t, p0, p1);
     if (op.gate_int32_ && op.avx512_) return op.gate_avx512(t, p0, p1);
     if (op.gate_int32_) return op.gate_avx2(t, p0, p1);
     if (op.avx512_) return op.pixels_avx512(t, p0, p1);
@@ -223,6 +247,161 @@ class Int8Mul final : public NativeDataOp {
       }
   }
 
+  // gate_avx512's arithmetic with its two products as AVX-512 VNNI's vpdpwssd on int16
+  // pairs, 64 elements a step over a run of pixels (the channel constants repeated past C,
+  // read from offset e % C; kept in registers when C divides 16), packed to bytes with
+  // saturation. x = (a, 128 a) per int32 lane (a the input byte, |128 a| < 2^15) times
+  // (h & 127, h >> 7) gives a h for any |h| < 2^22 (|high| < 2^22, low < 2^17), added to the
+  // lane's constant in the same instruction: -za low for the low product; for the high one
+  // -za high (d = a - za) + gate_avx512's Ch - 2^14 n, n = [d g < 0] = [a < za] xor [g < 0]
+  // (for d = 0 either n gives floor(Ch / 2^(14+e)) = 0), one row per sign of d.
+  void pair_constants(Task* t) const {
+    const int e = -m_.shift;
+    const size_t c = channels_, n = c + 64;
+    // Five rows of n entries, each row 64-byte aligned.
+    t->pairs_stride = (n + 15) / 16 * 16;
+    t->pairs.assign(5 * t->pairs_stride + 16, 0);
+    t->pairs_start = (64 - reinterpret_cast<uintptr_t>(t->pairs.data()) % 64) % 64 / sizeof(int32_t);
+    int32_t* row = t->pairs.data() + t->pairs_start;
+    int32_t *p_high = row, *p_low = row + t->pairs_stride, *k_pos = row + 2 * t->pairs_stride,
+            *k_neg = row + 3 * t->pairs_stride, *k_low = row + 4 * t->pairs_stride;
+    const int32_t ch = (1 << 13) + (e > 0 ? (1 << (13 + e)) : 0), negative = e > 0 ? 1 << 14 : 0;
+    auto pair = [](int32_t v) {  // v = (v >> 7) 128 + (v & 127), both halves int16
+      return int32_t(uint32_t(v & 127) | (uint32_t(v >> 7) << 16));
+    };
+    for (size_t i = 0; i < n; ++i) {
+      const int32_t g = t->gate[i % c];
+      const int64_t big = int64_t{g} * m_.multiplier;
+      const int32_t high = static_cast<int32_t>(big >> 17), low = static_cast<int32_t>(big & ((1 << 17) - 1));
+      p_high[i] = pair(high);
+      p_low[i] = pair(low);
+      const int32_t base = -za_ * high + ch;
+      k_pos[i] = base - (g < 0 ? negative : 0);
+      k_neg[i] = base - (g > 0 ? negative : 0);
+      k_low[i] = -za_ * low;
+    }
+  }
+
+// 16 elements (quarter q of the 64 bytes in `bytes`) into v[q], the constants ph, pl (the
+// pairs of high and low), kp, kn (the high's constant for a >= za, a < za), kl (the low's)
+// from CONST(q).
+#define NN_GATE_PAIRS_QUARTER(q, CONST)                                                                  \
+  do {                                                                                                  \
+    CONST(q);                                                                                           \
+    const __m512i a = _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(bytes, q));                        \
+    const __m512i x = _mm512_ternarylogic_epi32(a, _mm512_slli_epi32(a, 23), low16, 0xEC); /* a & low16 | a << 23 */ \
+    const __m512i kh = _mm512_mask_mov_epi32(kp, _mm512_cmplt_epi32_mask(a, za), kn);                   \
+    const __m512i high = _mm512_dpwssd_epi32(kh, x, ph);                                                \
+    const __m512i low = _mm512_srai_epi32(_mm512_dpwssd_epi32(kl, x, pl), 17);                          \
+    v[q] = _mm512_sra_epi32(_mm512_add_epi32(high, low), shift);                                        \
+  } while (0)
+// The 64 elements from e (mask k).
+#define NN_GATE_PAIRS_STEP(CONST)                                                                        \
+  do {                                                                                                  \
+    __m512i v[4];                                                                                       \
+    const __m512i bytes = _mm512_maskz_loadu_epi8(k, t.a + e);                                          \
+    NN_GATE_PAIRS_QUARTER(0, CONST);                                                                    \
+    NN_GATE_PAIRS_QUARTER(1, CONST);                                                                    \
+    NN_GATE_PAIRS_QUARTER(2, CONST);                                                                    \
+    NN_GATE_PAIRS_QUARTER(3, CONST);                                                                    \
+    const __m512i w01 = _mm512_adds_epi16(_mm512_packs_epi32(v[0], v[1]), zo);                          \
+    const __m512i w23 = _mm512_adds_epi16(_mm512_packs_epi32(v[2], v[3]), zo);                          \
+    const __m512i y = _mm512_permutexvar_epi32(order, _mm512_packs_epi16(w01, w23));                    \
+    _mm512_mask_storeu_epi8(t.out + e, k, _mm512_min_epi8(_mm512_max_epi8(y, lo), hi));                \
+  } while (0)
+#define NN_GATE_PAIRS_AT(q)                                              \
+  const size_t o = off + 16 * (q);                                      \
+  const __m512i ph = _mm512_loadu_si512(cst + o);                       \
+  const __m512i pl = _mm512_loadu_si512(cst + stride + o);              \
+  const __m512i kp = _mm512_loadu_si512(cst + 2 * stride + o);          \
+  const __m512i kn = _mm512_loadu_si512(cst + 3 * stride + o);          \
+  const __m512i kl = _mm512_loadu_si512(cst + 4 * stride + o)
+
+  NN_TARGET_GATE_VNNI void gate_pairs_vnni(const Task& t, size_t p0, size_t p1) const {
+    const __m512i za = _mm512_set1_epi32(za_), low16 = _mm512_set1_epi32(0xFFFF);
+    const __m512i zo = _mm512_set1_epi16(static_cast<int16_t>(zo_));
+    const __m512i lo = _mm512_set1_epi8(static_cast<char>(range_.lo));
+    const __m512i hi = _mm512_set1_epi8(static_cast<char>(range_.hi));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m128i shift = _mm_cvtsi32_si128(14 - m_.shift);
+    const size_t c = channels_, end = p1 * c;
+    const int32_t* cst = t.pairs.data() + t.pairs_start;
+    const size_t stride = t.pairs_stride;
+    if (16 % c == 0) {  // every 16 elements start a pixel: one set of constants
+      const __m512i ph = _mm512_load_si512(cst), pl = _mm512_load_si512(cst + stride);
+      const __m512i kp = _mm512_load_si512(cst + 2 * stride), kn = _mm512_load_si512(cst + 3 * stride);
+      const __m512i kl = _mm512_load_si512(cst + 4 * stride);
+      for (size_t e = p0 * c; e < end; e += 64) {
+        const __mmask64 k = end - e >= 64 ? ~__mmask64{0} : (__mmask64{1} << (end - e)) - 1;
+        NN_GATE_PAIRS_STEP((void));
+      }
+      return;
+    }
+    const size_t step = 64 % c;
+    size_t off = 0;  // e % c: runs start at a pixel
+    for (size_t e = p0 * c; e < end; e += 64) {
+      const __mmask64 k = end - e >= 64 ? ~__mmask64{0} : (__mmask64{1} << (end - e)) - 1;
+      NN_GATE_PAIRS_STEP(NN_GATE_PAIRS_AT);
+      off += step;
+      if (off >= c) off -= c;
+    }
+  }
+#undef NN_GATE_PAIRS_AT
+#undef NN_GATE_PAIRS_STEP
+#undef NN_GATE_PAIRS_QUARTER
+
+  // acc + the int16 pair products of x and y: AVX-VNNI's vpdpwssd (in asm, as the int8 convs'
+  // vpdpbusd: it runs only where NativeIsa::avx_vnni says the CPU has it), else vpmaddwd + add.
+  template <bool kVnni>
+  static NN_INLINE_INT8_AVX2 __m256i gate_dot(__m256i acc, __m256i x, __m256i y) {
+    if constexpr (kVnni) {
+      asm("%{vex%} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(x), "x"(y));
+      return acc;
+    } else {
+      return _mm256_add_epi32(acc, _mm256_madd_epi16(x, y));
+    }
+  }
+
+  // gate_pairs_vnni on 8 int32 lanes, 32 elements a step (the elements past the last 32 of
+  // the run as the reference); the products as AVX-VNNI's vpdpwssd (kVnni) or vpmaddwd and an
+  // add.
+  template <bool kVnni>
+  NN_TARGET_INT8_AVX2 void gate_pairs_avx2(const Task& t, size_t p0, size_t p1) const {
+    const __m256i za = _mm256_set1_epi32(za_), zo = _mm256_set1_epi16(static_cast<int16_t>(zo_));
+    const __m256i lo = _mm256_set1_epi8(static_cast<char>(range_.lo));
+    const __m256i hi = _mm256_set1_epi8(static_cast<char>(range_.hi));
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m128i shift = _mm_cvtsi32_si128(14 - m_.shift);
+    const size_t c = channels_, end = p1 * c, step = 32 % c;
+    const int32_t* cst = t.pairs.data() + t.pairs_start;
+    const size_t stride = t.pairs_stride;
+    size_t off = 0, e = p0 * c;  // off = e % c: runs start at a pixel
+    for (; e + 32 <= end; e += 32) {
+      __m256i v[4];
+      for (int q = 0; q < 4; ++q) {
+        const int32_t* k = cst + off + 8 * q;
+        const __m256i a = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(t.a + e + 8 * q)));
+        const __m256i x = _mm256_blend_epi16(a, _mm256_slli_epi32(a, 23), 0xAA);  // (a, 128 a)
+        const __m256i kh = _mm256_blendv_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 2 * stride)),
+                                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 3 * stride)),
+                                              _mm256_cmpgt_epi32(za, a));
+        const __m256i high = gate_dot<kVnni>(kh, x, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k)));
+        const __m256i low = _mm256_srai_epi32(
+            gate_dot<kVnni>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 4 * stride)), x,
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + stride))),
+            17);
+        v[q] = _mm256_sra_epi32(_mm256_add_epi32(high, low), shift);
+      }
+      const __m256i w01 = _mm256_adds_epi16(_mm256_packs_epi32(v[0], v[1]), zo);
+      const __m256i w23 = _mm256_adds_epi16(_mm256_packs_epi32(v[2], v[3]), zo);
+      const __m256i y = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w01, w23), order);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(t.out + e), _mm256_min_epi8(_mm256_max_epi8(y, lo), hi));
+      off += step;
+      if (off >= c) off -= c;
+    }
+    for (; e < end; ++e) t.out[e] = static_cast<int8_t>(scalar(t.a[e], t.gate[e % c]));
+  }
+
   // gate_avx512 on 8 channels a step, the channels past the last 8 as the reference.
   NN_TARGET_INT8_AVX2 void gate_avx2(const Task& t, size_t p0, size_t p1) const {
     const int e = -m_.shift;
@@ -281,6 +460,9 @@ class Int8Mul final : public NativeDataOp {
   FixedPoint fp_;
   quant::Range range_;
   bool simd_ = false, avx512_ = false, avx2_ = false, gate_int32_ = false;
+  bool gate_pairs_ = false;       // gate_pairs_vnni (CpuOptions::native_int8_gate_pairs)
+  bool gate_pairs_avx2_ = false;  // gate_pairs_avx2 (the same switch)
+  bool avx_vnni_ = false;         // gate_pairs_avx2<true>: AVX-VNNI's ymm vpdpwssd
 };
 
 // ---------------------------------------------------------------------------------------
@@ -979,7 +1161,8 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
         if (!per_channel) return no("int8 MUL broadcast other than per channel");
       }
       return std::make_unique<Int8Mul>(full, other, out, full_index, other_index,
-                                       *static_cast<const int32_t*>(fuse), per_channel, isa);
+                                       *static_cast<const int32_t*>(fuse), per_channel, isa,
+                                       cpu.native_int8_gate_pairs);
     }
     case T::ADD: {
       const bool by_table = cpu.native_int8_add_table && avx512_vbmi(isa);

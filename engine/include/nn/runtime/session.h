@@ -177,6 +177,11 @@ struct CpuOptions {
   // reciprocal plus one FMA correction, where checked (when the kernel is made) to round to
   // the division's bytes (int8_resize_reciprocal). NN_NO_NATIVE_INT8_RESIZE_RECIPROCAL=1.
   bool native_int8_resize_reciprocal = true;
+  // An int8 MUL by a per-channel gate (squeeze-and-excite): its two products as vpdpwssd on
+  // int16 pairs (AVX-512 VNNI, 64 elements a step; AVX-VNNI or AVX2's vpmaddwd, 32) across
+  // pixels, packed to bytes with saturation; the same bytes (NN_NO_NATIVE_INT8_GATE_PAIRS=1:
+  // two vpmulld per 16 / 8 outputs, pixel by pixel).
+  bool native_int8_gate_pairs = true;
   // The VNNI int8 GEMM reads its rows in place when k % 4 == 0, flipping each broadcast in a
   // register (NN_NO_NATIVE_INT8_IN_PLACE_TILES=1: through a flipped copy per tile).
   bool native_int8_in_place_tiles = true;
