@@ -80,42 +80,8 @@ uint32_t depthwise(Model& m, uint32_t x, uint32_t kernel, uint32_t stride, std::
   return y;
 }
 
-struct Outcome {
-  std::vector<std::vector<int8_t>> outputs;
-  std::vector<StepTiming> kernels;
-};
-
-Outcome run(const std::shared_ptr<Model>& m, const std::vector<std::vector<int8_t>>& x, const char* delegate,
-            const CpuOptions& cpu, int threads) {
-  SessionOptions so;
-  so.delegates = {delegate};
-  so.cpu = cpu;
-  so.threads = threads;
-  Outcome r;
-  auto s = Session::open(m, so);
-  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
-  if (!s.is_ok()) return r;
-  for (size_t i = 0; i < x.size(); ++i) EXPECT_TRUE((*s)->set_input(i, x[i].data(), x[i].size()).is_ok());
-  EXPECT_TRUE((*s)->run().is_ok());
-  for (size_t i = 0; i < m->outputs.size(); ++i) {
-    const auto* o = static_cast<const int8_t*>((*s)->output_data(i));
-    r.outputs.emplace_back(o, o + num_elements(m->operands[m->outputs[i]].dims));
-  }
-  r.kernels = (*s)->kernels();
-  return r;
-}
-
-struct Mode {
-  const char* name;
-  bool avx512, avx_vnni;
-};
-std::vector<Mode> modes() {
-  std::vector<Mode> v;
-  if (has_avx512_vnni()) v.push_back({"AVX-512", true, true});
-  if (has_avx2()) v.push_back({"AVX2", false, false});
-  if (has_avx_vnni()) v.push_back({"AVX2 + AVX-VNNI", false, true});
-  return v;
-}
+using Outcome = nn_test::Int8Outcome;
+using Mode = nn_test::Int8Mode;
 
 // Runs `m` (inputs random int8, seeded by name) on the reference kernels and on the CPU
 // delegate in every mode, 1 and 2 threads, the switch on and off: every output byte equal.
@@ -129,9 +95,9 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, uint32_t co
     x.emplace_back(num_elements(m->operands[i].dims));
     for (int8_t& v : x.back()) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
   }
-  const Outcome expected = run(m, x, "reference", {}, 1);
+  const Outcome expected = nn_test::run_int8(m, x, "reference", {}, 1);
   ASSERT_FALSE(expected.outputs.empty()) << name;
-  for (const Mode& mode : modes())
+  for (const Mode& mode : nn_test::int8_modes())
     for (int threads : {1, 2})
       for (bool on : {true, false}) {
         CpuOptions cpu;
@@ -139,7 +105,7 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, uint32_t co
         cpu.avx512 = mode.avx512;
         cpu.avx_vnni = mode.avx_vnni;
         cpu.int8_expand_depthwise = on;
-        const Outcome got = run(m, x, "cpu", cpu, threads);
+        const Outcome got = nn_test::run_int8(m, x, "cpu", cpu, threads);
         const std::string where = name + " (" + mode.name + ", " + std::to_string(threads) + " threads" +
                                   (on ? "" : ", switch off") + ")";
         const StepTiming* head = entry_of(got.kernels, conv_op);
@@ -239,9 +205,9 @@ TEST(NativeInt8ExpandDepthwise, DoesNotApplyWhereItMustNot) {
       std::mt19937 rng(c);
       std::vector<std::vector<int8_t>> in(1, std::vector<int8_t>(num_elements(m->operands[x].dims)));
       for (int8_t& v : in[0]) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
-      const Outcome expected = run(m, in, "reference", {}, 1);
+      const Outcome expected = nn_test::run_int8(m, in, "reference", {}, 1);
       for (int threads : {1, 2}) {
-        const Outcome got = run(m, in, "cpu", {}, threads);
+        const Outcome got = nn_test::run_int8(m, in, "cpu", {}, threads);
         const StepTiming* head = entry_of(got.kernels, 0);
         const StepTiming* second = entry_of(got.kernels, 1);
         ASSERT_TRUE(head && second);

@@ -65,43 +65,8 @@ uint32_t add(Model& m, uint32_t a, uint32_t b, int32_t fuse, float scale, int32_
   return z;
 }
 
-struct Outcome {
-  std::vector<std::vector<int8_t>> outputs;
-  std::vector<StepTiming> kernels;
-};
-
-Outcome run(const std::shared_ptr<Model>& m, const std::vector<std::vector<int8_t>>& x, const char* delegate,
-            const CpuOptions& cpu, int threads) {
-  SessionOptions so;
-  so.delegates = {delegate};
-  so.cpu = cpu;
-  so.threads = threads;
-  Outcome r;
-  auto s = Session::open(m, so);
-  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
-  if (!s.is_ok()) return r;
-  for (size_t i = 0; i < x.size(); ++i) EXPECT_TRUE((*s)->set_input(i, x[i].data(), x[i].size()).is_ok());
-  EXPECT_TRUE((*s)->run().is_ok());
-  for (size_t i = 0; i < m->outputs.size(); ++i) {
-    const auto* o = static_cast<const int8_t*>((*s)->output_data(i));
-    r.outputs.emplace_back(o, o + num_elements(m->operands[m->outputs[i]].dims));
-  }
-  r.kernels = (*s)->kernels();
-  return r;
-}
-
-
-struct Mode {
-  const char* name;
-  bool avx512, avx_vnni;
-};
-std::vector<Mode> modes() {
-  std::vector<Mode> v;
-  if (has_avx512_vnni()) v.push_back({"AVX-512", true, true});
-  if (has_avx2()) v.push_back({"AVX2", false, false});
-  if (has_avx_vnni()) v.push_back({"AVX2 + AVX-VNNI", false, true});
-  return v;
-}
+using Outcome = nn_test::Int8Outcome;
+using Mode = nn_test::Int8Mode;
 
 // Runs `m` (model inputs random int8, seeded by name) on the reference kernels and on the CPU
 // delegate in every mode at 1 and 2 threads: every output byte equal. `conv_op` is the conv
@@ -116,16 +81,16 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, uint32_t co
     x.emplace_back(num_elements(m->operands[i].dims));
     for (int8_t& v : x.back()) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
   }
-  const Outcome expected = run(m, x, "reference", {}, 1);
+  const Outcome expected = nn_test::run_int8(m, x, "reference", {}, 1);
   ASSERT_FALSE(expected.outputs.empty()) << name;
-  for (const Mode& mode : modes())
+  for (const Mode& mode : nn_test::int8_modes())
     for (int threads : {1, 2})
       for (bool on : {true, false}) {
         CpuOptions cpu;
         cpu.avx512 = mode.avx512;
         cpu.avx_vnni = mode.avx_vnni;
         cpu.native_int8_residual = on;
-        const Outcome got = run(m, x, "cpu", cpu, threads);
+        const Outcome got = nn_test::run_int8(m, x, "cpu", cpu, threads);
         const std::string where = name + " (" + mode.name + ", " + std::to_string(threads) + " threads" +
                                   (on ? "" : ", switch off") + ")";
         const StepTiming* head = entry_of(got.kernels, conv_op);
@@ -260,14 +225,14 @@ TEST(NativeInt8Residual, EveryPairOfConvOutputAndResidualEqualsTheReference) {
     m->inputs = {in, skip};
     m->outputs = {z};
     ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
-    const Outcome expected = run(m, x, "reference", {}, 1);
+    const Outcome expected = nn_test::run_int8(m, x, "reference", {}, 1);
     ASSERT_EQ(expected.outputs.size(), 1u);
-    for (const Mode& mode : modes()) {
+    for (const Mode& mode : nn_test::int8_modes()) {
       CpuOptions cpu;
       cpu.avx512 = mode.avx512;
       cpu.avx_vnni = mode.avx_vnni;
       cpu.native_int8_residual = true;
-      const Outcome got = run(m, x, "cpu", cpu, 2);
+      const Outcome got = nn_test::run_int8(m, x, "cpu", cpu, 2);
       ASSERT_FALSE(got.kernels.empty());
       EXPECT_NE(got.kernels[0].kernel.find(" +ADD"), std::string::npos) << got.kernels[0].kernel;
       size_t differ = 0;

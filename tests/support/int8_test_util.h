@@ -45,6 +45,46 @@ inline bool has_avx512_vbmi() { return NN_TEST_CPU_HAS("avx512vbmi"); }
 #undef NN_TEST_CPU_HAS
 
 
+// What one run gives: each output's int8 values, and the session's steps with their kernels.
+struct Int8Outcome {
+  std::vector<std::vector<int8_t>> outputs;
+  std::vector<nn::StepTiming> kernels;
+};
+
+// Runs `m` once on one delegate with inputs x (one per model input).
+inline Int8Outcome run_int8(const std::shared_ptr<nn::Model>& m, const std::vector<std::vector<int8_t>>& x,
+                            const char* delegate, const nn::CpuOptions& cpu, int threads) {
+  nn::SessionOptions so;
+  so.delegates = {delegate};
+  so.cpu = cpu;
+  so.threads = threads;
+  Int8Outcome r;
+  auto s = nn::Session::open(m, so);
+  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+  if (!s.is_ok()) return r;
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_TRUE((*s)->set_input(i, x[i].data(), x[i].size()).is_ok());
+  EXPECT_TRUE((*s)->run().is_ok());
+  for (size_t i = 0; i < m->outputs.size(); ++i) {
+    const auto* o = static_cast<const int8_t*>((*s)->output_data(i));
+    r.outputs.emplace_back(o, o + nn::num_elements(m->operands[m->outputs[i]].dims));
+  }
+  r.kernels = (*s)->kernels();
+  return r;
+}
+
+// The native int8 kernels' ISA forms this CPU can run (CpuOptions' avx512 / avx_vnni).
+struct Int8Mode {
+  const char* name;
+  bool avx512, avx_vnni;
+};
+inline std::vector<Int8Mode> int8_modes() {
+  std::vector<Int8Mode> v;
+  if (has_avx512_vnni()) v.push_back({"AVX-512", true, true});
+  if (has_avx2()) v.push_back({"AVX2", false, false});
+  if (has_avx_vnni()) v.push_back({"AVX2 + AVX-VNNI", false, true});
+  return v;
+}
+
 // Runs `m` once on one delegate with inputs x; its output 0, and the first step's kernel.
 inline std::vector<int8_t> run(const std::shared_ptr<nn::Model>& m, const std::vector<std::vector<int8_t>>& x,
                         const char* delegate, const nn::CpuOptions& cpu, int threads, std::string* kernel) {
