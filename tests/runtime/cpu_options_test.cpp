@@ -213,6 +213,28 @@ TEST(CpuOptions, ExpandDepthwiseOffRunsThemApart) {
   expect_both_exact(b, off);
 }
 
+TEST(CpuOptions, ExpandDepthwisePairsOffRunsItsRowsOneAtATime) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "no native kernels";
+  Built b;  // an inverted residual at stride 1: 48x48x96 between the convs
+  uint32_t e = conv(b, b.input({1, 48, 48, 16}), 16, 96, 1, 41);
+  b.output(conv(b, depthwise(b, e, 96, 43, 5), 96, 16, 1, 45));
+  validate(b);
+  for (bool avx512 : {true, false}) {
+    if (avx512 && !has_avx512()) continue;
+    SCOPED_TRACE(avx512 ? "AVX-512" : "AVX2");
+    CpuOptions on, off;
+    on.avx512 = off.avx512 = avx512;
+    off.expand_depthwise_pairs = false;
+    const std::string fused = kernel_of(b, on, "op 0"), apart = kernel_of(b, off, "op 0");
+    EXPECT_EQ(fused.rfind("native conv+depthwise+conv", 0), 0u) << fused;
+    EXPECT_NE(fused.find("row pairs"), std::string::npos) << fused;
+    EXPECT_EQ(apart.rfind("native conv+depthwise+conv", 0), 0u) << apart;
+    EXPECT_EQ(apart.find("row pairs"), std::string::npos) << apart;
+    expect_both_exact(b, off);
+    expect_both_exact(b, on);
+  }
+}
+
 TEST(CpuOptions, DepthwiseProjectOffRunsTheProjectionApart) {
   Built b;  // the depthwise's 48x48x96 output (884 KB) read by a 1x1 projection
   uint32_t e = conv(b, b.input({1, 48, 48, 16}), 16, 96, 1, 19);

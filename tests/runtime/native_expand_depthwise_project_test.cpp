@@ -4,6 +4,8 @@
 // micro-tiles with tails, channel counts off the vector width), on the caller and on a
 // 2-thread pool (each thread a range of rows), on the AVX2 kernels and, where the CPU has
 // them, the AVX-512 ones. The output is written in a NaN-guarded buffer: nothing past it.
+// Stride-1 blocks run their depthwise rows in pairs (NativeIsa::expand_depthwise_pairs) and
+// give the same bits as a row at a time.
 #include <gtest/gtest.h>
 #include <pthreadpool.h>
 
@@ -85,8 +87,9 @@ std::vector<float> reference(const Block& b, const std::vector<float>& x, const 
   return out;
 }
 
-void check_block(const Block& b, const NativeIsa& isa) {
-  SCOPED_TRACE(name(b) + (isa.avx512 ? ", AVX-512" : ", AVX2"));
+void check_block(const Block& b, const NativeIsa& isa, bool project = true) {
+  SCOPED_TRACE(name(b) + (isa.avx512 ? ", AVX-512" : ", AVX2") +
+               (isa.expand_depthwise_pairs ? "" : ", no pairs") + (project ? "" : ", no projection"));
   const uint32_t oh = (b.h - 1) / b.stride + 1, ow = (b.w - 1) / b.stride + 1;
   const auto x = nn_test::random_floats(size_t(b.batch) * b.h * b.w * b.in_c, 21);
   const auto we = nn_test::random_floats(size_t(b.mid) * b.in_c, 22), be = nn_test::random_floats(b.mid, 23);
@@ -104,39 +107,67 @@ void check_block(const Block& b, const NativeIsa& isa) {
   Epilogue pe;
   if (b.residual) pe.residual = true;
   ASSERT_TRUE(nn::cpu::NativeExpandDepthwise::supports(first));
-  auto depthwise = std::make_unique<nn::cpu::NativeDepthwise>(dw, wd.data(), bd.data(), relu6(), isa);
-  nn::cpu::NativeExpandDepthwise op(first, we.data(), be.data(), relu6(), std::move(depthwise), 2, isa);
-  ASSERT_TRUE(op.ok());
-  auto project = std::make_unique<nn::cpu::NativeConv>(pointwise(b.batch, oh, ow, b.mid, b.out_c), wp.data(),
-                                                       bp.data(), pe, isa);
-  ASSERT_TRUE(op.add_projection(std::move(project)));
-  ASSERT_TRUE(op.projects());
+  NativeIsa no_pairs = isa;
+  no_pairs.expand_depthwise_pairs = false;
+  // The op as asked, and a row at a time (the bits to match).
+  std::unique_ptr<nn::cpu::NativeExpandDepthwise> ops[2];
+  for (int i = 0; i < 2; ++i) {
+    const NativeIsa& with = i == 0 ? isa : no_pairs;
+    auto depthwise = std::make_unique<nn::cpu::NativeDepthwise>(dw, wd.data(), bd.data(), relu6(), with);
+    ops[i] = std::make_unique<nn::cpu::NativeExpandDepthwise>(first, we.data(), be.data(), relu6(),
+                                                              std::move(depthwise), 2, with);
+    ASSERT_TRUE(ops[i]->ok());
+    if (!project) continue;
+    auto conv = std::make_unique<nn::cpu::NativeConv>(pointwise(b.batch, oh, ow, b.mid, b.out_c), wp.data(),
+                                                      bp.data(), pe, with);
+    ASSERT_TRUE(ops[i]->add_projection(std::move(conv)));
+    ASSERT_TRUE(ops[i]->projects());
+  }
+  EXPECT_EQ(ops[0]->row_pairs(), b.stride == 1 && isa.two_rows && isa.expand_depthwise_pairs);
+  EXPECT_FALSE(ops[1]->row_pairs());
+  // Without the projection the op's output is the depthwise's: projected here (in double).
+  auto finish = [&](const std::vector<float>& d) {
+    if (project) return d;
+    std::vector<float> out(n);
+    for (size_t p = 0; p < size_t(b.batch) * oh * ow; ++p)
+      for (uint32_t o = 0; o < b.out_c; ++o) {
+        double acc = bp[o];
+        for (uint32_t c = 0; c < b.mid; ++c) acc += double(d[p * b.mid + c]) * wp[size_t(o) * b.mid + c];
+        if (b.residual) acc += res[p * b.out_c + o];
+        out[p * b.out_c + o] = float(acc);
+      }
+    return out;
+  };
+  const size_t written = project ? n : size_t(b.batch) * oh * ow * b.mid;
 
   pthreadpool_t pool = pthreadpool_create(2);
   std::vector<float> first_run;
-  for (pthreadpool_t p : {static_cast<pthreadpool_t>(nullptr), pool}) {
-    SCOPED_TRACE(p ? "2 threads" : "caller");
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    auto scratch = nn::cpu::allocate_floats(op.scratch_bytes() / sizeof(float) + 16);
-    ASSERT_TRUE(scratch != nullptr);
-    std::fill_n(scratch.get(), op.scratch_bytes() / sizeof(float) + 16, nan);
-    std::vector<float> out(n + 64, nan);
-    op.run({.input = x.data(),
-            .residual = b.residual ? res.data() : nullptr,
-            .output = out.data(),
-            .scratch = scratch.get(),
-            .pool = p});
-    for (size_t i = n; i < out.size(); ++i)
-      ASSERT_TRUE(std::isnan(out[i])) << "written past the output at " << i;
-    out.resize(n);
-    for (float v : out) ASSERT_TRUE(std::isfinite(v));
-    EXPECT_LE(nn_test::max_relative_error(out.data(), expected.data(), n, 1e-2), 1e-4);
-    // The split into per-thread row ranges does not change a single bit.
-    if (first_run.empty())
-      first_run = out;
-    else
-      EXPECT_EQ(out, first_run);
-  }
+  for (int i = 0; i < 2; ++i)
+    for (pthreadpool_t p : {static_cast<pthreadpool_t>(nullptr), pool}) {
+      SCOPED_TRACE(std::string(p ? "2 threads" : "caller") + (i ? ", a row at a time" : ""));
+      const nn::cpu::NativeExpandDepthwise& op = *ops[i];
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      auto scratch = nn::cpu::allocate_floats(op.scratch_bytes() / sizeof(float) + 16);
+      ASSERT_TRUE(scratch != nullptr);
+      std::fill_n(scratch.get(), op.scratch_bytes() / sizeof(float) + 16, nan);
+      std::vector<float> out(written + 64, nan);
+      op.run({.input = x.data(),
+              .residual = b.residual && project ? res.data() : nullptr,
+              .output = out.data(),
+              .scratch = scratch.get(),
+              .pool = p});
+      for (size_t j = written; j < out.size(); ++j)
+        ASSERT_TRUE(std::isnan(out[j])) << "written past the output at " << j;
+      out.resize(written);
+      for (float v : out) ASSERT_TRUE(std::isfinite(v));
+      const auto projected = finish(out);
+      EXPECT_LE(nn_test::max_relative_error(projected.data(), expected.data(), n, 1e-2), 1e-4);
+      // Neither the split into per-thread row ranges nor the row pairs change a single bit.
+      if (first_run.empty())
+        first_run = out;
+      else
+        EXPECT_EQ(out, first_run);
+    }
   pthreadpool_destroy(pool);
 }
 
@@ -153,6 +184,25 @@ TEST(NativeExpandDepthwiseProject, StrideOneWithAndWithoutResidual) {
     check_block({1, 13, 11, 7, 36, 11, 1, false}, isa);
     // Wide rows (one row per projection call, 59 pixels), 40 output channels (a panel tail).
     check_block({1, 9, 59, 16, 24, 40, 1, true}, isa);
+  }
+}
+
+// Row pairs: heights that leave a last single row or none, ranges split at odd rows, two and
+// three images (no pair across them), channels off the vector widths; with and without the
+// projection (check_block also runs each a row at a time: the same bits).
+TEST(NativeExpandDepthwiseProject, RowPairsOddHeightsAndBatch) {
+  if (!nn::cpu::native_conv_supported()) GTEST_SKIP() << "no native kernels on this CPU";
+  for (const NativeIsa& isa : isas()) {
+    for (bool project : {true, false}) {
+      check_block({1, 2, 9, 5, 20, 7, 1, false}, isa, project);
+      check_block({1, 3, 13, 6, 17, 9, 1, true}, isa, project);
+      check_block({1, 12, 15, 8, 40, 16, 1, true}, isa, project);
+      check_block({2, 5, 11, 3, 27, 13, 1, false}, isa, project);
+      check_block({3, 4, 8, 4, 33, 5, 1, true}, isa, project);
+    }
+    NativeIsa off = isa;
+    off.expand_depthwise_pairs = false;
+    check_block({1, 7, 10, 4, 24, 8, 1, true}, off);
   }
 }
 

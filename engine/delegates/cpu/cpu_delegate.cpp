@@ -62,6 +62,7 @@ NativeIsa CpuPartition::isa_of(const CpuOptions& cpu) {
   isa.avx2_k_blocks = cpu.avx2_k_blocks;
   isa.small_image_im2col = cpu.small_image_im2col;
   isa.grouped_pairs = cpu.grouped_pairs;
+  isa.expand_depthwise_pairs = cpu.expand_depthwise_pairs;
   return isa;
 }
 
@@ -153,6 +154,8 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
   }
   if (f.native == NativeKind::kDepthwise && f.kernel &&
       static_cast<const NativeDepthwise*>(f.kernel.get())->row_pairs())
+    name += ", row pairs";
+  if (const auto* fused = dynamic_cast<const NativeExpandDepthwise*>(f.kernel.get()); fused && fused->row_pairs())
     name += ", row pairs";
   return name;
 }

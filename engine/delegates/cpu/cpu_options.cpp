@@ -34,6 +34,7 @@ CpuOptions CpuOptions::from_environment() {
   o.se_fusion = !set("NN_NO_SE_FUSION");
   o.expand_depthwise = !set("NN_NO_EXPAND_DEPTHWISE");
   o.depthwise_project = !set("NN_NO_DEPTHWISE_PROJECT");
+  o.expand_depthwise_pairs = !set("NN_NO_EXPAND_DEPTHWISE_PAIRS");
   o.swish_epilogue = !set("NN_NO_SWISH_EPILOGUE");
   o.gelu_epilogue = !set("NN_NO_GELU_EPILOGUE");
   o.channel_scale_fold = !set("NN_NO_SCALE_FOLD");

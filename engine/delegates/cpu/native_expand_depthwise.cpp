@@ -3,7 +3,8 @@
 // first conv's rows its taps read that the ring does not hold yet, then run the depthwise
 // row kernel on row pointers into the ring. Rows arrive in order, so each is computed once
 // per range of output rows. With a projection, the depthwise rows collect in a small
-// per-chunk buffer that the projection reads while it is in cache.
+// per-chunk buffer that the projection reads while it is in cache. A stride-1 depthwise
+// whose kernel takes rows in pairs gets them so wherever both rows' taps are in the image.
 #include <pthreadpool.h>
 
 #include <algorithm>
@@ -72,7 +73,8 @@ NativeExpandDepthwise::NativeExpandDepthwise(const NativeConvShape& first, const
     row_conv_of_.push_back(uint32_t(it - keys.begin()));
   }
   const NativeConvShape& d = depthwise_->shape();
-  ring_rows_ = size_t(d.kernel_h - 1) * d.dilation_h + 1;
+  pairs_ = isa.expand_depthwise_pairs && depthwise_->row_pairs();
+  ring_rows_ = size_t(d.kernel_h - 1) * d.dilation_h + 1 + (pairs_ ? 1 : 0);
   row_floats_ = (size_t(d.in_w) * d.in_c + 15) / 16 * 16 + 16;  // + the kernels' read slack
   ring_bytes_ = chunks_ * ring_rows_ * row_floats_ * sizeof(float);
   held_bytes_ = (chunks_ * ring_rows_ * sizeof(int64_t) + 63) / 64 * 64;
@@ -86,7 +88,8 @@ bool NativeExpandDepthwise::add_projection(std::unique_ptr<NativeConv> project) 
   if (p.batch != d.batch || p.in_h != d.out_h || p.in_w != d.out_w || p.in_c != d.out_c || p.groups != 1)
     return false;
   group_rows_ = std::min<size_t>(d.out_h, (kProjectPixels + d.out_w - 1) / d.out_w);
-  group_floats_ = (group_rows_ * d.out_w * d.out_c + 15) / 16 * 16;
+  // A pair can take the group one row past group_rows_.
+  group_floats_ = ((group_rows_ + (pairs_ ? 1 : 0)) * d.out_w * d.out_c + 15) / 16 * 16;
   project_ = std::move(project);
   return true;
 }
@@ -125,13 +128,19 @@ void NativeExpandDepthwise::run(const NativeArgs& args) const {
     // Which row (image * in_h + y) each ring slot holds; -1 none yet.
     int64_t* held = t.held_rows + chunk * op.ring_rows_;
     std::fill(held, held + op.ring_rows_, -1);
-    const float* taps[NativeDepthwise::kMaxKernelH] = {};
+    const float* taps[NativeDepthwise::kMaxKernelH + 1] = {};
     const size_t first = t.rows * chunk / t.chunks, last = t.rows * (chunk + 1) / t.chunks;
     group_first = first;
-    for (size_t r = first; r < last; ++r) {
+    for (size_t r = first; r < last;) {
       const size_t b = r / d.out_h, oy = r % d.out_h;
       const int64_t y0 = int64_t(oy) * d.stride_h - d.pad_top;
-      for (uint32_t ky = 0; ky < d.kernel_h; ++ky) {
+      // Two rows where the next one is in this range and image and both rows' taps are all
+      // inside it (pairs_: stride and dilation 1, so the pair reads rows y0 .. y0 + kernel_h).
+      const size_t n = op.pairs_ && r + 1 < last && oy + 1 < d.out_h && y0 >= 0 &&
+                               y0 + int64_t(d.kernel_h) < int64_t(d.in_h)
+                           ? 2
+                           : 1;
+      for (uint32_t ky = 0; ky < d.kernel_h + (n - 1); ++ky) {
         const int64_t iy = y0 + int64_t(ky) * d.dilation_h;
         taps[ky] = nullptr;
         if (iy < 0 || iy >= int64_t(d.in_h)) continue;
@@ -146,13 +155,14 @@ void NativeExpandDepthwise::run(const NativeArgs& args) const {
         }
         taps[ky] = row;
       }
-      if (!project) {
-        op.depthwise_->run_row(taps, oy, t.residual ? t.residual + r * out_row : nullptr,
-                               t.output + r * out_row);
-        continue;
-      }
-      op.depthwise_->run_row(taps, oy, nullptr, group + (r - group_first) * out_row);
-      if (r + 1 - group_first == op.group_rows_) flush(r + 1), group_first = r + 1;
+      const float* residual = !project && t.residual ? t.residual + r * out_row : nullptr;
+      float* out = project ? group + (r - group_first) * out_row : t.output + r * out_row;
+      if (n == 2)
+        op.depthwise_->run_two_rows(taps, residual, out);
+      else
+        op.depthwise_->run_row(taps, oy, residual, out);
+      r += n;
+      if (project && r - group_first >= op.group_rows_) flush(r), group_first = r;
     }
     if (project && last > group_first) flush(last);
   };

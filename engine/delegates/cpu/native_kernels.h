@@ -61,6 +61,7 @@ struct NativeIsa {
   bool avx2_k_blocks = true;    // NativeConv on AVX2: the same on its 16-wide panels
   bool small_image_im2col = true;  // NativeConv, k-blocked, small image: im2col rows once, one k-blocked pass
   bool grouped_pairs = true;       // AVX-512 grouped convs of <= 16 channels per group: NativeGroupedConv
+  bool expand_depthwise_pairs = true;  // NativeExpandDepthwise: its depthwise's row pairs (run_two_rows)
   // All this CPU has (every switch on).
   static NativeIsa best();
   // avx512: allowed; half_width: 1 forced on, 0 forced off, -1 measured (avx512_half_width).
@@ -253,15 +254,14 @@ class NativeDepthwise final : public NativeOp {
   const NativeConvShape& shape() const { return shape_; }
   // Output rows computed in pairs (NativeIsa::two_rows, stride 1, 3 or 5 wide).
   bool row_pairs() const { return two_rows_; }
+  // Output rows oy and oy + 1, both with every tap row inside the image (row_pairs() only):
+  // rows[r] is input row oy - pad_top + r for r <= kernel_h; residual (or null) / output:
+  // the two rows, contiguous.
+  void run_two_rows(const float* const* rows, const float* residual_rows, float* output_rows) const;
 
   struct Task;
 
  private:
-  // Output rows oy and oy + 1, both with every tap row inside the image: rows[r] is input
-  // row oy - pad_top + r for r <= kernel_h; residual (or null) / output: the two rows,
-  // contiguous.
-  void run_two_rows(const float* const* rows, const float* residual_rows, float* output_rows) const;
-
   NativeConvShape shape_;
   Epilogue epilogue_;
   bool avx512_ = false;                    // the 16-lane AVX-512F kernels, else the 8-lane AVX2 ones
@@ -358,6 +358,8 @@ class NativeExpandDepthwise final : public NativeOp {
   // written out either. False (nothing changed) when project does not fit.
   bool add_projection(std::unique_ptr<NativeConv> project);
   bool projects() const { return project_ != nullptr; }
+  // Whether its depthwise runs output rows in pairs.
+  bool row_pairs() const { return pairs_; }
   // Depthwise output rows per projection call: at least kProjectPixels pixels (a pass over
   // the projection's weights serves that many).
   static constexpr size_t kProjectPixels = 48;
@@ -379,7 +381,10 @@ class NativeExpandDepthwise final : public NativeOp {
   std::vector<uint32_t> row_conv_of_;  // per output row of the first conv
   std::unique_ptr<NativeDepthwise> depthwise_;
   size_t chunks_ = 1;
-  size_t ring_rows_ = 0;   // first-conv rows one depthwise row reads: (kernel_h - 1) * dilation_h + 1
+  // Depthwise output rows two at a time (its row_pairs(), NativeIsa::expand_depthwise_pairs):
+  // the ring holds one more row, the pair's taps.
+  bool pairs_ = false;
+  size_t ring_rows_ = 0;   // first-conv rows one depthwise row (pairs_: two) reads
   size_t row_floats_ = 0;  // one such row, padded to 64 bytes
   // Scratch: chunks_ x ring_rows_ rows, then per chunk and slot the row it holds (int64),
   // then (projecting) per chunk group_rows_ depthwise output rows.

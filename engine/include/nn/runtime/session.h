@@ -89,6 +89,10 @@ struct CpuOptions {
   // pointwise conv that is their only reader (an inverted residual's projection, its
   // residual ADD in its epilogue): native conv+depthwise+conv. NN_NO_DEPTHWISE_PROJECT=1.
   bool depthwise_project = true;
+  // A fused conv+depthwise whose depthwise takes stride-1 rows in pairs (run_two_rows, its
+  // taps loaded once for both rows) does so on the ring's rows too, not a row at a time.
+  // NN_NO_EXPAND_DEPTHWISE_PAIRS=1.
+  bool expand_depthwise_pairs = true;
   // SiLU (LOGISTIC and the MUL by its input) after a native conv or depthwise conv runs in
   // its epilogue. NN_NO_SWISH_EPILOGUE=1.
   bool swish_epilogue = true;
