@@ -17,6 +17,20 @@ bool has_avx512() {
   return __builtin_cpu_supports("avx512f");
 }
 
+// Options `on` (the defaults) and `off` (`turn_off` applied), on AVX-512 where the CPU has it
+// and on the AVX2 kernels: check(on, off) for each.
+template <class TurnOff, class Check>
+void on_both_isas(TurnOff turn_off, Check check) {
+  for (bool avx512 : {true, false}) {
+    if (avx512 && !has_avx512()) continue;
+    SCOPED_TRACE(avx512 ? "AVX-512" : "AVX2");
+    CpuOptions on, off;
+    on.avx512 = off.avx512 = avx512;
+    turn_off(off);
+    check(on, off);
+  }
+}
+
 // The kernel Session::kernels() names for the step whose label starts with `op` ("op 0 CONV_2D").
 std::string kernel_of(Built& b, const CpuOptions& cpu, const std::string& op) {
   return nn_test::cpu_kernel_of(b.model, cpu, op);
@@ -122,17 +136,14 @@ TEST(CpuOptions, TwoRowsOffRunsDepthwiseRowByRow) {
   b.output(depthwise(b, b.input({1, 14, 17, 40}), 40, 7));  // 17 wide: native on AVX2 too
   validate(b);
   // On AVX-512 (where the CPU has it) and on the AVX2 kernels.
-  for (bool avx512 : {true, false}) {
-    if (avx512 && !has_avx512()) continue;
-    SCOPED_TRACE(avx512 ? "AVX-512" : "AVX2");
-    CpuOptions on, off;
-    on.avx512 = off.avx512 = avx512;
-    off.depthwise_two_rows = false;
-    EXPECT_NE(kernel_of(b, on, "op 0").find("row pairs"), std::string::npos) << kernel_of(b, on, "op 0");
-    EXPECT_EQ(kernel_of(b, off, "op 0").find("row pairs"), std::string::npos) << kernel_of(b, off, "op 0");
-    expect_both_exact(b, off);
-    expect_both_exact(b, on);
-  }
+  on_both_isas([](CpuOptions& off) { off.depthwise_two_rows = false; },
+               [&](const CpuOptions& on, const CpuOptions& off) {
+                 EXPECT_NE(kernel_of(b, on, "op 0").find("row pairs"), std::string::npos) << kernel_of(b, on, "op 0");
+                 EXPECT_EQ(kernel_of(b, off, "op 0").find("row pairs"), std::string::npos)
+                     << kernel_of(b, off, "op 0");
+                 expect_both_exact(b, off);
+                 expect_both_exact(b, on);
+               });
 }
 
 TEST(CpuOptions, ConvBeforeResizeOffKeepsTheirOrder) {
@@ -219,20 +230,16 @@ TEST(CpuOptions, ExpandDepthwisePairsOffRunsItsRowsOneAtATime) {
   uint32_t e = conv(b, b.input({1, 48, 48, 16}), 16, 96, 1, 41);
   b.output(conv(b, depthwise(b, e, 96, 43, 5), 96, 16, 1, 45));
   validate(b);
-  for (bool avx512 : {true, false}) {
-    if (avx512 && !has_avx512()) continue;
-    SCOPED_TRACE(avx512 ? "AVX-512" : "AVX2");
-    CpuOptions on, off;
-    on.avx512 = off.avx512 = avx512;
-    off.expand_depthwise_pairs = false;
-    const std::string fused = kernel_of(b, on, "op 0"), apart = kernel_of(b, off, "op 0");
-    EXPECT_EQ(fused.rfind("native conv+depthwise+conv", 0), 0u) << fused;
-    EXPECT_NE(fused.find("row pairs"), std::string::npos) << fused;
-    EXPECT_EQ(apart.rfind("native conv+depthwise+conv", 0), 0u) << apart;
-    EXPECT_EQ(apart.find("row pairs"), std::string::npos) << apart;
-    expect_both_exact(b, off);
-    expect_both_exact(b, on);
-  }
+  on_both_isas([](CpuOptions& off) { off.expand_depthwise_pairs = false; },
+               [&](const CpuOptions& on, const CpuOptions& off) {
+                 const std::string fused = kernel_of(b, on, "op 0"), apart = kernel_of(b, off, "op 0");
+                 EXPECT_EQ(fused.rfind("native conv+depthwise+conv", 0), 0u) << fused;
+                 EXPECT_NE(fused.find("row pairs"), std::string::npos) << fused;
+                 EXPECT_EQ(apart.rfind("native conv+depthwise+conv", 0), 0u) << apart;
+                 EXPECT_EQ(apart.find("row pairs"), std::string::npos) << apart;
+                 expect_both_exact(b, off);
+                 expect_both_exact(b, on);
+               });
 }
 
 TEST(CpuOptions, DepthwiseProjectOffRunsTheProjectionApart) {
