@@ -75,12 +75,7 @@ using Mode = nn_test::Int8Mode;
 void check(const std::shared_ptr<Model>& m, const std::string& name, uint32_t conv_op, uint32_t add_op,
            bool fused) {
   ASSERT_TRUE(m->validate_and_infer_shapes().is_ok()) << name;
-  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(name)));
-  std::vector<std::vector<int8_t>> x;
-  for (uint32_t i : m->inputs) {
-    x.emplace_back(num_elements(m->operands[i].dims));
-    for (int8_t& v : x.back()) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
-  }
+  const std::vector<std::vector<int8_t>> x = nn_test::random_int8_inputs(*m, name);
   const Outcome expected = nn_test::run_int8(m, x, "reference", {}, 1);
   ASSERT_FALSE(expected.outputs.empty()) << name;
   for (const Mode& mode : nn_test::int8_modes())

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 #include <utility>
@@ -100,6 +102,18 @@ inline std::vector<int8_t> run(const std::shared_ptr<nn::Model>& m, const std::v
   const auto* o = static_cast<const int8_t*>((*s)->output_data(0));
   if (kernel) *kernel = (*s)->kernels().empty() ? "" : (*s)->kernels().at(0).kernel;
   return std::vector<int8_t>(o, o + nn::num_elements(m->operands[m->outputs[0]].dims));
+}
+
+// One random int8 vector per model input (uniform over all 256 values), seeded by `name` so
+// a failing case reproduces.
+inline std::vector<std::vector<int8_t>> random_int8_inputs(const nn::Model& m, const std::string& name) {
+  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(name)));
+  std::vector<std::vector<int8_t>> x;
+  for (uint32_t i : m.inputs) {
+    x.emplace_back(nn::num_elements(m.operands[i].dims));
+    for (int8_t& v : x.back()) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
+  }
+  return x;
 }
 
 // The kernel entry (a session's step) whose ops include op k, or null.
