@@ -894,11 +894,45 @@ class Int8Resize final : public NativeDataOp {
     }
   }
 
+  // The requantization's constants, copied into a local by each row loop: the int8 stores
+  // may alias the op's members, so read from the op they were loaded again per vector.
+  struct Requant16 {
+    __m512 so, inv, lo, hi;
+    __m512i zo;
+    bool reciprocal, saturates;
+    // The blended value y divided by the output scale, rounded half away from zero, + zo,
+    // clamped (pixel16's last steps).
+    NN_INLINE_INT8_512 __m512i apply(__m512 y) const {
+      __m512 q;
+      if (reciprocal) {  // y / so by its reciprocal and one correction (int8_resize_reciprocal)
+        const __m512 q0 = _mm512_mul_ps(y, inv);
+        q = _mm512_fmadd_ps(_mm512_fnmadd_ps(q0, so, y), inv, q0);
+      } else {
+        q = _mm512_div_ps(y, so);
+      }
+      // round(q) + zo, clamped, as trunc(q + copysign(kJustBelowHalf, q)) + zo: the clamp first,
+      // to [-128 - zo, 127 - zo] (integers, so it commutes with trunc), zo added as an integer.
+      const __m512 r = _mm512_add_ps(q, _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
+                                            _mm512_castps_si512(q), _mm512_set1_epi32(int32_t(0x80000000u)),
+                                            _mm512_set1_epi32(kJustBelowHalf), 0xEA)));  // (q & sign) | 0.49999997
+      return _mm512_add_epi32(_mm512_cvttps_epi32(saturates ? r : _mm512_min_ps(_mm512_max_ps(r, lo), hi)), zo);
+    }
+  };
+  NN_INLINE_INT8_512 Requant16 requant16() const {
+    return Requant16{_mm512_set1_ps(so_),
+                     _mm512_set1_ps(inv_so_),
+                     _mm512_set1_ps(float(-128 - zo_)),
+                     _mm512_set1_ps(float(127 - zo_)),
+                     _mm512_set1_epi32(zo_),
+                     reciprocal_,
+                     saturates_};
+  }
+
   // 16 (masked) channels of one output pixel from the weighted rows' taps (lo, hi of row a
   // and of row b) and the column weights h1 = 1 - h, hh = h: the reference's sum in its
   // order, divided by the output scale, rounded half away from zero, + zo, clamped.
-  NN_INLINE_INT8_512 __m512i pixel16(__m512 a_lo, __m512 a_hi, __m512 b_lo, __m512 b_hi, __m512 h1,
-                                     __m512 hh) const {
+  NN_INLINE_INT8_512 static __m512i pixel16(__m512 a_lo, __m512 a_hi, __m512 b_lo, __m512 b_hi, __m512 h1,
+                                            __m512 hh, const Requant16& rq) {
     // AVX-512F has FMA: the register barriers keep GCC from contracting a product into the sum.
     __m512 a = _mm512_mul_ps(a_lo, h1);
     __m512 b = _mm512_mul_ps(a_hi, hh);
@@ -908,34 +942,13 @@ class Int8Resize final : public NativeDataOp {
     NN_KEEP_IN_REGISTER(b);
     NN_KEEP_IN_REGISTER(c);
     NN_KEEP_IN_REGISTER(d);
-    return requantize16(_mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), c), d));
-  }
-
-  // The blended value y divided by the output scale, rounded half away from zero, + zo, clamped
-  // (pixel16's last steps).
-  NN_INLINE_INT8_512 __m512i requantize16(__m512 y) const {
-    const __m512 so = _mm512_set1_ps(so_);
-    const __m512 lo = _mm512_set1_ps(float(-128 - zo_)), hi = _mm512_set1_ps(float(127 - zo_));
-    __m512 q;
-    if (reciprocal_) {  // y / so_ by its reciprocal and one correction (int8_resize_reciprocal)
-      const __m512 inv = _mm512_set1_ps(inv_so_);
-      const __m512 q0 = _mm512_mul_ps(y, inv);
-      q = _mm512_fmadd_ps(_mm512_fnmadd_ps(q0, so, y), inv, q0);
-    } else {
-      q = _mm512_div_ps(y, so);
-    }
-    // round(q) + zo, clamped, as trunc(q + copysign(kJustBelowHalf, q)) + zo: the clamp first,
-    // to [-128 - zo, 127 - zo] (integers, so it commutes with trunc), zo added as an integer.
-    const __m512 r = _mm512_add_ps(q, _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
-                                          _mm512_castps_si512(q), _mm512_set1_epi32(int32_t(0x80000000u)),
-                                          _mm512_set1_epi32(kJustBelowHalf), 0xEA)));  // (q & sign) | 0.49999997
-    return _mm512_add_epi32(_mm512_cvttps_epi32(saturates_ ? r : _mm512_min_ps(_mm512_max_ps(r, lo), hi)),
-                            _mm512_set1_epi32(zo_));
+    return rq.apply(_mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), c), d));
   }
 
   // One output row from the weighted rows a (row lo) and b (row hi).
   NN_TARGET_INT8_512 void row_avx512(const float* wa, const float* wb, int8_t* out) const {
     if (twice_w_) return row_twice_w_avx512(wa, wb, out);
+    const Requant16 rq = requant16();
     const size_t c = channels_;
     for (size_t ox = 0; ox < out_w_; ++ox) {
       const BilinearTap& tx = cols_[ox];
@@ -947,7 +960,7 @@ class Int8Resize final : public NativeDataOp {
         const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - i)) - 1);
         _mm512_mask_cvtsepi32_storeu_epi8(o + i, k,
                                          pixel16(_mm512_maskz_loadu_ps(k, a_lo + i), _mm512_maskz_loadu_ps(k, a_hi + i),
-                                                 _mm512_maskz_loadu_ps(k, b_lo + i), _mm512_maskz_loadu_ps(k, b_hi + i), h1, hh));
+                                                 _mm512_maskz_loadu_ps(k, b_lo + i), _mm512_maskz_loadu_ps(k, b_hi + i), h1, hh, rq));
       }
     }
   }
@@ -955,12 +968,12 @@ class Int8Resize final : public NativeDataOp {
   // An edge pixel of a width-doubled row (the first or the last): channels i .. i + 15 (mask
   // k) from its own taps, as the reference.
   NN_TARGET_INT8_512 void store_edge_avx512(const float* wa, const float* wb, const BilinearTap& t, size_t i,
-                                            __mmask16 k, int8_t* out) const {
+                                            __mmask16 k, int8_t* out, const Requant16& rq) const {
     const size_t c = channels_;
     const __m512 a_lo = _mm512_maskz_loadu_ps(k, wa + t.lo * c + i), a_hi = _mm512_maskz_loadu_ps(k, wa + t.hi * c + i);
     const __m512 b_lo = _mm512_maskz_loadu_ps(k, wb + t.lo * c + i), b_hi = _mm512_maskz_loadu_ps(k, wb + t.hi * c + i);
     _mm512_mask_cvtsepi32_storeu_epi8(out + i, k,
-                                      pixel16(a_lo, a_hi, b_lo, b_hi, _mm512_set1_ps(1.f - t.frac), _mm512_set1_ps(t.frac)));
+                                      pixel16(a_lo, a_hi, b_lo, b_hi, _mm512_set1_ps(1.f - t.frac), _mm512_set1_ps(t.frac), rq));
   }
 
   // row_avx512 for a width doubling (doubles_width): each input pixel's weighted taps are
@@ -968,6 +981,7 @@ class Int8Resize final : public NativeDataOp {
   // per pixel; the same arithmetic, so the same bytes.
   NN_TARGET_INT8_512 void row_twice_w_avx512(const float* wa, const float* wb, int8_t* out) const {
     if (quarters_) return row_quarters_avx512(wa, wb, out);
+    const Requant16 rq = requant16();
     const size_t c = channels_, w = in_w_;
     const __m512 odd1 = _mm512_set1_ps(1.f - cols_[1].frac), oddh = _mm512_set1_ps(cols_[1].frac);
     const __m512 even1 = _mm512_set1_ps(1.f - cols_[2].frac), evenh = _mm512_set1_ps(cols_[2].frac);
@@ -975,16 +989,16 @@ class Int8Resize final : public NativeDataOp {
     for (size_t i = 0; i < c; i += 16) {
       const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - i)) - 1);
 #define NN_AT(row, x) _mm512_maskz_loadu_ps(k, (row) + (x)*c + i)
-      store_edge_avx512(wa, wb, first, i, k, out);
+      store_edge_avx512(wa, wb, first, i, k, out, rq);
       __m512 pa = NN_AT(wa, 0), pb = NN_AT(wb, 0);
       for (size_t x = 1; x < w; ++x) {
         const __m512 ca = NN_AT(wa, x), cb = NN_AT(wb, x);
-        _mm512_mask_cvtsepi32_storeu_epi8(out + (2 * x - 1) * c + i, k, pixel16(pa, ca, pb, cb, odd1, oddh));
-        _mm512_mask_cvtsepi32_storeu_epi8(out + 2 * x * c + i, k, pixel16(pa, ca, pb, cb, even1, evenh));
+        _mm512_mask_cvtsepi32_storeu_epi8(out + (2 * x - 1) * c + i, k, pixel16(pa, ca, pb, cb, odd1, oddh, rq));
+        _mm512_mask_cvtsepi32_storeu_epi8(out + 2 * x * c + i, k, pixel16(pa, ca, pb, cb, even1, evenh, rq));
         pa = ca;
         pb = cb;
       }
-      store_edge_avx512(wa, wb, last, i, k, out + (2 * w - 1) * c);
+      store_edge_avx512(wa, wb, last, i, k, out + (2 * w - 1) * c, rq);
 #undef NN_AT
     }
   }
@@ -998,13 +1012,14 @@ class Int8Resize final : public NativeDataOp {
   //   even 2x:     ((p / 4 + c 3/4) + p' / 4) + c' 3/4
   // (p, c: input pixels x - 1 and x of row a; p', c' of row b.)
   NN_TARGET_INT8_512 void row_quarters_avx512(const float* wa, const float* wb, int8_t* out) const {
+    const Requant16 rq = requant16();
     const size_t c = channels_, w = in_w_;
     const __m512 quarter = _mm512_set1_ps(0.25f), three = _mm512_set1_ps(0.75f);
     const BilinearTap &first = cols_[0], &last = cols_[2 * w - 1];
     for (size_t i = 0; i < c; i += 16) {
       const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - i)) - 1);
 #define NN_AT(row, x) _mm512_maskz_loadu_ps(k, (row) + (x)*c + i)
-      store_edge_avx512(wa, wb, first, i, k, out);
+      store_edge_avx512(wa, wb, first, i, k, out, rq);
       __m512 pa = NN_AT(wa, 0), pb = NN_AT(wb, 0);
       __m512 pa3 = _mm512_mul_ps(pa, three), pb3 = _mm512_mul_ps(pb, three);
       NN_KEEP_IN_REGISTER(pa3);  // products rounded on their own: no contraction into the adds
@@ -1018,14 +1033,14 @@ class Int8Resize final : public NativeDataOp {
             _mm512_fmadd_ps(cb, quarter, _mm512_add_ps(_mm512_fmadd_ps(ca, quarter, pa3), pb3));
         const __m512 even =
             _mm512_add_ps(_mm512_fmadd_ps(pb, quarter, _mm512_fmadd_ps(pa, quarter, ca3)), cb3);
-        _mm512_mask_cvtsepi32_storeu_epi8(out + (2 * x - 1) * c + i, k, requantize16(odd));
-        _mm512_mask_cvtsepi32_storeu_epi8(out + 2 * x * c + i, k, requantize16(even));
+        _mm512_mask_cvtsepi32_storeu_epi8(out + (2 * x - 1) * c + i, k, rq.apply(odd));
+        _mm512_mask_cvtsepi32_storeu_epi8(out + 2 * x * c + i, k, rq.apply(even));
         pa = ca;
         pb = cb;
         pa3 = ca3;
         pb3 = cb3;
       }
-      store_edge_avx512(wa, wb, last, i, k, out + (2 * w - 1) * c);
+      store_edge_avx512(wa, wb, last, i, k, out + (2 * w - 1) * c, rq);
 #undef NN_AT
     }
   }
@@ -1121,7 +1136,7 @@ class Int8Resize final : public NativeDataOp {
   bool avx512_, avx2_;
   bool twice_w_;  // row_twice_w_avx512 / _avx2
   bool quarters_ = false;  // row_quarters_avx512
-  bool reciprocal_ = false;  // requantize16 by inv_so_ rather than a division
+  bool reciprocal_ = false;  // Requant16::apply by inv_so_ rather than a division
   float inv_so_ = 0.f;
   std::string name_;
   bool saturates_;  // pixel16 / pixel8 leave the clamp to the stores
