@@ -1493,11 +1493,12 @@ bool NativeConv::k_block_rows(size_t threads) const {
   const size_t rows = tile_kernel().rows;
   // Weights gated per run are written over the pool by panels: each core reads its own.
   const bool gated_weights = scaled_ && !scaled_sum_;
-  // Each core streams every weight: up to 2 MB (an L2 here) that paid for itself, 4 MB
-  // (resnet50's 7x7 512 <-> 2048 convs) lost to the doubled traffic from L3 or memory.
-  const bool fits = k_ * shape_.out_c * sizeof(float) <= (size_t(2) << 20);
-  return k_block_rows_ && threads >= 2 && k_block_ && pointwise_ && group_in_ == shape_.in_c && !gated_weights && fits &&
-         m_total < dispatch_tile_m() * 4 && m_total / rows >= threads && !splits_rows(threads) &&
+  // Each core streams every weight, which pays only where they are few and each thread has
+  // rows enough to reuse each slice: 1.3-4 MB on 7x7 / 8x8 maps (resnet50's 512 <-> 2048,
+  // pose_landmark_heavy's 1632 <-> 272) and 4x4 maps (one micro-tile per thread) lost.
+  const bool few = k_ * shape_.out_c * sizeof(float) <= (size_t(1) << 20);
+  return k_block_rows_ && threads >= 2 && k_block_ && pointwise_ && group_in_ == shape_.in_c && !gated_weights &&
+         few && m_total < dispatch_tile_m() * 4 && m_total / rows >= 3 * threads && !splits_rows(threads) &&
          !im2col_once(threads);
 }
 

@@ -161,8 +161,8 @@ class NativeConv final : public NativeOp {
   bool splits_rows(size_t threads) const;
   // Whether `threads` threads split the rows of a k-blocked 1x1 conv on such an image where
   // splits_rows does not (its weights outweighing its pixels), one piece per thread over
-  // every panel (NativeIsa::k_block_rows; up to 2 MB of weights, not gated per run); else
-  // its panels.
+  // every panel (NativeIsa::k_block_rows; up to 1 MB of weights, not gated per run, 3+
+  // micro-tiles per thread); else its panels.
   bool k_block_rows(size_t threads) const;
   // k steps per slice of its weights when k-blocked (NativeIsa::k_blocks: AVX-512, a panel
   // larger than half of L1; NativeIsa::avx2_k_blocks: AVX2, the same), else 0.
