@@ -125,6 +125,32 @@ TEST(CpuThreads, PointwiseConvSplitsRowsOnASmallImage) {
   }
 }
 
+// A k-blocked 1x1 conv (400 input channels: deeper than a slice on either kernel) on 7x7
+// whose weights outweigh its pixels (400 x 75 against 49 x 475): at 2 threads one row piece
+// per thread over every panel, the last with the 1-pixel tail (CpuOptions::k_block_rows);
+// off, its panels. Both give the 1-thread bits. On 13x13 (400 -> 300) each thread's piece
+// is more than the kernels' 64-row chunk.
+TEST(CpuThreads, KBlockedPointwiseConvSplitsRowsOnASmallImage) {
+  for (uint32_t side : {7u, 13u}) {
+    Built b;
+    b.output(conv(b, b.input({1, side, side, 400}), 400, side == 7 ? 75 : 300, 1, 67));
+    for (bool avx512 : {true, false}) {
+      SCOPED_TRACE(std::string(avx512 ? "AVX-512 allowed, " : "AVX2, ") + std::to_string(side));
+      nn::CpuOptions on, off;
+      on.avx512 = off.avx512 = avx512;
+      off.k_block_rows = false;
+      expect_same_bits(b, "k-blocked", on);
+      expect_same_bits(b, "k-blocked", off);
+      if (nn::usable_cores() < 2) return;
+      const std::string two = nn_test::cpu_kernel_of(b.model, on, "op 0", 2);
+      EXPECT_NE(two.find("k-blocked, one row piece per thread"), std::string::npos) << two;
+      EXPECT_EQ(two.find(", rows per thread"), std::string::npos) << two;
+      EXPECT_EQ(nn_test::cpu_kernel_of(b.model, on, "op 0", 1).find("row piece"), std::string::npos);
+      EXPECT_EQ(nn_test::cpu_kernel_of(b.model, off, "op 0", 2).find("row piece"), std::string::npos);
+    }
+  }
+}
+
 TEST(CpuThreads, SpatialConvOnASmallImage) {
   Built b;  // 3x3, padded: edge tiles on im2col, 13x11 = 143 pixels
   b.output(conv(b, b.input({1, 13, 11, 37}), 37, 45, 3, 43));

@@ -101,6 +101,7 @@ TEST(NativeConvAvx2KBlocks, TheSwitchNamesTheKernelAndBothMatchTheReference) {
   nn::CpuOptions on, off;
   on.avx512 = off.avx512 = false;
   off.avx2_k_blocks = false;
+  on.k_block_rows = off.k_block_rows = false;  // names without the 2-thread row split (cpu_threads_test)
   for (int threads : {1, 2}) {
     EXPECT_EQ(nn_test::cpu_kernel_of(b.model, on, "op 0", threads), "native conv AVX2, k-blocked");
     EXPECT_EQ(nn_test::cpu_kernel_of(b.model, off, "op 0", threads), "native conv AVX2");

@@ -57,6 +57,7 @@ NativeIsa CpuPartition::isa_of(const CpuOptions& cpu) {
   isa.edge_taps = cpu.edge_taps;
   isa.transpose_tiles = cpu.transpose_tiles;
   isa.small_image_rows = cpu.small_image_rows;
+  isa.k_block_rows = cpu.k_block_rows;
   isa.amx = cpu.amx && isa.avx512 && amx_int8_cpu();
   isa.k_blocks = cpu.k_blocks;
   isa.avx2_k_blocks = cpu.avx2_k_blocks;
@@ -146,6 +147,9 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv &&
       conv->splits_rows(size_t(std::max(1, options_.threads))))
     name += ", rows per thread";
+  if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv &&
+      conv->k_block_rows(size_t(std::max(1, options_.threads))))
+    name += ", one row piece per thread";
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && (conv || winograd)) {
     const NativeConvShape& s = conv ? conv->shape() : winograd->shape();
     const Dims& filter = model_.operands[model_.operations[k].inputs[1]].dims;

@@ -27,6 +27,7 @@ CpuOptions CpuOptions::from_environment() {
   o.concat_affine = !set("NN_NO_CONCAT_AFFINE");
   o.transpose_tiles = !set("NN_NO_TRANSPOSE_TILES");
   o.small_image_rows = !set("NN_NO_SMALL_IMAGE_ROWS");
+  o.k_block_rows = !set("NN_NO_K_BLOCK_ROWS");
   o.edge_taps = !set("NN_NO_EDGE_TAPS");
   o.conv_before_resize = !set("NN_NO_CONV_BEFORE_RESIZE");
   o.add_mean = !set("NN_NO_ADD_MEAN");

@@ -672,6 +672,7 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
   const size_t reach = size_t(shape.kernel_w - 1) * shape.dilation_w + 1;
   strips_ = groups == 1 && segments_ > 0 && (tile_rows - 1) * shape.stride_w + reach <= tile_rows * shape.kernel_w;
   small_image_rows_ = isa.small_image_rows;
+  k_block_rows_ = isa.k_block_rows;
   // Edge tiles of a dilated conv that strips do not take (all of them without strips,
   // those across an output row with) run tap by tap where each tap is a run (taps_w_ =
   // kernel_w) and a run of a tile's pixels is contiguous (stride 1). Not grouped convs:
@@ -1487,14 +1488,33 @@ bool NativeConv::splits_rows(size_t threads) const {
   return pixels >= double(k_) * shape_.out_c;
 }
 
+bool NativeConv::k_block_rows(size_t threads) const {
+  const size_t m_total = size_t(shape_.batch) * shape_.out_h * shape_.out_w;
+  const size_t rows = tile_kernel().rows;
+  // Weights gated per run are written over the pool by panels: each core reads its own.
+  const bool gated_weights = scaled_ && !scaled_sum_;
+  // Each core streams every weight, which pays only where they are few and each thread has
+  // rows enough to reuse each slice: 1.3-4 MB on 7x7 / 8x8 maps (resnet50's 512 <-> 2048,
+  // pose_landmark_heavy's 1632 <-> 272) and 4x4 maps (one micro-tile per thread) lost.
+  const bool few = k_ * shape_.out_c * sizeof(float) <= (size_t(1) << 20);
+  return k_block_rows_ && threads >= 2 && k_block_ && pointwise_ && group_in_ == shape_.in_c && !gated_weights &&
+         few && m_total < dispatch_tile_m() * 4 && m_total / rows >= 3 * threads && !splits_rows(threads) &&
+         !im2col_once(threads);
+}
+
+size_t NativeConv::dispatch_tile_m() const {
+  // An AVX2 k-blocked image of up to one 64-row chunk is one tile (49 rows: not 48 and 1).
+  const size_t m_total = size_t(shape_.batch) * shape_.out_h * shape_.out_w;
+  return k_block_ && !avx512_ && m_total <= 64 ? m_total : tile_kernel().rows * 8;
+}
+
 void NativeConv::dispatch(Task& task, pthreadpool_t pool) const {
   const size_t m_total = size_t(shape_.batch) * shape_.out_h * shape_.out_w;
   const TileKernel kernel = tile_kernel();
   void (*tile_fn)(void*, size_t, size_t, size_t, size_t) = kernel.fn;
   const size_t rows = kernel.rows;
   // Tiles: enough row tiles for two threads to share.
-  // An AVX2 k-blocked image of up to one 64-row chunk is one tile (49 rows: not 48 and 1).
-  const size_t tile_m = k_block_ && !avx512_ && m_total <= 64 ? m_total : rows * 8;
+  const size_t tile_m = dispatch_tile_m();
   // k-blocked, a tile's weights need not stay in L2 (each slice is read from L1 by all its
   // rows, then not again): an image of one row tile takes every panel in one tile, so its
   // im2col rows are built once, not once per panel (a 7x7 map's 3x3 conv on 512 channels:
@@ -1550,6 +1570,28 @@ void NativeConv::dispatch(Task& task, pthreadpool_t pool) const {
           p.tile_fn(p.task, m0, j0, m1 - m0, std::min(p.tile_n, p.n_blocks - j0));
         },
         &rp, rp.pieces, (n_blocks_ + tile_n - 1) / tile_n, 0);
+    return;
+  }
+  // A k-blocked 1x1 conv whose weights outweigh its pixels: one piece of whole micro-tiles
+  // per thread, each over every panel in one call, so every slice of weights is read by all
+  // of the thread's rows (as at one thread) and each core reads only its rows of the input.
+  // Panel pieces had each core read every input row, half of them written by the other core.
+  if (k_block_rows(pthreadpool_get_threads_count(pool))) {
+    struct Halves {
+      Task* task;
+      void (*tile_fn)(void*, size_t, size_t, size_t, size_t);
+      size_t full, pieces, rows, m_total, n_blocks;
+    } h{&task, tile_fn, m_total / rows, std::min(m_total / rows, pthreadpool_get_threads_count(pool)), rows,
+        m_total, n_blocks_};
+    pthreadpool_parallelize_1d(
+        pool,
+        [](void* ctx, size_t i) {
+          const Halves& p = *static_cast<const Halves*>(ctx);
+          const size_t m0 = p.full * i / p.pieces * p.rows;
+          const size_t m1 = i + 1 == p.pieces ? p.m_total : p.full * (i + 1) / p.pieces * p.rows;
+          p.tile_fn(p.task, m0, 0, m1 - m0, p.n_blocks);
+        },
+        &h, h.pieces, 0);
     return;
   }
   // A small image (7x7, 14x14): its weights outweigh its pixels, so the threads split the

@@ -57,6 +57,7 @@ struct NativeIsa {
   bool edge_taps = true;       // NativeConv: a dilated stride-1 conv's edge micro-tiles tap by tap
   bool transpose_tiles = true;  // native transposes: 8 x 8 tiles through AVX2 registers
   bool small_image_rows = true;  // NativeConv on a small image: threads split rows where its pixels outweigh its weights
+  bool k_block_rows = true;      // NativeConv, k-blocked 1x1, small image: one row piece per thread over every panel
   bool k_blocks = true;         // NativeConv on AVX-512: deep panels in L1-sized slices of k (k_block)
   bool avx2_k_blocks = true;    // NativeConv on AVX2: the same on its 16-wide panels
   bool small_image_im2col = true;  // NativeConv, k-blocked, small image: im2col rows once, one k-blocked pass
@@ -158,6 +159,11 @@ class NativeConv final : public NativeOp {
   // of rows (NativeIsa::small_image_rows, its pixels outweighing its weights); else they
   // split its output channels' panels.
   bool splits_rows(size_t threads) const;
+  // Whether `threads` threads split the rows of a k-blocked 1x1 conv on such an image where
+  // splits_rows does not (its weights outweighing its pixels), one piece per thread over
+  // every panel (NativeIsa::k_block_rows; up to 1 MB of weights, not gated per run, 3+
+  // micro-tiles per thread); else its panels.
+  bool k_block_rows(size_t threads) const;
   // k steps per slice of its weights when k-blocked (NativeIsa::k_blocks: AVX-512, a panel
   // larger than half of L1; NativeIsa::avx2_k_blocks: AVX2, the same), else 0.
   size_t k_block() const { return k_block_; }
@@ -186,6 +192,8 @@ class NativeConv final : public NativeOp {
     size_t rows, width, tile_n;
   };
   TileKernel tile_kernel() const;
+  // Rows per tile of dispatch()'s tiles of rows.
+  size_t dispatch_tile_m() const;
   // Panel j's first output channel and its valid columns, on panels kPanel wide.
   std::pair<size_t, size_t> panel_columns(size_t j, size_t panel) const {
     const size_t local = j % group_panels_ * panel;
@@ -205,6 +213,7 @@ class NativeConv final : public NativeOp {
   size_t taps_w_ = 1;        // runs per kernel row: 1 (its taps contiguous), kernel_w when dilated
   bool strips_ = false;      // edge micro-tiles read zero-padded copies of their input rows
   bool small_image_rows_ = false;  // NativeIsa::small_image_rows
+  bool k_block_rows_ = false;      // NativeIsa::k_block_rows
   bool im2col_once_ = false;       // im2col_once() where its rows do not split
   bool edge_taps_ = false;   // or, without strips, per-tap runs: dead taps skipped (NativeIsa::edge_taps)
   size_t n_blocks_ = 0;      // out_c in panels of 32 (AVX-512) or 16, group by group

@@ -110,6 +110,11 @@ struct CpuOptions {
   // splits its rows between the threads, not its output channels, where its pixels outweigh
   // its weights: each core then reads the rows it wrote one op earlier. NN_NO_SMALL_IMAGE_ROWS=1.
   bool small_image_rows = true;
+  // At 2+ threads a k-blocked 1x1 conv on such an image whose weights outweigh its pixels
+  // splits its rows too, one piece per thread over every panel (each slice of weights read by
+  // all of the thread's rows), not its panels: each core reads only its rows of the input.
+  // NN_NO_K_BLOCK_ROWS=1.
+  bool k_block_rows = true;
   // A native conv drops kernel rows / columns that read only padding for every output
   // pixel (dilations wider than the image). NN_NO_DEAD_TAPS=1.
   bool drop_dead_taps = true;
