@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -157,6 +158,36 @@ TEST(NativeInt8ResizeQuarters, EqualsTheReferenceWithEachSwitch) {
               if (reciprocal && reciprocal_checks) name += ", reciprocal";
               EXPECT_EQ(kernel, name) << what;
             }
+      }
+}
+
+// The AVX2 rows (8 channels a step, the rest pixel by pixel; a 2x-width row of its own)
+// equal the reference byte for byte, on the scales and shapes above.
+TEST(NativeInt8ResizeAvx2, EqualsTheReference) {
+  if (!nn_test::has_avx2()) GTEST_SKIP() << "no AVX2";
+  for (Scales sc : {Scales{0.02558f, 0.02558f, -128}, Scales{0.0173f, 0.031f, 9}, Scales{0.0173f, 0.004f, -3},
+                    Scales{0.0173f, 0.004f, 127}, Scales{1.f, 1e-7f, 0}, Scales{1e30f, 1e-7f, 0}})
+    for (uint32_t c : {1u, 8u, 13u, 24u, 37u})
+      for (auto sh : {std::array<uint32_t, 4>{7, 9, 14, 18}, std::array<uint32_t, 4>{5, 11, 13, 22},
+                      std::array<uint32_t, 4>{7, 9, 13, 17}}) {
+        auto m = resize_model(sh[0], sh[1], sh[2], sh[3], c, sc);
+        ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+        std::mt19937 rng(c * 1000 + sh[3]);
+        std::vector<std::vector<int8_t>> x(1, std::vector<int8_t>(size_t(sh[0]) * sh[1] * c));
+        for (int8_t& v : x[0]) v = static_cast<int8_t>(int(rng() % 256) - 128);
+        const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
+        ASSERT_FALSE(expected.empty());
+        for (int threads : {1, 2}) {
+          CpuOptions cpu;
+          cpu.avx512 = false;
+          std::string kernel;
+          const std::string what = "scales " + std::to_string(sc.in) + " -> " + std::to_string(sc.out) + " zo " +
+                                   std::to_string(sc.zo) + ", " + std::to_string(c) + " channels, width " +
+                                   std::to_string(sh[1]) + " -> " + std::to_string(sh[3]) + ", " +
+                                   std::to_string(threads) + " threads";
+          EXPECT_EQ(run(m, x, "cpu", cpu, threads, &kernel), expected) << what << " on " << kernel;
+          EXPECT_EQ(kernel.rfind("native int8 resize AVX2", 0), 0u) << what << ": " << kernel;
+        }
       }
 }
 

@@ -144,12 +144,11 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv &&
       conv->im2col_once(size_t(std::max(1, options_.threads))))
     name += ", im2col once";
-  if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv &&
-      conv->splits_rows(size_t(std::max(1, options_.threads))))
-    name += ", rows per thread";
-  if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv &&
-      conv->k_block_rows(size_t(std::max(1, options_.threads))))
-    name += ", one row piece per thread";
+  if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv) {
+    const size_t threads = size_t(std::max(1, options_.threads));
+    if (conv->splits_rows(threads)) name += ", rows per thread";
+    if (conv->k_block_rows(threads)) name += ", one row piece per thread";
+  }
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && (conv || winograd)) {
     const NativeConvShape& s = conv ? conv->shape() : winograd->shape();
     const Dims& filter = model_.operands[model_.operations[k].inputs[1]].dims;

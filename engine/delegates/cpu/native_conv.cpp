@@ -1577,7 +1577,7 @@ void NativeConv::dispatch(Task& task, pthreadpool_t pool) const {
   // of the thread's rows (as at one thread) and each core reads only its rows of the input.
   // Panel pieces had each core read every input row, half of them written by the other core.
   if (k_block_rows(pthreadpool_get_threads_count(pool))) {
-    struct Halves {
+    struct RowPieces {
       Task* task;
       void (*tile_fn)(void*, size_t, size_t, size_t, size_t);
       size_t full, pieces, rows, m_total, n_blocks;
@@ -1586,7 +1586,7 @@ void NativeConv::dispatch(Task& task, pthreadpool_t pool) const {
     pthreadpool_parallelize_1d(
         pool,
         [](void* ctx, size_t i) {
-          const Halves& p = *static_cast<const Halves*>(ctx);
+          const RowPieces& p = *static_cast<const RowPieces*>(ctx);
           const size_t m0 = p.full * i / p.pieces * p.rows;
           const size_t m1 = i + 1 == p.pieces ? p.m_total : p.full * (i + 1) / p.pieces * p.rows;
           p.tile_fn(p.task, m0, 0, m1 - m0, p.n_blocks);

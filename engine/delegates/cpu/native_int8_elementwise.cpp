@@ -895,7 +895,7 @@ class Int8Resize final : public NativeDataOp {
   }
 
   // The requantization's constants, copied into a local by each row loop: the int8 stores
-  // may alias the op's members, so read from the op they were loaded again per vector.
+  // may alias the op's members, so read from the op they would be loaded again per vector.
   struct Requant16 {
     __m512 so, inv, lo, hi;
     __m512i zo;
@@ -1069,30 +1069,43 @@ class Int8Resize final : public NativeDataOp {
     return i;
   }
 
+  // Requant16 on 8 channels, division only (no FMA in this target), built once per loop for
+  // the same reason.
+  struct Requant8 {
+    __m256 so, lo, hi;
+    __m256i zo;
+    bool saturates;
+    NN_INLINE_INT8_AVX2 __m256i apply(__m256 y) const {
+      const __m256 q = _mm256_div_ps(y, so);
+      const __m256 r = _mm256_add_ps(
+          q, _mm256_or_ps(_mm256_and_ps(q, _mm256_set1_ps(-0.f)), _mm256_castsi256_ps(_mm256_set1_epi32(kJustBelowHalf))));
+      return _mm256_add_epi32(_mm256_cvttps_epi32(saturates ? r : _mm256_min_ps(_mm256_max_ps(r, lo), hi)), zo);
+    }
+  };
+  NN_INLINE_INT8_AVX2 Requant8 requant8() const {
+    return Requant8{_mm256_set1_ps(so_), _mm256_set1_ps(float(-128 - zo_)), _mm256_set1_ps(float(127 - zo_)),
+                    _mm256_set1_epi32(zo_), saturates_};
+  }
+
   // pixel16 on 8 channels (no FMA in this target: nothing to contract).
-  NN_INLINE_INT8_AVX2 __m256i pixel8(__m256 a_lo, __m256 a_hi, __m256 b_lo, __m256 b_hi, __m256 h1,
-                                     __m256 hh) const {
-    const __m256 so = _mm256_set1_ps(so_), sign = _mm256_set1_ps(-0.f);
-    const __m256 below_half = _mm256_castsi256_ps(_mm256_set1_epi32(kJustBelowHalf));
-    const __m256 lo = _mm256_set1_ps(float(-128 - zo_)), hi = _mm256_set1_ps(float(127 - zo_));
+  NN_INLINE_INT8_AVX2 static __m256i pixel8(__m256 a_lo, __m256 a_hi, __m256 b_lo, __m256 b_hi, __m256 h1,
+                                            __m256 hh, const Requant8& rq) {
     __m256 y = _mm256_mul_ps(a_lo, h1);
     y = _mm256_add_ps(y, _mm256_mul_ps(a_hi, hh));
     y = _mm256_add_ps(y, _mm256_mul_ps(b_lo, h1));
     y = _mm256_add_ps(y, _mm256_mul_ps(b_hi, hh));
-    const __m256 q = _mm256_div_ps(y, so);
-    const __m256 r = _mm256_add_ps(q, _mm256_or_ps(_mm256_and_ps(q, sign), below_half));
-    return _mm256_add_epi32(_mm256_cvttps_epi32(saturates_ ? r : _mm256_min_ps(_mm256_max_ps(r, lo), hi)),
-                            _mm256_set1_epi32(zo_));
+    return rq.apply(y);
   }
 
   // row_avx512's pixel on 8 channels a step.
   NN_TARGET_INT8_AVX2 size_t pixel_avx2(const float* a_lo, const float* a_hi, const float* b_lo,
                                         const float* b_hi, float h, int8_t* o) const {
     const __m256 h1 = _mm256_set1_ps(1.f - h), hh = _mm256_set1_ps(h);
+    const Requant8 rq = requant8();
     size_t i = 0;
     for (; i + 8 <= channels_; i += 8)
       store8(o + i, pixel8(_mm256_loadu_ps(a_lo + i), _mm256_loadu_ps(a_hi + i), _mm256_loadu_ps(b_lo + i),
-                           _mm256_loadu_ps(b_hi + i), h1, hh));
+                           _mm256_loadu_ps(b_hi + i), h1, hh, rq));
     return i;
   }
 
@@ -1100,24 +1113,25 @@ class Int8Resize final : public NativeDataOp {
   // as the reference.
   NN_TARGET_INT8_AVX2 void row_twice_w_avx2(const float* wa, const float* wb, int8_t* out) const {
     const size_t c = channels_, w = in_w_, c8 = c / 8 * 8;
+    const Requant8 rq = requant8();
     const __m256 odd1 = _mm256_set1_ps(1.f - cols_[1].frac), oddh = _mm256_set1_ps(cols_[1].frac);
     const __m256 even1 = _mm256_set1_ps(1.f - cols_[2].frac), evenh = _mm256_set1_ps(cols_[2].frac);
     const BilinearTap &first = cols_[0], &last = cols_[2 * w - 1];
     for (size_t i = 0; i < c8; i += 8) {
 #define NN_AT(row, x) _mm256_loadu_ps((row) + (x)*c + i)
       store8(out + i, pixel8(NN_AT(wa, first.lo), NN_AT(wa, first.hi), NN_AT(wb, first.lo), NN_AT(wb, first.hi),
-                             _mm256_set1_ps(1.f - first.frac), _mm256_set1_ps(first.frac)));
+                             _mm256_set1_ps(1.f - first.frac), _mm256_set1_ps(first.frac), rq));
       __m256 pa = NN_AT(wa, 0), pb = NN_AT(wb, 0);
       for (size_t x = 1; x < w; ++x) {
         const __m256 ca = NN_AT(wa, x), cb = NN_AT(wb, x);
-        store8(out + (2 * x - 1) * c + i, pixel8(pa, ca, pb, cb, odd1, oddh));
-        store8(out + 2 * x * c + i, pixel8(pa, ca, pb, cb, even1, evenh));
+        store8(out + (2 * x - 1) * c + i, pixel8(pa, ca, pb, cb, odd1, oddh, rq));
+        store8(out + 2 * x * c + i, pixel8(pa, ca, pb, cb, even1, evenh, rq));
         pa = ca;
         pb = cb;
       }
       store8(out + (2 * w - 1) * c + i, pixel8(NN_AT(wa, last.lo), NN_AT(wa, last.hi), NN_AT(wb, last.lo),
                                                NN_AT(wb, last.hi), _mm256_set1_ps(1.f - last.frac),
-                                               _mm256_set1_ps(last.frac)));
+                                               _mm256_set1_ps(last.frac), rq));
 #undef NN_AT
     }
     if (c8 == c) return;
