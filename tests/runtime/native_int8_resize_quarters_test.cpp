@@ -92,13 +92,14 @@ TEST(NativeInt8ResizeReciprocal, AcceptsOnlyAReciprocalThatRoundsAsTheDivision) 
 struct Scales {
   float in, out;
   int32_t zo;
+  int32_t zi = -128;  // input zero point: above -128, the input reaches below zero and the output clamps at -128
 };
 
 // One RESIZE_BILINEAR, half-pixel centres, [1, in_h, in_w, c] -> [1, out_h, out_w, c].
 std::shared_ptr<Model> resize_model(uint32_t in_h, uint32_t in_w, uint32_t out_h, uint32_t out_w, uint32_t c,
                                     Scales s) {
   auto m = std::make_shared<Model>();
-  Operand in = q8({1, in_h, in_w, c}, s.in, -128);
+  Operand in = q8({1, in_h, in_w, c}, s.in, s.zi);
   in.lifetime = Lifetime::MODEL_INPUT;
   std::vector<uint32_t> ins{m->add_operand(in)};
   m->inputs = ins;
@@ -117,15 +118,16 @@ std::shared_ptr<Model> resize_model(uint32_t in_h, uint32_t in_w, uint32_t out_h
 
 // Byte-equal to the reference with each switch on and off, 1 and 2 threads: 2x both ways
 // and 2x wide only (the quarters), and widths not doubled (the reciprocal alone); scales: the
-// decoder's (in = out: many exact halves to round), requantizing, past the int8 range,
-// 255 si / so >= 2^30 (clamped in float), and quotients past float's range.
+// decoder's (in = out: many exact halves to round), requantizing, past the int8 range (both
+// ends: an input zero point of 0 gives negative values),
+// 255 si / so >= 2^30 (clamped in float, then also below zero), and quotients past float's range.
 TEST(NativeInt8ResizeQuarters, EqualsTheReferenceWithEachSwitch) {
   if (!has_avx512_int8()) GTEST_SKIP() << "no AVX-512";
   struct Shape {
     uint32_t in_h, in_w, out_h, out_w;
   };
   for (Scales sc : {Scales{0.02558f, 0.02558f, -128}, Scales{0.0173f, 0.031f, 9}, Scales{0.0173f, 0.004f, -3},
-                    Scales{1.f, 1e-7f, 0}, Scales{1e30f, 1e-7f, 0}})
+                    Scales{0.0173f, 0.004f, -3, 0}, Scales{1.f, 1e-7f, 0}, Scales{1.f, 1e-7f, 0, 0}, Scales{1e30f, 1e-7f, 0}})
     for (uint32_t c : {1u, 13u, 16u, 24u, 37u})
       for (Shape sh : {Shape{7, 9, 14, 18}, Shape{5, 11, 13, 22}, Shape{6, 5, 12, 10}, Shape{7, 9, 13, 17}}) {
         auto m = resize_model(sh.in_h, sh.in_w, sh.out_h, sh.out_w, c, sc);
@@ -162,11 +164,13 @@ TEST(NativeInt8ResizeQuarters, EqualsTheReferenceWithEachSwitch) {
 }
 
 // The AVX2 rows (8 channels a step, the rest pixel by pixel; a 2x-width row of its own)
-// equal the reference byte for byte, on the scales and shapes above.
+// equal the reference byte for byte, on the scales and shapes above and outputs clamped at
+// both ends.
 TEST(NativeInt8ResizeAvx2, EqualsTheReference) {
   if (!nn_test::has_avx2()) GTEST_SKIP() << "no AVX2";
   for (Scales sc : {Scales{0.02558f, 0.02558f, -128}, Scales{0.0173f, 0.031f, 9}, Scales{0.0173f, 0.004f, -3},
-                    Scales{0.0173f, 0.004f, 127}, Scales{1.f, 1e-7f, 0}, Scales{1e30f, 1e-7f, 0}})
+                    Scales{0.0173f, 0.004f, 127}, Scales{0.0173f, 0.004f, -3, 0}, Scales{0.0173f, 0.004f, 127, 5},
+                    Scales{1.f, 1e-7f, 0}, Scales{1.f, 1e-7f, 0, 0}, Scales{1e30f, 1e-7f, 0}})
     for (uint32_t c : {1u, 8u, 13u, 24u, 37u})
       for (auto sh : {std::array<uint32_t, 4>{7, 9, 14, 18}, std::array<uint32_t, 4>{5, 11, 13, 22},
                       std::array<uint32_t, 4>{7, 9, 13, 17}}) {
