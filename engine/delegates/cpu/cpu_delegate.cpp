@@ -26,6 +26,7 @@
 #include <string>
 
 #include "delegates/cpu/cpu_partition.h"
+#include "delegates/cpu/native_dot_conv.h"
 #include "delegates/cpu/native_grouped_conv.h"
 #include "runtime/buffer.h"
 #include "runtime/partitioner.h"  // log_line
@@ -64,6 +65,7 @@ NativeIsa CpuPartition::isa_of(const CpuOptions& cpu) {
   isa.small_image_im2col = cpu.small_image_im2col;
   isa.grouped_pairs = cpu.grouped_pairs;
   isa.expand_depthwise_pairs = cpu.expand_depthwise_pairs;
+  isa.dot_conv = cpu.dot_conv;
   return isa;
 }
 
@@ -134,6 +136,7 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
                        std::to_string(winograd->output_tile()) + ",3x3)";
   name += isa_.avx512 ? " AVX-512" : " AVX2";
   if (dynamic_cast<const NativeGroupedConv*>(f.kernel.get())) name += ", group pairs";
+  if (dynamic_cast<const NativeDotConv*>(f.kernel.get())) name += ", a dot per pixel";
   // The variants a CpuOptions switch picks, so --explain and --profile show them.
   const auto* conv = dynamic_cast<const NativeConv*>(f.kernel.get());
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv && conv->ymm_last_panel())

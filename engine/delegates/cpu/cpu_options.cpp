@@ -65,6 +65,7 @@ CpuOptions CpuOptions::from_environment() {
   o.adaptive_threads = !set("NN_NO_ADAPTIVE_THREADS");
   o.native_grouped_conv = !set("NN_NO_NATIVE_GROUPED");
   o.grouped_pairs = !set("NN_NO_GROUPED_PAIRS");
+  o.dot_conv = !set("NN_NO_DOT_CONV");
   return o;
 }
 

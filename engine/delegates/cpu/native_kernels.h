@@ -63,6 +63,7 @@ struct NativeIsa {
   bool small_image_im2col = true;  // NativeConv, k-blocked, small image: im2col rows once, one k-blocked pass
   bool grouped_pairs = true;       // AVX-512 grouped convs of <= 16 channels per group: NativeGroupedConv
   bool expand_depthwise_pairs = true;  // NativeExpandDepthwise: its depthwise's row pairs (run_two_rows)
+  bool dot_conv = true;        // convs of 1-4 output channels: NativeDotConv (a dot product per pixel)
   // All this CPU has (every switch on).
   static NativeIsa best();
   // avx512: allowed; half_width: 1 forced on, 0 forced off, -1 measured (avx512_half_width).

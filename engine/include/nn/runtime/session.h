@@ -140,6 +140,10 @@ struct CpuOptions {
   // NativeGroupedConv, two groups per micro-kernel call (16 accumulators where NativeConv's
   // group-by-group 8 x 16 kernel has 8); off: XNNPACK, as before. NN_NO_GROUPED_PAIRS=1.
   bool grouped_pairs = true;
+  // A dense conv of 1-4 output channels (a segmentation or heatmap head) as one dot product
+  // per output pixel and channel (NativeDotConv), not on the GEMM's 16- / 8-wide panels of
+  // output channels, which it would mostly leave empty. NN_NO_DOT_CONV=1.
+  bool dot_conv = true;
   // int8 convs (VNNI / AVX2 GEMM), depthwise and tiled transpose convs, MUL, HARD_SWISH, TANH,
   // MEAN and bilinear resize on nnpipe's kernels (delegates/cpu/native_int8.h); off: XNNPACK
   // or the reference. NN_NO_NATIVE_INT8=1.

@@ -1,0 +1,51 @@
+// NativeDotConv: a CONV_2D with very few output channels (a segmentation or heatmap head:
+// pose_landmark's 3x3 conv 8 -> 1 over 256x256) as one dot product per output pixel and
+// channel. NativeConv's GEMM computes output channels in panels 16 wide (AVX-512) or 8 wide
+// (AVX2), so a one-channel conv there spends 15 of every 16 FMAs on padding. Here each
+// window row of a pixel (kernel_w x in_c floats, contiguous in NHWC) is multiplied lane by
+// lane with the filter's row, and the lanes of 16 (AVX-512) or 8 (AVX2) pixels' accumulators
+// are summed in one transposing reduction, which leaves their outputs side by side.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "delegates/cpu/native_epilogue.h"
+#include "delegates/cpu/native_kernels.h"
+
+namespace nn::cpu {
+
+class NativeDotConv final : public NativeOp {
+ public:
+  // The most output channels it takes: at 4 the GEMM's 16-wide panel still wastes 3/4 of its
+  // FMAs on AVX-512 (bench/README.md has the measured crossing).
+  static constexpr uint32_t kMaxOutputs = 4;
+
+  // Whether it runs this conv: one group, no dilation, at most kMaxOutputs output channels,
+  // an epilogue without LOGISTIC, and not a 1x1 stride-1 unpadded conv (those keep
+  // NativeConv, which the pointwise fusions build on: a gated input, a projection after a
+  // depthwise conv, a conv moved before a resize).
+  static bool supports(const NativeConvShape& s, const Epilogue& e);
+
+  // filter: OHWI [out_c, kernel_h, kernel_w, in_c]; bias: [out_c] or nullptr.
+  NativeDotConv(const NativeConvShape& s, const float* filter, const float* bias, const Epilogue& e,
+                const NativeIsa& isa);
+  void run(const NativeArgs& args) const override;
+  const NativeConvShape& shape() const { return s_; }
+
+  struct Task;
+
+ private:
+  static void row(void* ctx, size_t r);
+  void finish_row(const Task& t, size_t r, float* out_row) const;
+
+  NativeConvShape s_;
+  Epilogue epilogue_;
+  bool avx512_ = false;
+  size_t lanes_ = 8;        // floats per vector and pixels per block (16 on AVX-512)
+  size_t span_ = 0;         // a window row's floats (kernel_w in_c), rounded up to lanes_
+  size_t ox_lo_ = 0, ox_hi_ = 0;  // output columns whose windows are inside horizontally
+  float bias_[kMaxOutputs] = {};
+};
+
+}  // namespace nn::cpu
