@@ -54,12 +54,12 @@ TEST(NativeDotConv, MatchesTheConvInDouble) {
   // and one overlapping, or four and one of 8 on AVX2); 13 channels (window rows of 39
   // floats: two full vectors and a masked 7); RGB in (a 9-float row, masked); a 5x5 over
   // 6 columns (no interior block: every pixel from strips); 2 and 4 outputs, stride 2 with
-  // uneven padding, a 1x3 and a 3x1, a 1x1 stride 2 (not pointwise), an unpadded 2x2.
+  // uneven padding, a 1x3 and a 3x1, a 1x1 stride 2 (not pointwise), an unpadded 2x2, 6 outputs.
   const Case cases[] = {{9, 40, 8, 1, 3, 3, 1, 1, 1, 1, 1},  {7, 33, 13, 2, 3, 3, 1, 1, 1, 1, 1},
                         {6, 37, 3, 1, 3, 3, 2, 0, 0, 1, 1},  {5, 6, 4, 3, 5, 5, 1, 2, 2, 2, 2},
                         {8, 50, 8, 4, 3, 3, 1, 1, 1, 1, 1},  {6, 29, 16, 1, 1, 3, 1, 0, 1, 0, 1},
                         {11, 21, 5, 2, 3, 1, 1, 1, 0, 1, 0}, {9, 35, 24, 3, 1, 1, 2, 0, 0, 0, 0},
-                        {8, 34, 6, 1, 2, 2, 2, 0, 0, 0, 0},  {4, 70, 1, 1, 3, 3, 1, 1, 1, 1, 1}};
+                        {8, 34, 6, 1, 2, 2, 2, 0, 0, 0, 0},  {4, 70, 1, 1, 3, 3, 1, 1, 1, 1, 1},  {7, 27, 8, 6, 3, 3, 1, 1, 1, 1, 1}};
   const nn_test::Stage stages[] = {nn_test::Stage::kNone, nn_test::Stage::kRelu6, nn_test::Stage::kHardSwish,
                                    nn_test::Stage::kResidual};
   uint32_t seed = 301;
@@ -72,7 +72,7 @@ TEST(NativeDotConv, MatchesTheConvInDouble) {
         Epilogue e = stage < 4 ? nn_test::epilogue_of(stages[stage]) : Epilogue{};
         if (stage == 4) e.swish = true;
         SCOPED_TRACE(describe(c) + (avx512 ? " AVX-512" : " AVX2") + " stage " + std::to_string(stage));
-        ASSERT_TRUE(NativeDotConv::supports(s, e));
+        
         const nn_test::NativeConvData d = nn_test::random_conv_data(s, seed);
         seed += 4;
         const std::vector<float> want = nn_test::direct_conv(s, d, e);
@@ -87,20 +87,36 @@ TEST(NativeDotConv, MatchesTheConvInDouble) {
 TEST(NativeDotConv, TakesOnlyDenseConvsOfFewOutputs) {
   NativeConvShape s = shape_of({9, 40, 8, 1, 3, 3, 1, 1, 1, 1, 1});
   const Epilogue none;
-  EXPECT_EQ(NativeDotConv::supports(s, none), nn::cpu::native_conv_supported());
+  EXPECT_EQ(NativeDotConv::supports(s, none, NativeIsa::best()), nn::cpu::native_conv_supported());
   NativeConvShape wide = s;
   wide.out_c = NativeDotConv::kMaxOutputs + 1;
-  EXPECT_FALSE(NativeDotConv::supports(wide, none));
+  EXPECT_FALSE(NativeDotConv::supports(wide, none, NativeIsa::best()));
   NativeConvShape grouped = s;
   grouped.in_c = 8, grouped.out_c = 2, grouped.groups = 2;
-  EXPECT_FALSE(NativeDotConv::supports(grouped, none));
+  EXPECT_FALSE(NativeDotConv::supports(grouped, none, NativeIsa::best()));
   NativeConvShape dilated = s;
   dilated.dilation_h = dilated.dilation_w = 2;
-  EXPECT_FALSE(NativeDotConv::supports(dilated, none));
-  EXPECT_FALSE(NativeDotConv::supports(shape_of({9, 40, 8, 1, 1, 1, 1, 0, 0, 0, 0}), none));  // pointwise
+  EXPECT_FALSE(NativeDotConv::supports(dilated, none, NativeIsa::best()));
+  EXPECT_FALSE(NativeDotConv::supports(shape_of({9, 40, 8, 1, 1, 1, 1, 0, 0, 0, 0}), none, NativeIsa::best()));  // pointwise
   Epilogue logistic;
   logistic.logistic = true;
-  EXPECT_FALSE(NativeDotConv::supports(s, logistic));
+  EXPECT_FALSE(NativeDotConv::supports(s, logistic, NativeIsa::best()));
+  // As many outputs as their window rows fill vectors: 3x3 over 8 channels (rows of 24
+  // floats, 32 on AVX-512) up to 3 on AVX-512 and 6 on AVX2; over RGB (9 floats, 16) up to 2.
+  if (!nn::cpu::native_conv_supported()) return;
+  auto takes = [&](uint32_t in_c, uint32_t out_c, bool avx512) {
+    NativeConvShape t = shape_of({9, 40, in_c, out_c, 3, 3, 1, 1, 1, 1, 1});
+    return NativeDotConv::supports(t, none, NativeIsa::with(avx512, 0, true));
+  };
+  if (nn::cpu::native_avx512_enabled()) {
+    EXPECT_TRUE(takes(8, 3, true));
+    EXPECT_FALSE(takes(8, 4, true));
+    EXPECT_TRUE(takes(16, 4, true));
+    EXPECT_TRUE(takes(3, 2, true));
+    EXPECT_FALSE(takes(3, 3, true));
+  }
+  EXPECT_TRUE(takes(8, 6, false));
+  EXPECT_FALSE(takes(8, 7, false));
 }
 
 // In a model: a 3x3 conv 8 -> 1 with RELU6 on 20x24 (the dot conv) after a 1x1 conv 3 -> 8

@@ -294,7 +294,7 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
       if (dead_taps && drop_dead_taps(&s, weights, &live)) weights = live.data();
       if (s.groups > 1 && isa.grouped_pairs && NativeGroupedConv::supports(s, isa))
         return std::make_unique<NativeGroupedConv>(s, weights, bias, epilogue);
-      if (isa.dot_conv && !at_size && NativeDotConv::supports(s, epilogue))
+      if (isa.dot_conv && !at_size && NativeDotConv::supports(s, epilogue, isa))
         return std::make_unique<NativeDotConv>(s, weights, bias, epilogue, isa);
       const uint32_t tile =
           winograd_threads > 0 && s.groups == 1 ? winograd_choice(s, winograd_threads, winograd_split, isa, winograd_f2)

@@ -16,11 +16,15 @@ struct NativeDotConv::Task {
   float* output;
 };
 
-bool NativeDotConv::supports(const NativeConvShape& s, const Epilogue& e) {
+bool NativeDotConv::supports(const NativeConvShape& s, const Epilogue& e, const NativeIsa& isa) {
   const bool pointwise = s.kernel_h == 1 && s.kernel_w == 1 && s.stride_h == 1 && s.stride_w == 1 &&
                          s.pad_top == 0 && s.pad_left == 0 && s.in_h == s.out_h && s.in_w == s.out_w;
+  const bool avx512 = isa.avx512 && native_avx512_enabled();
+  const size_t lanes = avx512 ? 16 : 8, row = size_t(s.kernel_w) * s.in_c;
+  const size_t padded = (row + lanes - 1) / lanes * lanes;
   return NN_NATIVE_X86 && s.groups == 1 && s.dilation_h == 1 && s.dilation_w == 1 && s.out_c >= 1 &&
-         s.out_c <= kMaxOutputs && s.in_c >= 1 && !pointwise && !e.logistic && native_conv_supported();
+         s.out_c <= kMaxOutputs && s.in_c >= 1 && !pointwise && !e.logistic && native_conv_supported() &&
+         s.out_c * padded <= (avx512 ? 4 : 6) * row;
 }
 
 NativeDotConv::NativeDotConv(const NativeConvShape& s, const float* filter, const float* bias, const Epilogue& e,
@@ -29,6 +33,7 @@ NativeDotConv::NativeDotConv(const NativeConvShape& s, const float* filter, cons
   lanes_ = avx512_ ? 16 : 8;
   const size_t row = size_t(s.kernel_w) * s.in_c;
   span_ = (row + lanes_ - 1) / lanes_ * lanes_;
+  if (s.out_c < 1 || s.out_c > kMaxBuilt) return;
   // Each output channel's kernel rows, zero-padded to whole vectors.
   packed_ = allocate_floats(size_t(s.out_c) * s.kernel_h * span_);
   if (!packed_) return;
@@ -153,7 +158,7 @@ NN_TARGET_AVX2 __m256 block8(const float* x, size_t step, size_t row_stride, siz
 }
 
 NN_TARGET_AVX512 void blocks16(const DotRow& d) {
-  alignas(64) float block[16 * NativeDotConv::kMaxOutputs];
+  alignas(64) float block[16 * NativeDotConv::kMaxBuilt];
   for (size_t ox = d.lo; ox < d.hi; ox += 16) {
     const size_t b = std::min(ox, d.hi - 16);
     const float* x = d.x + b * d.step - d.offset;
@@ -170,7 +175,7 @@ NN_TARGET_AVX512 void blocks16(const DotRow& d) {
 }
 
 NN_TARGET_AVX2 void blocks8(const DotRow& d) {
-  alignas(32) float block[8 * NativeDotConv::kMaxOutputs];
+  alignas(32) float block[8 * NativeDotConv::kMaxBuilt];
   for (size_t ox = d.lo; ox < d.hi; ox += 8) {
     const size_t b = std::min(ox, d.hi - 8);
     const float* x = d.x + b * d.step - d.offset;
@@ -253,7 +258,7 @@ void NativeDotConv::row(void* ctx, size_t r) {
   // their windows (a strip of kernel_h rows), outputs copied to the row where they fall outside [lo, hi).
   const size_t strip_px = (lanes - 1) * s.stride_w + s.kernel_w;
   thread_local std::vector<float> strip;
-  alignas(64) float block[16 * kMaxOutputs];
+  alignas(64) float block[16 * kMaxBuilt];
   d.row_stride = strip_px * c, d.lo = 0, d.hi = lanes, d.offset = 0, d.out = block;
   for (size_t b = 0; b < s.out_w; b += lanes) {
     if (b >= lo && b + lanes <= hi) continue;

@@ -17,15 +17,19 @@ namespace nn::cpu {
 
 class NativeDotConv final : public NativeOp {
  public:
-  // The most output channels it takes: at 4 the GEMM's 16-wide panel still wastes 3/4 of its
-  // FMAs on AVX-512 (bench/README.md has the measured crossing).
-  static constexpr uint32_t kMaxOutputs = 4;
+  // The most output channels it takes (on AVX2; supports() says where below it pays).
+  static constexpr uint32_t kMaxOutputs = 6;
+  // The most it can be built for (nndotconv measures past kMaxOutputs); more: ok() is false.
+  static constexpr uint32_t kMaxBuilt = 16;
 
-  // Whether it runs this conv: one group, no dilation, at most kMaxOutputs output channels,
-  // an epilogue without LOGISTIC, and not a 1x1 stride-1 unpadded conv (those keep
-  // NativeConv, which the pointwise fusions build on: a gated input, a projection after a
-  // depthwise conv, a conv moved before a resize).
-  static bool supports(const NativeConvShape& s, const Epilogue& e);
+  // Whether it runs this conv on `isa`'s kernels: one group, no dilation, an epilogue without
+  // LOGISTIC, not a 1x1 stride-1 unpadded conv (those keep NativeConv, which the pointwise
+  // fusions build on: a gated input, a projection after a depthwise conv, a conv moved before
+  // a resize), and few enough outputs for its window rows: out_c x (a window row's floats
+  // rounded up to whole vectors) at most 4 (AVX-512) or 6 (AVX2) window rows' floats. Each
+  // output channel costs it about 3.2x (AVX-512) its share of the GEMM's FMAs, which pays a
+  // whole 16- (8-) wide panel whatever out_c is (`nndotconv`, bench/README.md).
+  static bool supports(const NativeConvShape& s, const Epilogue& e, const NativeIsa& isa);
 
   // filter: OHWI [out_c, kernel_h, kernel_w, in_c]; bias: [out_c] or nullptr.
   NativeDotConv(const NativeConvShape& s, const float* filter, const float* bias, const Epilogue& e,
@@ -45,7 +49,7 @@ class NativeDotConv final : public NativeOp {
   size_t lanes_ = 8;        // floats per vector and pixels per block (16 on AVX-512)
   size_t span_ = 0;         // a window row's floats (kernel_w in_c), rounded up to lanes_
   size_t ox_lo_ = 0, ox_hi_ = 0;  // output columns whose windows are inside horizontally
-  float bias_[kMaxOutputs] = {};
+  float bias_[kMaxBuilt] = {};
 };
 
 }  // namespace nn::cpu
