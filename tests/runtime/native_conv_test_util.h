@@ -107,7 +107,7 @@ inline nn::cpu::NativeConvShape grouped_shape_of(const GroupedConvCase& c) {
   return s;
 }
 
-// The conv in double (NHWC input, filter OHWI with I = in_c / groups, no dilation), then
+// The conv in double (NHWC input, filter OHWI with I = in_c / groups, taps dilation apart), then
 // the epilogue's stages on the float sum.
 inline std::vector<float> direct_conv(const nn::cpu::NativeConvShape& s, const NativeConvData& d,
                                       const nn::cpu::Epilogue& e) {
@@ -121,8 +121,8 @@ inline std::vector<float> direct_conv(const nn::cpu::NativeConvShape& s, const N
           double acc = d.bias[o];
           for (uint32_t ky = 0; ky < s.kernel_h; ++ky)
             for (uint32_t kx = 0; kx < s.kernel_w; ++kx) {
-              const int64_t iy = int64_t(oy) * s.stride_h + ky - s.pad_top;
-              const int64_t ix = int64_t(ox) * s.stride_w + kx - s.pad_left;
+              const int64_t iy = int64_t(oy) * s.stride_h + int64_t(ky) * s.dilation_h - s.pad_top;
+              const int64_t ix = int64_t(ox) * s.stride_w + int64_t(kx) * s.dilation_w - s.pad_left;
               if (iy < 0 || ix < 0 || iy >= s.in_h || ix >= s.in_w) continue;
               const float* x = &d.input[((size_t(b) * s.in_h + iy) * s.in_w + ix) * s.in_c + size_t(g) * gi];
               const float* w = &d.filter[((size_t(o) * s.kernel_h + ky) * s.kernel_w + kx) * gi];

@@ -205,9 +205,9 @@ TEST(NativeWinograd, OnlyThreeByThreeStrideOne) {
   NativeConvShape strided = s;
   strided.stride_h = 2;
   EXPECT_FALSE(NativeWinograd::supports(strided));
-  NativeConvShape dilated = s;
+  NativeConvShape dilated = s;  // as polyphase sub-images (native_winograd_dilated_test.cpp)
   dilated.dilation_w = 2;
-  EXPECT_FALSE(NativeWinograd::supports(dilated));
+  EXPECT_TRUE(NativeWinograd::supports(dilated));
   NativeConvShape five = s;
   five.kernel_h = five.kernel_w = 5;
   EXPECT_FALSE(NativeWinograd::supports(five));

@@ -135,6 +135,11 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
   if (winograd) name = "native winograd F(" + std::to_string(winograd->output_tile()) + "x" +
                        std::to_string(winograd->output_tile()) + ",3x3)";
   name += isa_.avx512 ? " AVX-512" : " AVX2";
+  if (winograd && (winograd->shape().dilation_h > 1 || winograd->shape().dilation_w > 1)) {
+    const NativeConvShape& s = winograd->shape();
+    name += ", dilation " + std::to_string(s.dilation_h);
+    if (s.dilation_w != s.dilation_h) name += "x" + std::to_string(s.dilation_w);
+  }
   if (dynamic_cast<const NativeGroupedConv*>(f.kernel.get())) name += ", group pairs";
   if (dynamic_cast<const NativeDotConv*>(f.kernel.get())) name += ", a dot per pixel";
   // The variants a CpuOptions switch picks, so --explain and --profile show them.

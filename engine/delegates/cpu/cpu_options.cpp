@@ -44,6 +44,7 @@ CpuOptions CpuOptions::from_environment() {
   o.winograd = !set("NN_NO_WINOGRAD");
   o.winograd_panel_split = !set("NN_NO_WINOGRAD_SPLIT");
   o.winograd_f2 = !set("NN_NO_WINOGRAD_F2");
+  o.dilated_winograd = !set("NN_NO_DILATED_WINOGRAD");
   o.native_int8 = !set("NN_NO_NATIVE_INT8");
   o.avx_vnni = !set("NN_NO_AVX_VNNI");
   o.amx = !set("NN_NO_AMX");

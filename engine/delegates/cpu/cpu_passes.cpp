@@ -710,7 +710,8 @@ Status CpuPartition::make_native_kernels() {
       }
       native = make_native_op(model_, k, r.native, statics, r.epilogue, isa_, options_.cpu.drop_dead_taps, nullptr,
                               options_.cpu.winograd ? std::max(1, options_.threads) : 0,
-                              options_.cpu.winograd_panel_split, options_.cpu.winograd_f2);
+                              options_.cpu.winograd_panel_split, options_.cpu.winograd_f2,
+                              options_.cpu.dilated_winograd);
     }
     NN_CHECK_OR_RETURN(native && native->ok(), StatusCode::kOutOfMemory, op_label(model_, k) + ": packing weights");
     if (r.gated)

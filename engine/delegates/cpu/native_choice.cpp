@@ -271,7 +271,8 @@ std::pair<const float*, const float*> conv_weights(const Model& m, const Operati
 std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind kind,
                                          const StaticLookup& statics, const Epilogue& epilogue,
                                          const NativeIsa& isa, bool dead_taps, const Dims* at_size,
-                                         int winograd_threads, bool winograd_split, bool winograd_f2) {
+                                         int winograd_threads, bool winograd_split, bool winograd_f2,
+                                         bool winograd_dilated) {
   const Operation& op = m.operations[k];
   std::string why;
   if (kind == NativeKind::kAddMean) {  // an ADD; the mean's output shape follows from its input
@@ -297,8 +298,9 @@ std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind 
       if (isa.dot_conv && !at_size && NativeDotConv::supports(s, epilogue, isa))
         return std::make_unique<NativeDotConv>(s, weights, bias, epilogue, isa);
       const uint32_t tile =
-          winograd_threads > 0 && s.groups == 1 ? winograd_choice(s, winograd_threads, winograd_split, isa, winograd_f2)
-                                                : 0;
+          winograd_threads > 0 && s.groups == 1
+              ? winograd_choice(s, winograd_threads, winograd_split, isa, winograd_f2, winograd_dilated)
+              : 0;
       if (tile != 0)
         return std::make_unique<NativeWinograd>(s, weights, bias, epilogue, size_t(winograd_threads), tile, isa,
                                                 winograd_split);

@@ -87,12 +87,12 @@ std::pair<const float*, const float*> conv_weights(const Model& m, const Operati
 // pointwise conv for this NHWC size instead of its own (the conv moved in front of a
 // resize, NativeConvThenResize). winograd_threads > 0: a dense conv runs as NativeWinograd
 // for that many threads as winograd_choice picks (winograd_split: CpuOptions::winograd_panel_split,
-// winograd_f2: CpuOptions::winograd_f2).
+// winograd_f2: CpuOptions::winograd_f2, winograd_dilated: CpuOptions::dilated_winograd).
 std::unique_ptr<NativeOp> make_native_op(const Model& m, uint32_t k, NativeKind kind,
                                          const StaticLookup& statics, const Epilogue& epilogue,
                                          const NativeIsa& isa, bool dead_taps, const Dims* at_size = nullptr,
                                          int winograd_threads = 0, bool winograd_split = true,
-                                         bool winograd_f2 = true);
+                                         bool winograd_f2 = true, bool winograd_dilated = true);
 
 // A squeeze-and-excitation tail a native 1x1 conv reads in place (NativeConv::enable_scaled_input):
 // conv(MUL(x, gate)) or conv(ADD(MUL(x, gate), skip)), gate one value per channel. The

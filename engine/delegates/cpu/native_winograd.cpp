@@ -19,7 +19,7 @@ namespace {
 // What the transforms need to know about a run.
 struct WinogradGeometry {
   NativeConvShape shape;
-  size_t tiles_h, tiles_w;
+  size_t tiles_h, tiles_w;  // per polyphase sub-image (the whole image at dilation 1)
   size_t block;            // tiles per block (rows of each GEMM)
   size_t in_pad, out_pad;  // channels rounded up to the vector width
 };
@@ -128,6 +128,13 @@ constexpr size_t kSplitFilterBytes = size_t(16) << 20;
 // every panel of that point reads again) stays within this.
 constexpr size_t kPointBytes = size_t(1) << 20;
 
+// Output tiles of F(m x m): at dilation d, per each of the d_h x d_w polyphase sub-images
+// (pixels y * d_h + a, x * d_w + b), tiled as the ceil(out / d)-sized one.
+size_t tile_count(const NativeConvShape& s, size_t m) {
+  const size_t sub_h = (s.out_h + s.dilation_h - 1) / s.dilation_h, sub_w = (s.out_w + s.dilation_w - 1) / s.dilation_w;
+  return size_t(s.batch) * s.dilation_h * s.dilation_w * ((sub_h + m - 1) / m) * ((sub_w + m - 1) / m);
+}
+
 // Panels PackedGemm cuts out_c into (its rule).
 size_t gemm_panels(size_t out_c, const NativeIsa& isa) {
   const size_t width = isa.avx512 && out_c > 16 ? 32 : 16;
@@ -140,7 +147,7 @@ size_t gemm_panels(size_t out_c, const NativeIsa& isa) {
 // 128 -> 128 convs at 28x28, 2.4 MB of filters for 1.8 MB of tiles, ran 0-10% slower split.)
 bool filters_outweigh_tiles(const NativeConvShape& s, size_t m) {
   const size_t points = (m + 2) * (m + 2);
-  const size_t tiles = size_t(s.batch) * ((s.out_h + m - 1) / m) * ((s.out_w + m - 1) / m);
+  const size_t tiles = tile_count(s, m);
   const size_t filter_bytes = points * s.in_c * s.out_c * sizeof(float);
   return filter_bytes >= kSplitFilterBytes && filter_bytes >= 2 * tiles * points * (s.in_c + s.out_c) * sizeof(float) &&
          tiles * s.in_c * sizeof(float) <= kPointBytes;
@@ -149,8 +156,8 @@ bool filters_outweigh_tiles(const NativeConvShape& s, size_t m) {
 }  // namespace
 
 bool NativeWinograd::supports(const NativeConvShape& s) {
-  return s.kernel_h == 3 && s.kernel_w == 3 && s.stride_h == 1 && s.stride_w == 1 && s.dilation_h == 1 &&
-         s.dilation_w == 1 && s.out_h > 0 && s.out_w > 0 && s.in_c > 0 && s.out_c > 0;
+  return s.kernel_h == 3 && s.kernel_w == 3 && s.stride_h == 1 && s.stride_w == 1 && s.dilation_h >= 1 &&
+         s.dilation_w >= 1 && s.out_h > 0 && s.out_w > 0 && s.in_c > 0 && s.out_c > 0;
 }
 
 NativeWinograd::NativeWinograd(const NativeConvShape& shape, const float* filter, const float* bias,
@@ -170,8 +177,10 @@ NativeWinograd::NativeWinograd(const NativeConvShape& shape, const float* filter
   const size_t a = m_ + 2, points = a * a;
   in_pad_ = (shape.in_c + lanes - 1) / lanes * lanes;
   out_pad_ = (shape.out_c + lanes - 1) / lanes * lanes;
-  tiles_h_ = (shape.out_h + m_ - 1) / m_, tiles_w_ = (shape.out_w + m_ - 1) / m_;
-  tiles_ = size_t(shape.batch) * tiles_h_ * tiles_w_;
+  const size_t sub_h = (shape.out_h + shape.dilation_h - 1) / shape.dilation_h;
+  const size_t sub_w = (shape.out_w + shape.dilation_w - 1) / shape.dilation_w;
+  tiles_h_ = (sub_h + m_ - 1) / m_, tiles_w_ = (sub_w + m_ - 1) / m_;
+  tiles_ = tile_count(shape, m_);
   // Tiles per block: what fits kBlockBytes in whole micro-tiles of GEMM rows, at least one
   // micro-tile. Each block streams all (m + 2)^2 transformed filters: where those outgrow
   // L2, at least 16 tiles (256 output pixels for F(4x4)) read them per pass, so they cost
@@ -263,7 +272,8 @@ void run_block(const NativeWinograd::Task& t, const PackedGemm& gemm, const floa
                const Epilogue& epilogue, bool avx512, size_t block, float* v) {
   const WinogradGeometry& g = t.geometry;
   const size_t points = size_t(kM + 2) * (kM + 2);
-  const size_t t0 = block * g.block, count = std::min(g.block, g.tiles_h * g.tiles_w * g.shape.batch - t0);
+  const size_t tiles = g.tiles_h * g.tiles_w * g.shape.batch * g.shape.dilation_h * g.shape.dilation_w;
+  const size_t t0 = block * g.block, count = std::min(g.block, tiles - t0);
   float* mm = v + points * g.block * g.in_pad;
 #if NN_NATIVE_X86
   avx512 ? wino_avx512::transform_input<kM>(g, t.input, t0, count, v)
@@ -369,7 +379,7 @@ void NativeWinograd::run_split_panels(Task& task, pthreadpool_t pool) const {
 }
 
 bool winograd_pays(const NativeConvShape& s, int threads, bool panel_split) {
-  const size_t tiles = size_t(s.batch) * ((s.out_h + 3) / 4) * ((s.out_w + 3) / 4);
+  const size_t tiles = tile_count(s, 4);
   const size_t in_c = s.in_c, out_c = s.out_c;
   // Below 16 channels the vectors and the GEMMs' panels run part empty (not measured). A
   // 16-column GEMM on a long input (out_c 16, in_c >= 64) lost to the direct conv's k = 9 in_c
@@ -379,17 +389,24 @@ bool winograd_pays(const NativeConvShape& s, int threads, bool panel_split) {
   // Where the threads split the filters' panels (filters_outweigh_tiles), each filter byte is
   // read once per run at any thread count: the 1-thread rule.
   const size_t sharing = panel_split && filters_outweigh_tiles(s, 4) ? 1 : size_t(std::max(1, threads));
-  return NativeWinograd::supports(s) && in_c >= 16 && out_c >= 16 && (out_c >= 32 || in_c <= 32) &&
+  // Dilated: the sub-images' tiles hold at least 3/4 output pixels (as 7x7 and 14x14 maps
+  // do undilated). A map not much wider than the dilation (deeplab's ASPP, dilation 12 on
+  // 16x16) leaves sub-images of 1-2 pixels, whose tiles compute mostly nothing.
+  const bool filled = (s.dilation_h == 1 && s.dilation_w == 1) || size_t(s.batch) * s.out_h * s.out_w * 4 >= tiles * 48;
+  return NativeWinograd::supports(s) && in_c >= 16 && out_c >= 16 && (out_c >= 32 || in_c <= 32) && filled &&
          tiles * 16384 >= in_c * out_c * sharing;
 }
 
-uint32_t winograd_choice(const NativeConvShape& s, int threads, bool panel_split, const NativeIsa& isa, bool f2) {
+uint32_t winograd_choice(const NativeConvShape& s, int threads, bool panel_split, const NativeIsa& isa, bool f2,
+                         bool dilated) {
+  // Dilated convs: F(4x4) where winograd_pays, F(2x2) not measured there.
+  if (s.dilation_h > 1 || s.dilation_w > 1) return dilated && winograd_pays(s, threads, panel_split) ? 4 : 0;
   const bool f4 = winograd_pays(s, threads, panel_split);
   const size_t in_c = s.in_c, out_c = s.out_c, pairs = in_c * out_c;
   if (!f2 || !NativeWinograd::supports(s) || in_c < 16 || out_c < 16 || (out_c < 32 && in_c > 32))
     return f4 ? 4 : 0;
   const size_t t = size_t(std::max(1, threads)), rows = NativeConv::tile_pixels(isa);
-  const size_t tiles4 = size_t(s.batch) * ((s.out_h + 3) / 4) * ((s.out_w + 3) / 4);
+  const size_t tiles4 = tile_count(s, 4);
   // F(2x2)'s threads split its filters' panels: each filter byte read once per run.
   const bool split2 = panel_split && filters_outweigh_tiles(s, 2);
   // Fewer F(4x4) tiles per thread than a micro-tile has rows (7x7 and 8x8 maps): F(4x4)'s

@@ -26,7 +26,9 @@ class NativeWinograd final : public NativeOp {
   // Per slot, one block of tiles' transformed input and GEMM output.
   size_t scratch_bytes() const override;
 
-  // A 3x3 conv with stride 1 and dilation 1 (any padding, any size).
+  // A 3x3 conv with stride 1 (any padding, any size). Dilation d: the d_h x d_w polyphase
+  // sub-images (pixels y * d_h + a, x * d_w + b) each an undilated 3x3 conv over the input's
+  // same sub-image, so their tiles gather and scatter pixels d apart.
   static bool supports(const NativeConvShape& s);
   uint32_t output_tile() const { return m_; }
   const NativeConvShape& shape() const { return shape_; }
@@ -66,7 +68,8 @@ bool winograd_pays(const NativeConvShape& s, int threads, bool panel_split = tru
 // 8x8; at 2+ threads 13x13 and 14x14), where F(2x2) or the direct conv won per ISA and
 // thread count (nnwinograd --copies, filters cold; bench/README.md). f2 off: winograd_pays
 // alone (CpuOptions::winograd_f2).
+// Dilated convs (dilated on; CpuOptions::dilated_winograd): F(4x4) where winograd_pays, else 0.
 uint32_t winograd_choice(const NativeConvShape& s, int threads, bool panel_split, const NativeIsa& isa,
-                         bool f2 = true);
+                         bool f2 = true, bool dilated = true);
 
 }  // namespace nn::cpu

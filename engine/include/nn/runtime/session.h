@@ -130,6 +130,10 @@ struct CpuOptions {
   // per few tiles, F(2x2, 3x3) or the direct conv as winograd_choice picks per shape, threads
   // and ISA; off: winograd_pays alone (F(4x4) or the direct conv). NN_NO_WINOGRAD_F2=1.
   bool winograd_f2 = true;
+  // Dilated 3x3 stride-1 convs (FCN's and DeepLab's backbones) on F(4x4, 3x3) Winograd, one
+  // undilated conv per polyphase sub-image, where winograd_pays for the sub-images' tiles
+  // and they are at least 3/4 filled; off: the native direct conv. NN_NO_DILATED_WINOGRAD=1.
+  bool dilated_winograd = true;
   // FULLY_CONNECTED over at least a micro-tile of rows (ConvNeXt's and transformers' MLPs
   // over every pixel) on the native 1x1 conv kernel; off: XNNPACK. NN_NO_NATIVE_FC=1.
   bool native_fully_connected = true;
