@@ -163,13 +163,56 @@ TEST(CpuThreads, ConvOnALargeImage) {
   expect_same_bits(b, "native conv");
 }
 
-// A gate folded into the weights (no skip ADD): the gated panels built over the pool.
+// A gate folded into the weights (no skip ADD): the gated panels built over the pool
+// (CpuOptions::gated_rows off; on, this one-tile 7x7 image would gate its rows, below).
 TEST(CpuThreads, GatedWeightsConv) {
   Built b;
   uint32_t x = b.input({1, 7, 7, 203}), gate = b.input({1, 1, 1, 203});
   uint32_t scaled = b.op(T::MUL, {x, gate, b.i32(0)});
   b.output(conv(b, scaled, 203, 97, 1, 47));
-  expect_same_bits(b, "native conv (gated input)");
+  nn::CpuOptions off;
+  off.gated_rows = false;
+  expect_same_bits(b, "native conv (gated input)", off);
+  EXPECT_EQ(nn_test::cpu_kernel_of(b.model, off, "op 1", 2).find("gate on rows"), std::string::npos);
+}
+
+// A gated k-blocked 1x1 conv on one row tile (7x7, 400 -> 75: fewer pixels than output
+// channels): the gate on each tile's input rows (CpuOptions::gated_rows), and at 2 threads
+// one row piece per thread over every panel; off, gated weights split by panels. Both give
+// the 1-thread bits. 800 -> 400 on 7x7 (over 1 MB of weights) gates its rows too but splits
+// its panels, one group per thread; on 14x14 (more pixels than a row tile) the weights stay gated.
+TEST(CpuThreads, GatedRowsConv) {
+  struct Case {
+    uint32_t side, in_c, out_c;
+  };
+  for (const Case& c : {Case{7, 400, 75}, Case{7, 800, 400}, Case{14, 400, 75}}) {
+    Built b;
+    uint32_t x = b.input({1, c.side, c.side, c.in_c}), gate = b.input({1, 1, 1, c.in_c});
+    uint32_t scaled = b.op(T::MUL, {x, gate, b.i32(0)});
+    b.output(conv(b, scaled, c.in_c, c.out_c, 1, 71));
+    for (bool avx512 : {true, false}) {
+      SCOPED_TRACE(std::string(avx512 ? "AVX-512 allowed, " : "AVX2, ") + std::to_string(c.side) + "x" +
+                   std::to_string(c.side) + ", " + std::to_string(c.in_c) + " -> " + std::to_string(c.out_c));
+      nn::CpuOptions on, off;
+      on.avx512 = off.avx512 = avx512;
+      off.gated_rows = false;
+      expect_same_bits(b, "native conv (gated input)", on);
+      expect_same_bits(b, "native conv (gated input)", off);
+      if (nn::usable_cores() < 2) return;
+      const std::string two = nn_test::cpu_kernel_of(b.model, on, "op 1", 2);
+      if (c.side == 7) {
+        EXPECT_NE(two.find(c.out_c == 75 ? "gate on rows, one row piece per thread" : "gate on rows"),
+                  std::string::npos)
+            << two;
+        EXPECT_NE(nn_test::cpu_kernel_of(b.model, on, "op 1", 1).find("gate on rows"), std::string::npos);
+      } else {
+        EXPECT_EQ(two.find("gate on rows"), std::string::npos) << two;
+      }
+      const std::string two_off = nn_test::cpu_kernel_of(b.model, off, "op 1", 2);
+      EXPECT_EQ(two_off.find("gate on rows"), std::string::npos) << two_off;
+      EXPECT_EQ(two_off.find("row piece"), std::string::npos) << two_off;
+    }
+  }
 }
 
 TEST(CpuThreads, FullyConnectedOverRows) {

@@ -109,6 +109,38 @@ TEST(NativeScratch, GatedPointwiseConvWeights) {
   EXPECT_LE(nn_test::max_relative_error(out.data(), expected.data(), expected.size(), 1e-2), 1e-4);
 }
 
+// A gated k-blocked 1x1 conv on one row tile with fewer pixels than output channels
+// (NativeIsa::gated_rows): the gate goes onto each tile's input rows, so no scratch; gated
+// inputs below FLT_MIN are flushed to zero (denormal FMA operands stall), so inputs and gates
+// of 1e-20 give exactly the zero bias, on the caller and on a 2-thread pool.
+TEST(NativeScratch, GatedRowsNeedNoScratchAndFlushDenormals) {
+  if (!has_native()) GTEST_SKIP() << "no native kernels on this CPU";
+  const uint32_t h = 7, w = 7, in_c = 400, out_c = 75;
+  const auto weights = nn_test::random_floats(size_t(out_c) * in_c, 3);
+  const std::vector<float> bias(out_c, 0.f);
+  nn::cpu::NativeConv op(pointwise(h, w, in_c, out_c), weights.data(), bias.data(), Epilogue{});
+  ASSERT_TRUE(op.ok() && op.enable_scaled_input(false));
+  EXPECT_TRUE(op.gated_rows());
+  EXPECT_EQ(op.scratch_bytes(), 0u);
+  const size_t n = size_t(h) * w * out_c;
+  const auto x = nn_test::random_floats(size_t(h) * w * in_c, 5), gate = nn_test::random_floats(in_c, 6, 0.f, 1.f);
+  std::vector<float> gated(x.size());
+  for (size_t i = 0; i < x.size(); ++i) gated[i] = x[i] * gate[i % in_c];
+  const auto expected = plain_pointwise(gated, weights, bias, size_t(h) * w, in_c, out_c);
+  std::vector<float> tiny_x(x.size(), 1e-20f), tiny_gate(in_c, 1e-20f);
+  pthreadpool_t pool = pthreadpool_create(2);
+  for (pthreadpool_t p : {static_cast<pthreadpool_t>(nullptr), pool}) {
+    const auto out = run_with_scratch(op, {.input = x.data(), .gate = gate.data()}, n, 0.f, p);
+    // 400-term float sums against double ones: relative to at least 1 (outputs of a few units).
+    EXPECT_LE(nn_test::max_relative_error(out.data(), expected.data(), n, 1.0), 1e-4);
+    const auto flushed = run_with_scratch(op, {.input = tiny_x.data(), .gate = tiny_gate.data()}, n, 0.f, p);
+    size_t nonzero = 0;
+    for (float v : flushed) nonzero += v != 0.f;
+    EXPECT_EQ(nonzero, 0u) << (p ? "2 threads" : "caller");
+  }
+  pthreadpool_destroy(pool);
+}
+
 TEST(NativeScratch, ConvThenResizeSmallImage) {
   if (!has_native()) GTEST_SKIP() << "no native kernels on this CPU";
   const uint32_t h = 6, w = 5, in_c = 8, out_c = 11;

@@ -59,6 +59,7 @@ NativeIsa CpuPartition::isa_of(const CpuOptions& cpu) {
   isa.transpose_tiles = cpu.transpose_tiles;
   isa.small_image_rows = cpu.small_image_rows;
   isa.k_block_rows = cpu.k_block_rows;
+  isa.gated_rows = cpu.gated_rows;
   isa.amx = cpu.amx && isa.avx512 && amx_int8_cpu();
   isa.k_blocks = cpu.k_blocks;
   isa.avx2_k_blocks = cpu.avx2_k_blocks;
@@ -148,6 +149,8 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
     name += ", ymm last panel";
   if (f.native == NativeKind::kConv && conv && conv->eight_column_panel()) name += ", 8-column last panel";
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv && conv->k_block()) name += ", k-blocked";
+  if (f.native == NativeKind::kConv && f.gated && !f.gated->sum && conv && conv->gated_rows())
+    name += ", gate on rows";
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv && conv->edge_taps()) name += ", edge taps";
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && conv &&
       conv->im2col_once(size_t(std::max(1, options_.threads))))

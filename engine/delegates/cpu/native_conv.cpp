@@ -4,6 +4,7 @@
 #include <pthreadpool.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -673,6 +674,7 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
   strips_ = groups == 1 && segments_ > 0 && (tile_rows - 1) * shape.stride_w + reach <= tile_rows * shape.kernel_w;
   small_image_rows_ = isa.small_image_rows;
   k_block_rows_ = isa.k_block_rows;
+  gated_rows_ = isa.gated_rows;
   // Edge tiles of a dilated conv that strips do not take (all of them without strips,
   // those across an output row with) run tap by tap where each tap is a run (taps_w_ =
   // kernel_w) and a run of a tile's pixels is contiguous (stride 1). Not grouped convs:
@@ -733,8 +735,8 @@ struct NativeConv::Task {
   const float* residual;
   float* output;
   const float* weights;  // packed_, or the gated copy in the scratch
-  // A scaled input with a sum (pointwise only): the A matrix is input * gate + sum, gate one
-  // value per input channel, built per tile in cache. Both null otherwise.
+  // A scaled input gated per tile (pointwise only): the A matrix is input * gate (+ sum), gate
+  // one value per input channel, built per tile in cache. Both null otherwise; sum may be null.
   const float* gate;
   const float* sum;
   bool im2col_all = false;  // every micro-tile through im2col rows (im2col_once)
@@ -758,10 +760,28 @@ inline void copy_floats(float* dst, const float* src, size_t n) {
 }
 #endif
 
-// out = x * gate + sum over `rows` rows of c channels, gate one value per channel.
+// out = x * gate + sum over `rows` rows of c channels, gate one value per channel; x * gate
+// where sum is null.
 #if NN_NATIVE_X86
 NN_TARGET_AVX2 void gate_and_add(float* out, const float* x, const float* gate, const float* sum, size_t rows,
                                  size_t c) {
+  if (!sum) {
+    // Products below FLT_MIN are flushed to zero: a logistic gate near 0 makes denormal
+    // inputs, and every FMA reading one takes a microcode assist.
+    const __m256 tiny = _mm256_set1_ps(FLT_MIN), abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    for (size_t r = 0; r < rows; ++r, out += c, x += c) {
+      size_t i = 0;
+      for (; i + 8 <= c; i += 8) {
+        const __m256 p = _mm256_mul_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(gate + i));
+        _mm256_storeu_ps(out + i, _mm256_and_ps(p, _mm256_cmp_ps(_mm256_and_ps(p, abs_mask), tiny, _CMP_GE_OQ)));
+      }
+      for (; i < c; ++i) {
+        const float p = x[i] * gate[i];
+        out[i] = std::fabs(p) < FLT_MIN ? 0.f : p;
+      }
+    }
+    return;
+  }
   for (size_t r = 0; r < rows; ++r, out += c, x += c, sum += c) {
     size_t i = 0;
     for (; i + 8 <= c; i += 8)
@@ -772,8 +792,11 @@ NN_TARGET_AVX2 void gate_and_add(float* out, const float* x, const float* gate, 
 }
 #else
 void gate_and_add(float* out, const float* x, const float* gate, const float* sum, size_t rows, size_t c) {
-  for (size_t r = 0; r < rows; ++r, out += c, x += c, sum += c)
-    for (size_t i = 0; i < c; ++i) out[i] = std::fma(x[i], gate[i], sum[i]);
+  for (size_t r = 0; r < rows; ++r, out += c, x += c, sum += sum ? c : 0)
+    for (size_t i = 0; i < c; ++i) {
+      const float p = x[i] * gate[i];
+      out[i] = sum ? std::fma(x[i], gate[i], sum[i]) : std::fabs(p) < FLT_MIN ? 0.f : p;
+    }
 }
 #endif
 
@@ -1123,10 +1146,10 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
   if (conv.pointwise_) {
     // One call per panel over all of the tile's rows (their A block stays in cache).
     const float* a = t.input + m0 * s.in_c;
-    if (t.sum) {
+    if (t.gate) {
       thread_local std::vector<float> gated;
       if (gated.size() < m_count * s.in_c) gated.resize(m_count * s.in_c);
-      gate_and_add(gated.data(), a, t.gate, t.sum + m0 * s.in_c, m_count, s.in_c);
+      gate_and_add(gated.data(), a, t.gate, t.sum ? t.sum + m0 * s.in_c : nullptr, m_count, s.in_c);
       a = gated.data();
     }
     for (size_t j = j0; j < j0 + j_count; ++j) {
@@ -1322,10 +1345,12 @@ void NativeConv::run(const NativeArgs& a) const {
     Task task{this, a.input, residual, a.output, packed_.get(), nullptr, nullptr};
     return dispatch(task, a.pool);
   }
-  if (scaled_sum_) {
+  if (gate_rows_) {
     // input * gate + sum per tile (one FMA per input value): folding the gate into the
-    // weights would leave the sum a second GEMM segment, k FMAs per output value.
-    Task task{this, a.input, residual, a.output, packed_.get(), a.gate, a.gate_sum};
+    // weights would leave the sum a second GEMM segment, k FMAs per output value. Without a
+    // sum (gated_rows) the gate on fewer input values than weights, each tile's rows on the
+    // core that runs them (gated weights are written over the pool by panels).
+    Task task{this, a.input, residual, a.output, packed_.get(), a.gate, scaled_sum_ ? a.gate_sum : nullptr};
     return dispatch(task, a.pool);
   }
   // Per panel: the bias, then k rows scaled by their input channel's gate; the panels split
@@ -1360,11 +1385,15 @@ bool NativeConv::enable_scaled_input(bool with_sum) {
   if (!pointwise_ || !packed_ || group_in_ != shape_.in_c) return false;
   scaled_ = true;
   scaled_sum_ = with_sum;
+  // One k-blocked row tile (7x7, 8x8) with fewer pixels than output channels: gating its
+  // input rows costs fewer multiplies than its weights, and lets k_block_rows split its rows.
+  const size_t m_total = size_t(shape_.batch) * shape_.out_h * shape_.out_w;
+  gate_rows_ = with_sum || (gated_rows_ && k_block_ && m_total <= dispatch_tile_m() && m_total < shape_.out_c);
   return true;
 }
 
 size_t NativeConv::scratch_bytes() const {
-  if (!scaled_ || scaled_sum_) return 0;
+  if (!scaled_ || gate_rows_) return 0;
   return n_blocks_ * (wide_ ? kNr512 : kNr) * (k_ + 1) * sizeof(float);
 }
 
@@ -1492,7 +1521,7 @@ bool NativeConv::k_block_rows(size_t threads) const {
   const size_t m_total = size_t(shape_.batch) * shape_.out_h * shape_.out_w;
   const size_t rows = tile_kernel().rows;
   // Weights gated per run are written over the pool by panels: each core reads its own.
-  const bool gated_weights = scaled_ && !scaled_sum_;
+  const bool gated_weights = scaled_ && !gate_rows_;
   // Each core streams every weight, which pays only where they are few and each thread has
   // rows enough to reuse each slice: 1.3-4 MB on 7x7 / 8x8 maps (resnet50's 512 <-> 2048,
   // pose_landmark_heavy's 1632 <-> 272) and 4x4 maps (one micro-tile per thread) lost.
@@ -1606,7 +1635,9 @@ void NativeConv::dispatch(Task& task, pthreadpool_t pool) const {
     void (*tile_fn)(void*, size_t, size_t, size_t, size_t);
     size_t full, pieces, rows, m_total, group, n_blocks;
   } pieces{&task, tile_fn, m_total / rows, 0, rows, m_total, 0, n_blocks_};
-  const size_t wanted = 4 * pthreadpool_get_threads_count(pool);
+  // Input gated per tile without a sum (gated_rows): one group of panels per thread, so
+  // each thread gates the rows once.
+  const size_t wanted = (task.gate && !task.sum ? 1 : 4) * pthreadpool_get_threads_count(pool);
   pieces.group = std::clamp<size_t>(n_blocks_ / wanted, 1, tile_n);
   const size_t groups = (n_blocks_ + pieces.group - 1) / pieces.group;
   pieces.pieces = std::clamp<size_t>((wanted + groups - 1) / groups, 1, std::clamp<size_t>(pieces.full, 1, 4));

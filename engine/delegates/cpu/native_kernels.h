@@ -58,6 +58,7 @@ struct NativeIsa {
   bool transpose_tiles = true;  // native transposes: 8 x 8 tiles through AVX2 registers
   bool small_image_rows = true;  // NativeConv on a small image: threads split rows where its pixels outweigh its weights
   bool k_block_rows = true;      // NativeConv, k-blocked 1x1, small image: one row piece per thread over every panel
+  bool gated_rows = true;        // NativeConv, gated 1x1, one row tile: the gate on its input rows, not its weights
   bool k_blocks = true;         // NativeConv on AVX-512: deep panels in L1-sized slices of k (k_block)
   bool avx2_k_blocks = true;    // NativeConv on AVX2: the same on its 16-wide panels
   bool small_image_im2col = true;  // NativeConv, k-blocked, small image: im2col rows once, one k-blocked pass
@@ -139,8 +140,11 @@ class NativeConv final : public NativeOp {
   // the ADD of a skip tensor). Without a sum the gate goes into a copy of the weights each
   // run, in the scratch (in_c x out_c multiplies, not a pass over the tensor); with one,
   // each tile of the input becomes input * gate + sum in cache first (one FMA per input
-  // value). False when the conv is not pointwise.
+  // value). Without a sum too where the image is one k-blocked row tile with fewer pixels than
+  // output channels (NativeIsa::gated_rows; gated_rows()). False when the conv is not pointwise.
   bool enable_scaled_input(bool with_sum);
+  // Whether run() gates its input per tile (a sum, or gated_rows' shape), not its weights.
+  bool gated_rows() const { return gate_rows_; }
   // Pointwise convs, not scaled: the conv of `pixels` consecutive pixels on the calling
   // thread, input / residual (or null) / output given at the first of them (a depthwise
   // conv's output rows, still in cache, projected by NativeExpandDepthwise).
@@ -215,6 +219,7 @@ class NativeConv final : public NativeOp {
   bool strips_ = false;      // edge micro-tiles read zero-padded copies of their input rows
   bool small_image_rows_ = false;  // NativeIsa::small_image_rows
   bool k_block_rows_ = false;      // NativeIsa::k_block_rows
+  bool gated_rows_ = false;        // NativeIsa::gated_rows
   bool im2col_once_ = false;       // im2col_once() where its rows do not split
   bool edge_taps_ = false;   // or, without strips, per-tap runs: dead taps skipped (NativeIsa::edge_taps)
   size_t n_blocks_ = 0;      // out_c in panels of 32 (AVX-512) or 16, group by group
@@ -222,8 +227,9 @@ class NativeConv final : public NativeOp {
   size_t group_out_ = 0;     // output channels per group
   size_t group_panels_ = 1;  // panels per group: panel j serves group j / group_panels_
   bool scaled_ = false;      // run() reads input * gate (enable_scaled_input)
-  bool scaled_sum_ = false;  // and gates its input per tile (it has a sum), on packed_; else
-                             // gated weights in the scratch, rewritten per run
+  bool scaled_sum_ = false;  // and adds a sum to its gated input
+  bool gate_rows_ = false;   // and gates its input per tile (a sum, or gated_rows), on packed_;
+                             // else gated weights in the scratch, rewritten per run
 };
 
 // Matrices B_0 .. B_{count-1} (each k x n) packed once for NativeConv's micro-kernels and

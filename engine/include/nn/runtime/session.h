@@ -115,6 +115,11 @@ struct CpuOptions {
   // all of the thread's rows), not its panels: each core reads only its rows of the input.
   // NN_NO_K_BLOCK_ROWS=1.
   bool k_block_rows = true;
+  // A squeeze-and-excitation gate before a k-blocked 1x1 conv on an image of one row tile
+  // (7x7, 8x8) with fewer pixels than output channels multiplies each tile's input rows, not
+  // a copy of the weights per run (fewer multiplies; at 2+ threads its rows then split as
+  // k_block_rows, each core gating the rows it wrote). NN_NO_GATED_ROWS=1.
+  bool gated_rows = true;
   // A native conv drops kernel rows / columns that read only padding for every output
   // pixel (dilations wider than the image). NN_NO_DEAD_TAPS=1.
   bool drop_dead_taps = true;
