@@ -37,6 +37,8 @@ bool native_conv_supported();
 bool native_avx512_enabled();
 // This CPU's L1 data cache per core (cpuinfo; 32 KB when it cannot tell).
 size_t l1d_bytes();
+// This CPU's L2 cache per core (cpuinfo; 256 KB when it cannot tell).
+size_t l2_bytes();
 // True when this CPU's AVX-512 runs on 256-bit halves (Zen 4: a zmm FMA costs two ymm ones),
 // measured once.
 bool avx512_half_width();
@@ -176,8 +178,8 @@ class NativeConv final : public NativeOp {
   bool im2col_once(size_t threads) const;
   // Whether at `threads` threads (one: no pool) its tiles run row tile by row tile, each
   // through every panel, as a pool's threads take them (NativeIsa::serial_row_tiles: a
-  // k-blocked 1x1 conv of more than one row tile and panel tile); else panel tile by panel
-  // tile, each over every row tile.
+  // k-blocked 1x1 conv of more than one row tile and panel tile whose input outgrows half
+  // of L2); else panel tile by panel tile, each over every row tile.
   bool serial_row_tiles(size_t threads) const;
   // Output pixels per micro-tile of the kernels this CPU gets: a tile of fewer pixels costs
   // as much as a full one.
