@@ -14,6 +14,7 @@
 
 #include "delegates/cpu/native_kernels.h"
 #include "native_conv_test_util.h"
+#include "runtime/thread_pool.h"
 #include "runtime_test_util.h"
 #include "test_model.h"
 #include "test_support.h"
@@ -216,6 +217,85 @@ TEST(NativeConvKBlocks, TheSmallImageIm2colSwitchNamesTheKernel) {
     EXPECT_EQ(nn_test::cpu_kernel_of(b.model, off, "op 0", threads), "native conv AVX-512, k-blocked");
   }
   nn_test::expect_cpu_matches_reference(b.model, {on, off});
+}
+
+// At one thread a k-blocked 1x1 conv whose input outgrows half of L2 runs its tiles row
+// tile by row tile, each through every panel (NativeIsa::serial_row_tiles), on both
+// kernels: against a direct conv in double and the same bits as panel-major (each tile is
+// the same calls), 1 and 2 threads, on 575 rows (AVX-512: 8 64-row tiles and 63; AVX2: 11
+// of 48 and 47) x 520 -> 200 (1.2 MB of input; panel tiles of 3 + 3 + 1 32-wide panels,
+// the last with 8 valid columns; AVX2: 7 + 6 16-wide ones), 323 rows x 1100 -> 72 (1.4 MB;
+// one panel per tile), and convs it leaves panel-major: 132 rows x 520 (0.3 MB: in L2),
+// one panel (16 channels), one row tile (7x7 on AVX-512).
+TEST(NativeConvKBlocks, OneThreadRunsEachRowTileThroughEveryPanel) {
+  pthreadpool_t pool = pthreadpool_create(2);
+  struct Case {
+    uint32_t h, w, in_c, out_c;
+    bool panels;  // more than one panel tile
+  };
+  const Case cases[] = {{23, 25, 520, 200, true}, {17, 19, 1100, 72, true}, {12, 11, 520, 200, true},
+                        {10, 10, 700, 16, false}};
+  size_t reordered = 0;
+  uint32_t seed = 131;
+  for (bool avx512 : {true, false}) {
+    if (avx512 && !nn::cpu::native_avx512_enabled()) continue;
+    for (const Case& c : cases)
+      for (Stage stage : {Stage::kRelu6, Stage::kResidual}) {
+        const NativeConvShape s = nn_test::same_conv_shape(c.h, c.w, c.in_c, c.out_c, 1, 1);
+        SCOPED_TRACE(std::string(avx512 ? "AVX-512 " : "AVX2 ") + std::to_string(c.h) + "x" +
+                     std::to_string(c.w) + " " + std::to_string(c.in_c) + "->" + std::to_string(c.out_c) +
+                     " stage " + std::to_string(int(stage)));
+        const nn_test::NativeConvData d = nn_test::random_conv_data(s, seed);
+        seed += 4;
+        const Epilogue e = epilogue_of(stage);
+        const std::vector<float> want = nn_test::direct_conv(s, d, e);
+        NativeIsa on_isa = NativeIsa::with(avx512, 0, true), off_isa = on_isa;
+        off_isa.serial_row_tiles = false;
+        NativeConv on(s, d.filter.data(), d.bias.data(), e, on_isa);
+        NativeConv off(s, d.filter.data(), d.bias.data(), e, off_isa);
+        ASSERT_TRUE(on.ok() && off.ok());
+        ASSERT_GT(on.k_block(), 0u);
+        const bool large = size_t(c.h) * c.w * c.in_c * sizeof(float) > nn::cpu::l2_bytes() / 2;
+        EXPECT_EQ(on.serial_row_tiles(1), c.panels && large);
+        reordered += on.serial_row_tiles(1);
+        EXPECT_FALSE(on.serial_row_tiles(2));  // a pool's threads take row tiles first anyway
+        EXPECT_FALSE(off.serial_row_tiles(1));
+        nn_test::expect_same_bits_as_without(on, off, d, e, want, c.in_c, pool);
+      }
+    // One row tile: every panel in one tile already.
+    const NativeConvShape s = nn_test::same_conv_shape(7, 7, 600, 96, 1, 1);
+    const nn_test::NativeConvData d = nn_test::random_conv_data(s, seed);
+    EXPECT_FALSE(NativeConv(s, d.filter.data(), d.bias.data(), Epilogue(), NativeIsa::with(avx512, 0, true))
+                     .serial_row_tiles(1));
+  }
+  // Both large shapes reorder on an L2 of up to 2 MB.
+  if (nn::cpu::l2_bytes() <= (size_t(2) << 20)) {
+    EXPECT_GE(reordered, 2u * 2);
+  }
+  pthreadpool_destroy(pool);
+}
+
+// The switch names the order at one thread only (a pool's threads take row tiles first).
+TEST(NativeConvKBlocks, TheSerialRowTilesSwitchNamesTheOrder) {
+  if (nn::cpu::l2_bytes() > (size_t(2) << 20)) GTEST_SKIP() << "L2 too large for this input to outgrow half";
+  Built b;  // 1x1 conv 520 -> 192 on 23x25 (k-blocked on either kernel, panels of whole columns; 1.2 MB of input)
+  b.output(b.op(T::CONV_2D, {b.input({1, 23, 25, 520}), b.constant({192, 1, 1, 520}, 3), b.constant({192}, 4),
+                             b.i32(0), b.i32(0), b.i32(0), b.i32(0), b.i32(1), b.i32(1), b.i32(0),
+                             b.boolean(false)}));
+  ASSERT_TRUE(b.model->validate_and_infer_shapes().is_ok());
+  for (bool avx512 : {true, false}) {
+    if (avx512 && !nn::cpu::native_avx512_enabled()) continue;
+    nn::CpuOptions on, off;
+    on.avx512 = off.avx512 = avx512;
+    off.serial_row_tiles = false;
+    const std::string isa = avx512 ? "AVX-512" : "AVX2";
+    EXPECT_EQ(nn_test::cpu_kernel_of(b.model, on, "op 0"), "native conv " + isa + ", k-blocked, row tiles outer");
+    EXPECT_EQ(nn_test::cpu_kernel_of(b.model, off, "op 0"), "native conv " + isa + ", k-blocked");
+    if (nn::usable_cores() >= 2) {
+      EXPECT_EQ(nn_test::cpu_kernel_of(b.model, on, "op 0", 2).find("row tiles outer"), std::string::npos);
+    }
+    nn_test::expect_cpu_matches_reference(b.model, {on, off});
+  }
 }
 
 }  // namespace

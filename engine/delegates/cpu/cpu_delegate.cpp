@@ -60,6 +60,7 @@ NativeIsa CpuPartition::isa_of(const CpuOptions& cpu) {
   isa.small_image_rows = cpu.small_image_rows;
   isa.k_block_rows = cpu.k_block_rows;
   isa.gated_rows = cpu.gated_rows;
+  isa.serial_row_tiles = cpu.serial_row_tiles;
   isa.amx = cpu.amx && isa.avx512 && amx_int8_cpu();
   isa.k_blocks = cpu.k_blocks;
   isa.avx2_k_blocks = cpu.avx2_k_blocks;
@@ -159,6 +160,7 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
     const size_t threads = size_t(std::max(1, options_.threads));
     if (conv->splits_rows(threads)) name += ", rows per thread";
     if (conv->k_block_rows(threads)) name += ", one row piece per thread";
+    if (conv->serial_row_tiles(threads)) name += ", row tiles outer";
   }
   if (f.native == NativeKind::kConv && !f.depthwise && !f.resize && (conv || winograd)) {
     const NativeConvShape& s = conv ? conv->shape() : winograd->shape();

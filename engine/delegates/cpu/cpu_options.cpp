@@ -29,6 +29,7 @@ CpuOptions CpuOptions::from_environment() {
   o.small_image_rows = !set("NN_NO_SMALL_IMAGE_ROWS");
   o.k_block_rows = !set("NN_NO_K_BLOCK_ROWS");
   o.gated_rows = !set("NN_NO_GATED_ROWS");
+  o.serial_row_tiles = !set("NN_NO_SERIAL_ROW_TILES");
   o.edge_taps = !set("NN_NO_EDGE_TAPS");
   o.conv_before_resize = !set("NN_NO_CONV_BEFORE_RESIZE");
   o.add_mean = !set("NN_NO_ADD_MEAN");

@@ -638,6 +638,14 @@ size_t l1d_bytes() {
   return bytes;
 }
 
+size_t l2_bytes() {
+  static const size_t bytes = [] {
+    const cpuinfo_cache* l2 = cpuinfo_initialize() ? cpuinfo_get_l2_cache(0) : nullptr;
+    return l2 && l2->size >= (size_t(64) << 10) ? size_t(l2->size) : size_t(256) << 10;
+  }();
+  return bytes;
+}
+
 bool native_conv_supported() {
 #if NN_NATIVE_X86
   static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -675,6 +683,7 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
   small_image_rows_ = isa.small_image_rows;
   k_block_rows_ = isa.k_block_rows;
   gated_rows_ = isa.gated_rows;
+  serial_row_tiles_ = isa.serial_row_tiles;
   // Edge tiles of a dilated conv that strips do not take (all of them without strips,
   // those across an output row with) run tap by tap where each tap is a run (taps_w_ =
   // kernel_w) and a run of a tile's pixels is contiguous (stride 1). Not grouped convs:
@@ -1531,6 +1540,16 @@ bool NativeConv::k_block_rows(size_t threads) const {
          !im2col_once(threads);
 }
 
+bool NativeConv::serial_row_tiles(size_t threads) const {
+  const size_t m_total = size_t(shape_.batch) * shape_.out_h * shape_.out_w;
+  // (A k-blocked image of one row tile takes every panel in one tile: no order to choose.)
+  // Only where the image's A outgrows half of L2: panel-major re-reads it from beyond L2
+  // per panel tile. Where it stays in L2 panel-major held or won (inception_v3's 17x17
+  // 768 -> 192 convs ran slower row-major).
+  return serial_row_tiles_ && threads <= 1 && k_block_ && pointwise_ && m_total > dispatch_tile_m() &&
+         n_blocks_ > tile_kernel().tile_n && m_total * k_ * sizeof(float) > l2_bytes() / 2;
+}
+
 size_t NativeConv::dispatch_tile_m() const {
   // An AVX2 k-blocked image of up to one 64-row chunk is one tile (49 rows: not 48 and 1).
   const size_t m_total = size_t(shape_.batch) * shape_.out_h * shape_.out_w;
@@ -1565,6 +1584,16 @@ void NativeConv::dispatch(Task& task, pthreadpool_t pool) const {
     };
     if (!pool || r.runs < 2) return run(&r, 0);
     pthreadpool_parallelize_1d(pool, run, &r, r.runs, 0);
+    return;
+  }
+  if (!pool && serial_row_tiles(1)) {
+    // Each row tile's A block (64 rows of k floats: 256 KB at k = 1024) stays in L2 while
+    // it runs through every panel (each slice read from L1 by its rows, the next prefetched
+    // into L2), as at 2+ threads; panel-major, each panel re-read every row tile's A from
+    // beyond L2 where the image's A outgrows it (32x32 x 1024: 4 MB).
+    for (size_t m0 = 0; m0 < m_total; m0 += tile_m)
+      for (size_t j0 = 0; j0 < n_blocks_; j0 += tile_n)
+        tile_fn(&task, m0, j0, std::min(tile_m, m_total - m0), std::min(tile_n, n_blocks_ - j0));
     return;
   }
   if (!pool) {

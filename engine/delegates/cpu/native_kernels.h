@@ -37,6 +37,8 @@ bool native_conv_supported();
 bool native_avx512_enabled();
 // This CPU's L1 data cache per core (cpuinfo; 32 KB when it cannot tell).
 size_t l1d_bytes();
+// This CPU's L2 cache per core (cpuinfo; 256 KB when it cannot tell).
+size_t l2_bytes();
 // True when this CPU's AVX-512 runs on 256-bit halves (Zen 4: a zmm FMA costs two ymm ones),
 // measured once.
 bool avx512_half_width();
@@ -59,6 +61,7 @@ struct NativeIsa {
   bool small_image_rows = true;  // NativeConv on a small image: threads split rows where its pixels outweigh its weights
   bool k_block_rows = true;      // NativeConv, k-blocked 1x1, small image: one row piece per thread over every panel
   bool gated_rows = true;        // NativeConv, gated 1x1, one row tile: the gate on its input rows, not its weights
+  bool serial_row_tiles = true;  // NativeConv, k-blocked 1x1, one thread: each row tile through every panel
   bool k_blocks = true;         // NativeConv on AVX-512: deep panels in L1-sized slices of k (k_block)
   bool avx2_k_blocks = true;    // NativeConv on AVX2: the same on its 16-wide panels
   bool small_image_im2col = true;  // NativeConv, k-blocked, small image: im2col rows once, one k-blocked pass
@@ -178,6 +181,11 @@ class NativeConv final : public NativeOp {
   // whose im2col rows fit in 2 MB, whose panels split evenly between the threads; its rows
   // then never split, splits_rows).
   bool im2col_once(size_t threads) const;
+  // Whether at `threads` threads (one: no pool) its tiles run row tile by row tile, each
+  // through every panel, as a pool's threads take them (NativeIsa::serial_row_tiles: a
+  // k-blocked 1x1 conv of more than one row tile and panel tile whose input outgrows half
+  // of L2); else panel tile by panel tile, each over every row tile.
+  bool serial_row_tiles(size_t threads) const;
   // Output pixels per micro-tile of the kernels this CPU gets: a tile of fewer pixels costs
   // as much as a full one.
   static size_t tile_pixels(const NativeIsa& isa);
@@ -220,6 +228,7 @@ class NativeConv final : public NativeOp {
   bool small_image_rows_ = false;  // NativeIsa::small_image_rows
   bool k_block_rows_ = false;      // NativeIsa::k_block_rows
   bool gated_rows_ = false;        // NativeIsa::gated_rows
+  bool serial_row_tiles_ = false;  // NativeIsa::serial_row_tiles
   bool im2col_once_ = false;       // im2col_once() where its rows do not split
   bool edge_taps_ = false;   // or, without strips, per-tap runs: dead taps skipped (NativeIsa::edge_taps)
   size_t n_blocks_ = 0;      // out_c in panels of 32 (AVX-512) or 16, group by group

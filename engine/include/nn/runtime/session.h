@@ -120,6 +120,11 @@ struct CpuOptions {
   // a copy of the weights per run (fewer multiplies; at 2+ threads its rows then split as
   // k_block_rows, each core gating the rows it wrote). NN_NO_GATED_ROWS=1.
   bool gated_rows = true;
+  // At one thread a k-blocked 1x1 conv whose input outgrows half of L2 runs its tiles row
+  // tile by row tile, each through every panel (as a pool's threads take them), not panel
+  // by panel over every row tile: a row tile's A block stays in L2 where the whole image's
+  // does not. NN_NO_SERIAL_ROW_TILES=1.
+  bool serial_row_tiles = true;
   // A native conv drops kernel rows / columns that read only padding for every output
   // pixel (dilations wider than the image). NN_NO_DEAD_TAPS=1.
   bool drop_dead_taps = true;
