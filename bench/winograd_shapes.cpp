@@ -20,23 +20,10 @@
 #include <vector>
 
 #include "delegates/cpu/native_winograd.h"
+#include "native_op_timing.h"
 
-namespace {
-
-std::vector<uint32_t> parse_list(const std::string& s) {
-  std::vector<uint32_t> v;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');) v.push_back(uint32_t(std::stoul(item)));
-  return v;
-}
-
-double seconds_of(const nn::cpu::NativeOp& op, nn::cpu::NativeArgs args) {
-  const auto t0 = std::chrono::steady_clock::now();
-  op.run(args);
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
+using nn_bench::parse_list;
+using nn_bench::seconds_of;
 
 int main(int argc, char** argv) {
   CLI::App app{"NativeWinograd vs NativeConv per 3x3 conv shape"};

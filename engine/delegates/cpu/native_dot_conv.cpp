@@ -77,6 +77,7 @@ struct DotRow {
 // they may be uninitialized wherever they inline.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 namespace {
 
 // Lane p of the result: the sum of v[p]'s 16 lanes. Pairs interleaved and added (each
@@ -157,37 +158,31 @@ NN_TARGET_AVX2 __m256 block8(const float* x, size_t step, size_t row_stride, siz
   return sum_lanes8(acc);
 }
 
-NN_TARGET_AVX512 void blocks16(const DotRow& d) {
-  alignas(64) float block[16 * NativeDotConv::kMaxBuilt];
-  for (size_t ox = d.lo; ox < d.hi; ox += 16) {
-    const size_t b = std::min(ox, d.hi - 16);
-    const float* x = d.x + b * d.step - d.offset;
-    for (size_t j = 0; j < d.n; ++j) {
-      const __m512 v = _mm512_add_ps(block16(x, d.step, d.row_stride, d.kh, d.row, d.span, d.w + j * d.kh * d.span),
-                                     _mm512_set1_ps(d.bias[j]));
-      if (d.n == 1) _mm512_storeu_ps(d.out + b, v);
-      else _mm512_store_ps(block + j * 16, v);
-    }
-    if (d.n > 1)
-      for (size_t p = 0; p < 16; ++p)
-        for (size_t j = 0; j < d.n; ++j) d.out[(b + p) * d.n + j] = block[j * 16 + p];
-  }
+// Channel j's outputs (bias added) of the `lanes` pixels whose windows start at x, stored at out.
+NN_TARGET_AVX512 void store_block16(const DotRow& d, const float* x, size_t j, float* out) {
+  _mm512_storeu_ps(out, _mm512_add_ps(block16(x, d.step, d.row_stride, d.kh, d.row, d.span, d.w + j * d.kh * d.span),
+                                      _mm512_set1_ps(d.bias[j])));
+}
+NN_TARGET_AVX2 void store_block8(const DotRow& d, const float* x, size_t j, float* out) {
+  _mm256_storeu_ps(out, _mm256_add_ps(block8(x, d.step, d.row_stride, d.kh, d.row, d.span, d.w + j * d.kh * d.span),
+                                      _mm256_set1_ps(d.bias[j])));
 }
 
-NN_TARGET_AVX2 void blocks8(const DotRow& d) {
-  alignas(32) float block[8 * NativeDotConv::kMaxBuilt];
-  for (size_t ox = d.lo; ox < d.hi; ox += 8) {
-    const size_t b = std::min(ox, d.hi - 8);
+// The row's blocks of kLanes pixels; a single output channel straight to the row, several
+// through `block` (channel-major) into the row's pixel-major order.
+template <size_t kLanes, void (*kStore)(const DotRow&, const float*, size_t, float*)>
+void run_blocks(const DotRow& d) {
+  alignas(64) float block[kLanes * NativeDotConv::kMaxBuilt];
+  for (size_t ox = d.lo; ox < d.hi; ox += kLanes) {
+    const size_t b = std::min(ox, d.hi - kLanes);
     const float* x = d.x + b * d.step - d.offset;
-    for (size_t j = 0; j < d.n; ++j) {
-      const __m256 v = _mm256_add_ps(block8(x, d.step, d.row_stride, d.kh, d.row, d.span, d.w + j * d.kh * d.span),
-                                     _mm256_set1_ps(d.bias[j]));
-      if (d.n == 1) _mm256_storeu_ps(d.out + b, v);
-      else _mm256_store_ps(block + j * 8, v);
+    if (d.n == 1) {
+      kStore(d, x, 0, d.out + b);
+      continue;
     }
-    if (d.n > 1)
-      for (size_t p = 0; p < 8; ++p)
-        for (size_t j = 0; j < d.n; ++j) d.out[(b + p) * d.n + j] = block[j * 8 + p];
+    for (size_t j = 0; j < d.n; ++j) kStore(d, x, j, block + j * kLanes);
+    for (size_t p = 0; p < kLanes; ++p)
+      for (size_t j = 0; j < d.n; ++j) d.out[(b + p) * d.n + j] = block[j * kLanes + p];
   }
 }
 
@@ -241,8 +236,8 @@ void NativeDotConv::row(void* ctx, size_t r) {
            op.packed_.get(), op.bias_, n, out_row};
   auto blocks = [&] {
 #if NN_NATIVE_X86
-    if (op.avx512_) blocks16(d);
-    else blocks8(d);
+    if (op.avx512_) run_blocks<16, store_block16>(d);
+    else run_blocks<8, store_block8>(d);
 #endif
   };
   // The columns whose windows are inside the image, read in place.
