@@ -68,6 +68,7 @@ NativeIsa CpuPartition::isa_of(const CpuOptions& cpu) {
   isa.grouped_pairs = cpu.grouped_pairs;
   isa.expand_depthwise_pairs = cpu.expand_depthwise_pairs;
   isa.dot_conv = cpu.dot_conv;
+  isa.depthwise_pixel_pairs = cpu.depthwise_pixel_pairs;
   return isa;
 }
 
@@ -171,6 +172,9 @@ std::string CpuPartition::kernel_name(uint32_t k) const {
   if (f.native == NativeKind::kDepthwise && f.kernel &&
       static_cast<const NativeDepthwise*>(f.kernel.get())->row_pairs())
     name += ", row pairs";
+  if (f.native == NativeKind::kDepthwise && f.kernel &&
+      static_cast<const NativeDepthwise*>(f.kernel.get())->pixel_pairs())
+    name += ", pixel pairs";
   if (const auto* fused = dynamic_cast<const NativeExpandDepthwise*>(f.kernel.get()); fused && fused->row_pairs())
     name += ", row pairs";
   return name;

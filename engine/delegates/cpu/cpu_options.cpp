@@ -19,6 +19,7 @@ CpuOptions CpuOptions::from_environment() {
   if (const char* v = std::getenv("NN_AVX512_HALF_WIDTH"); v && *v)
     o.avx512_half_width = std::strcmp(v, "0") != 0 ? HalfWidth::kOn : HalfWidth::kOff;
   o.depthwise_two_rows = !set("NN_NO_TWO_ROWS");
+  o.depthwise_pixel_pairs = !set("NN_NO_PIXEL_PAIRS");
   o.avx2_8_columns = !set("NN_NO_AVX2_8_COLUMNS");
   o.k_blocks = !set("NN_NO_K_BLOCKS");
   o.avx2_k_blocks = !set("NN_NO_AVX2_K_BLOCKS");

@@ -29,6 +29,13 @@ NativeDepthwise::NativeDepthwise(const NativeConvShape& shape, const float* filt
     block[0] = bias ? bias[c] : 0.f;
     for (size_t t = 0; t < taps; ++t) block[(t + 1) * lanes_] = filter[t * shape.out_c + c];
   }
+  // 8-channel maps, stride and dilation 1, 3 or 5 wide: two pixels per zmm (pixel_pairs8),
+  // each weight vector holding the 8 channels twice. Row pairs are left to the other kernels.
+  pixel_pairs_ = avx512_ && isa.depthwise_pixel_pairs && shape.out_c == 8 && shape.stride_h == 1 &&
+                 shape.stride_w == 1 && shape.dilation_h == 1 && shape.dilation_w == 1 &&
+                 (shape.kernel_w == 3 || shape.kernel_w == 5);
+  if (pixel_pairs_)
+    for (size_t r = 0; r <= taps; ++r) std::memcpy(p + r * 16 + 8, p + r * 16, 8 * sizeof(float));
   packed_ = std::move(packed);
   zeros_ = allocate_floats(c_pad_ + 16);
   if (!zeros_) packed_.reset();
@@ -43,7 +50,7 @@ NativeDepthwise::NativeDepthwise(const NativeConvShape& shape, const float* filt
   // CpuOptions::depthwise_two_rows turns them off (for A/B runs).
   two_rows_ = shape.stride_h == 1 && shape.dilation_h == 1 && shape.stride_w == 1 &&
               shape.dilation_w == 1 && (shape.kernel_w == 3 || shape.kernel_w == 5) &&
-              shape.kernel_h < kMaxKernelH && isa.two_rows;
+              shape.kernel_h < kMaxKernelH && isa.two_rows && !pixel_pairs_;
 }
 
 struct NativeDepthwise::Task {
@@ -650,6 +657,80 @@ void depthwise_row16_dispatch(const RowArgs& a, const EpilogueAvx512& epi) {
     (epi.residual ? depthwise_row16<kKw, false, true> : depthwise_row16<kKw, false, false>)(a, epi);
 }
 
+// ---- AVX-512F, 8 channels, stride and dilation 1 (NativeIsa::depthwise_pixel_pairs): two
+// adjacent output pixels per zmm, the weights duplicated across its halves, so the 16
+// contiguous floats of input pixels x, x + 1 are one load and no lane is masked off (the
+// 16-channel kernel above leaves half of every vector empty on such maps). Taps accumulate
+// in the same order as there, so the results are the same bits.
+
+// kPairs pairs of output pixels from ox (n of them inside the row); kEdge: some taps fall
+// in the horizontal padding (each input load masked to its pixels inside the image).
+template <int kKw, int kPairs, bool kRes, bool kEdge>
+NN_INLINE_AVX512 void pixel_pairs8(const RowArgs& a, size_t ox, size_t n, const EpilogueAvx512& epi) {
+  const NativeConvShape& s = *a.s;
+  const float* w = a.packed;
+  __m512 wv[kKw], acc[kPairs];
+#pragma GCC unroll 8
+  for (int p = 0; p < kPairs; ++p) acc[p] = _mm512_load_ps(w);
+  const int64_t x0 = int64_t(ox) - s.pad_left, in_w = s.in_w;
+  for (uint32_t ky = a.ky_lo; ky < a.ky_hi; ++ky) {
+    const float* row = a.rows[ky];
+#pragma GCC unroll 5
+    for (int kx = 0; kx < kKw; ++kx) wv[kx] = _mm512_load_ps(w + (1 + ky * kKw + kx) * 16);
+    constexpr int kSpan = 2 * (kPairs - 1) + kKw;
+#pragma GCC unroll 24
+    for (int j = 0; j < kSpan; ++j) {
+      const int64_t x = x0 + j;
+      __m512 v;
+      if constexpr (kEdge) {
+        const __mmask16 m = __mmask16((x >= 0 && x < in_w ? 0x00FF : 0) | (x + 1 >= 0 && x + 1 < in_w ? 0xFF00 : 0));
+        // Masked-off lanes are not read, so x = -1 and x + 1 = in_w stay inside the row.
+        v = _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(reinterpret_cast<uintptr_t>(row) +
+                                                                    uintptr_t(x * 8 * int64_t(sizeof(float)))));
+      } else {
+        v = _mm512_loadu_ps(row + size_t(x) * 8);
+      }
+      NN_KEEP_IN_REGISTER(v);
+#pragma GCC unroll 5
+      for (int kx = 0; kx < kKw; ++kx) {
+        const int p = (j - kx) / 2;
+        if (j >= kx && (j - kx) % 2 == 0 && p < kPairs) acc[p] = _mm512_fmadd_ps(v, wv[kx], acc[p]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < kPairs; ++p) {
+    const size_t at = (ox + 2 * size_t(p)) * 8;
+    if (2 * size_t(p) + 2 <= n) {
+      finish16<false, kRes>(a.out_row + at, a.res_row + at, 0xFFFF, acc[p], epi);
+    } else if (2 * size_t(p) < n) {
+      finish16<true, kRes>(a.out_row + at, a.res_row + at, 0x00FF, acc[p], epi);
+    }
+  }
+}
+
+template <int kKw, bool kHs, bool kRes>
+NN_TARGET_AVX512 void depthwise_pairs8_t(const RowArgs& a, const EpilogueAvx512& shared_epi) {
+  EpilogueAvx512 epi = shared_epi;
+  epi.hard_swish = kHs;
+  epi.residual = kRes;
+  const size_t out_w = a.s->out_w;
+  // Groups of 4 pixels across the left edge, 16 then 4 inside, 4 across the right edge.
+  size_t ox = 0;
+  for (; ox < a.ox_lo; ox += 4) pixel_pairs8<kKw, 2, kRes, true>(a, ox, std::min<size_t>(4, out_w - ox), epi);
+  for (; ox + 16 <= a.ox_hi; ox += 16) pixel_pairs8<kKw, 8, kRes, false>(a, ox, 16, epi);
+  for (; ox + 4 <= a.ox_hi; ox += 4) pixel_pairs8<kKw, 2, kRes, false>(a, ox, 4, epi);
+  for (; ox < out_w; ox += 4) pixel_pairs8<kKw, 2, kRes, true>(a, ox, std::min<size_t>(4, out_w - ox), epi);
+}
+
+template <int kKw>
+void depthwise_pairs8_dispatch(const RowArgs& a, const EpilogueAvx512& epi) {
+  if (epi.hard_swish)
+    (epi.residual ? depthwise_pairs8_t<kKw, true, true> : depthwise_pairs8_t<kKw, true, false>)(a, epi);
+  else
+    (epi.residual ? depthwise_pairs8_t<kKw, false, true> : depthwise_pairs8_t<kKw, false, false>)(a, epi);
+}
+
 #endif
 
 }  // namespace
@@ -664,6 +745,12 @@ void NativeDepthwise::run_row(const float* const* rows, size_t oy, const float* 
       ox_lo_, ox_hi_,        residual_row ? residual_row : output_row, output_row, zeros_.get()};
   while (a.ky_lo < a.ky_hi && y0 + int64_t(a.ky_lo) * s.dilation_h < 0) ++a.ky_lo;
   while (a.ky_hi > a.ky_lo && y0 + int64_t(a.ky_hi - 1) * s.dilation_h >= int64_t(s.in_h)) --a.ky_hi;
+  if (pixel_pairs_) {
+    const EpilogueAvx512 epi(epilogue_);
+    (s.kernel_w == 3 ? depthwise_pairs8_dispatch<3> : depthwise_pairs8_dispatch<5>)(a, epi);
+    if (epilogue_.swish) swish_inplace(output_row, 1, size_t(s.out_w) * s.out_c, 0, true);
+    return;
+  }
   if (avx512_) {
     const EpilogueAvx512 epi(epilogue_);
     if (s.kernel_w == 3)

@@ -68,6 +68,7 @@ struct NativeIsa {
   bool grouped_pairs = true;       // AVX-512 grouped convs of <= 16 channels per group: NativeGroupedConv
   bool expand_depthwise_pairs = true;  // NativeExpandDepthwise: its depthwise's row pairs (run_two_rows)
   bool dot_conv = true;        // convs of 1-4 output channels: NativeDotConv (a dot product per pixel)
+  bool depthwise_pixel_pairs = true;  // NativeDepthwise, 8 channels on AVX-512: two pixels per zmm
   // All this CPU has (every switch on).
   static NativeIsa best();
   // avx512: allowed; half_width: 1 forced on, 0 forced off, -1 measured (avx512_half_width).
@@ -279,6 +280,9 @@ class NativeDepthwise final : public NativeOp {
   const NativeConvShape& shape() const { return shape_; }
   // Output rows computed in pairs (NativeIsa::two_rows, stride 1, 3 or 5 wide).
   bool row_pairs() const { return two_rows_; }
+  // 8 channels on AVX-512, stride 1: two adjacent output pixels per zmm
+  // (NativeIsa::depthwise_pixel_pairs).
+  bool pixel_pairs() const { return pixel_pairs_; }
   // Output rows oy and oy + 1, both with every tap row inside the image (row_pairs() only):
   // rows[r] is input row oy - pad_top + r for r <= kernel_h; residual (or null) / output:
   // the two rows, contiguous.
@@ -291,6 +295,7 @@ class NativeDepthwise final : public NativeOp {
   Epilogue epilogue_;
   bool avx512_ = false;                    // the 16-lane AVX-512F kernels, else the 8-lane AVX2 ones
   bool two_rows_ = false;                  // run() takes output rows in pairs (run_two_rows)
+  bool pixel_pairs_ = false;               // 8 channels on AVX-512: two output pixels per zmm
   size_t lanes_ = 8;                       // channels per packed block: 16 (AVX-512) or 8
   size_t c_pad_ = 0;                       // channels rounded up to lanes_: the packed row length
   size_t ox_lo_ = 0, ox_hi_ = 0;           // output columns needing no horizontal bounds checks

@@ -37,6 +37,9 @@ struct CpuOptions {
   HalfWidth avx512_half_width = HalfWidth::kAuto;
   // Native depthwise convs compute output rows in pairs (sharing input rows). NN_NO_TWO_ROWS=1.
   bool depthwise_two_rows = true;
+  // Native depthwise convs of 8 channels (stride 1) on AVX-512 put two adjacent output
+  // pixels in each zmm, not one pixel in half of it. NN_NO_PIXEL_PAIRS=1.
+  bool depthwise_pixel_pairs = true;
   // AVX2 native convs run a 16-wide weight panel with at most 8 valid columns (24, 40, 72,
   // 120 channels: the last 8) on an 8-row x 8-column kernel, not the 6 x 16 one that computes
   // 8 empty columns. NN_NO_AVX2_8_COLUMNS=1.
