@@ -2,7 +2,7 @@
 // a value below FLT_MIN reads and writes as 0 in the native kernels on the caller and on the
 // pool's workers; off, they compute the exact denormal results. The caller's own MXCSR is
 // the same after a run as before, and a model without denormals gives the same bits either
-// way. x86 only (MXCSR).
+// way. AVX-512 and AVX2 kernels; x86 only (MXCSR).
 #include <gtest/gtest.h>
 #include <pthreadpool.h>
 
@@ -47,11 +47,13 @@ struct Outcome {
   unsigned csr_before = 0, csr_after = 0;
 };
 
-Outcome run(Built& b, const std::vector<float>& input, const std::string& delegate, int threads, bool flush) {
+Outcome run(Built& b, const std::vector<float>& input, const std::string& delegate, int threads, bool flush,
+            bool avx512 = true) {
   nn::SessionOptions o;
   o.delegates = {delegate};
   o.threads = threads;
   o.cpu.flush_denormals = flush;
+  o.cpu.avx512 = avx512;
   o.cpu.adaptive_threads = false;  // every run shares the pool
   Outcome r;
   auto opened = nn::Session::open(b.model, o);
@@ -77,15 +79,16 @@ std::vector<float> denormal_input(size_t n) {
 TEST(CpuDenormals, FlushedToZeroAtOneAndTwoThreads) {
   Built b = conv_plus_input();
   const std::vector<float> in = denormal_input(48 * 48 * 40);
-  for (int threads : {1, 2}) {
-    if (threads == 2 && nn::usable_cores() < 2) continue;
-    const Outcome r = run(b, in, "cpu", threads, true);
-    EXPECT_NE(r.kernels.find("native conv"), std::string::npos) << r.kernels;
-    ASSERT_EQ(r.out.size(), in.size());
-    size_t nonzero = 0;
-    for (float v : r.out) nonzero += v != 0.f;
-    EXPECT_EQ(nonzero, 0u) << threads << " threads, of " << r.out.size();
-  }
+  for (bool avx512 : {true, false})
+    for (int threads : {1, 2}) {
+      if (threads == 2 && nn::usable_cores() < 2) continue;
+      const Outcome r = run(b, in, "cpu", threads, true, avx512);
+      EXPECT_NE(r.kernels.find("native conv"), std::string::npos) << r.kernels;
+      ASSERT_EQ(r.out.size(), in.size());
+      size_t nonzero = 0;
+      for (float v : r.out) nonzero += v != 0.f;
+      EXPECT_EQ(nonzero, 0u) << threads << " threads, avx512 " << avx512 << ", of " << r.out.size();
+    }
 }
 
 // Off: the native kernels compute the denormals, as the reference kernels do (the sums of
@@ -98,19 +101,20 @@ TEST(CpuDenormals, ExactDenormalsWithTheSwitchOff) {
   size_t ref_nonzero = 0;
   for (float v : ref.out) ref_nonzero += v != 0.f && std::fabs(v) < FLT_MIN;
   EXPECT_GT(ref_nonzero, in.size() * 9 / 10) << "the reference delegate never flushes";
-  for (int threads : {1, 2}) {
-    if (threads == 2 && nn::usable_cores() < 2) continue;
-    const Outcome r = run(b, in, "cpu", threads, false);
-    EXPECT_NE(r.kernels.find("native conv"), std::string::npos) << r.kernels;
-    ASSERT_EQ(r.out.size(), in.size());
-    size_t nonzero = 0, far = 0;
-    for (size_t i = 0; i < r.out.size(); ++i) {
-      nonzero += r.out[i] != 0.f;
-      far += std::fabs(r.out[i] - ref.out[i]) > 64 * 1.4e-45f;  // 40 products' roundings
+  for (bool avx512 : {true, false})
+    for (int threads : {1, 2}) {
+      if (threads == 2 && nn::usable_cores() < 2) continue;
+      const Outcome r = run(b, in, "cpu", threads, false, avx512);
+      EXPECT_NE(r.kernels.find("native conv"), std::string::npos) << r.kernels;
+      ASSERT_EQ(r.out.size(), in.size());
+      size_t nonzero = 0, far = 0;
+      for (size_t i = 0; i < r.out.size(); ++i) {
+        nonzero += r.out[i] != 0.f;
+        far += std::fabs(r.out[i] - ref.out[i]) > 64 * 1.4e-45f;  // 40 products' roundings
+      }
+      EXPECT_EQ(far, 0u) << threads << " threads, avx512 " << avx512;
+      EXPECT_GT(nonzero, in.size() * 9 / 10) << threads << " threads, avx512 " << avx512;
     }
-    EXPECT_EQ(far, 0u) << threads << " threads";
-    EXPECT_GT(nonzero, in.size() * 9 / 10) << threads << " threads";
-  }
 }
 
 // The caller's MXCSR comes back after a run, flushing or not, whatever it was.
