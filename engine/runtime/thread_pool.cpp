@@ -45,6 +45,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 thread_local bool t_serial_jobs = false;  // SerialJobs on this thread
+thread_local bool t_flush_denormals = false;  // FlushDenormals on this thread
 
 uint64_t thread_cpu_ns() {
   timespec ts{};
@@ -140,25 +141,35 @@ inline void cpu_relax() {
 
 // Flush-to-zero and denormals-are-zero for the job's duration (PTHREADPOOL_FLAG_DISABLE_DENORMALS):
 // MXCSR's FTZ|DAZ on x86, FPCR.FZ on aarch64.
+// Sets them on this thread; returns the control word to restore.
+inline uint64_t flush_denormals_on() {
+  uint64_t saved = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  saved = _mm_getcsr(), _mm_setcsr(static_cast<unsigned>(saved) | 0x8040);
+#elif defined(__aarch64__)  // inline asm: GCC's FPCR builtins are not in Clang (the NDK's compiler)
+  __asm__ __volatile__("mrs %0, fpcr" : "=r"(saved));
+  const uint64_t fz = saved | (uint64_t(1) << 24);
+  __asm__ __volatile__("msr fpcr, %0" : : "r"(fz));
+#endif
+  return saved;
+}
+inline void restore_fp_control(uint64_t saved) {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_setcsr(static_cast<unsigned>(saved));
+#elif defined(__aarch64__)
+  __asm__ __volatile__("msr fpcr, %0" : : "r"(saved));
+#else
+  (void)saved;
+#endif
+}
+
 class DenormalsOff {
  public:
   explicit DenormalsOff(bool on) : on_(on) {
-#if defined(__x86_64__) || defined(__i386__)
-    if (on_) saved_ = _mm_getcsr(), _mm_setcsr(saved_ | 0x8040);
-#elif defined(__aarch64__)  // inline asm: GCC's FPCR builtins are not in Clang (the NDK's compiler)
-    if (on_) {
-      __asm__ __volatile__("mrs %0, fpcr" : "=r"(saved_));
-      const uint64_t fz = saved_ | (uint64_t(1) << 24);
-      __asm__ __volatile__("msr fpcr, %0" : : "r"(fz));
-    }
-#endif
+    if (on_) saved_ = flush_denormals_on();
   }
   ~DenormalsOff() {
-#if defined(__x86_64__) || defined(__i386__)
-    if (on_) _mm_setcsr(static_cast<unsigned>(saved_));
-#elif defined(__aarch64__)
-    if (on_) __asm__ __volatile__("msr fpcr, %0" : : "r"(saved_));
-#endif
+    if (on_) restore_fp_control(saved_);
   }
 
  private:
@@ -238,6 +249,8 @@ struct pthreadpool {
       return;
     }
     job = j;
+    // The caller already flushes (FlushDenormals); its workers follow for this job.
+    if (nn::t_flush_denormals) job.flags |= PTHREADPOOL_FLAG_DISABLE_DENORMALS;
     const size_t wanted = std::min<size_t>(items, threads_count * nn::kChunksPerThread);
     job.chunk = (items + wanted - 1) / wanted;
     const uint32_t chunks = static_cast<uint32_t>((items + job.chunk - 1) / job.chunk);  // <= 65535
@@ -424,6 +437,17 @@ double thread_cpu_ms() { return double(thread_cpu_ns()) / 1e6; }
 
 SerialJobs::SerialJobs(bool on) : previous_(t_serial_jobs) { t_serial_jobs = previous_ || on; }
 SerialJobs::~SerialJobs() { t_serial_jobs = previous_; }
+
+FlushDenormals::FlushDenormals(bool on) : on_(on), previous_(t_flush_denormals) {
+  if (!on_) return;
+  saved_ = flush_denormals_on();
+  t_flush_denormals = true;
+}
+FlushDenormals::~FlushDenormals() {
+  if (!on_) return;
+  t_flush_denormals = previous_;
+  restore_fp_control(saved_);
+}
 
 bool ParallelChoice::parallel() const {
   if (!exploring_) return chosen_parallel_;

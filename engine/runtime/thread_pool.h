@@ -56,6 +56,22 @@ class SerialJobs {
   bool previous_;
 };
 
+// While one lives (on): flush-to-zero and denormals-are-zero on this thread (x86 MXCSR
+// FTZ|DAZ, aarch64 FPCR.FZ), and every pool job this thread starts runs so on the workers
+// too, as PTHREADPOOL_FLAG_DISABLE_DENORMALS jobs do. The thread's own setting comes back
+// at destruction. Scoped to the thread, as SerialJobs.
+class FlushDenormals {
+ public:
+  explicit FlushDenormals(bool on);
+  ~FlushDenormals();
+  FlushDenormals(const FlushDenormals&) = delete;
+  FlushDenormals& operator=(const FlushDenormals&) = delete;
+
+ private:
+  bool on_, previous_;
+  uint64_t saved_ = 0;
+};
+
 // Whether a partition's runs should share the pool or run on the caller alone, chosen from
 // wall times of both, measured as it runs. Two threads pay off only when the cores hand
 // data to each other cheaply: on a host that moves its vCPUs between a near and a far

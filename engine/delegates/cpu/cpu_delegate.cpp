@@ -217,9 +217,12 @@ class CpuDelegate final : public Delegate {
   Result<std::unique_ptr<CompiledPartition>> compile(const Model& model, const PartitionSpec& spec,
                                                      const CompileOptions& options) override {
     const bool xnn = use_xnnpack_ && xnnpack_ready().is_ok();
+    // The oracle keeps IEEE denormals.
+    CompileOptions own = options;
+    if (!use_xnnpack_) own.cpu.flush_denormals = false;
     std::map<uint32_t, std::string> force_reference;
     for (size_t attempt = 0; attempt <= spec.ops.size() + 1; ++attempt) {
-      auto partition = std::make_unique<CpuPartition>(model, spec, options);
+      auto partition = std::make_unique<CpuPartition>(model, spec, own);
       int64_t retry_op = -1;
       Status s = partition->build(xnn, force_reference, &retry_op);
       if (s.is_ok()) return std::unique_ptr<CompiledPartition>(std::move(partition));

@@ -67,6 +67,7 @@ CpuOptions CpuOptions::from_environment() {
   o.int8_expand_depthwise = !set("NN_NO_INT8_EXPAND_DEPTHWISE");
   o.native_fully_connected = !set("NN_NO_NATIVE_FC");
   o.adaptive_threads = !set("NN_NO_ADAPTIVE_THREADS");
+  o.flush_denormals = !set("NN_NO_FLUSH_DENORMALS");
   o.native_grouped_conv = !set("NN_NO_NATIVE_GROUPED");
   o.grouped_pairs = !set("NN_NO_GROUPED_PAIRS");
   o.dot_conv = !set("NN_NO_DOT_CONV");

@@ -425,6 +425,8 @@ Status CpuPartition::prepare(std::span<void* const> buffers) {
 }
 
 Status CpuPartition::run() {
+  // Denormals flushed for the whole run, every step and thread (CpuOptions::flush_denormals).
+  FlushDenormals flush(options_.cpu.flush_denormals);
   // Sharing the pool or not, as ParallelChoice measures (not when profiling: the profile
   // shows the shared schedule).
   if (options_.threadpool && options_.cpu.adaptive_threads && !options_.profile) {

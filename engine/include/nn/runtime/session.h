@@ -229,6 +229,14 @@ struct CpuOptions {
   // ParallelChoice): a host whose cores hand data slowly to each other at the moment runs
   // a small model faster on one. NN_NO_ADAPTIVE_THREADS=1.
   bool adaptive_threads = true;
+  // Flush-to-zero and denormals-are-zero (x86 MXCSR FTZ|DAZ, aarch64 FPCR.FZ) while a cpu
+  // partition runs, on the calling thread (its own setting restored after) and in the
+  // pool's workers for every job, native or XNNPACK: a value below FLT_MIN reads and writes
+  // as 0. Without it an FMA reading a denormal takes a microcode assist, and a model whose
+  // gates saturate or whose recurrent state decays (an LSTM on silence) slows down several
+  // times. The "reference" delegate never flushes (the oracle stays IEEE).
+  // NN_NO_FLUSH_DENORMALS=1.
+  bool flush_denormals = true;
 
   // The defaults with each variable above that is set applied (NN_NO_*=1 turns its
   // switch off; NN_AVX512_HALF_WIDTH=1 / 0 forces the choice).
