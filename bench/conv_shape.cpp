@@ -6,13 +6,13 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "delegates/cpu/native_kernels.h"
+#include "native_op_timing.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"one NativeConv shape timed"};
@@ -53,9 +53,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < runs; ++r) {
     nn::cpu::NativeArgs a;
     a.input = in.data(), a.output = out.data(), a.scratch = scratch.data(), a.pool = pool;
-    const auto t0 = std::chrono::steady_clock::now();
-    conv.run(a);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    best = std::min(best, nn_bench::seconds_of(conv, a));
   }
   double sum = 0;
   for (float v : out) sum += v;

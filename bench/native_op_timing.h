@@ -1,4 +1,4 @@
-// Shared by the per-shape kernel benchmarks (nnwinograd, nndotconv): comma lists of
+// Shared by the per-shape kernel benchmarks (nnwinograd, nndotconv, nnconv): comma lists of
 // numbers on the command line, and one timed run of a native op.
 #pragma once
 
