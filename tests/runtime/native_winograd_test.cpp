@@ -403,6 +403,26 @@ TEST(NativeWinograd, ChoiceOnSmallMaps) {
   // Where F(4x4) splits its panels and F(2x2) would not, F(4x4) (384 -> 384 at 14x14).
   EXPECT_EQ(winograd_choice(square(14, 384, 384), 2, true, avx512), 4u);
   EXPECT_EQ(winograd_choice(square(14, 384, 384), 2, true, avx2), 4u);
+  // Half-width AVX-512 (Zen 4), at 2 threads: Winograd where full-width cores take the
+  // direct conv, F(4x4) on 14x14 maps, F(2x2) splitting its panels on 7x7 512 -> 512 (not
+  // without the split); one thread and large maps as full width.
+  NativeIsa half = avx512;
+  half.half_width = true;
+  EXPECT_EQ(winograd_choice(r14, 2, true, half), 4u);
+  EXPECT_EQ(winograd_choice(g14, 2, true, half), 4u);
+  EXPECT_EQ(winograd_choice(square(14, 512, 512), 2, true, half), 4u);
+  EXPECT_EQ(winograd_choice(deep, 2, true, half), 2u);
+  EXPECT_EQ(winograd_choice(deep, 2, false, half), 0u);
+  EXPECT_EQ(winograd_choice(mid, 2, true, half), 0u);
+  EXPECT_EQ(winograd_choice(r14, 1, true, half), 4u);
+  EXPECT_EQ(winograd_choice(deep, 1, true, half), 2u);
+  EXPECT_EQ(winograd_choice(mid, 1, true, half), 0u);
+  EXPECT_EQ(winograd_choice(square(28, 128, 128), 2, true, half), 4u);
+  // half_width means nothing without AVX-512: the AVX2 rule.
+  NativeIsa avx2_half = avx2;
+  avx2_half.half_width = true;
+  EXPECT_EQ(winograd_choice(r14, 2, true, avx2_half), 2u);
+  EXPECT_EQ(winograd_choice(deep, 2, true, avx2_half), 2u);
 }
 
 // F(2x2) on the shapes winograd_choice now gives it: deep filters on 7x7 and 8x8 maps (the
@@ -441,8 +461,17 @@ TEST(NativeWinograd, F2SwitchPicksTheKernel) {
       if (avx512 && !has_avx512()) continue;
       nn::CpuOptions on, off;
       on.avx512 = off.avx512 = avx512;
+      // The full-width rule on any host (half-width AVX-512 keeps F(4x4) at 2 threads).
+      on.avx512_half_width = off.avx512_half_width = nn::CpuOptions::HalfWidth::kOff;
       off.winograd_f2 = false;
       const std::string with = kernel_of(b.model, on, c.threads), without = kernel_of(b.model, off, c.threads);
+      if (avx512) {
+        nn::CpuOptions half = on;
+        half.avx512_half_width = nn::CpuOptions::HalfWidth::kOn;
+        const std::string on_half = kernel_of(b.model, half, c.threads);
+        EXPECT_EQ(on_half.rfind(c.threads > 1 ? "native winograd F(4x4,3x3)" : "native winograd F(2x2,3x3)", 0), 0u)
+            << on_half;
+      }
       EXPECT_EQ(with.rfind("native winograd F(2x2,3x3)", 0), 0u) << with;
       EXPECT_EQ(without.rfind(c.off_kernel, 0), 0u) << without;
       EXPECT_EQ(without.find("F(2x2"), std::string::npos) << without;

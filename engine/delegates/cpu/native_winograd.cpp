@@ -415,12 +415,16 @@ uint32_t winograd_choice(const NativeConvShape& s, int threads, bool panel_split
   // for deep filters (512 -> 512, 448 -> 384; tied at 256 -> 256, lost at 192 -> 384), the
   // AVX2 direct conv from 48 -> 128 up. At 2 threads the direct conv won, but for F(2x2)
   // with split panels on AVX2 (512 -> 512).
+  // Half-width AVX-512 cores (Zen 4: a zmm FMA takes two cycles) run the direct conv at half
+  // a full-width core's rate while the transforms cost about the same, so at 2+ threads they
+  // keep Winograd where full-width cores leave it: F(2x2) with split panels here, as AVX2.
+  const bool half_width = isa.avx512 && isa.half_width;
   if (tiles4 < rows * t) {
     if (t == 1) {
       if (pairs >= (isa.avx512 ? size_t(131072) : size_t(6144))) return 2;
       return isa.avx512 ? 0 : f4 ? 4 : 0;
     }
-    return split2 && !isa.avx512 ? 2 : 0;
+    return split2 && (!isa.avx512 || half_width) ? 2 : 0;
   }
   // At 2+ threads, fewer than two micro-tiles of F(4x4) tiles per thread (13x13 and 14x14
   // maps) in blocks of tiles: each thread's blocks stream all of F(4x4)'s filters (36 in_c
@@ -428,8 +432,10 @@ uint32_t winograd_choice(const NativeConvShape& s, int threads, bool panel_split
   // Wide filters the k-blocked AVX-512 direct conv reads once, fastest of the three (256 ->
   // 256). Where F(4x4) splits its panels, F(2x2) must too (384 -> 384: F(4x4) split won).
   const bool split4 = panel_split && filters_outweigh_tiles(s, 4);
+  // Half-width AVX-512: F(4x4) itself, there about twice as fast as F(2x2) or the direct
+  // conv on resnet's 14x14 256 -> 256 (bench/README.md, "Half-width AVX-512").
   if (f4 && t > 1 && tiles4 < 2 * rows * t && (!split4 || split2))
-    return isa.avx512 && !split2 && pairs >= 65536 ? 0 : 2;
+    return half_width ? 4 : isa.avx512 && !split2 && pairs >= 65536 ? 0 : 2;
   return f4 ? 4 : 0;
 }
 

@@ -31,8 +31,9 @@ struct CpuOptions {
   // The AVX-512F kernels on CPUs that have it; off: the AVX2 ones. NN_NO_AVX512=1.
   bool avx512 = true;
   // Native convs on AVX-512 give their last panel of 1-8 or 17-24 output channels to the
-  // ymm kernel where a zmm FMA costs two ymm ones (Zen 4). kAuto measures the CPU once.
-  // NN_AVX512_HALF_WIDTH=1 / 0.
+  // ymm kernel where a zmm FMA costs two ymm ones (Zen 4), and at 2+ threads keep small maps'
+  // 3x3 convs on Winograd where full-width cores take the direct conv (winograd_choice).
+  // kAuto measures the CPU once. NN_AVX512_HALF_WIDTH=1 / 0.
   enum class HalfWidth { kAuto, kOn, kOff };
   HalfWidth avx512_half_width = HalfWidth::kAuto;
   // Native depthwise convs compute output rows in pairs (sharing input rows). NN_NO_TWO_ROWS=1.
