@@ -658,6 +658,33 @@ TEST_P(Channels, Conv2dDilatedTapsInPlace) {
 
 INSTANTIATE_TEST_SUITE_P(OddSizes, Channels, ::testing::Values(1u, 13u, 127u));
 
+// A 3x3 conv on 3 channels (every image model's stem): 3 kernel rows of 9 k steps, which
+// both micro-kernels run with the segments and k as constants, AVX2's over a whole output
+// row's tiles in one call. Widths whose rows end in a partial tile, strides 1 and 2, output
+// channels that fill, cross and miss a panel, with and without a fused hard-swish.
+TEST(CpuDelegateOps, StemConvOnThreeChannels) {
+  struct Case {
+    uint32_t h, w, out_c, stride;
+    bool hard_swish;
+  };
+  for (Case k : {Case{9, 37, 16, 2, true}, Case{7, 20, 13, 1, false}, Case{6, 31, 24, 2, false},
+                 Case{5, 13, 16, 1, true}}) {
+    SCOPED_TRACE(std::to_string(k.h) + "x" + std::to_string(k.w) + " -> " + std::to_string(k.out_c) + " stride " +
+                 std::to_string(k.stride) + (k.hard_swish ? " hard-swish" : ""));
+    Built b;
+    uint32_t x = b.input({2, k.h, k.w, 3});
+    const int32_t st = int32_t(k.stride);
+    uint32_t conv = b.op(T::CONV_2D, {x, b.constant({k.out_c, 3, 3, 3}, 71), b.constant({k.out_c}, 72), b.i32(1),
+                                      b.i32(st), b.i32(st), b.i32(0)});
+    b.output(k.hard_swish ? b.op(T::HARD_SWISH, {conv}) : conv);
+    check(b, "op 0 CONV_2D", Runs::kNative, -2.f, 2.f);
+    if (k.hard_swish && has_avx2()) {  // the hard-swish runs in the conv's epilogue
+      auto r = profiled_cpu(b, -2.f, 2.f);
+      EXPECT_EQ(r.steps.size(), 1u) << nn_test::step_labels(r);
+    }
+  }
+}
+
 // Native depthwise at channel counts around its vector widths (8 AVX2 / 16 AVX-512 lanes,
 // tails of 1, 13, 15 and 1 lanes) and its switch from the column to the wide kernel (32),
 // on rows wide enough for every interior pixel group (8, 4, 1) and both edges.

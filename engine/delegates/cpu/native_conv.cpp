@@ -46,62 +46,80 @@ NN_INLINE_AVX2 void store_row(float* c, const float* r, size_t nr, __m256 lo_hal
   }
 }
 
-// C[mr x nr] = epilogue(A[mr x K] * W[K x 16] + bias, R), where A's columns come in
+// C[m x nr] = epilogue(A[m x K] * W[K x 16] + bias, R), where A's columns come in
 // `segments` runs of k each: run s is the matrix at seg_a[s] (row r at seg_a[s] + r*lda),
 // or all zeros when seg_a[s] is null (its weights are skipped). One run is a plain GEMM;
 // a conv gives one run per kernel row (implicit GEMM: no im2col copy). kRows (6, 4, 2 or
-// 1) rows of accumulators, mr <= kRows: rows past mr alias the last valid row (computed
-// twice, stored to the same place): no row branches. The smaller kRows serve a GEMM's last
-// rows (a 7x7 image's 49 pixels: 8 tiles of 6 and one of 1, where a ninth 6-row tile cost
-// 10% more). kHardSwish / kResidual: the epilogue's stages as constants, so the stores
-// carry no branches (the dispatcher below picks the instantiation once per call).
+// 1) rows of accumulators a micro-tile, the rows walked kRows at a time; a last tile of
+// fewer rows aliases its rows past m to its last valid row (computed twice, stored to the
+// same place): no row branches. The smaller kRows serve a GEMM's last rows (a 7x7 image's
+// 49 pixels: 8 tiles of 6 and one of 1, where a ninth 6-row tile cost 10% more).
+// kHardSwish / kResidual: the epilogue's stages as constants, so the stores carry no
+// branches (the dispatcher below picks the instantiation once per call). kSegments / kK
+// nonzero: the segments and their length as constants, the k loop unrolled into straight
+// FMAs (a 3x3 conv on 3 channels, every stem here: 3 runs of 9 k steps, too short for the
+// loop to pay for itself), as the AVX-512 kernel.
 #define NN_ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
-template <int kRows, bool kHardSwish, bool kResidual>
-NN_TARGET_AVX2 void kernel_6x16_t(size_t mr, size_t nr, size_t segments, const float* const* seg_a, size_t k,
-                                  size_t lda, const float* w, float* c, const float* res, size_t ldc,
-                                  const EpilogueAvx2& shared_epi) {
+template <int kRows, bool kHardSwish, bool kResidual, int kSegments = 0, int kK = 0>
+NN_TARGET_AVX2 void kernel_6x16_t(size_t m, size_t nr, size_t runtime_segments, const float* const* seg_a,
+                                  size_t runtime_k, size_t lda, const float* w, float* c, const float* res,
+                                  size_t ldc, const EpilogueAvx2& shared_epi) {
+  const size_t segments = kSegments ? size_t(kSegments) : runtime_segments;
+  const size_t k = kK ? size_t(kK) : runtime_k;
   EpilogueAvx2 epi = shared_epi;
   epi.hard_swish = kHardSwish;
   epi.residual = kResidual;
   const __m256 bias0 = _mm256_load_ps(w), bias1 = _mm256_load_ps(w + 8);
+  for (size_t r0 = 0; r0 < m; r0 += kRows, c += kRows * ldc, res += kRows * ldc) {
+    const size_t mr = std::min<size_t>(kRows, m - r0);
 #define NN_ACC(i) __m256 c##i##0 = bias0, c##i##1 = bias1;
-  NN_ROWS6(NN_ACC)
+    NN_ROWS6(NN_ACC)
 #undef NN_ACC
-  w += kNr;
-  for (size_t seg = 0; seg < segments; ++seg) {
-    if (!seg_a[seg]) {
-      w += k * kNr;
-      continue;
-    }
-    const float* a0 = seg_a[seg];
-    const float* a1 = mr > 1 ? a0 + lda : a0;
-    const float* a2 = mr > 2 ? a1 + lda : a1;
-    const float* a3 = mr > 3 ? a2 + lda : a2;
-    const float* a4 = mr > 4 ? a3 + lda : a3;
-    const float* a5 = mr > 5 ? a4 + lda : a4;
-    for (size_t p = 0; p < k; ++p) {
-      const __m256 b0 = _mm256_load_ps(w);
-      const __m256 b1 = _mm256_load_ps(w + 8);
-      w += kNr;
+    const float* wp = w + kNr;
+#pragma GCC unroll 4
+    for (size_t seg = 0; seg < segments; ++seg) {
+      if (!seg_a[seg]) {
+        wp += k * kNr;
+        continue;
+      }
+      const float* a0 = seg_a[seg] + r0 * lda;
+      const float* a1 = mr > 1 ? a0 + lda : a0;
+      const float* a2 = mr > 2 ? a1 + lda : a1;
+      const float* a3 = mr > 3 ? a2 + lda : a2;
+      const float* a4 = mr > 4 ? a3 + lda : a3;
+      const float* a5 = mr > 5 ? a4 + lda : a4;
 #define NN_FMA(i)                                    \
   if constexpr (i < kRows) {                         \
     const __m256 va = _mm256_broadcast_ss(a##i + p); \
     c##i##0 = _mm256_fmadd_ps(va, b0, c##i##0);      \
     c##i##1 = _mm256_fmadd_ps(va, b1, c##i##1);      \
   }
-      NN_ROWS6(NN_FMA)
+#define NN_K_STEP                              \
+  {                                            \
+    const __m256 b0 = _mm256_load_ps(wp);      \
+    const __m256 b1 = _mm256_load_ps(wp + 8);  \
+    wp += kNr;                                 \
+    NN_ROWS6(NN_FMA)                           \
+  }
+      if constexpr (kK > 0) {
+#pragma GCC unroll 16
+        for (int p = 0; p < kK; ++p) NN_K_STEP
+      } else {
+        for (size_t p = 0; p < k; ++p) NN_K_STEP
+      }
+#undef NN_K_STEP
 #undef NN_FMA
     }
+    // Row i of the tile stores at c + i*ldc (residual res + i*ldc); rows past mr alias.
+    const size_t s1 = mr > 1 ? ldc : 0, s2 = mr > 2 ? 2 * ldc : s1, s3 = mr > 3 ? 3 * ldc : s2,
+                 s4 = mr > 4 ? 4 * ldc : s3, s5 = mr > 5 ? 5 * ldc : s4;
+    if constexpr (kRows > 5) store_row(c + s5, res + s5, nr, c50, c51, epi);
+    if constexpr (kRows > 4) store_row(c + s4, res + s4, nr, c40, c41, epi);
+    if constexpr (kRows > 3) store_row(c + s3, res + s3, nr, c30, c31, epi);
+    if constexpr (kRows > 2) store_row(c + s2, res + s2, nr, c20, c21, epi);
+    if constexpr (kRows > 1) store_row(c + s1, res + s1, nr, c10, c11, epi);
+    store_row(c, res, nr, c00, c01, epi);
   }
-  // Row i of the tile stores at c + i*ldc (residual res + i*ldc); rows past mr alias.
-  const size_t s1 = mr > 1 ? ldc : 0, s2 = mr > 2 ? 2 * ldc : s1, s3 = mr > 3 ? 3 * ldc : s2,
-               s4 = mr > 4 ? 4 * ldc : s3, s5 = mr > 5 ? 5 * ldc : s4;
-  if constexpr (kRows > 5) store_row(c + s5, res + s5, nr, c50, c51, epi);
-  if constexpr (kRows > 4) store_row(c + s4, res + s4, nr, c40, c41, epi);
-  if constexpr (kRows > 3) store_row(c + s3, res + s3, nr, c30, c31, epi);
-  if constexpr (kRows > 2) store_row(c + s2, res + s2, nr, c20, c21, epi);
-  if constexpr (kRows > 1) store_row(c + s1, res + s1, nr, c10, c11, epi);
-  store_row(c, res, nr, c00, c01, epi);
 }
 #undef NN_ROWS6
 
@@ -135,16 +153,18 @@ NN_TARGET_AVX2 void kernel_8x8_t(size_t m, size_t nr, const float* a, size_t k, 
   }
 }
 
-template <int kRows>
-NN_TARGET_AVX2 void kernel_rows_x16(size_t mr, size_t nr, size_t segments, const float* const* seg_a,
+template <int kRows, int kSegments = 0, int kK = 0>
+NN_TARGET_AVX2 void kernel_rows_x16(size_t m, size_t nr, size_t segments, const float* const* seg_a,
                                     size_t k, size_t lda, const float* w, float* c, const float* res,
                                     size_t ldc, const EpilogueAvx2& epi) {
   if (epi.hard_swish)
-    (epi.residual ? kernel_6x16_t<kRows, true, true>
-                  : kernel_6x16_t<kRows, true, false>)(mr, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+    (epi.residual ? kernel_6x16_t<kRows, true, true, kSegments, kK>
+                  : kernel_6x16_t<kRows, true, false, kSegments, kK>)(m, nr, segments, seg_a, k, lda, w, c, res,
+                                                                      ldc, epi);
   else
-    (epi.residual ? kernel_6x16_t<kRows, false, true>
-                  : kernel_6x16_t<kRows, false, false>)(mr, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
+    (epi.residual ? kernel_6x16_t<kRows, false, true, kSegments, kK>
+                  : kernel_6x16_t<kRows, false, false, kSegments, kK>)(m, nr, segments, seg_a, k, lda, w, c,
+                                                                       res, ldc, epi);
 }
 
 NN_TARGET_AVX2 void kernel_8x8(size_t m, size_t nr, const float* a, size_t k, size_t lda, const float* w,
@@ -885,7 +905,19 @@ struct Avx2Gemm {
     if (epi.k_block && m >= 2 * kRows)
       return kernel_blocked_avx2(m, nr, segments, seg_a, k, lda, w, c, res, ldc, epi);
 #endif
-    for (size_t r = 0; r < m; r += kRows) {
+    size_t r = 0;
+#if NN_NATIVE_X86
+    // The full 6-row tiles in one call, which walks them with the bias and epilogue
+    // constants in registers: a call per tile (its dispatch, a copy of the epilogue's eight
+    // vectors) weighed on convs of short k such as selfie's 16 -> 16. A 3x3 conv on 3 channels (a stem) with
+    // its segments and k as constants.
+    if (m >= kRows) {
+      r = m / kRows * kRows;
+      (segments == 3 && k == 9 ? kernel_rows_x16<kRows, 3, 9> : kernel_rows_x16<kRows>)(r, nr, segments, seg_a,
+                                                                                     k, lda, w, c, res, ldc, epi);
+    }
+#endif
+    for (; r < m; r += kRows) {
       for (size_t s = 0; s < segments; ++s) rows[s] = seg_a[s] ? seg_a[s] + r * lda : nullptr;
       kernel_6x16(std::min(kRows, m - r), nr, segments, rows, k, lda, w, c + r * ldc, res + r * ldc, ldc,
                   epi);
