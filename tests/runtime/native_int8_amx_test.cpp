@@ -139,6 +139,7 @@ TEST(NativeInt8Amx, ConvGemmOnAmxEqualsTheReference) {
       for (int threads : {1, 2}) {
         const bool amx_on = form < 2;
         CpuOptions cpu;
+        cpu.int8_fp32_requant = false;  // NNAPI's fixed point: the reference's bytes
         cpu.amx = amx_on;
         cpu.amx_in_place_tail = form == 0;
         std::string kernel;

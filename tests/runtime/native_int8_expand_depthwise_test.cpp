@@ -96,6 +96,7 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, uint32_t co
     for (int threads : {1, 2})
       for (bool on : {true, false}) {
         CpuOptions cpu;
+        cpu.int8_fp32_requant = false;  // NNAPI's fixed point: the reference's bytes
         cpu.adaptive_threads = false;  // the pool's ranges every run
         cpu.avx512 = mode.avx512;
         cpu.avx_vnni = mode.avx_vnni;
@@ -201,8 +202,10 @@ TEST(NativeInt8ExpandDepthwise, DoesNotApplyWhereItMustNot) {
       std::vector<std::vector<int8_t>> in(1, std::vector<int8_t>(num_elements(m->operands[x].dims)));
       for (int8_t& v : in[0]) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
       const Outcome expected = nn_test::run_int8(m, in, "reference", {}, 1);
+      CpuOptions exact;
+      exact.int8_fp32_requant = false;  // NNAPI's fixed point: the reference's bytes
       for (int threads : {1, 2}) {
-        const Outcome got = nn_test::run_int8(m, in, "cpu", {}, threads);
+        const Outcome got = nn_test::run_int8(m, in, "cpu", exact, threads);
         const StepTiming* head = entry_of(got.kernels, 0);
         const StepTiming* second = entry_of(got.kernels, 1);
         ASSERT_TRUE(head && second);

@@ -82,6 +82,7 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, uint32_t co
     for (int threads : {1, 2})
       for (bool on : {true, false}) {
         CpuOptions cpu;
+        cpu.int8_fp32_requant = false;  // NNAPI's fixed point: the reference's bytes
         cpu.avx512 = mode.avx512;
         cpu.avx_vnni = mode.avx_vnni;
         cpu.native_int8_residual = on;
@@ -224,6 +225,7 @@ TEST(NativeInt8Residual, EveryPairOfConvOutputAndResidualEqualsTheReference) {
     ASSERT_EQ(expected.outputs.size(), 1u);
     for (const Mode& mode : nn_test::int8_modes()) {
       CpuOptions cpu;
+      cpu.int8_fp32_requant = false;  // NNAPI's fixed point: the reference's bytes
       cpu.avx512 = mode.avx512;
       cpu.avx_vnni = mode.avx_vnni;
       cpu.native_int8_residual = true;

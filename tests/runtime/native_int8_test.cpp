@@ -40,6 +40,7 @@ std::vector<CpuOptions> avx2_int8_options() {
   for (bool avx_vnni : {false, true}) {
     if (avx_vnni && !has_avx_vnni()) continue;
     CpuOptions cpu;
+    cpu.int8_fp32_requant = false;  // NNAPI's fixed point: the reference's bytes
     cpu.avx512 = false;
     cpu.avx_vnni = avx_vnni;
     v.push_back(cpu);
@@ -97,6 +98,7 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
     const bool avx512 = mode.avx512;
     for (int threads : {1, 2}) {
       CpuOptions cpu = base;
+      cpu.int8_fp32_requant = false;  // NNAPI's fixed point: the reference's bytes
       cpu.avx512 = avx512;
       cpu.avx_vnni = mode.avx_vnni;
       cpu.amx = base.amx && mode.amx;
@@ -140,6 +142,31 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
                               << " of " << got.size() << " bytes differ from the reference";
     }
   }
+  // The convs' fp32 requantization (CpuOptions::int8_fp32_requant): within one step of
+  // NNAPI's fixed point, and equal on most bytes (each form rounds the exact value down or
+  // up; they part only near halves).
+  const bool gemm = native_kind == "depthwise" || native_kind == "deconv" || native_kind.rfind("conv", 0) == 0;
+  if (gemm)
+    for (const Mode mode : modes) {
+      CpuOptions cpu = base;
+      cpu.int8_fp32_requant = true;
+      cpu.avx512 = mode.avx512;
+      cpu.avx_vnni = mode.avx_vnni;
+      cpu.amx = base.amx && mode.amx;
+      std::string kernel;
+      const std::vector<int8_t> got = run(m, x, "cpu", cpu, 1, &kernel);
+      if (kernel.rfind("native int8", 0) != 0) continue;  // this form runs on XNNPACK here
+      EXPECT_NE(kernel.find(", fp32 requant"), std::string::npos) << name << ": " << kernel;
+      size_t differ = 0;
+      int worst = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        differ += got[i] != expected[i];
+        worst = std::max(worst, std::abs(got[i] - expected[i]));
+      }
+      EXPECT_LE(worst, 1) << name << " (" << kernel << ")";
+      EXPECT_LE(differ * 20, std::max<size_t>(got.size(), 40)) << name << " (" << kernel << "): " << differ << " of "
+                                                               << got.size() << " bytes differ";
+    }
   CpuOptions off = base;
   off.native_int8 = false;
   std::string kernel;
@@ -212,6 +239,7 @@ TEST(NativeInt8, GateMulEqualsTheReferenceOnEveryPair) {
     const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
     for (bool avx512 : {true, false}) {
       CpuOptions cpu;
+      cpu.int8_fp32_requant = false;  // NNAPI's fixed point: the reference's bytes
       cpu.avx512 = avx512;
       std::string kernel;
       const std::vector<int8_t> got = run(m, x, "cpu", cpu, 2, &kernel);
@@ -243,6 +271,7 @@ TEST(NativeInt8, AvxTwoTableLooksUpEveryValueAsTheReference) {
   const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
   for (int threads : {1, 2}) {
     CpuOptions cpu;
+    cpu.int8_fp32_requant = false;  // NNAPI's fixed point: the reference's bytes
     cpu.avx512 = false;
     std::string kernel;
     EXPECT_EQ(run(m, x, "cpu", cpu, threads, &kernel), expected) << threads << " threads on " << kernel;
@@ -423,6 +452,7 @@ TEST(NativeInt8, WidthDoublingResizeEqualsTheReference) {
           for (bool twice : {true, false})
             for (int threads : {1, 2}) {
               CpuOptions cpu;
+              cpu.int8_fp32_requant = false;  // NNAPI's fixed point: the reference's bytes
               cpu.native_int8_resize_twice_w = twice;
               // Its AVX-512 refinements (native_int8_resize_quarters_test) off: the row itself.
               cpu.native_int8_resize_quarters = false;
@@ -561,6 +591,7 @@ TEST(NativeInt8, NarrowPointwiseConvReadInPlaceEqualsTheReference) {
       for (bool in_place : {true, false})
         for (int threads : {1, 2}) {
           CpuOptions cpu;
+          cpu.int8_fp32_requant = false;  // NNAPI's fixed point: the reference's bytes
           cpu.native_int8_in_place_tiles = in_place;
           std::string kernel;
           const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
@@ -768,6 +799,70 @@ TEST(NativeInt8, RequantizationEqualsNnapisFixedPoint) {
         }
       }
   EXPECT_GT(short_cases, 60u);
+}
+
+// The fp32 form (CpuOptions::int8_fp32_requant) on the same accumulators: every output is
+// float(acc) * scale + zo in one fused multiply-add, rounded to nearest even, clamped (where
+// the accumulator bound keeps |acc * scale| + |zo| below 2^30; else the product clamped to the
+// range less zo, rounded, zo added), scale = the multiplier's value as a float; within one
+// step of NNAPI's fixed point everywhere, and equal to it on nearly every byte. AVX-512, AVX2
+// and scalar alike.
+TEST(NativeInt8, Fp32RequantizationIsWithinOneStepOfNnapis) {
+  std::mt19937 rng(8);
+  const double mantissas[] = {0.5, 0.5000001, 0.75, 0.6180339, 0.9999999, 0.8660254, 0.5 + 1.0 / (1 << 20)};
+  const int32_t zero_points[] = {-128, -7, 0, 5, 127};
+  const quant::Range ranges[] = {{-128, 127}, {-3, 60}};
+  size_t total = 0, differ_nnapi = 0;
+  for (int s = 0; s <= 31; ++s)
+    for (int64_t bound : {int64_t{1} << 24, int64_t{1} << 31}) {
+      const int32_t zo = zero_points[size_t(s) % 5];
+      const quant::Range range = ranges[size_t(s) % 2];
+      std::vector<quant::Multiplier> m(21);
+      for (size_t j = 0; j < m.size(); ++j) m[j] = quant::quantize_multiplier(mantissas[j % 7] * std::ldexp(1.0, -s));
+      const int64_t lo = -std::min<int64_t>(bound, int64_t{1} << 31), hi = std::min<int64_t>(bound, (int64_t{1} << 31) - 1);
+      const size_t rows = 281 * 5 + 200;
+      std::vector<int32_t> acc(rows * m.size());
+      std::vector<float> scale(m.size());
+      bool bounded = true;
+      for (size_t j = 0; j < m.size(); ++j) {
+        const double real = double(m[j].multiplier) * std::ldexp(1.0, m[j].shift - 31);
+        scale[j] = float(real);
+        bounded = bounded && double(bound) * scale[j] + std::abs(zo) < 0x1p30;
+        size_t r = 0;
+        for (int k = -140; k <= 140; ++k)  // every half between outputs, and either side of it
+          for (int d = -2; d <= 2; ++d)
+            acc[r++ * m.size() + j] = int32_t(std::clamp<double>(std::floor((k + 0.5) / real) + d, double(lo), double(hi)));
+        std::uniform_int_distribution<int64_t> any(lo, hi);
+        while (r < rows) acc[r++ * m.size() + j] = int32_t(any(rng));
+      }
+      for (int form = 0; form < 3; ++form) {  // AVX-512, AVX2, scalar (requantize_per_channel's own loop)
+        if (form == 0 && !has_avx512_int8()) continue;
+        std::vector<int8_t> got(acc.size());
+        bool short_form = false;
+        if (form < 2)
+          cpu::requantize_per_channel(acc.data(), rows, m, zo, range, bound, form == 0, got.data(), &short_form, true);
+        size_t wrong = 0;
+        for (size_t i = 0; i < acc.size(); ++i) {
+          const size_t j = i % m.size();
+          const float x = float(acc[i]);
+          const int32_t fp32 =
+              bounded ? std::clamp(int32_t(std::nearbyint(std::fma(x, scale[j], float(zo)))), range.lo, range.hi)
+                      : int32_t(std::nearbyint(std::clamp(x * scale[j], float(range.lo - zo), float(range.hi - zo)))) + zo;
+          const int32_t nnapi = std::clamp(quant::multiply_by_quantized_multiplier(acc[i], m[j]) + zo, range.lo, range.hi);
+          EXPECT_LE(std::abs(fp32 - nnapi), 1) << "shift " << s << ": acc " << acc[i];
+          if (form == 2) {
+            total += 1, differ_nnapi += fp32 != nnapi;
+            continue;
+          }
+          if (got[i] != fp32 && wrong++ < 3)
+            ADD_FAILURE() << "shift " << s << " bound " << bound << (form == 0 ? " AVX-512" : " AVX2") << ": acc "
+                          << acc[i] << " -> " << int(got[i]) << ", fp32 form " << fp32;
+        }
+        EXPECT_EQ(wrong, 0u) << "shift " << s << " bound " << bound;
+      }
+    }
+  // Most accumulators here sit next to a half, where the two forms may part; still most agree.
+  EXPECT_LT(differ_nnapi * 4, total) << differ_nnapi << " of " << total;
 }
 
 }  // namespace

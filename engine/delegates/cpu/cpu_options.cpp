@@ -52,6 +52,7 @@ CpuOptions CpuOptions::from_environment() {
   o.avx_vnni = !set("NN_NO_AVX_VNNI");
   o.amx = !set("NN_NO_AMX");
   o.amx_in_place_tail = !set("NN_NO_AMX_IN_PLACE_TAIL");
+  o.int8_fp32_requant = !set("NN_NO_INT8_FP32_REQUANT");
   o.native_int8_add = set("NN_NATIVE_INT8_ADD");
   o.native_int8_add_table = !set("NN_NO_NATIVE_INT8_ADD_TABLE");
   o.native_int8_residual = set("NN_NATIVE_INT8_RESIDUAL");

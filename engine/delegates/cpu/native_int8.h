@@ -48,10 +48,14 @@
 //   interleaved per channel (VNNI + VBMI; without VNNI the same interleave with vpmaddubsw on
 //   AVX2), other forms in AVX-512 int32 lanes; the same requantization. With AVX-512 but no
 //   VNNI, convs and depthwise convs stay on XNNPACK's AVX-512 kernels.
-// The convs' requantization is NNAPI's exactly, in 11-13 vector ops per 16 outputs where the
-// accumulator bound allows its short form (native_int8_conv.cpp, ChannelRequant).
+// The convs' requantization (native_int8_conv.cpp, ChannelRequant) is by default XNNPACK's
+// and qnnpack's fp32 form (CpuOptions::int8_fp32_requant: float(acc) * scale + zo rounded to
+// nearest even, 3 vector ops per 16 outputs), within one step of NNAPI's fixed point and equal
+// to it on nearly every byte; with the switch off NNAPI's exactly, in 11-13 vector ops per 16
+// outputs where the accumulator bound allows its short form.
 //
-// Every kernel gives the reference kernel's output exactly (tests/runtime/native_int8_test).
+// Every kernel gives the reference kernel's output exactly, the convs with the fp32 form off
+// (tests/runtime/native_int8_test).
 // Forms not listed (uint8, other broadcasts, other axes) are left to XNNPACK or the reference.
 #pragma once
 
@@ -127,9 +131,10 @@ bool int8_resize_reciprocal(float so, int32_t zo, float* inv);
 // as the native int8 convs do it: quant::multiply_by_quantized_multiplier + zo, clamped to
 // `range` (right shifts only). The short form runs when `acc_bound` (the most |acc|) allows
 // it (*short_form says whether it did), 16 channels a step with AVX-512 when `avx512` and
-// the CPU has it, else 8 with AVX2 (as the AVX2 GEMM), else scalar. Exposed for tests/runtime/native_int8_test.
+// the CPU has it, else 8 with AVX2 (as the AVX2 GEMM), else scalar. `fp32`: the fp32 form
+// instead (CpuOptions::int8_fp32_requant). Exposed for tests/runtime/native_int8_test.
 void requantize_per_channel(const int32_t* acc, size_t rows, const std::vector<quant::Multiplier>& m,
                             int32_t zo, quant::Range range, int64_t acc_bound, bool avx512, int8_t* out,
-                            bool* short_form);
+                            bool* short_form, bool fp32 = false);
 
 }  // namespace nn::cpu

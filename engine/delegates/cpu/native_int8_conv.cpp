@@ -41,12 +41,12 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #define NN_TARGET_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2")))
 #define NN_TARGET_VNNI_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx2")))
-#define NN_TARGET_I8_AVX2 __attribute__((target("avx2")))
+#define NN_TARGET_I8_AVX2 __attribute__((target("avx2,fma")))
 #define NN_INLINE_VNNI \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2"), always_inline)) inline
 #define NN_INLINE_I8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2"), always_inline)) inline
 #define NN_TARGET_I8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2")))
-#define NN_INLINE_I8_AVX2 __attribute__((target("avx2"), always_inline)) inline
+#define NN_INLINE_I8_AVX2 __attribute__((target("avx2,fma"), always_inline)) inline
 #if defined(__linux__) && defined(__x86_64__)  // AMX exists in 64-bit mode only
 #include <cpuid.h>
 #include <sys/syscall.h>
@@ -185,6 +185,15 @@ std::vector<int64_t> accumulator_bounds(const int8_t* w, size_t channels, size_t
 // (h < 0 exactly when x < 0, but for x = -1, m = 2^30, where both sides give 0), and h + zo
 // for s = 0. It needs that sum to fit in int32, which the accumulator bound each kernel
 // passes (|bias| + 511 * sum |w|) decides per op; the long form runs otherwise.
+//
+// With use_fp32() (CpuOptions::int8_fp32_requant) the form of XNNPACK's and qnnpack's
+// kernels instead: float(acc) * scale + zo in one fused multiply-add, scale = multiplier *
+// 2^(shift - 31) as a float, rounded to nearest (ties to even), clamped: 3 vector ops per 16
+// outputs where the accumulator bound keeps |acc * scale| + |zo| below 2^30 (else the product
+// clamped to the range less zo first, zo added after the rounding). Within one step of
+// NNAPI's: both results are the exact value rounded down or up (NNAPI's rounds twice, the
+// float one is off it by a few 2^-24 of it), so they differ only where the exact value lies
+// that close to a half or NNAPI's second rounding meets one.
 struct ChannelRequant {
   // acc_bound: per channel, the most |accumulator| the kernel can reach.
   ChannelRequant(const std::vector<quant::Multiplier>& multipliers, size_t padded, int32_t zo_,
@@ -196,12 +205,14 @@ struct ChannelRequant {
         folded_even(padded / 2, 0),
         folded_odd(padded / 2, 0),
         negative_rounds(padded / 16, 0),
+        scale(padded, 0.f),
         mults(multipliers),
         zo(zo_),
         range(range_) {
     short_form = true;
     for (size_t j = 0; j < multipliers.size(); ++j) {
       mult[j] = multipliers[j].multiplier;
+      scale[j] = float(std::ldexp(double(multipliers[j].multiplier), multipliers[j].shift - 31));
       right[j] = -multipliers[j].shift;
       mask[j] = static_cast<int32_t>((int64_t{1} << right[j]) - 1);
       threshold[j] = mask[j] >> 1;
@@ -212,11 +223,22 @@ struct ChannelRequant {
       (j % 2 ? folded_odd : folded_even)[j / 16 * 8 + j % 16 / 2] =
           fits ? (int64_t{1} << 30) + pre_shift * (int64_t{1} << 31) : 0;
       if (right[j] > 0) negative_rounds[j / 16] |= uint16_t(1u << (j % 16));
+      // fp32: |acc * scale| + |zo| well inside int32, so the rounded product needs no clamp
+      // before its conversion (an overflow would convert to INT32_MIN) and the adds cannot wrap.
+      if (double(acc_bound[j]) * scale[j] + std::abs(zo) >= 0x1p30) fp32_bounded = false;
       const int64_t h_most = acc_bound[j] + 2;  // |h| <= |x| + 1 (m < 2^31)
       if (!fits || h_most + std::abs(pre_shift) + 1 >= (int64_t{1} << 31)) short_form = false;
     }
   }
+  void use_fp32() { fp32 = true; }
   int8_t scalar(int32_t acc, size_t j) const {
+    if (fp32 && fp32_bounded)  // the SIMD forms' one rounding of the fused multiply-add
+      return static_cast<int8_t>(
+          std::clamp(int32_t(std::nearbyint(std::fma(float(acc), scale[j], float(zo)))), range.lo, range.hi));
+    if (fp32) {
+      const float v = std::clamp(float(acc) * scale[j], float(range.lo - zo), float(range.hi - zo));
+      return static_cast<int8_t>(int32_t(std::nearbyint(v)) + zo);
+    }
     const int32_t v = quant::multiply_by_quantized_multiplier(acc, mults[j]) + zo;
     return static_cast<int8_t>(std::clamp(v, range.lo, range.hi));
   }
@@ -226,8 +248,9 @@ struct ChannelRequant {
   // reload them per row).
   struct Columns16 {
     __m512i mult, mult_odd, folded_even, folded_odd, mask, threshold, right, zo, lo, hi;
+    __m512 scale, scaled_lo, scaled_hi, float_zo;  // fp32: the range less zo, zo, as floats
     __mmask16 negative_rounds;
-    bool short_form, clamp_lo, clamp_hi;
+    bool short_form, clamp_lo, clamp_hi, fp32, fp32_bounded;
     // The activation range where it is narrower than int8's: callers store with signed
     // saturation (vpmovsdb), which is the clamp to [-128, 127].
     NN_INLINE_I8_512 __m512i clamp(__m512i v) const {
@@ -236,6 +259,12 @@ struct ChannelRequant {
       return v;
     }
     NN_INLINE_I8_512 __m512i apply(__m512i x) const {
+      if (fp32) {
+        if (fp32_bounded) return clamp(_mm512_cvtps_epi32(_mm512_fmadd_ps(_mm512_cvtepi32_ps(x), scale, float_zo)));
+        __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(x), scale);
+        v = _mm512_min_ps(_mm512_max_ps(v, scaled_lo), scaled_hi);
+        return clamp(_mm512_add_epi32(_mm512_cvtps_epi32(v), zo));
+      }
       if (short_form) {
         const __m512i even = _mm512_add_epi64(_mm512_mul_epi32(x, mult), folded_even);
         const __m512i odd =
@@ -265,6 +294,12 @@ struct ChannelRequant {
     c.folded_odd = _mm512_loadu_si512(folded_odd.data() + j / 2);
     c.negative_rounds = negative_rounds[j / 16];
     c.short_form = short_form;
+    c.fp32 = fp32;
+    c.fp32_bounded = fp32_bounded;
+    c.scale = _mm512_loadu_ps(scale.data() + j);
+    c.float_zo = _mm512_set1_ps(float(zo));
+    c.scaled_lo = _mm512_set1_ps(float(range.lo - zo));
+    c.scaled_hi = _mm512_set1_ps(float(range.hi - zo));
     c.clamp_lo = range.lo > -128;
     c.clamp_hi = range.hi < 127;
     c.mask = _mm512_loadu_si512(mask.data() + j);
@@ -285,9 +320,22 @@ struct ChannelRequant {
   struct Columns8 {
     const ChannelRequant* rq;
     size_t j;
-    __m256i mult, mult_odd, folded_even, folded_odd, right, negative_rounds, lo, hi;
-    bool clamp_lo, clamp_hi;
+    __m256i mult, mult_odd, folded_even, folded_odd, right, negative_rounds, lo, hi, zo;
+    __m256 scale, scaled_lo, scaled_hi, float_zo;
+    bool clamp_lo, clamp_hi, fp32, fp32_bounded;
     NN_INLINE_I8_AVX2 __m256i apply(__m256i x) const {
+      if (fp32) {
+        __m256i q;
+        if (fp32_bounded) {
+          q = _mm256_cvtps_epi32(_mm256_fmadd_ps(_mm256_cvtepi32_ps(x), scale, float_zo));
+        } else {
+          const __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(x), scale);
+          q = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, scaled_lo), scaled_hi)), zo);
+        }
+        if (clamp_lo) q = _mm256_max_epi32(q, lo);
+        if (clamp_hi) q = _mm256_min_epi32(q, hi);
+        return q;
+      }
       if (!rq->short_form) return rq->apply8(x, j);
       const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, mult), folded_even);
       const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), mult_odd), folded_odd);
@@ -313,10 +361,29 @@ struct ChannelRequant {
     c.hi = _mm256_set1_epi32(range.hi);
     c.clamp_lo = range.lo > -128;
     c.clamp_hi = range.hi < 127;
+    c.fp32 = fp32;
+    c.fp32_bounded = fp32_bounded;
+    c.zo = _mm256_set1_epi32(zo);
+    c.scale = _mm256_loadu_ps(scale.data() + j);
+    c.float_zo = _mm256_set1_ps(float(zo));
+    c.scaled_lo = _mm256_set1_ps(float(range.lo - zo));
+    c.scaled_hi = _mm256_set1_ps(float(range.hi - zo));
     return c;
   }
 
   NN_INLINE_I8_AVX2 __m256i apply8(__m256i x, size_t j) const {
+    if (fp32) {
+      const __m256 xs = _mm256_cvtepi32_ps(x), s = _mm256_loadu_ps(scale.data() + j);
+      __m256i q;
+      if (fp32_bounded) {
+        q = _mm256_cvtps_epi32(_mm256_fmadd_ps(xs, s, _mm256_set1_ps(float(zo))));
+      } else {
+        const __m256 v = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(xs, s), _mm256_set1_ps(float(range.lo - zo))),
+                                       _mm256_set1_ps(float(range.hi - zo)));
+        q = _mm256_add_epi32(_mm256_cvtps_epi32(v), _mm256_set1_epi32(zo));
+      }
+      return _mm256_min_epi32(_mm256_max_epi32(q, _mm256_set1_epi32(range.lo)), _mm256_set1_epi32(range.hi));
+    }
     const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mult.data() + j));
     const __m256i half = _mm256_set1_epi64x(int64_t{1} << 30);
     const __m256i even = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, m), half), 31);
@@ -341,7 +408,10 @@ struct ChannelRequant {
   // j % 16 / 2), and per 16 channels which have s > 0.
   std::vector<int64_t> folded_even, folded_odd;
   std::vector<uint16_t> negative_rounds;
+  std::vector<float> scale;  // fp32: multiplier * 2^(shift - 31) per channel, padded
   bool short_form = false;
+  bool fp32 = false;
+  bool fp32_bounded = true;  // every channel's |acc * scale| + |zo| below 2^30
   std::vector<quant::Multiplier> mults;
   int32_t zo;
   quant::Range range;
@@ -468,14 +538,20 @@ class Int8Gemm {
   // VNNI tiles read x in place when k is a multiple of 4 (tile_vnni), unless `on` is false.
   void read_in_place(bool on) { in_place_ = on && vnni_ && k_ % 4 == 0; }
   void amx_in_place_tail(bool on) { shift_tail_ = on; }
+  // Requantizes in fp32 (ChannelRequant::use_fp32; CpuOptions::int8_fp32_requant).
+  void fp32_requant() {
+    requant_.use_fp32();
+    if (quad_requant_) quad_requant_->use_fp32();
+  }
 
-  const char* isa_name() const {
-    return amx_    ? "AMX"
-           : vnni_ ? "AVX-512 VNNI"
-           : dp_   ? "AVX-VNNI"
-           : sign_ ? "AVX2 vpmaddubsw"
-           : avx2_ ? "AVX2"
-                   : "scalar";
+  std::string isa_name() const {
+    return std::string(amx_    ? "AMX"
+                       : vnni_ ? "AVX-512 VNNI"
+                       : dp_   ? "AVX-VNNI"
+                       : sign_ ? "AVX2 vpmaddubsw"
+                       : avx2_ ? "AVX2"
+                               : "scalar") +
+           (requant_.fp32 ? ", fp32 requant" : "");
   }
 
   // Rows [r0, r1) of x (row stride k) into out (row stride ldo).
@@ -1142,7 +1218,7 @@ class Int8Depthwise final : public Int8ConvOp {
   // w: [kh][kw][C] symmetric int8; bias [C] or null.
   Int8Depthwise(const NativeConvShape& s, const int8_t* w, const int32_t* bias,
                 const std::vector<quant::Multiplier>& mult, int32_t zx, int32_t zo, quant::Range range,
-                const NativeIsa& isa, uint32_t input)
+                const NativeIsa& isa, uint32_t input, bool fp32_requant = false)
       : s_(s),
         c_pad_((s.out_c + 15) / 16 * 16),
         zx_(zx),
@@ -1224,6 +1300,10 @@ class Int8Depthwise final : public Int8ConvOp {
             (avx_vnni_  ? "AVX-VNNI"
              : avx2_k_ ? "AVX2 vpmaddubsw"
                        : std::string(avx512_ ? "AVX-512" : "scalar") + (vnni_k_ ? " VNNI" : ""));
+    if (fp32_requant) {
+      requant_.use_fp32();
+      name_ += ", fp32 requant";
+    }
   }
   void run(const NativeDataArgs& args) const override {
     Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output),
@@ -1793,9 +1873,10 @@ bool amx_int8_usable() {
 
 void requantize_per_channel(const int32_t* acc, size_t rows, const std::vector<quant::Multiplier>& m,
                             int32_t zo, quant::Range range, int64_t acc_bound, bool avx512, int8_t* out,
-                            bool* short_form) {
+                            bool* short_form, bool fp32) {
   const size_t n = m.size(), padded = (n + 15) / 16 * 16;
-  const ChannelRequant rq(m, padded, zo, range, std::vector<int64_t>(n, acc_bound));
+  ChannelRequant rq(m, padded, zo, range, std::vector<int64_t>(n, acc_bound));
+  if (fp32) rq.use_fp32();
   *short_form = rq.short_form;
 #if NN_NATIVE_X86
   if (avx512 && has_avx512_int8()) return requantize_avx512(rq, acc, rows, n, out);
@@ -1864,7 +1945,8 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
     for (const quant::Multiplier& mu : per_channel)
       if (mu.shift > 0) return no("a requantization multiplier above 1");
     return std::make_unique<Int8Depthwise>(shape, w, bias, per_channel, in.zero_point, out.zero_point,
-                                           quant::activation_range(p->fuse, out), isa, op.inputs[0]);
+                                           quant::activation_range(p->fuse, out), isa, op.inputs[0],
+                                           cpu.int8_fp32_requant);
   }
   if (filter.type == kPerChannel && filter.channel_quant.channel_dim != 0)
     return no("per-channel axis is not 0");
@@ -1883,6 +1965,7 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
                                    range, isa, amx_int8_conv_pays(kh * kw * in_c, out_c, pixels), pixels);
     gemm->read_in_place(cpu.native_int8_in_place_tiles);
     gemm->amx_in_place_tail(cpu.amx_in_place_tail);
+    if (cpu.int8_fp32_requant) gemm->fp32_requant();
     if (kh == 1 && kw == 1 && p->stride_h == 1 && p->stride_w == 1 && !p->pad_top && !p->pad_bottom &&
         !p->pad_left && !p->pad_right)
       return std::make_unique<Int8PointwiseConv>(std::move(gemm), num_elements(in.dims) / in_c, out_c,
@@ -1915,6 +1998,7 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
     auto gemm = std::make_unique<Int8Gemm>(in_c, n, wt.data(), bt.data(), mt, in.zero_point, out.zero_point,
                                            range, isa);
     gemm->read_in_place(cpu.native_int8_in_place_tiles);
+    if (cpu.int8_fp32_requant) gemm->fp32_requant();
     return std::make_unique<Int8TiledDeconv>(std::move(gemm), in.dims[0], in.dims[1], in.dims[2], in_c, kh,
                                              kw, out_c, op.inputs[0]);
   }

@@ -178,6 +178,12 @@ struct CpuOptions {
   // last 32 rows read in place, the rows already written not stored again
   // (NN_NO_AMX_IN_PLACE_TAIL=1: a zero-padded copy of the short block).
   bool amx_in_place_tail = true;
+  // Native int8 convs, depthwise and transpose convs requantize in fp32 as XNNPACK's and
+  // qnnpack's kernels do (float(acc) * scale, rounded to nearest even, + zo; 5 vector ops per
+  // 16 outputs where NNAPI's fixed point takes 11-17): within one step of NNAPI's
+  // arithmetic, equal on nearly every byte. NN_NO_INT8_FP32_REQUANT=1: NNAPI's fixed point,
+  // the reference kernels' bytes exactly.
+  bool int8_fp32_requant = true;
   // Within native_int8: LOGISTIC by its table (NN_NO_NATIVE_INT8_LOGISTIC=1) and a global
   // AVERAGE_POOL_2D (NN_NO_NATIVE_INT8_POOL=1); off: XNNPACK (within one step). An exact
   // same-shaped ADD in NNAPI's fixed point, off by default: about 3x slower than XNNPACK's
