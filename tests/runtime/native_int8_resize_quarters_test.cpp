@@ -145,6 +145,7 @@ TEST(NativeInt8ResizeQuarters, EqualsTheReferenceWithEachSwitch) {
           for (bool reciprocal : {true, false})
             for (int threads : {1, 2}) {
               CpuOptions cpu;
+              cpu.native_int8_resize_integer = false;  // the float blend: the reference's bytes
               cpu.native_int8_resize_quarters = quarters;
               cpu.native_int8_resize_reciprocal = reciprocal;
               std::string kernel;
@@ -210,6 +211,56 @@ TEST(NativeInt8ResizeQuarters, OnlyOnTheWidthDoublingRow) {
   run(m, x, "cpu", cpu, 1, &kernel);
   EXPECT_EQ(kernel.find("quarters"), std::string::npos) << kernel;
   EXPECT_EQ(kernel.find("reciprocal"), std::string::npos) << kernel;
+}
+
+// The integer form (CpuOptions::native_int8_resize_integer): where input and output share
+// scale and zero point, a 2x width's taps summed in int16 and rounded by a shift, within one
+// step of the reference's float blend and equal on most bytes (they part only near halves,
+// where the reference's floats land either side), 1 and 2 threads, 2x both ways (the edge
+// rows' -1/4 weight) and 2x wide only; the float form elsewhere (scales that differ, a width
+// not doubled) and with the switch off.
+TEST(NativeInt8ResizeInteger, WithinOneStepOfTheReference) {
+  if (!has_avx512_int8()) GTEST_SKIP() << "no AVX-512";
+  struct Shape {
+    uint32_t in_h, in_w, out_h, out_w;
+  };
+  size_t total = 0, differ = 0;
+  for (Scales sc : {Scales{0.02558f, 0.02558f, -128}, Scales{0.0516f, 0.0516f, 17, 17}, Scales{0.0516f, 0.0516f, 17}, Scales{0.0173f, 0.031f, 9}})
+    for (uint32_t c : {1u, 13u, 16u, 24u, 37u, 128u})
+      for (Shape sh : {Shape{7, 9, 14, 18}, Shape{5, 11, 13, 22}, Shape{6, 5, 12, 10}, Shape{7, 9, 13, 17}}) {
+        auto m = resize_model(sh.in_h, sh.in_w, sh.out_h, sh.out_w, c, sc);
+        ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+        std::mt19937 rng(c * 1000 + sh.out_w + 7);
+        std::vector<std::vector<int8_t>> x(1, std::vector<int8_t>(size_t(sh.in_h) * sh.in_w * c));
+        for (int8_t& v : x[0]) v = static_cast<int8_t>(int(rng() % 256) - 128);
+        const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
+        ASSERT_FALSE(expected.empty());
+        const bool integer = sc.in == sc.out && sc.zi == sc.zo && sh.out_w == 2 * sh.in_w && sh.out_h == 2 * sh.in_h;
+        const std::string what = "scales " + std::to_string(sc.in) + " -> " + std::to_string(sc.out) + ", " +
+                                 std::to_string(c) + " channels, " + std::to_string(sh.in_h) + "x" +
+                                 std::to_string(sh.in_w) + " -> " + std::to_string(sh.out_h) + "x" +
+                                 std::to_string(sh.out_w);
+        for (bool on : {true, false})
+          for (int threads : {1, 2}) {
+            CpuOptions cpu;
+            cpu.native_int8_resize_integer = on;
+            std::string kernel;
+            const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
+            ASSERT_EQ(got.size(), expected.size()) << what;
+            EXPECT_EQ(kernel.find("integer sums") != std::string::npos, on && integer) << what << ": " << kernel;
+            if (!(on && integer)) {
+              EXPECT_EQ(got, expected) << what << " on " << kernel;
+              continue;
+            }
+            for (size_t i = 0; i < got.size(); ++i) {
+              EXPECT_LE(std::abs(got[i] - expected[i]), 1) << what << " at " << i;
+              differ += got[i] != expected[i];
+            }
+            total += got.size();
+          }
+      }
+  ASSERT_GT(total, 0u);
+  EXPECT_LT(differ * 20, total) << differ << " of " << total << " bytes differ";  // 2.6% here
 }
 
 }  // namespace

@@ -62,6 +62,7 @@ CpuOptions CpuOptions::from_environment() {
   o.native_int8_resize_twice_w = !set("NN_NO_NATIVE_INT8_RESIZE_TWICE_W");
   o.native_int8_resize_quarters = !set("NN_NO_NATIVE_INT8_RESIZE_QUARTERS");
   o.native_int8_resize_reciprocal = !set("NN_NO_NATIVE_INT8_RESIZE_RECIPROCAL");
+  o.native_int8_resize_integer = !set("NN_NO_NATIVE_INT8_RESIZE_INTEGER");
   o.native_int8_gate_pairs = !set("NN_NO_NATIVE_INT8_GATE_PAIRS");
   o.native_int8_in_place_tiles = !set("NN_NO_NATIVE_INT8_IN_PLACE_TILES");
   o.int8_table_dequantize = !set("NN_NO_INT8_TABLE_DEQUANTIZE");

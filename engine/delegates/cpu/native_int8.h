@@ -37,7 +37,10 @@
 //   order, divide by the output scale, round half away from zero), 16 / 8 channels a step;
 //   XNNPACK's resize interpolates with 11-bit weights (within one step). With AVX-512 the
 //   division as a reciprocal and one FMA correction where checked to round alike
-//   (int8_resize_reciprocal), and a 2x width's products by 1/4 fused into the adds.
+//   (int8_resize_reciprocal), and a 2x width's products by 1/4 fused into the adds. Where
+//   input and output share scale and zero point and every weight is a multiple of 1/4 (a 2x
+//   upsampling with half-pixel centres), by default the taps' weighted sum in int16 rounded
+//   by a shift instead (CpuOptions::native_int8_resize_integer): within one step.
 // - CONV_2D (groups 1) and TRANSPOSE_CONV_2D with kernel == stride: one int8 GEMM, AVX-512
 //   VNNI (vpdpbusd) or AVX2 (vpmaddubsw on |x| and w with x's sign, exact; vpmaddwd on int16
 //   when a weight is -128), NNAPI's per-channel requantization fused

@@ -785,7 +785,7 @@ class Int8Resize final : public NativeDataOp {
 
  public:
   Int8Resize(const Operand& in, const Operand& out, uint32_t input, const ResizeParams& p,
-             const NativeIsa& isa, bool twice_w, bool quarters, bool reciprocal)
+             const NativeIsa& isa, bool twice_w, bool quarters, bool reciprocal, bool integer)
       : batch_(in.dims[0]),
         in_h_(in.dims[1]),
         in_w_(in.dims[2]),
@@ -814,6 +814,16 @@ class Int8Resize final : public NativeDataOp {
     // would make the correction NaN where the division gives infinity, clamped to 127).
     reciprocal_ = avx512_ && reciprocal && 255.0 * si_ / so_ < 0x1p100 && int8_resize_reciprocal(so_, zo_, &inv_so_);
     name_ = avx512_ ? "native int8 resize AVX-512" : avx2_ ? "native int8 resize AVX2" : "native int8 resize";
+    // The integer form: a 2x width with the quarter taps, every row's weight a multiple of 1/4,
+    // the same scale and zero point in and out.
+    integer_ = avx512_ && integer && quarters_ && si_ == so_ && zi_ == zo_ &&
+               quarter_weight(cols_[0].frac) != kNoQuarter && quarter_weight(cols_[2 * in_w_ - 1].frac) != kNoQuarter &&
+               std::all_of(rows_.begin(), rows_.end(),
+                           [](const BilinearTap& t) { return quarter_weight(t.frac) != kNoQuarter; });
+    if (integer_) {
+      name_ += ", width doubled, integer sums";
+      return;
+    }
     if (twice_w_) name_ += ", width doubled";
     if (quarters_) name_ += ", quarters fused";
     if (reciprocal_) name_ += ", reciprocal";
@@ -848,6 +858,9 @@ class Int8Resize final : public NativeDataOp {
     const int8_t* r1 = t.in + (n * op.in_h_ + ty.hi) * op.in_w_ * c;
     int8_t* out = t.out + r * op.out_w_ * c;
     const size_t nw = op.in_w_ * c;
+#if NN_NATIVE_X86
+    if (op.integer_) return op.row_integer_avx512(r0, r1, quarter_weight(ty.frac), out);
+#endif
     thread_local std::vector<float> rows;
     if (rows.size() < 2 * nw) rows.resize(2 * nw);
     float *a = rows.data(), *b = rows.data() + nw;
@@ -1045,6 +1058,78 @@ class Int8Resize final : public NativeDataOp {
     }
   }
 
+  // 4 * frac where that is a whole number, else kNoQuarter. An edge tap has frac -1/4 (the
+  // half-pixel source left of pixel 0, both taps pixel 0): weights 5/4 and -1/4.
+  static constexpr int kNoQuarter = 100;
+  static int quarter_weight(float frac) {
+    const float q = frac * 4.f;
+    return q >= -4.f && q <= 8.f && q == std::floor(q) ? int(q) : kNoQuarter;
+  }
+
+#if NN_NATIVE_X86
+  // One output row in integers (integer_): the reference's value is the dequantized blend
+  // (zi = zo, si = so), so q = zo + (S - 16 zo) / 16 for the integer tap sum
+  // S = 16 * sum(weight * tap); rounded half away from zero as the reference rounds (which
+  // computes it in floats: within one step of these bytes, equal but near a half). The
+  // vertical blend V = (4 - wv) r0 + wv r1 of the two input rows in int16, then per input
+  // pixel i the two output pixels 2i + 1 = 3 V_i + V_(i+1) and 2i + 2 = V_i + 3 V_(i+1), the
+  // edges by their own taps; each sum in a flat int16 row, narrowed into the output pixel by
+  // pixel. Where the float form spent 4 products, 3 adds, a division and its rounding per
+  // output value, this is a handful of int16 ops per 32.
+  NN_TARGET_INT8_512 void row_integer_avx512(const int8_t* r0, const int8_t* r1, int wv, int8_t* out) const {
+    const size_t c = channels_, w = in_w_, n = w * c;
+    thread_local std::vector<int16_t> rows;
+    if (rows.size() < 3 * n + 64) rows.resize(3 * n + 64);
+    int16_t *v = rows.data(), *odd = v + n + 32, *even = odd + n;  // even[i]: output pixel 2i + 2
+    const __m512i w0 = _mm512_set1_epi16(int16_t(4 - wv)), w1 = _mm512_set1_epi16(int16_t(wv));
+    for (size_t i = 0; i < n; i += 32) {
+      const __mmask32 k = n - i >= 32 ? __mmask32(~0u) : __mmask32((1u << (n - i)) - 1);
+      const __m512i a = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(k, r0 + i));
+      const __m512i b = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(k, r1 + i));
+      _mm512_mask_storeu_epi16(v + i, k, _mm512_add_epi16(_mm512_mullo_epi16(a, w0), _mm512_mullo_epi16(b, w1)));
+    }
+    const __m512i three = _mm512_set1_epi16(3), zo = _mm512_set1_epi16(int16_t(zo_));
+#define NN_NARROW(sum) sixteenth(sum, zo)
+    const size_t pairs = n - c;  // input pixels 0 .. w - 2 and the one after each
+    for (size_t i = 0; i < pairs; i += 32) {
+      const __mmask32 k = pairs - i >= 32 ? __mmask32(~0u) : __mmask32((1u << (pairs - i)) - 1);
+      const __m512i here = _mm512_maskz_loadu_epi16(k, v + i), next = _mm512_maskz_loadu_epi16(k, v + c + i);
+      _mm512_mask_storeu_epi16(odd + i, k, NN_NARROW(_mm512_add_epi16(_mm512_mullo_epi16(here, three), next)));
+      _mm512_mask_storeu_epi16(even + i, k, NN_NARROW(_mm512_add_epi16(here, _mm512_mullo_epi16(next, three))));
+    }
+    // Output pixel 0 and 2w - 1 by their own taps (the edge pixel twice: 4 V).
+    const BilinearTap &first = cols_[0], &last = cols_[2 * w - 1];
+    const int fh = quarter_weight(first.frac), lh = quarter_weight(last.frac);
+    for (size_t i = 0; i < c; i += 32) {
+      const __mmask32 k = c - i >= 32 ? __mmask32(~0u) : __mmask32((1u << (c - i)) - 1);
+      for (int e = 0; e < 2; ++e) {
+        const BilinearTap& t = e ? last : first;
+        const int h = e ? lh : fh;
+        const __m512i sum = _mm512_add_epi16(
+            _mm512_mullo_epi16(_mm512_maskz_loadu_epi16(k, v + t.lo * c + i), _mm512_set1_epi16(int16_t(4 - h))),
+            _mm512_mullo_epi16(_mm512_maskz_loadu_epi16(k, v + t.hi * c + i), _mm512_set1_epi16(int16_t(h))));
+        _mm256_mask_storeu_epi8(out + (e ? (2 * w - 1) * c : 0) + i, k, _mm512_cvtsepi16_epi8(NN_NARROW(sum)));
+      }
+    }
+    // Pixel by pixel into the output row: odd[i] -> 2i + 1, even[i] -> 2i + 2.
+    for (size_t p = 0; p + 1 < w; ++p)
+      for (size_t i = 0; i < c; i += 32) {
+        const __mmask32 k = c - i >= 32 ? __mmask32(~0u) : __mmask32((1u << (c - i)) - 1);
+        _mm256_mask_storeu_epi8(out + (2 * p + 1) * c + i, k,
+                                _mm512_cvtsepi16_epi8(_mm512_maskz_loadu_epi16(k, odd + p * c + i)));
+        _mm256_mask_storeu_epi8(out + (2 * p + 2) * c + i, k,
+                                _mm512_cvtsepi16_epi8(_mm512_maskz_loadu_epi16(k, even + p * c + i)));
+      }
+#undef NN_NARROW
+  }
+  // zo + (S - 16 zo) / 16 rounded half away from zero: ((d + 8 - [d < 0]) >> 4) + zo, d = S - 16 zo.
+  NN_INLINE_INT8_512 static __m512i sixteenth(__m512i sum, __m512i zo) {
+    const __m512i d = _mm512_sub_epi16(sum, _mm512_slli_epi16(zo, 4));
+    return _mm512_add_epi16(
+        _mm512_srai_epi16(_mm512_add_epi16(_mm512_add_epi16(d, _mm512_set1_epi16(8)), _mm512_srai_epi16(d, 15)), 4), zo);
+  }
+#endif
+
   // Whether output pixel ox in [1, 2 in_w - 2] blends input pixels (ox - 1) / 2 and the next
   // with one of two fractions by its parity (a 2x upsampling with half-pixel centres).
   static bool doubles_width(const std::vector<BilinearTap>& cols, size_t in_w) {
@@ -1150,6 +1235,7 @@ class Int8Resize final : public NativeDataOp {
   bool avx512_, avx2_;
   bool twice_w_;  // row_twice_w_avx512 / _avx2
   bool quarters_ = false;  // row_quarters_avx512
+  bool integer_ = false;   // row_integer_avx512
   bool reciprocal_ = false;  // Requant16::apply by inv_so_ rather than a division
   float inv_so_ = 0.f;
   std::string name_;
@@ -1255,7 +1341,8 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
       auto p = parse_resize(m, op, &reason);
       if (!p) return no("int8 resize parameters");
       return std::make_unique<Int8Resize>(in, out, op.inputs[0], *p, isa, cpu.native_int8_resize_twice_w,
-                                          cpu.native_int8_resize_quarters, cpu.native_int8_resize_reciprocal);
+                                          cpu.native_int8_resize_quarters, cpu.native_int8_resize_reciprocal,
+                                          cpu.native_int8_resize_integer);
     }
     case T::CONV_2D:
     case T::DEPTHWISE_CONV_2D:

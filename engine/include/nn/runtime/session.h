@@ -214,6 +214,11 @@ struct CpuOptions {
   // reciprocal plus one FMA correction, where checked (when the kernel is made) to round to
   // the division's bytes (int8_resize_reciprocal). NN_NO_NATIVE_INT8_RESIZE_RECIPROCAL=1.
   bool native_int8_resize_reciprocal = true;
+  // That 2x width row with AVX-512, where the input and output share scale and zero point and
+  // every row weight is a multiple of 1/4 (selfie's three upsamplings): the taps' weighted sum
+  // in int16 and its rounding by a shift, within one step of the reference's float blend
+  // (equal but near a half). NN_NO_NATIVE_INT8_RESIZE_INTEGER=1: the float blend, exact.
+  bool native_int8_resize_integer = true;
   // An int8 MUL by a per-channel gate (squeeze-and-excite): its two products as vpdpwssd on
   // int16 pairs (AVX-512 VNNI, 64 elements a step; AVX-VNNI or AVX2's vpmaddwd, 32) across
   // pixels, packed to bytes with saturation; the same bytes (NN_NO_NATIVE_INT8_GATE_PAIRS=1:
