@@ -4,8 +4,9 @@
 // odd shapes (rows no multiple of 6, two 64-row chunks, channels no multiple of 8 or 16,
 // slices of unequal length, pointwise, strided, 3x3 in place / edge strips / im2col rows,
 // grouped), every epilogue stage, 1 and 2 threads; with the switch off the same bits (each
-// output is the same FMAs in the same order); which convs take it; and the CpuOptions
-// switch names the kernel (AVX-512 unchanged).
+// output is the same FMAs in the same order); which convs take it (1x1 convs on a map of
+// one 64-row chunk whose weights outgrow half of L2: one slice); and the CpuOptions switch
+// names the kernel (AVX-512 unchanged).
 #include <gtest/gtest.h>
 #include <pthreadpool.h>
 
@@ -46,13 +47,16 @@ TEST(NativeConvAvx2KBlocks, MatchesTheDirectConvAndTheUnblockedKernel) {
   // tiles of 48 and 33) and 14x14 (196: four of 48 and an unblocked 4); 3 x 4 (12 rows: two
   // micro-tiles); a strided 1x1 onto 7 x 6; 3x3 convs on a 7x7 map (im2col rows once), on
   // 6 x 40 (rows in place and through edge strips) and on 200 channels (k 1800); grouped
-  // 1x1 and 3x3; 160 and 7 input channels on 7x7 (not blocked).
-  const uint32_t cases[][7] = {{7, 7, 960, 64, 1, 1, 1},  {7, 7, 400, 40, 1, 1, 1},   {7, 7, 600, 45, 1, 1, 1},
-                               {5, 7, 500, 33, 1, 1, 1},  {1, 23, 400, 17, 1, 1, 1},  {9, 9, 700, 16, 1, 1, 1},
-                               {14, 14, 576, 24, 1, 1, 1}, {3, 4, 512, 32, 1, 1, 1},  {13, 11, 520, 48, 1, 2, 1},
-                               {7, 7, 64, 40, 3, 1, 1},   {6, 40, 80, 32, 3, 1, 1},   {7, 7, 200, 16, 3, 1, 1},
-                               {7, 7, 1024, 64, 1, 1, 2}, {6, 10, 192, 64, 3, 1, 2},  {7, 7, 160, 96, 1, 1, 1},
-                               {7, 7, 7, 19, 1, 1, 1}};
+  // 1x1 and 3x3; 160 and 7 input channels on 7x7 (not blocked); 7x7 and 3 x 5 1x1 convs
+  // whose weights outgrow half of L2 (MNASNet's 192 -> 1152, here 1144: a last panel of 8;
+  // 200 -> 1400: 15 rows, three micro-tiles): one slice on an L2 below 1.7 MB.
+  const uint32_t cases[][7] = {
+      {7, 7, 960, 64, 1, 1, 1},   {7, 7, 400, 40, 1, 1, 1},   {7, 7, 600, 45, 1, 1, 1},
+      {5, 7, 500, 33, 1, 1, 1},   {1, 23, 400, 17, 1, 1, 1},  {9, 9, 700, 16, 1, 1, 1},
+      {14, 14, 576, 24, 1, 1, 1}, {3, 4, 512, 32, 1, 1, 1},   {13, 11, 520, 48, 1, 2, 1},
+      {7, 7, 64, 40, 3, 1, 1},    {6, 40, 80, 32, 3, 1, 1},   {7, 7, 200, 16, 3, 1, 1},
+      {7, 7, 1024, 64, 1, 1, 2},  {6, 10, 192, 64, 3, 1, 2},  {7, 7, 160, 96, 1, 1, 1},
+      {7, 7, 7, 19, 1, 1, 1},     {7, 7, 192, 1144, 1, 1, 1}, {3, 5, 200, 1400, 1, 1, 1}};
   const Stage stages[] = {Stage::kNone, Stage::kRelu6, Stage::kHardSwish, Stage::kResidual};
   const size_t slice = std::max<size_t>(64, nn::cpu::l1d_bytes() / 2 / (16 * sizeof(float)));
   uint32_t seed = 131;
@@ -70,8 +74,12 @@ TEST(NativeConvAvx2KBlocks, MatchesTheDirectConvAndTheUnblockedKernel) {
         NativeConv on(s, d.filter.data(), d.bias.data(), e, avx2_isa(true, eight_columns));
         NativeConv off(s, d.filter.data(), d.bias.data(), e, avx2_isa(false, eight_columns));
         ASSERT_TRUE(on.ok() && off.ok());
-        // Slices of half of L1 where a panel outgrows that.
-        const size_t want_block = k > slice ? slice : 0;
+        // Slices of half of L1 where a panel outgrows that; one slice on a 1x1 conv of a
+        // 64-row chunk whose weights outgrow half of L2.
+        const size_t m = size_t(c[0]) * c[1];
+        const bool one_slice = c[4] == 1 && c[5] == 1 && c[6] == 1 && m >= 12 && m <= 64 &&
+                               k * c[3] * sizeof(float) > nn::cpu::l2_bytes() / 2;
+        const size_t want_block = k > slice ? slice : one_slice ? k : 0;
         EXPECT_EQ(on.k_block(), want_block);
         EXPECT_EQ(off.k_block(), 0u);
         blocked += on.k_block() > 0;

@@ -54,6 +54,10 @@ std::vector<Case> cases() {
   // Its 7x7 stage: at 2 threads the panels split, several groups per tile, whose im2col rows
   // hold only those groups' channels.
   v.push_back({25, 16, 16, 7, 7, 3, 3, 1, 1, 3});
+  // Groups in tiles of as many as keep a row tile's im2col rows within a quarter of L2: 13
+  // groups of 16 (tiles of unequal groups), 11 groups of 24 (two panels per group), strided.
+  v.push_back({13, 16, 16, 7, 9, 3, 3, 1, 1, 1});
+  v.push_back({11, 24, 24, 9, 7, 3, 3, 2, 1, 2});
   return v;
 }
 

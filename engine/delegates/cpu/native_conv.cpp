@@ -726,13 +726,21 @@ NativeConv::NativeConv(const NativeConvShape& shape, const float* filter, const 
     const size_t slice = std::max<size_t>(64, l1d_bytes() / 2 / (width * sizeof(float)));
     if (k_ > slice) k_block_ = slice;
   }
-  // AVX2 the same, on its 16-wide panels (k > 384 on a 48 KB L1). Not shallower panels on
-  // 7x7 maps in one slice, for its prefetch of the next panel: MobileNetV2's were slower.
+  // AVX2 the same, on its 16-wide panels (k > 384 on a 48 KB L1, 256 on 32 KB).
+  const size_t m_total = size_t(shape.batch) * shape.out_h * shape.out_w;
   if (!avx512_ && isa.avx2_k_blocks) {
     const size_t slice = std::max<size_t>(64, l1d_bytes() / 2 / (width * sizeof(float)));
     if (k_ > slice) k_block_ = slice;
+    // Shallower panels in one slice where a 1x1 conv's weights come from beyond L2 and few
+    // rows read them (a map of one 64-row chunk, at least two micro-tiles: the blocked
+    // kernel's): its prefetch of the next panel into L2 and its even micro-tiles (49 rows:
+    // 4 of 6 and 5 of 5) took MNASNet's 7x7 192 -> 1152 convs from ~82 to ~97 GFLOP/s on
+    // Zen 4. Not where the weights stay in cache: the row convs of an expansion fused with
+    // its depthwise conv (56 pixels, 24 -> 72) ran slower so.
+    if (!k_block_ && pointwise_ && groups == 1 && m_total >= 2 * kMr && m_total <= 64 &&
+        k_ * shape.out_c * sizeof(float) > l2_bytes() / 2)
+      k_block_ = k_;
   }
-  const size_t m_total = size_t(shape.batch) * shape.out_h * shape.out_w;
   // A small image (fewer than 5 row tiles: 7x7 to 17x17) of a k-blocked conv: its tiles, each up to 8
   // rows read in place or from edge strips (its rows cross output rows every few tiles, so
   // a third or more were im2col rows anyway), are each too short for the k-blocked kernel
@@ -1305,7 +1313,7 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
       continue;
     }
     if (!one_row || !(inside || conv.strips_)) {
-      im2col_rows(s, t.input, first, mr, scratch.data() + tile * kRows * k_all, c_first, c_taken);
+      im2col_rows(s, t.input, first, mr, scratch.data() + tile * kRows * k_rows, c_first, c_taken);
       // k-blocked, consecutive im2col tiles (rows k apart) are one call: their micro-tiles
       // share each slice of weights. With every tile as im2col rows, calls of 64 rows (the
       // blocked kernel's chunk), each through all of the tile's panels while its rows stay
@@ -1349,7 +1357,7 @@ void NativeConv::run_tile_gemm(void* ctx, size_t m0, size_t j0, size_t m_count, 
   const size_t run_lda = size_t(s.stride_w) * in_c;
   for (const Call& call : calls) {
     const size_t r = call.tile * kRows, mr = std::min((call.tile + call.count) * kRows, m_count) - r;
-    const float* rows = scratch.data() + r * k_all;
+    const float* rows = scratch.data() + r * k_rows;
     for (size_t j = j0; j < j0 + j_count; ++j) {
       const auto [col, nr] = conv.panel_columns(j, kPanel);
       const size_t at = (m0 + r) * ldc + col;
@@ -1528,6 +1536,17 @@ NativeConv::TileKernel NativeConv::tile_kernel() const {
   // Panels per tile such that the weights a tile walks stay in L2 while its rows stay in L1.
   const size_t panel_bytes = t.width * (k_ + 1) * sizeof(float);
   t.tile_n = std::max<size_t>(1, std::min(n_blocks_, (size_t(256) << 10) / panel_bytes));
+  // A grouped conv's tile builds im2col rows of its groups' channels only: as many groups
+  // as keep those of a full row tile within a quarter of L2, in tiles of near-equal groups
+  // (a 7x7 map has every micro-tile as im2col rows: RegNet's 25 groups of 16 had built 690
+  // KB of them per tile, 48 rows x 9 taps x 400 channels, before its panels read them back).
+  if (group_in_ != shape_.in_c) {
+    const size_t group_bytes =
+        t.rows * 8 * size_t(shape_.kernel_h) * shape_.kernel_w * group_in_ * sizeof(float);
+    const size_t groups = shape_.groups, most = std::max<size_t>(1, l2_bytes() / 4 / group_bytes);
+    const size_t tiles = (groups + most - 1) / most;
+    t.tile_n = std::min(t.tile_n, (groups + tiles - 1) / tiles * group_panels_);
+  }
   return t;
 }
 
