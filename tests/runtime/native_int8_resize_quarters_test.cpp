@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -261,6 +262,15 @@ TEST(NativeInt8ResizeInteger, WithinOneStepOfTheReference) {
       }
   ASSERT_GT(total, 0u);
   EXPECT_LT(differ * 20, total) << differ << " of " << total << " bytes differ";  // 2.6% here
+}
+
+// The switch's environment variable (CpuOptions::from_environment, the one place env is read).
+TEST(NativeInt8ResizeInteger, EnvironmentTurnsItOff) {
+  unsetenv("NN_NO_NATIVE_INT8_RESIZE_INTEGER");
+  EXPECT_TRUE(CpuOptions::from_environment().native_int8_resize_integer);
+  setenv("NN_NO_NATIVE_INT8_RESIZE_INTEGER", "1", 1);
+  EXPECT_FALSE(CpuOptions::from_environment().native_int8_resize_integer);
+  unsetenv("NN_NO_NATIVE_INT8_RESIZE_INTEGER");
 }
 
 }  // namespace

@@ -865,5 +865,14 @@ TEST(NativeInt8, Fp32RequantizationIsWithinOneStepOfNnapis) {
   EXPECT_LT(differ_nnapi * 4, total) << differ_nnapi << " of " << total;
 }
 
+// The switch's environment variable (CpuOptions::from_environment, the one place env is read).
+TEST(NativeInt8, Fp32RequantizationEnvironmentTurnsItOff) {
+  unsetenv("NN_NO_INT8_FP32_REQUANT");
+  EXPECT_TRUE(CpuOptions::from_environment().int8_fp32_requant);
+  setenv("NN_NO_INT8_FP32_REQUANT", "1", 1);
+  EXPECT_FALSE(CpuOptions::from_environment().int8_fp32_requant);
+  unsetenv("NN_NO_INT8_FP32_REQUANT");
+}
+
 }  // namespace
 }  // namespace nn
