@@ -231,11 +231,7 @@ TEST(NativeInt8ExpandDepthwise, DoesNotApplyWhereItMustNot) {
 
 // The switch's environment variable (CpuOptions::from_environment, the one place env is read).
 TEST(NativeInt8ExpandDepthwise, EnvironmentTurnsItOff) {
-  unsetenv("NN_NO_INT8_EXPAND_DEPTHWISE");
-  EXPECT_TRUE(CpuOptions::from_environment().int8_expand_depthwise);
-  setenv("NN_NO_INT8_EXPAND_DEPTHWISE", "1", 1);
-  EXPECT_FALSE(CpuOptions::from_environment().int8_expand_depthwise);
-  unsetenv("NN_NO_INT8_EXPAND_DEPTHWISE");
+  nn_test::expect_env_turns_off("NN_NO_INT8_EXPAND_DEPTHWISE", &CpuOptions::int8_expand_depthwise);
 }
 
 }  // namespace

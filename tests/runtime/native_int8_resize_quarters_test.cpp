@@ -266,11 +266,7 @@ TEST(NativeInt8ResizeInteger, WithinOneStepOfTheReference) {
 
 // The switch's environment variable (CpuOptions::from_environment, the one place env is read).
 TEST(NativeInt8ResizeInteger, EnvironmentTurnsItOff) {
-  unsetenv("NN_NO_NATIVE_INT8_RESIZE_INTEGER");
-  EXPECT_TRUE(CpuOptions::from_environment().native_int8_resize_integer);
-  setenv("NN_NO_NATIVE_INT8_RESIZE_INTEGER", "1", 1);
-  EXPECT_FALSE(CpuOptions::from_environment().native_int8_resize_integer);
-  unsetenv("NN_NO_NATIVE_INT8_RESIZE_INTEGER");
+  nn_test::expect_env_turns_off("NN_NO_NATIVE_INT8_RESIZE_INTEGER", &CpuOptions::native_int8_resize_integer);
 }
 
 }  // namespace

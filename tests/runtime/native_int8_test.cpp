@@ -867,11 +867,7 @@ TEST(NativeInt8, Fp32RequantizationIsWithinOneStepOfNnapis) {
 
 // The switch's environment variable (CpuOptions::from_environment, the one place env is read).
 TEST(NativeInt8, Fp32RequantizationEnvironmentTurnsItOff) {
-  unsetenv("NN_NO_INT8_FP32_REQUANT");
-  EXPECT_TRUE(CpuOptions::from_environment().int8_fp32_requant);
-  setenv("NN_NO_INT8_FP32_REQUANT", "1", 1);
-  EXPECT_FALSE(CpuOptions::from_environment().int8_fp32_requant);
-  unsetenv("NN_NO_INT8_FP32_REQUANT");
+  nn_test::expect_env_turns_off("NN_NO_INT8_FP32_REQUANT", &CpuOptions::int8_fp32_requant);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <random>
@@ -44,6 +45,16 @@ inline bool has_avx512_int8() {
 // The AVX-512 int8 forms plus AVX-512 VNNI (the native int8 GEMMs' and depthwise convs').
 inline bool has_avx512_vnni() { return has_avx512_int8() && NN_TEST_CPU_HAS("avx512vnni"); }
 inline bool has_avx512_vbmi() { return NN_TEST_CPU_HAS("avx512vbmi"); }
+
+// A CpuOptions switch's environment variable (CpuOptions::from_environment, the one place
+// the environment is read): unset, the switch is on; `env`=1 turns it off.
+inline void expect_env_turns_off(const char* env, bool nn::CpuOptions::*on) {
+  unsetenv(env);
+  EXPECT_TRUE(nn::CpuOptions::from_environment().*on) << env << " unset";
+  setenv(env, "1", 1);
+  EXPECT_FALSE(nn::CpuOptions::from_environment().*on) << env << "=1";
+  unsetenv(env);
+}
 #undef NN_TEST_CPU_HAS
 
 

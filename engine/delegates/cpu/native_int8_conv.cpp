@@ -315,27 +315,38 @@ struct ChannelRequant {
     return columns16(j).apply(x);
   }
 
+  // The fp32 form's constants for 8 columns, and the form (Columns8::apply and apply8).
+  struct Fp32Columns8 {
+    __m256 scale, float_zo, scaled_lo, scaled_hi;
+    __m256i zo, lo, hi;
+    bool bounded;
+    NN_INLINE_I8_AVX2 __m256i apply(__m256i x) const {
+      __m256i q;
+      if (bounded) {
+        q = _mm256_cvtps_epi32(_mm256_fmadd_ps(_mm256_cvtepi32_ps(x), scale, float_zo));
+      } else {
+        const __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(x), scale);
+        q = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, scaled_lo), scaled_hi)), zo);
+      }
+      return _mm256_min_epi32(_mm256_max_epi32(q, lo), hi);
+    }
+  };
+  NN_INLINE_I8_AVX2 Fp32Columns8 fp32_columns8(size_t j) const {
+    return {_mm256_loadu_ps(scale.data() + j), _mm256_set1_ps(float(zo)), _mm256_set1_ps(float(range.lo - zo)),
+            _mm256_set1_ps(float(range.hi - zo)), _mm256_set1_epi32(zo), _mm256_set1_epi32(range.lo),
+            _mm256_set1_epi32(range.hi), fp32_bounded};
+  }
+
   // Columns [j, j + 8) with AVX2: the short form as Columns16's (a lane mask for the s > 0
   // correction), else apply8.
   struct Columns8 {
     const ChannelRequant* rq;
     size_t j;
-    __m256i mult, mult_odd, folded_even, folded_odd, right, negative_rounds, lo, hi, zo;
-    __m256 scale, scaled_lo, scaled_hi, float_zo;
-    bool clamp_lo, clamp_hi, fp32, fp32_bounded;
+    __m256i mult, mult_odd, folded_even, folded_odd, right, negative_rounds, lo, hi;
+    Fp32Columns8 fp32_form;
+    bool clamp_lo, clamp_hi, fp32;
     NN_INLINE_I8_AVX2 __m256i apply(__m256i x) const {
-      if (fp32) {
-        __m256i q;
-        if (fp32_bounded) {
-          q = _mm256_cvtps_epi32(_mm256_fmadd_ps(_mm256_cvtepi32_ps(x), scale, float_zo));
-        } else {
-          const __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(x), scale);
-          q = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, scaled_lo), scaled_hi)), zo);
-        }
-        if (clamp_lo) q = _mm256_max_epi32(q, lo);
-        if (clamp_hi) q = _mm256_min_epi32(q, hi);
-        return q;
-      }
+      if (fp32) return fp32_form.apply(x);
       if (!rq->short_form) return rq->apply8(x, j);
       const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, mult), folded_even);
       const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), mult_odd), folded_odd);
@@ -362,28 +373,12 @@ struct ChannelRequant {
     c.clamp_lo = range.lo > -128;
     c.clamp_hi = range.hi < 127;
     c.fp32 = fp32;
-    c.fp32_bounded = fp32_bounded;
-    c.zo = _mm256_set1_epi32(zo);
-    c.scale = _mm256_loadu_ps(scale.data() + j);
-    c.float_zo = _mm256_set1_ps(float(zo));
-    c.scaled_lo = _mm256_set1_ps(float(range.lo - zo));
-    c.scaled_hi = _mm256_set1_ps(float(range.hi - zo));
+    c.fp32_form = fp32_columns8(j);
     return c;
   }
 
   NN_INLINE_I8_AVX2 __m256i apply8(__m256i x, size_t j) const {
-    if (fp32) {
-      const __m256 xs = _mm256_cvtepi32_ps(x), s = _mm256_loadu_ps(scale.data() + j);
-      __m256i q;
-      if (fp32_bounded) {
-        q = _mm256_cvtps_epi32(_mm256_fmadd_ps(xs, s, _mm256_set1_ps(float(zo))));
-      } else {
-        const __m256 v = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(xs, s), _mm256_set1_ps(float(range.lo - zo))),
-                                       _mm256_set1_ps(float(range.hi - zo)));
-        q = _mm256_add_epi32(_mm256_cvtps_epi32(v), _mm256_set1_epi32(zo));
-      }
-      return _mm256_min_epi32(_mm256_max_epi32(q, _mm256_set1_epi32(range.lo)), _mm256_set1_epi32(range.hi));
-    }
+    if (fp32) return fp32_columns8(j).apply(x);
     const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mult.data() + j));
     const __m256i half = _mm256_set1_epi64x(int64_t{1} << 30);
     const __m256i even = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, m), half), 31);

@@ -1089,7 +1089,8 @@ class Int8Resize final : public NativeDataOp {
       _mm512_mask_storeu_epi16(v + i, k, _mm512_add_epi16(_mm512_mullo_epi16(a, w0), _mm512_mullo_epi16(b, w1)));
     }
     const __m512i three = _mm512_set1_epi16(3), zo = _mm512_set1_epi16(int16_t(zo_));
-#define NN_NARROW(sum) sixteenth(sum, zo)
+    const __m512i zo16 = _mm512_set1_epi16(int16_t(16 * zo_));
+#define NN_NARROW(sum) sixteenth(sum, zo, zo16)
     const size_t pairs = n - c;  // input pixels 0 .. w - 2 and the one after each
     for (size_t i = 0; i < pairs; i += 32) {
       const __mmask32 k = pairs - i >= 32 ? __mmask32(~0u) : __mmask32((1u << (pairs - i)) - 1);
@@ -1123,8 +1124,8 @@ class Int8Resize final : public NativeDataOp {
 #undef NN_NARROW
   }
   // zo + (S - 16 zo) / 16 rounded half away from zero: ((d + 8 - [d < 0]) >> 4) + zo, d = S - 16 zo.
-  NN_INLINE_INT8_512 static __m512i sixteenth(__m512i sum, __m512i zo) {
-    const __m512i d = _mm512_sub_epi16(sum, _mm512_slli_epi16(zo, 4));
+  NN_INLINE_INT8_512 static __m512i sixteenth(__m512i sum, __m512i zo, __m512i zo16) {
+    const __m512i d = _mm512_sub_epi16(sum, zo16);
     return _mm512_add_epi16(
         _mm512_srai_epi16(_mm512_add_epi16(_mm512_add_epi16(d, _mm512_set1_epi16(8)), _mm512_srai_epi16(d, 15)), 4), zo);
   }
