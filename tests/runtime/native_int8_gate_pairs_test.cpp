@@ -70,6 +70,7 @@ void check(const std::shared_ptr<Model>& m, const std::vector<std::vector<int8_t
     for (bool on : {true, false})
       for (int threads : {1, 2}) {
         CpuOptions cpu;
+        cpu.int8_fp32_requant = false;  // NNAPI's fixed point (the fp32 gate: native_int8_test)
         cpu.avx512 = mode.avx512;
         cpu.avx_vnni = mode.avx_vnni;
         cpu.native_int8_gate_pairs = on;

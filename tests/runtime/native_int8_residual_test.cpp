@@ -1,9 +1,11 @@
 // An int8 residual ADD run by the native int8 conv or depthwise conv that writes one of its
-// inputs (CpuPartition::fuse_int8_residual_adds, CpuOptions::native_int8_residual): the fused
-// op's output equals the reference kernels' conv then ADD byte for byte, on the AVX-512 VNNI,
-// AVX2 and AVX2 + AVX-VNNI forms, 1 and 2 threads; the kernel text says "+ADD" and lists the
+// inputs (CpuPartition::fuse_int8_residual_adds): by NNAPI's fixed-point arithmetic
+// (CpuOptions::native_int8_residual) or, with AVX-512 VBMI, by the ADD's byte tables
+// (CpuOptions::native_int8_residual_table, on by default). The fused op's output equals the
+// reference kernels' conv then ADD byte for byte, on the AVX-512 VNNI, AVX2 and AVX2 +
+// AVX-VNNI forms, 1 and 2 threads; the kernel text says "+ADD" ("+ADD table") and lists the
 // ADD among the head's ops. Where the fusion must not apply (the conv's output read twice, a
-// broadcast ADD, the switch off) the ADD stays an op of its own.
+// broadcast ADD, both switches off, the tables without VBMI) the ADD stays an op of its own.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -68,10 +70,20 @@ uint32_t add(Model& m, uint32_t a, uint32_t b, int32_t fuse, float scale, int32_
 using Outcome = nn_test::Int8Outcome;
 using Mode = nn_test::Int8Mode;
 
+// The fused ADD's forms: NNAPI's arithmetic, the byte tables, neither (both switches off).
+enum class Form { kArithmetic, kTable, kOff };
+
+CpuOptions with_form(CpuOptions cpu, Form form) {
+  cpu.native_int8_residual = form == Form::kArithmetic;
+  cpu.native_int8_residual_table = form == Form::kTable;
+  return cpu;
+}
+
 // Runs `m` (model inputs random int8, seeded by name) on the reference kernels and on the CPU
-// delegate in every mode at 1 and 2 threads: every output byte equal. `conv_op` is the conv
-// expected to run ADD op `add_op` (`fused`), else the ADD must be an entry of its own. With
-// native_int8_residual off the ADD is never fused.
+// delegate in every mode and form at 1 and 2 threads: every output byte equal. `conv_op` is
+// the conv expected to run ADD op `add_op` (`fused`: by the arithmetic always, by the tables
+// on AVX-512 with VBMI, as the ADD's scales here all give exact tables), else the ADD must be
+// an entry of its own.
 void check(const std::shared_ptr<Model>& m, const std::string& name, uint32_t conv_op, uint32_t add_op,
            bool fused) {
   ASSERT_TRUE(m->validate_and_infer_shapes().is_ok()) << name;
@@ -80,22 +92,29 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, uint32_t co
   ASSERT_FALSE(expected.outputs.empty()) << name;
   for (const Mode& mode : nn_test::int8_modes())
     for (int threads : {1, 2})
-      for (bool on : {true, false}) {
+      for (Form form : {Form::kArithmetic, Form::kTable, Form::kOff}) {
         CpuOptions cpu;
         cpu.int8_fp32_requant = false;  // NNAPI's fixed point: the reference's bytes
         cpu.avx512 = mode.avx512;
         cpu.avx_vnni = mode.avx_vnni;
-        cpu.native_int8_residual = on;
+        cpu = with_form(cpu, form);
         const Outcome got = nn_test::run_int8(m, x, "cpu", cpu, threads);
         const std::string where = name + " (" + mode.name + ", " + std::to_string(threads) + " threads" +
-                                  (on ? "" : ", switch off") + ")";
+                                  (form == Form::kArithmetic ? ", arithmetic"
+                                   : form == Form::kTable    ? ", tables"
+                                                             : ", switches off") +
+                                  ")";
         const StepTiming* head = entry_of(got.kernels, conv_op);
         const StepTiming* adder = entry_of(got.kernels, add_op);
         ASSERT_TRUE(head && adder) << where;
         ASSERT_EQ(head->kernel.rfind("native int8 ", 0), 0u) << where << ": the conv ran on " << head->kernel;
-        if (fused && on) {
+        const bool fuses = fused && (form == Form::kArithmetic ||
+                                     (form == Form::kTable && mode.avx512 && has_avx512_vbmi()));
+        if (fuses) {
           EXPECT_EQ(head, adder) << where << ": the ADD ran on " << adder->kernel;
           EXPECT_NE(head->kernel.find(" +ADD"), std::string::npos) << where << ": " << head->kernel;
+          EXPECT_EQ(head->kernel.find(" +ADD table") != std::string::npos, form == Form::kTable)
+              << where << ": " << head->kernel;
           ASSERT_EQ(got.outputs.size(), expected.outputs.size());
           for (size_t o = 0; o < got.outputs.size(); ++o) {
             size_t differ = 0;
@@ -207,6 +226,7 @@ TEST(NativeInt8Residual, EveryPairOfConvOutputAndResidualEqualsTheReference) {
       x[1].push_back(static_cast<int8_t>(j - 128));
     }
   std::mt19937 rng(5);
+  int tables_fused = 0;
   for (int trial = 0; trial < 12; ++trial) {
     auto scale = [&rng] { return 0.002f + 0.2f * float(rng() % 10000) / 10000.f; };
     const float conv_scale = scale(), res_scale = trial % 4 == 0 ? conv_scale : scale(), out_scale = scale();
@@ -223,20 +243,36 @@ TEST(NativeInt8Residual, EveryPairOfConvOutputAndResidualEqualsTheReference) {
     ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
     const Outcome expected = nn_test::run_int8(m, x, "reference", {}, 1);
     ASSERT_EQ(expected.outputs.size(), 1u);
-    for (const Mode& mode : nn_test::int8_modes()) {
-      CpuOptions cpu;
-      cpu.int8_fp32_requant = false;  // NNAPI's fixed point: the reference's bytes
-      cpu.avx512 = mode.avx512;
-      cpu.avx_vnni = mode.avx_vnni;
-      cpu.native_int8_residual = true;
-      const Outcome got = nn_test::run_int8(m, x, "cpu", cpu, 2);
-      ASSERT_FALSE(got.kernels.empty());
-      EXPECT_NE(got.kernels[0].kernel.find(" +ADD"), std::string::npos) << got.kernels[0].kernel;
-      size_t differ = 0;
-      for (size_t i = 0; i < got.outputs[0].size(); ++i) differ += got.outputs[0][i] != expected.outputs[0][i];
-      EXPECT_EQ(differ, 0u) << "trial " << trial << " (" << mode.name << "): " << differ << " of 65536 differ";
-    }
+    for (const Mode& mode : nn_test::int8_modes())
+      for (Form form : {Form::kArithmetic, Form::kTable}) {
+        CpuOptions cpu;
+        cpu.int8_fp32_requant = false;  // NNAPI's fixed point: the reference's bytes
+        cpu.avx512 = mode.avx512;
+        cpu.avx_vnni = mode.avx_vnni;
+        cpu = with_form(cpu, form);
+        const Outcome got = nn_test::run_int8(m, x, "cpu", cpu, 2);
+        ASSERT_FALSE(got.kernels.empty());
+        // The tables fuse only where they give NNAPI's bytes for every pair; where they do
+        // not, the ADD is a step of its own (XNNPACK's: within one step).
+        const bool by_table = got.kernels[0].kernel.find(" +ADD table") != std::string::npos;
+        const bool fused = got.kernels[0].kernel.find(" +ADD") != std::string::npos;
+        if (form == Form::kArithmetic)
+          EXPECT_TRUE(fused) << got.kernels[0].kernel;
+        else
+          EXPECT_EQ(fused, by_table) << got.kernels[0].kernel;
+        if (!(mode.avx512 && has_avx512_vbmi())) EXPECT_FALSE(by_table) << got.kernels[0].kernel;
+        tables_fused += by_table;
+        size_t differ = 0, far = 0;
+        for (size_t i = 0; i < got.outputs[0].size(); ++i) {
+          differ += got.outputs[0][i] != expected.outputs[0][i];
+          far += std::abs(got.outputs[0][i] - expected.outputs[0][i]) > 1;
+        }
+        EXPECT_EQ(fused ? differ : far, 0u) << "trial " << trial << " (" << mode.name
+                                            << (form == Form::kTable ? ", tables" : ", arithmetic") << "): "
+                                            << differ << " of 65536 differ";
+      }
   }
+  if (has_avx512_vbmi()) EXPECT_GT(tables_fused, 0) << "no trial's ADD fused by its tables";
 }
 
 // Where the fusion must not apply: the conv's output read by a second op too, and an ADD that
@@ -268,6 +304,11 @@ TEST(NativeInt8Residual, AddStaysSeparateWhereItCannotFuse) {
       check(m, "1x1 conv x" + std::to_string(c) + " + broadcast ADD", 0, 1, false);
     }
   }
+}
+
+// NN_NO_NATIVE_INT8_RESIDUAL_TABLE=1 turns the table form off for tools and bench.
+TEST(NativeInt8Residual, EnvironmentTurnsTheTablesOff) {
+  nn_test::expect_env_turns_off("NN_NO_NATIVE_INT8_RESIDUAL_TABLE", &CpuOptions::native_int8_residual_table);
 }
 
 }  // namespace

@@ -82,7 +82,9 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
   partition_outputs_ = std::set<uint32_t>(spec_.outputs.begin(), spec_.outputs.end());
   model_outputs_ = std::set<uint32_t>(model_.outputs.begin(), model_.outputs.end());
   NN_RETURN_IF_ERROR(label_ops(use_xnnpack, force_reference));
-  if (options_.cpu.native_int8_residual) fuse_int8_residual_adds();
+  if (options_.cpu.native_int8_residual ||
+      (options_.cpu.native_int8_residual_table && options_.cpu.native_int8_add_table))
+    fuse_int8_residual_adds();
   if (options_.cpu.fold_reshapes) fuse_reshapes_into_data_ops();
   if (options_.cpu.int8_table_dequantize) fuse_int8_table_dequantize();
   if (options_.cpu.int8_expand_depthwise) fuse_int8_expand_depthwise();

@@ -56,6 +56,7 @@ CpuOptions CpuOptions::from_environment() {
   o.native_int8_add = set("NN_NATIVE_INT8_ADD");
   o.native_int8_add_table = !set("NN_NO_NATIVE_INT8_ADD_TABLE");
   o.native_int8_residual = set("NN_NATIVE_INT8_RESIDUAL");
+  o.native_int8_residual_table = !set("NN_NO_NATIVE_INT8_RESIDUAL_TABLE");
   o.native_int8_logistic = !set("NN_NO_NATIVE_INT8_LOGISTIC");
   o.native_int8_pool = !set("NN_NO_NATIVE_INT8_POOL");
   o.native_int8_table_avx2 = !set("NN_NO_NATIVE_INT8_TABLE_AVX2");

@@ -178,6 +178,7 @@ void CpuPartition::fuse_int8_expand_depthwise() {
 // input (the residual) must be written before the conv runs; it may be the conv's own input
 // (a depthwise conv's skip). Ahead of the other fusions: the conv then heads the ADD.
 void CpuPartition::fuse_int8_residual_adds() {
+  const bool residual_by_table = options_.cpu.native_int8_residual_table && options_.cpu.native_int8_add_table;
   std::map<uint32_t, uint32_t> writer;  // operand -> op
   for (uint32_t k = 0; k < model_.operations.size(); ++k)
     for (uint32_t o : model_.operations[k].outputs) writer[o] = k;
@@ -201,7 +202,9 @@ void CpuPartition::fuse_int8_residual_adds() {
     if (code < 0 || code > 3) continue;  // NONE, RELU, RELU1, RELU6
     auto w = writer.find(other);
     if (w != writer.end() && w->second >= k) continue;  // written after the conv
-    if (!fuse_int8_residual_add(*r.data, model_, c, other, code, isa_)) continue;
+    if (!fuse_int8_residual_add(*r.data, model_, c, other, code, isa_, residual_by_table,
+                                options_.cpu.native_int8_residual))
+      continue;
     absorb(k, c);
     r.output = add.outputs[0];
     r.residual = other;

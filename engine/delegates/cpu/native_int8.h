@@ -9,15 +9,20 @@
 //   two roundings nested into one floor and no 64-bit products (Int8Mul::gate_avx512); its
 //   two products as vpdpwssd on int16 pairs (AVX-512 VNNI, 64 elements a step, else AVX-VNNI
 //   or vpmaddwd on AVX2, 32) across pixels, packed to bytes with saturation
-//   (Int8Mul::gate_pairs_vnni / gate_pairs_avx2, CpuOptions::native_int8_gate_pairs).
+//   (Int8Mul::gate_pairs_vnni / gate_pairs_avx2, CpuOptions::native_int8_gate_pairs). By
+//   default (CpuOptions::int8_fp32_requant) the gate is instead one FMA per element in float,
+//   a * ((g - zg) sa sb / so) + (zo - za ...), rounded once to nearest even as XNNPACK and
+//   qnnpack requantize (Int8Mul::gate_fp32_avx512 / gate_fp32_avx2): within one step of
+//   NNAPI's fixed point, which rounds twice.
 // - HARD_SWISH and TANH: the reference kernel's 256-entry table (the exactly rounded
 //   function), looked up 64 bytes a step with AVX-512 VBMI's two-table byte permute, else a
 //   byte at a time. XNNPACK 2022 has no int8 hard-swish or tanh.
-// - A residual ADD after a native int8 conv or depthwise conv, when
-//   CpuOptions::native_int8_residual asks for it: the conv applies NNAPI's ADD to each chunk
-//   of its output rows while they are in cache (native_int8_add.h), so the ADD is exact and no
-//   step of its own, but slower than XNNPACK's ADD step (the exact arithmetic costs more than
-//   the memory traffic and step it saves).
+// - A residual ADD after a native int8 conv or depthwise conv: the conv applies NNAPI's ADD
+//   to each chunk of its output rows while they are in cache (native_int8_add.h), so the ADD
+//   is exact and no step of its own. By default with AVX-512 VBMI, by the ADD's byte tables
+//   where they are exact (CpuOptions::native_int8_residual_table); by the fixed-point
+//   arithmetic only when CpuOptions::native_int8_residual asks for it (slower than XNNPACK's
+//   ADD step: the exact arithmetic costs more than the memory traffic and step it saves).
 // - ADD of two same-shaped tensors, when CpuOptions::native_int8_add asks for it: NNAPI's
 //   arithmetic (both inputs rescaled by fixed-point multipliers after a left shift of 20,
 //   summed, requantized: three requantizations) in 16 / 8 int32 lanes, the input stage
@@ -95,12 +100,14 @@ bool amx_int8_conv_pays(size_t k, size_t n, size_t rows);
 
 // Makes `conv` (an int8 CONV_2D or DEPTHWISE_CONV_2D from make_native_int8_conv) also run
 // ADD op `add` (fuse code `fuse`), which reads the conv's output and `residual` (same
-// shapes, int8): the conv
-// then writes the ADD's output, NNAPI's ADD arithmetic (native_int8_add.h) applied to each
-// chunk of rows as they are written, and reads `residual` as its second operand. False (and
-// `conv` unchanged) for any other conv or ADD.
+// shapes, int8): the conv then writes the ADD's output, NNAPI's ADD (native_int8_add.h)
+// applied to each chunk of rows as they are written, and reads `residual` as its second
+// operand. The ADD runs by its byte tables when `by_table`, the CPU has AVX-512 VBMI and the
+// tables give NNAPI's bytes for every pair (Int8AddTable), else by the fixed-point
+// arithmetic when `by_arithmetic`. False (and `conv` unchanged) for any other conv or ADD,
+// or when neither form is allowed.
 bool fuse_int8_residual_add(NativeDataOp& conv, const Model& model, uint32_t add, uint32_t residual,
-                            int32_t fuse, const NativeIsa& isa);
+                            int32_t fuse, const NativeIsa& isa, bool by_table, bool by_arithmetic);
 
 // An int8 1x1 conv (stride 1, unpadded; from make_native_int8_conv) and the int8 depthwise
 // conv that alone reads its output as one op (Int8ExpandDepthwise): the conv's rows go into a

@@ -1014,6 +1014,12 @@ class Int8ConvOp : public NativeDataOp {
     operands_.push_back(residual);
     name_ += " +ADD";
   }
+  // The same ADD by its byte tables (AVX-512 VBMI; built and checked by the caller).
+  void add_residual(std::unique_ptr<Int8AddTable> table, uint32_t residual) {
+    table_ = std::move(table);
+    operands_.push_back(residual);
+    name_ += " +ADD table";
+  }
 
  protected:
   static const int8_t* residual_input(const NativeDataArgs& args) {
@@ -1021,12 +1027,16 @@ class Int8ConvOp : public NativeDataOp {
   }
   // Elements [e0, e1) of out, just written as the conv's output, become the ADD's.
   void finish(int8_t* out, const int8_t* residual, size_t e0, size_t e1) const {
-    if (add_) add_->run(out + e0, residual + e0, out + e0, e1 - e0);
+    if (table_)
+      table_->run(out + e0, residual + e0, out + e0, e1 - e0, true);
+    else if (add_)
+      add_->run(out + e0, residual + e0, out + e0, e1 - e0);
   }
   std::string name_;
 
  private:
   std::unique_ptr<Int8AddMath> add_;
+  std::unique_ptr<Int8AddTable> table_;
 };
 
 // CONV_2D 1x1, stride 1, unpadded: the GEMM over all pixels.
@@ -2019,7 +2029,7 @@ std::unique_ptr<NativeDataOp> int8_expand_depthwise(std::unique_ptr<NativeDataOp
 }
 
 bool fuse_int8_residual_add(NativeDataOp& conv, const Model& m, uint32_t add, uint32_t residual, int32_t fuse,
-                            const NativeIsa& isa) {
+                            const NativeIsa& isa, bool by_table, bool by_arithmetic) {
   auto* op = dynamic_cast<Int8ConvOp*>(&conv);
   if (!op || op->operands().size() != 1) return false;
   const Operation& a = m.operations[add];
@@ -2031,7 +2041,16 @@ bool fuse_int8_residual_add(NativeDataOp& conv, const Model& m, uint32_t add, ui
   if (own == residual || x.type != kQ8 || r.type != kQ8 || out.type != kQ8 || x.dims != out.dims ||
       r.dims != out.dims)
     return false;
-  op->add_residual(std::make_unique<Int8AddMath>(x, r, out, fuse, isa), residual);
+  auto math = std::make_unique<Int8AddMath>(x, r, out, fuse, isa);
+  if (by_table && avx512_int8(isa) && has_vbmi()) {
+    auto table = std::make_unique<Int8AddTable>();
+    if (table->build(*math)) {
+      op->add_residual(std::move(table), residual);
+      return true;
+    }
+  }
+  if (!by_arithmetic) return false;
+  op->add_residual(std::move(math), residual);
   return true;
 }
 

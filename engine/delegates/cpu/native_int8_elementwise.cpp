@@ -73,14 +73,15 @@ NN_TARGET_INT8_AVX2 inline __m256 dequantize8(const int8_t* p, __m256i zi, __m25
 class Int8Mul final : public NativeDataOp {
  public:
   Int8Mul(const Operand& a, const Operand& b, const Operand& out, uint32_t a_index, uint32_t b_index,
-          int32_t fuse, bool b_per_channel, const NativeIsa& isa, bool gate_pairs)
+          int32_t fuse, bool b_per_channel, const NativeIsa& isa, bool gate_pairs, bool fp32)
       : channels_(a.dims.back()),
         pixels_(num_elements(a.dims) / channels_),
         za_(a.zero_point),
         zb_(b.zero_point),
         zo_(out.zero_point),
         per_channel_(b_per_channel),
-        m_(quant::quantize_multiplier(double(a.scale) * b.scale / out.scale)),
+        real_(double(a.scale) * b.scale / out.scale),
+        m_(quant::quantize_multiplier(real_)),
         fp_(m_),
         range_(quant::activation_range(fuse, out)) {
     operands_ = {a_index, b_index};
@@ -97,10 +98,14 @@ class Int8Mul final : public NativeDataOp {
 #endif
     gate_pairs_avx2_ = gate_int32_ && avx2_ && gate_pairs;
     avx_vnni_ = gate_pairs_avx2_ && isa.avx_vnni;
+    gate_fp32_avx512_ = per_channel_ && fp32 && avx512_int8(isa);
+    gate_fp32_avx2_ = per_channel_ && fp32 && !gate_fp32_avx512_ && avx2(isa);
   }
 
   const char* kernel() const override {
-    return gate_pairs_        ? "native int8 mul AVX-512 VNNI gate pairs"
+    return gate_fp32_avx512_  ? "native int8 mul AVX-512 gate, fp32 requant"
+           : gate_fp32_avx2_  ? "native int8 mul AVX2 gate, fp32 requant"
+           : gate_pairs_      ? "native int8 mul AVX-512 VNNI gate pairs"
            : avx_vnni_        ? "native int8 mul AVX2 gate pairs, AVX-VNNI"
            : gate_pairs_avx2_ ? "native int8 mul AVX2 gate pairs"
            : avx512_          ? "native int8 mul AVX-512"
@@ -123,7 +128,9 @@ class Int8Mul final : public NativeDataOp {
     if (per_channel_) {
       t.gate.resize(channels_ + 16);
       for (size_t c = 0; c < channels_; ++c) t.gate[c] = int32_t(t.b[c]) - zb_;
-      if (gate_pairs_ || gate_pairs_avx2_) {
+      if (gate_fp32_avx512_ || gate_fp32_avx2_) {
+        fp32_constants(&t);
+      } else if (gate_pairs_ || gate_pairs_avx2_) {
         pair_constants(&t);
       } else if (gate_int32_) {
         t.g_high.assign(channels_ + 16, 0);
@@ -152,6 +159,9 @@ class Int8Mul final : public NativeDataOp {
     std::vector<int32_t> pairs;
     size_t pairs_start, pairs_stride;
     size_t per_chunk;
+    // The fp32 gate: per channel c the multiplier (b - zb) sa sb / so, then the constant
+    // zo - za * multiplier, each repeated as `pairs` (entry e is channel e % C, e < C + 64).
+    std::vector<float> fp32;
   };
 
   int32_t scalar(int32_t a, int32_t b) const {
@@ -164,6 +174,8 @@ class Int8Mul final : public NativeDataOp {
     const Int8Mul& op = *t.op;
     const size_t p0 = row * t.per_chunk, p1 = std::min(op.pixels_, p0 + t.per_chunk);
 #if NN_NATIVE_X86
+    if (op.gate_fp32_avx512_) return op.gate_fp32_avx512(t, p0, p1);
+    if (op.gate_fp32_avx2_) return op.gate_fp32_avx2(t, p0, p1);
     if (op.gate_pairs_) return op.gate_pairs_vnni(t, p0, p1);
     if (op.avx_vnni_) return op.gate_pairs_avx2<true>(t, p0, p1);
     if (op.gate_pairs_avx2_) return op.gate_pairs_avx2<false>(t, p0, p1);
@@ -279,6 +291,88 @@ class Int8Mul final : public NativeDataOp {
       k_pos[i] = base - (g < 0 ? negative : 0);
       k_neg[i] = base - (g > 0 ? negative : 0);
       k_low[i] = -za_ * low;
+    }
+  }
+
+  // The fp32 gate's constants (Task::fp32), made per run from the gate's bytes.
+  void fp32_constants(Task* t) const {
+    const size_t c = channels_, n = c + 64;
+    t->fp32.assign(2 * n, 0.f);
+    for (size_t i = 0; i < n; ++i) {
+      const double m = double(t->gate[i % c]) * real_;
+      t->fp32[i] = float(m);
+      t->fp32[n + i] = float(double(zo_) - double(za_) * double(float(m)));
+    }
+  }
+
+  // One element of the fp32 gate: a * m + k in one rounding (the FMA the vector forms run),
+  // clamped, rounded to nearest even.
+  int8_t gate_fp32(int8_t a, float m, float k) const {
+    const float y = std::clamp(std::fma(float(a), m, k), float(range_.lo), float(range_.hi));
+    return static_cast<int8_t>(std::nearbyint(y));
+  }
+
+  // CpuOptions::int8_fp32_requant's gate: each output one FMA in float, as XNNPACK and qnnpack
+  // requantize, where NNAPI's fixed point takes two roundings on int32 products (within one
+  // step of it, equal on nearly every byte). 64 elements a step, masked tail.
+  NN_TARGET_INT8_512 void gate_fp32_avx512(const Task& t, size_t p0, size_t p1) const {
+    const size_t c = channels_, n = c + 64, end = p1 * c, step = 64 % c;
+    const float* mul = t.fp32.data();
+    const float* add = mul + n;
+    const __m512 lo = _mm512_set1_ps(float(range_.lo)), hi = _mm512_set1_ps(float(range_.hi));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const int8_t* a = t.a;
+    int8_t* out = t.out;  // locals: the stores may alias t's members
+    size_t off = 0;       // e % c: chunks start at a pixel
+    for (size_t e = p0 * c; e < end; e += 64) {
+      const bool full = end - e >= 64;
+      const __mmask64 k = full ? ~__mmask64{0} : (__mmask64{1} << (end - e)) - 1;
+      __m512i v[4];
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        const __m128i bytes = full ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + e + 16 * q))
+                                   : _mm_maskz_loadu_epi8(__mmask16(k >> (16 * q)), a + e + 16 * q);
+        const __m512 x = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes));
+        const __m512 y = _mm512_fmadd_ps(x, _mm512_loadu_ps(mul + off + 16 * q), _mm512_loadu_ps(add + off + 16 * q));
+        v[q] = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(y, lo), hi));
+      }
+      const __m512i w = _mm512_permutexvar_epi32(
+          order, _mm512_packs_epi16(_mm512_packs_epi32(v[0], v[1]), _mm512_packs_epi32(v[2], v[3])));
+      if (full)  // Zen 4 runs masked byte stores slowly
+        _mm512_storeu_si512(out + e, w);
+      else
+        _mm512_mask_storeu_epi8(out + e, k, w);
+      off += step;
+      if (off >= c) off -= c;
+    }
+  }
+
+  // The same on 8 lanes, 32 elements a step; the last few by gate_fp32.
+  NN_TARGET_AVX2 void gate_fp32_avx2(const Task& t, size_t p0, size_t p1) const {
+    const size_t c = channels_, n = c + 64, end = p1 * c, step = 32 % c;
+    const float* mul = t.fp32.data();
+    const float* add = mul + n;
+    const __m256 lo = _mm256_set1_ps(float(range_.lo)), hi = _mm256_set1_ps(float(range_.hi));
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    size_t off = 0, e = p0 * c;
+    for (; e + 32 <= end; e += 32) {
+      const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.a + e));
+      __m256i v[4];
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        const __m128i part = q < 2 ? _mm256_castsi256_si128(bytes) : _mm256_extracti128_si256(bytes, 1);
+        const __m256 x = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q % 2 ? _mm_srli_si128(part, 8) : part));
+        const __m256 y = _mm256_fmadd_ps(x, _mm256_loadu_ps(mul + off + 8 * q), _mm256_loadu_ps(add + off + 8 * q));
+        v[q] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(y, lo), hi));
+      }
+      const __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(t.out + e), _mm256_permutevar8x32_epi32(w, order));
+      off += step;
+      if (off >= c) off -= c;
+    }
+    for (; e < end; ++e, ++off) {
+      if (off >= c) off -= c;
+      t.out[e] = gate_fp32(t.a[e], mul[off], add[off]);
     }
   }
 
@@ -456,10 +550,13 @@ class Int8Mul final : public NativeDataOp {
   size_t channels_, pixels_;
   int32_t za_, zb_, zo_;
   bool per_channel_;
+  double real_;  // sa sb / so
   quant::Multiplier m_;
   FixedPoint fp_;
   quant::Range range_;
   bool simd_ = false, avx512_ = false, avx2_ = false, gate_int32_ = false;
+  bool gate_fp32_avx512_ = false;  // gate_fp32_avx512 (CpuOptions::int8_fp32_requant)
+  bool gate_fp32_avx2_ = false;    // gate_fp32_avx2 (the same switch)
   bool gate_pairs_ = false;       // gate_pairs_vnni (CpuOptions::native_int8_gate_pairs)
   bool gate_pairs_avx2_ = false;  // gate_pairs_avx2 (the same switch)
   bool avx_vnni_ = false;         // gate_pairs_avx2<true>: AVX-VNNI's ymm vpdpwssd
@@ -1278,7 +1375,7 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
       }
       return std::make_unique<Int8Mul>(full, other, out, full_index, other_index,
                                        *static_cast<const int32_t*>(fuse), per_channel, isa,
-                                       cpu.native_int8_gate_pairs);
+                                       cpu.native_int8_gate_pairs, cpu.int8_fp32_requant);
     }
     case T::ADD: {
       const bool by_table = cpu.native_int8_add_table && avx512_vbmi(isa);

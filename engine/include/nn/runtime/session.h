@@ -200,6 +200,10 @@ struct CpuOptions {
   // ADD arithmetic. Off by default: the exact ADD costs more than XNNPACK's one-rounding qs8
   // add step plus what the fusion saves (bench/README.md, int8). NN_NATIVE_INT8_RESIDUAL=1.
   bool native_int8_residual = false;
+  // The same fused residual ADD by Int8AddTable's byte tables, where AVX-512 VBMI runs them and
+  // they give NNAPI's bytes for every input pair (as native_int8_add_table): exact, and cheaper
+  // in the conv's cache-warm rows than a step of its own. NN_NO_NATIVE_INT8_RESIDUAL_TABLE=1.
+  bool native_int8_residual_table = true;
   // The table ops' (HARD_SWISH, TANH) 32-byte vpshufb lookup without AVX-512 VBMI
   // (NN_NO_NATIVE_INT8_TABLE_AVX2=1: byte by byte).
   bool native_int8_table_avx2 = true;
