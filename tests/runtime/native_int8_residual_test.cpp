@@ -256,11 +256,14 @@ TEST(NativeInt8Residual, EveryPairOfConvOutputAndResidualEqualsTheReference) {
         // not, the ADD is a step of its own (XNNPACK's: within one step).
         const bool by_table = got.kernels[0].kernel.find(" +ADD table") != std::string::npos;
         const bool fused = got.kernels[0].kernel.find(" +ADD") != std::string::npos;
-        if (form == Form::kArithmetic)
+        if (form == Form::kArithmetic) {
           EXPECT_TRUE(fused) << got.kernels[0].kernel;
-        else
+        } else {
           EXPECT_EQ(fused, by_table) << got.kernels[0].kernel;
-        if (!(mode.avx512 && has_avx512_vbmi())) EXPECT_FALSE(by_table) << got.kernels[0].kernel;
+        }
+        if (!(mode.avx512 && has_avx512_vbmi())) {
+          EXPECT_FALSE(by_table) << got.kernels[0].kernel;
+        }
         tables_fused += by_table;
         size_t differ = 0, far = 0;
         for (size_t i = 0; i < got.outputs[0].size(); ++i) {
@@ -272,7 +275,9 @@ TEST(NativeInt8Residual, EveryPairOfConvOutputAndResidualEqualsTheReference) {
                                             << differ << " of 65536 differ";
       }
   }
-  if (has_avx512_vbmi()) EXPECT_GT(tables_fused, 0) << "no trial's ADD fused by its tables";
+  if (has_avx512_vbmi()) {
+    EXPECT_GT(tables_fused, 0) << "no trial's ADD fused by its tables";
+  }
 }
 
 // Where the fusion must not apply: the conv's output read by a second op too, and an ADD that

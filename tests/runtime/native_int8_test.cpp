@@ -597,10 +597,12 @@ TEST(NativeInt8, PointwiseConvAndTiledTransposeConvEqualTheReference) {
       check(conv_model(T::TRANSPOSE_CONV_2D, {1, 3, 5, in_c}, out_c, per_channel, with_bias, fuse, seed++),
             "TRANSPOSE_CONV_2D 2x2/2" + shape, "deconv", "reference");
     }
-  // An RGB stem (3 input channels: 27-byte windows, 9 bytes a tap row), odd size, batch 2.
-  for (uint32_t out_c : {16u, 32u})
-    check(conv_model(T::CONV_2D, {2, 17, 19, 3}, out_c, true, true, 3, seed++, 3, 2),
-          "CONV_2D 3x3/2 SAME 3->" + std::to_string(out_c), "conv", "xnnpack");
+  // An RGB stem (3 input channels: 27-byte windows, 9 bytes a tap row), odd sizes (rows of
+  // in-image windows not a multiple of the 4 pixels a pass), batch 2, 1-3 column blocks.
+  for (uint32_t out_c : {16u, 20u, 32u, 48u})
+    for (uint32_t width : {19u, 25u})
+      check(conv_model(T::CONV_2D, {2, 17, width, 3}, out_c, true, true, 3, seed++, 3, 2),
+            "CONV_2D 3x3/2 SAME 3->" + std::to_string(out_c) + " width " + std::to_string(width), "conv", "xnnpack");
 }
 
 // The narrow 1x1 convs of a segmentation net (8-24 channels) on the VNNI GEMM, its rows read

@@ -124,7 +124,8 @@ class Int8Mul final : public NativeDataOp {
            {},
            0,
            0,
-           0};
+           0,
+           {}};
     if (per_channel_) {
       t.gate.resize(channels_ + 16);
       for (size_t c = 0; c < channels_; ++c) t.gate[c] = int32_t(t.b[c]) - zb_;
