@@ -339,7 +339,7 @@ class Int8Mul final : public NativeDataOp {
       }
       const __m512i w = _mm512_permutexvar_epi32(
           order, _mm512_packs_epi16(_mm512_packs_epi32(v[0], v[1]), _mm512_packs_epi32(v[2], v[3])));
-      if (full)  // Zen 4 runs masked byte stores slowly
+      if (full)  // whole vectors unmasked
         _mm512_storeu_si512(out + e, w);
       else
         _mm512_mask_storeu_epi8(out + e, k, w);
