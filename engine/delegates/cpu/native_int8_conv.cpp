@@ -512,15 +512,38 @@ class Int8Gemm {
       const int8_t* px[4];
       for (size_t q = 0; q < 4; ++q) px[q] = x + (p + (q < here ? q : 0)) * k_;
       __m512i acc = b;
-      for (size_t g = 0; g < k_groups_; ++g) {
-        int32_t d[4];
-        for (size_t q = 0; q < 4; ++q) std::memcpy(&d[q], px[q] + 4 * g, 4);
-        __m512i v = _mm512_maskz_set1_epi32(0x000F, d[0]);
-        v = _mm512_mask_set1_epi32(v, 0x00F0, d[1]);
-        v = _mm512_mask_set1_epi32(v, 0x0F00, d[2]);
-        v = _mm512_mask_set1_epi32(v, 0xF000, d[3]);
-        acc =
-            _mm512_dpbusd_epi32(acc, _mm512_xor_si512(v, flip), _mm512_loadu_si512(quad_w_.data() + g * 64));
+      if (k_ % 16 == 0) {
+        // Per 16 bytes of channels: the 4 pixels' bytes one in each 128-bit lane (one load for
+        // 4 whole 16-channel pixels), then each group of 4 spread over its lane's 4 columns by
+        // an in-lane shuffle, where the general form below builds it from 4 scalar loads.
+        for (size_t c = 0; c < k_ / 16; ++c) {
+          __m512i z;
+          if (k_ == 16 && here == 4) {
+            z = _mm512_loadu_si512(px[0]);
+          } else {
+            z = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(px[0] + 16 * c)));
+            z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(px[1] + 16 * c)), 1);
+            z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(px[2] + 16 * c)), 2);
+            z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(px[3] + 16 * c)), 3);
+          }
+          z = _mm512_xor_si512(z, flip);
+          const int8_t* w = quad_w_.data() + c * 4 * 64;
+          acc = _mm512_dpbusd_epi32(acc, _mm512_shuffle_epi32(z, _MM_PERM_AAAA), _mm512_loadu_si512(w));
+          acc = _mm512_dpbusd_epi32(acc, _mm512_shuffle_epi32(z, _MM_PERM_BBBB), _mm512_loadu_si512(w + 64));
+          acc = _mm512_dpbusd_epi32(acc, _mm512_shuffle_epi32(z, _MM_PERM_CCCC), _mm512_loadu_si512(w + 128));
+          acc = _mm512_dpbusd_epi32(acc, _mm512_shuffle_epi32(z, _MM_PERM_DDDD), _mm512_loadu_si512(w + 192));
+        }
+      } else {
+        for (size_t g = 0; g < k_groups_; ++g) {
+          int32_t d[4];
+          for (size_t q = 0; q < 4; ++q) std::memcpy(&d[q], px[q] + 4 * g, 4);
+          __m512i v = _mm512_maskz_set1_epi32(0x000F, d[0]);
+          v = _mm512_mask_set1_epi32(v, 0x00F0, d[1]);
+          v = _mm512_mask_set1_epi32(v, 0x0F00, d[2]);
+          v = _mm512_mask_set1_epi32(v, 0xF000, d[3]);
+          acc =
+              _mm512_dpbusd_epi32(acc, _mm512_xor_si512(v, flip), _mm512_loadu_si512(quad_w_.data() + g * 64));
+        }
       }
       const __m128i out = _mm_shuffle_epi8(_mm512_cvtsepi32_epi8(rq.apply(acc)), rows);
       const __mmask16 keep = __mmask16((1u << (2 * here)) - 1);
