@@ -1311,6 +1311,7 @@ class Int8Depthwise final : public Int8ConvOp {
     if (vnni_k_) {
       const size_t kk = vnni_k_, groups = (kk + 3) / 4;
       w4_.assign(c_pad_ * groups * kk * 4, 0);
+      if (kk == 3) w4_next_.assign(c_pad_ * kk * 4, 0);
       vnni_bias_.assign(c_pad_, 0);
       zero_row_.assign(size_t(s.in_w) * c + 16, static_cast<int8_t>(zx));
       for (size_t ch = 0; ch < c; ++ch) {
@@ -1319,6 +1320,7 @@ class Int8Depthwise final : public Int8ConvOp {
           for (size_t kx = 0; kx < kk; ++kx) {
             const int8_t v = w[(ky * kk + kx) * c + ch];
             w4_[(((ch / 16 * groups + ky / 4) * kk + kx) * 16 + ch % 16) * 4 + ky % 4] = v;
+            if (kk == 3) w4_next_[((ch / 16 * kk + kx) * 16 + ch % 16) * 4 + ky + 1] = v;
             sum += v;
           }
         vnni_bias_[ch] = bias_[ch] - (zx + 128) * sum;  // the input enters as x + 128
@@ -1336,8 +1338,14 @@ class Int8Depthwise final : public Int8ConvOp {
   void run(const NativeDataArgs& args) const override {
     Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output),
            residual_input(args)};
-    for_each_row(args.pool, size_t(s_.batch) * s_.out_h, &Int8Depthwise::row, &t);
+    if (pairs())
+      for_each_row(args.pool, size_t(s_.batch) * ((s_.out_h + 1) / 2), &Int8Depthwise::row_pair, &t);
+    else
+      for_each_row(args.pool, size_t(s_.batch) * s_.out_h, &Int8Depthwise::row, &t);
   }
+  // Output rows two at a time (row_pair_vnni3): the 3x3 VNNI form at stride 1, where the four
+  // input rows a pair reads are interleaved once for both rows.
+  bool pairs() const { return vnni_k_ == 3 && s_.stride_h == 1 && s_.out_h >= 2 && !w4_next_.empty(); }
   const NativeConvShape& shape() const { return s_; }
   // Whether rows come from the row-pointer forms (3x3 / 5x5, dilation 1: VNNI or AVX2), which
   // can read input rows from anywhere (an expansion's ring, Int8ExpandDepthwise).
@@ -1382,6 +1390,28 @@ class Int8Depthwise final : public Int8ConvOp {
     row_conv(t, r);
     const size_t bytes = size_t(t.op->s_.out_w) * t.op->s_.out_c;  // an output row's
     t.op->finish(t.out, t.residual, r * bytes, (r + 1) * bytes);
+  }
+  // Output rows 2i and 2i + 1 of an image (pairs()); the last row alone where out_h is odd.
+  static void row_pair(void* ctx, size_t pair) {
+    const Task& t = *static_cast<const Task*>(ctx);
+    const Int8Depthwise& op = *t.op;
+    const NativeConvShape& s = op.s_;
+    const size_t per_image = (s.out_h + 1) / 2, n = pair / per_image, oy = pair % per_image * 2;
+    const size_t r = n * s.out_h + oy, c = s.out_c, bytes = size_t(s.out_w) * c;
+    if (oy + 1 >= s.out_h) {
+      row_conv(t, r);
+    } else {
+#if NN_NATIVE_X86
+      const int8_t* rows[4];  // input rows oy - pad .. oy - pad + 3; the zero row outside the image
+      for (size_t ky = 0; ky < 4; ++ky) {
+        const int64_t iy = int64_t(oy) - s.pad_top + int64_t(ky);
+        rows[ky] = iy >= 0 && iy < int64_t(s.in_h) ? t.x + (n * s.in_h + size_t(iy)) * s.in_w * c
+                                                   : op.zero_row_.data();
+      }
+      op.row_pair_vnni3(rows, t.out + r * bytes, t.out + (r + 1) * bytes);
+#endif
+    }
+    op.finish(t.out, t.residual, r * bytes, std::min(r + 2, (n + 1) * size_t(s.out_h)) * bytes);
   }
   // Output row r: per pixel, the taps inside the image (input offsets) and whether all are.
   static void row_conv(const Task& t, size_t r) {
@@ -1626,6 +1656,58 @@ class Int8Depthwise final : public Int8ConvOp {
     }
   }
 
+  // row_vnni<3> for two output rows at once: the four input rows they read interleaved once
+  // per column (rows 0-2 the upper row's taps, 1-3 the lower's: w4_ and w4_next_), each
+  // pixel's two rows accumulated side by side. The same products in the same order per row.
+  NN_TARGET_VNNI_VBMI void row_pair_vnni3(const int8_t* const rows[4], int8_t* out0, int8_t* out1) const {
+    constexpr size_t kK = 3;
+    const size_t c = s_.out_c, pad = s_.pad_left, stride = s_.stride_w;
+    const size_t cols_n = (size_t(s_.out_w) - 1) * stride + kK;  // from input column -pad
+    const size_t in_lo = std::min(pad, cols_n), in_hi = std::min(cols_n, pad + s_.in_w);
+    thread_local std::vector<uint8_t> storage;  // [column][16 channels][4 rows], 64-byte aligned
+    storage.resize(cols_n * 64 + 64);
+    uint8_t* const cols = storage.data() + (-reinterpret_cast<uintptr_t>(storage.data()) & 63);
+    alignas(64) static constexpr uint8_t kInterleave[64] = {
+        0,  16, 32, 48, 1,  17, 33, 49, 2,  18, 34, 50, 3,  19, 35, 51, 4,  20, 36, 52, 5,  21,
+        37, 53, 6,  22, 38, 54, 7,  23, 39, 55, 8,  24, 40, 56, 9,  25, 41, 57, 10, 26, 42, 58,
+        11, 27, 43, 59, 12, 28, 44, 60, 13, 29, 45, 61, 14, 30, 46, 62, 15, 31, 47, 63};
+    const __m512i order = _mm512_load_si512(kInterleave);
+    const __m512i flip = _mm512_set1_epi8(char(0x80));
+    const __m512i padding = _mm512_set1_epi8(char(zx_ ^ 0x80));
+    for (size_t i = 0; i < in_lo; ++i) _mm512_store_si512(cols + i * 64, padding);
+    for (size_t i = in_hi; i < cols_n; ++i) _mm512_store_si512(cols + i * 64, padding);
+    for (size_t ch = 0; ch < c; ch += 16) {
+      const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - ch)) - 1);
+      for (size_t i = in_lo; i < in_hi; ++i) {
+        const size_t at = (i - pad) * c + ch;
+        __m512i z = _mm512_zextsi128_si512(_mm_maskz_loadu_epi8(k, rows[0] + at));
+        z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[1] + at), 1);
+        z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[2] + at), 2);
+        z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[3] + at), 3);
+        _mm512_store_si512(cols + i * 64, _mm512_xor_si512(_mm512_permutexvar_epi8(order, z), flip));
+      }
+      const int8_t* wp = w4_.data() + ch / 16 * kK * 64;
+      const int8_t* wq = w4_next_.data() + ch / 16 * kK * 64;
+      __m512i wv[kK], wn[kK];
+      for (size_t t = 0; t < kK; ++t) wv[t] = _mm512_loadu_si512(wp + t * 64), wn[t] = _mm512_loadu_si512(wq + t * 64);
+      const __m512i b = _mm512_loadu_si512(vnni_bias_.data() + ch);
+      const ChannelRequant::Columns16 rq = requant_.columns16(ch);
+      const uint8_t* u = cols;
+      int8_t* o0 = out0 + ch;
+      int8_t* o1 = out1 + ch;
+      for (size_t ox = 0; ox < s_.out_w; ++ox, u += stride * 64, o0 += c, o1 += c) {
+        __m512i acc0 = b, acc1 = b;
+        for (size_t kx = 0; kx < kK; ++kx) {
+          const __m512i x = _mm512_load_si512(u + kx * 64);
+          acc0 = _mm512_dpbusd_epi32(acc0, x, wv[kx]);
+          acc1 = _mm512_dpbusd_epi32(acc1, x, wn[kx]);
+        }
+        _mm512_mask_cvtsepi32_storeu_epi8(o0, k, rq.apply(acc0));
+        _mm512_mask_cvtsepi32_storeu_epi8(o1, k, rq.apply(acc1));
+      }
+    }
+  }
+
   NN_TARGET_I8_512 size_t pixel_avx512(const int8_t* x, const int64_t* offsets, bool inner, int8_t* o) const {
     const size_t c = s_.out_c, taps = size_t(s_.kernel_h) * s_.kernel_w;
     const __m512i zx = _mm512_set1_epi32(zx_);
@@ -1658,6 +1740,9 @@ class Int8Depthwise final : public Int8ConvOp {
   bool avx_vnni_ = false;                   // row_avx2's vpdpbusd form
   std::vector<int8_t> w8_;                  // AVX2: [C / 8][ky / 4][kx][8 channels][ky % 4]
   std::vector<int8_t> w4_;                  // VNNI: [C / 16][ky / 4][kx][16 channels][ky % 4]
+  // The 3x3 VNNI form's weights for the lower row of a pair (row_pair_vnni3): its taps in
+  // row slots 1-3 of the four rows the pair reads, slot 0 zero.
+  std::vector<int8_t> w4_next_;
   std::vector<int32_t> vnni_bias_;          // VNNI: bias - (zx + 128) * sum(w)
   std::vector<int8_t> zero_row_;            // VNNI, AVX2: an input row of zero points (rows in the padding)
   size_t ox_lo_ = 0, ox_hi_ = 0;
