@@ -243,6 +243,27 @@ TEST_P(Channels, TransposeConvLogisticInEpilogue) {
   }
 }
 
+// The one-channel 2x2 kernel on whole 8-channel blocks (16, 24: the AVX2 kernel's weights
+// spread to 8 lanes, every block unmasked) and a partial one (13), widths that fill whole
+// 8-pixel tiles (8, 16) or leave 3 or 5 pixels over (11, 37), with and without the
+// LOGISTIC, which the AVX2 kernel applies over each finished output row pair (46 floats a
+// row at width 23: its 32-float steps, an 8-float one and a tail).
+TEST(CpuDelegateTransposeConv, OneChannelHeadTilesAndLogistic) {
+  for (uint32_t c : {13u, 16u, 24u})
+    for (uint32_t width : {8u, 11u, 16u, 23u, 37u})
+      for (bool logistic : {false, true}) {
+        Built b;
+        uint32_t x = b.input({2, 3, width, c});
+        uint32_t w = b.constant({1, 2, 2, c}, 27, -2.f, 2.f), bias = b.constant({1}, 28);
+        uint32_t y = b.op(T::TRANSPOSE_CONV_2D, {x, w, bias, b.i32(0), b.i32(0), b.i32(0), b.i32(0), b.i32(2),
+                                                 b.i32(2), b.i32(0), b.boolean(false)});
+        b.output(logistic ? b.op(T::LOGISTIC, {y}) : y);
+        SCOPED_TRACE("in_c " + std::to_string(c) + ", width " + std::to_string(width) +
+                     (logistic ? ", logistic" : ""));
+        check(b, "op 0 TRANSPOSE_CONV_2D", Runs::kNative, -4.f, 4.f);
+      }
+}
+
 TEST_P(Channels, TransposeConvImplicitSame3x3) {
   const uint32_t c = GetParam();
   Built b;
@@ -422,6 +443,23 @@ TEST_P(Channels, ResizeBilinearModes) {
       check(b, "op 0 RESIZE_BILINEAR", Runs::kNative);
     }
   }
+}
+
+// A doubled width with half-pixel taps at channel counts around the AVX2 row kernel's
+// 16- and 8-channel steps (8, 16, 21: the last 8 channels again over 5 done, 24, 40), batch
+// 2, an odd input width: doubled heights (its output rows in pairs that share two input
+// rows, between the single edge rows), a height that is not doubled (some rows share
+// their input rows, some not) and an unchanged one (no vertical blend).
+TEST(CpuDelegateResize, DoubledWidthRowPairsAndChannelSteps) {
+  for (uint32_t c : {8u, 16u, 21u, 24u, 40u})
+    for (int oh : {10, 14, 5}) {
+      Built b;
+      uint32_t x = b.input({2, 5, 7, c});
+      b.output(b.op(T::RESIZE_BILINEAR,
+                    {x, b.i32(14), b.i32(oh), b.boolean(false), b.boolean(false), b.boolean(true)}));
+      SCOPED_TRACE("channels " + std::to_string(c) + ", out " + std::to_string(oh) + "x14");
+      check(b, "op 0 RESIZE_BILINEAR", Runs::kNative);
+    }
 }
 
 TEST_P(Channels, DepthToSpace) {
@@ -1026,7 +1064,8 @@ TEST_P(Channels, PointwiseConvRunsBeforeTheResizeItReads) {
     bool align, half;
   };
   for (Mode mode : {Mode{false, false}, Mode{true, false}, Mode{false, true}}) {
-    for (auto [oh, ow] : {std::pair{26, 23}, std::pair{5, 4}}) {
+    // 26x22: the doubled-width row kernel on the conv's 37 channels.
+    for (auto [oh, ow] : {std::pair{26, 23}, std::pair{5, 4}, std::pair{26, 22}}) {
       Built b;
       uint32_t x = b.input({1, 13, 11, c});
       uint32_t w = b.constant({37, 1, 1, c}, 51), bias = b.constant({37}, 52);

@@ -34,6 +34,17 @@ NativeDeconv::NativeDeconv(const NativeConvShape& shape, const float* filter, co
                   shape.in_c * sizeof(float));
       bias_[n] = bias ? bias[o] : 0.f;
     }
+  if (single_2x2_ && !avx512_) {
+    // AVX2's single_2x2_ kernel: each weight as 8 copies (channel-major, the 4 dots of a
+    // channel side by side), read as the FMA's memory operand where AVX-512 has an embedded
+    // broadcast: a separate broadcast load per FMA made the loop twice as many instructions.
+    AlignedFloats spread = allocate_floats(c_pad_ * 4 * 8);
+    if (!spread) return;
+    for (size_t ch = 0; ch < shape.in_c; ++ch)
+      for (size_t q = 0; q < 4; ++q)
+        std::fill_n(spread.get() + (ch * 4 + q) * 8, 8, packed.get()[q * c_pad_ + ch]);
+    packed = std::move(spread);
+  }
   packed_ = std::move(packed);
 }
 
@@ -108,12 +119,29 @@ NN_INLINE_AVX2 void store_interleaved(float* out, __m256 a, __m256 b, size_t n) 
     store_first(out + 8, second, n - 8);
 }
 
+// 1 / (1 + exp(-x)) in place over n floats, 4 vectors a step: over a whole output row
+// after its dots rather than per 8 pixels, where each logistic's long dependency chain
+// held up the next pixels' FMAs; here the steps are independent and overlap.
+NN_INLINE_AVX2 void logistic_inplace_avx2(float* p, size_t n) {
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256 v[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) v[k] = logistic8(_mm256_loadu_ps(p + i + 8 * k));
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) _mm256_storeu_ps(p + i + 8 * k, v[k]);
+  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(p + i, logistic8(_mm256_loadu_ps(p + i)));
+  if (i < n) store_first(p + i, logistic8(_mm256_maskload_ps(p + i, lane_mask(n - i))), n - i);
+}
+
 // The selfie head's form on AVX2 (2x2 taps, one output channel), as the AVX-512
 // deconv_row_2x2_single below: 8 pixels at a time in the lanes, their channel vectors
-// transposed in registers, 4 broadcast FMAs per channel, the epilogue and logistic on 4
-// vectors. The dot-product form above paid a horizontal add chain and a scalar epilogue
-// (with a scalar exp) per dot product: 9 times the AVX-512 kernel's time on selfie.
-NN_TARGET_AVX2 void deconv_row_2x2_single_avx2(const NativeConvShape& s, size_t c_pad, const float* packed,
+// transposed in registers, 4 FMAs per channel on the weights spread to 8 lanes, the
+// epilogue on 4 vectors, the logistic over each finished row pair. The dot-product form
+// above paid a horizontal add chain and a scalar epilogue (with a scalar exp) per dot
+// product: 9 times the AVX-512 kernel's time on selfie.
+NN_TARGET_AVX2 void deconv_row_2x2_single_avx2(const NativeConvShape& s, size_t c_pad, const float* spread,
                                                const float* bias, const Epilogue& epilogue,
                                                const float* in_row, float* out_top, float* out_bottom) {
   const EpilogueAvx2 epi(epilogue);
@@ -150,21 +178,22 @@ NN_TARGET_AVX2 void deconv_row_2x2_single_avx2(const NativeConvShape& s, size_t 
         v[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
         v[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
       }
-      const float* w = packed + cb;  // weights past in_c are zero
+      const float* w = spread + cb * 32;  // weights past in_c are zero
 #pragma GCC unroll 8
       for (int ch = 0; ch < 8; ++ch)
 #pragma GCC unroll 4
         for (int q = 0; q < 4; ++q)
-          acc[q] = _mm256_fmadd_ps(v[ch], _mm256_set1_ps(w[q * c_pad + ch]), acc[q]);
+          acc[q] = _mm256_fmadd_ps(v[ch], _mm256_load_ps(w + (ch * 4 + q) * 8), acc[q]);
     }
 #pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) {
-      acc[q] = epi(acc[q], epi.zero);
-      if (epilogue.logistic) acc[q] = logistic8(acc[q]);
-    }
+    for (int q = 0; q < 4; ++q) acc[q] = epi(acc[q], epi.zero);
     // Row 2y: dots 0 and 1 of the pixels interleaved, row 2y + 1 dots 2 and 3.
     store_interleaved(out_top + 2 * x0, acc[0], acc[1], 2 * pixels);
     store_interleaved(out_bottom + 2 * x0, acc[2], acc[3], 2 * pixels);
+  }
+  if (epilogue.logistic) {
+    logistic_inplace_avx2(out_top, 2 * size_t(s.in_w));
+    logistic_inplace_avx2(out_bottom, 2 * size_t(s.in_w));
   }
 }
 

@@ -342,6 +342,7 @@ class NativeResize final : public NativeOp {
   std::vector<BilinearTap> rows_, cols_;  // per output row / column
   bool avx512_ = false;                   // 16 channels a step, else 8 (AVX2)
   bool twice_w_ = false;                  // out_w == 2 in_w, half-pixel taps: the row kernel for that
+  std::vector<uint32_t> row_groups_;      // AVX2 twice_w_: each group's first output row
 };
 
 // A pointwise conv with no activation that read a bilinear resize, run in front of it:

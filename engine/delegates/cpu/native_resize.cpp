@@ -2,7 +2,8 @@
 // into a scratch row, then per output pixel one horizontal blend of two scratch pixels,
 // 16 channels a vector on AVX-512F, 8 on AVX2. The selfie decoder's three 2x upsamplings took 9%
 // of the model in XNNPACK's 2022 resize (op 119, 64x64x16 -> 128x128x16: 0.08 ms). A
-// width-doubling resize with half-pixel taps (all three of them) has its own row kernel.
+// width-doubling resize with half-pixel taps (all three of them) has its own row kernel
+// (on AVX2 over pairs of output rows that blend the same input rows).
 #include <algorithm>
 #include <cmath>
 
@@ -26,6 +27,16 @@ NativeResize::NativeResize(const NativeResizeShape& shape, const NativeIsa& isa)
     else
       twice_w_ = t.lo == x - 1 && t.hi == x && t.frac == (ox % 2 ? 0.25f : 0.75f);
   }
+  // AVX2 runs a width-doubling resize in groups of output rows: two consecutive rows that
+  // blend the same two input rows (a half-pixel 2x height's 2y - 1 and 2y) share their loads
+  // and subtractions, any other row is a group of its own. Under 8 channels the general row.
+  if (!avx512_ && twice_w_ && shape.channels >= 8)
+    for (uint32_t oy = 0; oy < rows_.size(); ++oy) {
+      row_groups_.push_back(oy);
+      const BilinearTap &t = rows_[oy], *next = oy + 1 < rows_.size() ? &rows_[oy + 1] : nullptr;
+      if (next && t.lo != t.hi && t.frac != 0.f && next->lo == t.lo && next->hi == t.hi && next->frac != 0.f)
+        ++oy;
+    }
   packed_ = allocate_floats(1);  // no weights: marks the op as built
 }
 
@@ -122,6 +133,93 @@ NN_TARGET_AVX512 void resize_row_twice_w_avx512(const NativeResizeShape& s, cons
   }
 }
 
+// The vertical blends of kVecs * 8 channels of one input pixel for kRows output rows:
+// r0 + (r1 - r0) * fy[r], or r0 where the row falls on input row r0 (kVertical false, kRows 1).
+template <int kRows, int kVecs, bool kVertical>
+NN_INLINE_AVX2 void vertical_blends8(const float* r0, const float* r1, const __m256 (&fy)[kRows],
+                                     __m256 (&v)[kRows][kVecs]) {
+#pragma GCC unroll 2
+  for (int k = 0; k < kVecs; ++k) {
+    const __m256 a = _mm256_loadu_ps(r0 + 8 * k);
+    if (!kVertical) {
+      v[0][k] = a;
+      continue;
+    }
+    const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(r1 + 8 * k), a);
+#pragma GCC unroll 2
+    for (int r = 0; r < kRows; ++r) v[r][k] = _mm256_fmadd_ps(d, fy[r], a);
+  }
+}
+
+// kVecs * 8 channels (from r0, r1 and out[]'s first) of kRows output rows of a
+// width-doubling resize whose vertical blends read the same two input rows r0 and r1: the
+// arithmetic of resize_row_twice_w_avx512, 8 lanes a vector.
+template <int kRows, int kVecs, bool kVertical>
+NN_INLINE_AVX2 void twice_w_channels_avx2(const float* r0, const float* r1, const __m256 (&fy)[kRows],
+                                          float* const (&out)[kRows], size_t c, size_t w, __m256 first_f,
+                                          __m256 last_f) {
+  const __m256 quarter = _mm256_set1_ps(0.25f), three_quarters = _mm256_set1_ps(0.75f);
+  __m256 prev[kRows][kVecs], cur[kRows][kVecs];
+  vertical_blends8<kRows, kVecs, kVertical>(r0, r1, fy, prev);
+#pragma GCC unroll 2
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 2
+    for (int k = 0; k < kVecs; ++k)
+      _mm256_storeu_ps(out[r] + 8 * k,
+                       _mm256_fmadd_ps(_mm256_sub_ps(prev[r][k], prev[r][k]), first_f, prev[r][k]));
+  for (size_t x = 1; x < w; ++x) {
+    vertical_blends8<kRows, kVecs, kVertical>(r0 + x * c, r1 + x * c, fy, cur);
+#pragma GCC unroll 2
+    for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 2
+      for (int k = 0; k < kVecs; ++k) {
+        const __m256 d = _mm256_sub_ps(cur[r][k], prev[r][k]);
+        _mm256_storeu_ps(out[r] + (2 * x - 1) * c + 8 * k, _mm256_fmadd_ps(d, quarter, prev[r][k]));
+        _mm256_storeu_ps(out[r] + 2 * x * c + 8 * k, _mm256_fmadd_ps(d, three_quarters, prev[r][k]));
+        prev[r][k] = cur[r][k];
+      }
+  }
+#pragma GCC unroll 2
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 2
+    for (int k = 0; k < kVecs; ++k)
+      _mm256_storeu_ps(out[r] + (2 * w - 1) * c + 8 * k,
+                       _mm256_fmadd_ps(_mm256_sub_ps(prev[r][k], prev[r][k]), last_f, prev[r][k]));
+}
+
+// kRows output rows (1, or 2 that blend the same input rows) of a width-doubling resize of 8
+// or more channels: 16 channels a step, then 8, then the last 8 again where the channels
+// are no multiple of 8 (recomputed to the same values: no masked loads or stores).
+template <int kRows, bool kVertical>
+NN_TARGET_AVX2 void resize_rows_twice_w_avx2(const NativeResizeShape& s, const BilinearTap* ty,
+                                             const BilinearTap* cols, const float* image, float* out_row) {
+  const size_t c = s.channels, w = s.in_w, row_floats = size_t(w) * c;
+  const float* r0 = image + ty[0].lo * row_floats;
+  const float* r1 = image + ty[0].hi * row_floats;
+  __m256 fy[kRows];
+  float* out[kRows];
+  for (int r = 0; r < kRows; ++r) {
+    fy[r] = _mm256_set1_ps(ty[r].frac);
+    out[r] = out_row + r * size_t(s.out_w) * c;
+  }
+  const __m256 first_f = _mm256_set1_ps(cols[0].frac), last_f = _mm256_set1_ps(cols[2 * w - 1].frac);
+  size_t cb = 0;
+  for (; cb + 16 <= c; cb += 16) {
+    twice_w_channels_avx2<kRows, 2, kVertical>(r0 + cb, r1 + cb, fy, out, c, w, first_f, last_f);
+    for (int r = 0; r < kRows; ++r) out[r] += 16;
+  }
+  if (cb + 8 <= c) {
+    twice_w_channels_avx2<kRows, 1, kVertical>(r0 + cb, r1 + cb, fy, out, c, w, first_f, last_f);
+    for (int r = 0; r < kRows; ++r) out[r] += 8;
+    cb += 8;
+  }
+  if (cb < c) {
+    for (int r = 0; r < kRows; ++r) out[r] -= 8 - (c - cb);
+    cb = c - 8;
+    twice_w_channels_avx2<kRows, 1, kVertical>(r0 + cb, r1 + cb, fy, out, c, w, first_f, last_f);
+  }
+}
+
 NN_TARGET_AVX512 void resize_row_avx512(const NativeResizeShape& s, const BilinearTap& ty,
                                         const BilinearTap* cols, const float* image,
                                         float* out_row){NN_RESIZE_ROW(blend, _mm512_set1_ps)}
@@ -147,7 +245,21 @@ void NativeResize::run(const NativeArgs& args) const {
     const float* image = t.input + b * size_t(s.in_h) * s.in_w * s.channels;
     float* out_row = t.output + r * size_t(s.out_w) * s.channels;
 #if NN_NATIVE_X86
-    if (t.op->avx512_ && t.op->twice_w_)
+    if (!t.op->row_groups_.empty()) {
+      // r counts row groups here (run's for_each_row).
+      const std::vector<uint32_t>& groups = t.op->row_groups_;
+      const size_t g = r % groups.size(), first = groups[g];
+      const size_t count = (g + 1 < groups.size() ? groups[g + 1] : s.out_h) - first;
+      const BilinearTap* ty = &t.op->rows_[first];
+      float* out = t.output + (r / groups.size() * s.out_h + first) * size_t(s.out_w) * s.channels;
+      const float* img = t.input + r / groups.size() * size_t(s.in_h) * s.in_w * s.channels;
+      if (count == 2)
+        resize_rows_twice_w_avx2<2, true>(s, ty, t.op->cols_.data(), img, out);
+      else if (ty->frac != 0.f && ty->hi != ty->lo)
+        resize_rows_twice_w_avx2<1, true>(s, ty, t.op->cols_.data(), img, out);
+      else
+        resize_rows_twice_w_avx2<1, false>(s, ty, t.op->cols_.data(), img, out);
+    } else if (t.op->avx512_ && t.op->twice_w_)
       resize_row_twice_w_avx512(s, t.op->rows_[oy], t.op->cols_.data(), image, out_row);
     else if (t.op->avx512_)
       resize_row_avx512(s, t.op->rows_[oy], t.op->cols_.data(), image, out_row);
@@ -157,7 +269,8 @@ void NativeResize::run(const NativeArgs& args) const {
     (void)image, (void)out_row, (void)oy;
 #endif
   };
-  for_each_row(pool, size_t(shape_.batch) * shape_.out_h, body, &task);
+  const size_t rows = row_groups_.empty() ? shape_.out_h : row_groups_.size();  // row groups on AVX2
+  for_each_row(pool, size_t(shape_.batch) * rows, body, &task);
 }
 
 NativeConvThenResize::NativeConvThenResize(std::unique_ptr<NativeOp> conv, std::unique_ptr<NativeOp> resize,
