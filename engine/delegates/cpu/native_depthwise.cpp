@@ -257,62 +257,71 @@ void depthwise_row8_dispatch(const RowArgs& a, const EpilogueAvx2& epi) {
 }
 
 // Two output rows at once on AVX2 (run_two_rows; the AVX-512 form below says why): 4
-// pixels of each row, 8 accumulators; the tap weights are read from memory by the FMAs
-// (a 5x5 layer's 10 weight vectors would not fit beside them in 16 ymm registers). Most
-// stride-1 layers of MobileNetV2, LR-ASPP and selfie ran 5-18% faster than a row at a
-// time, a 112x112x16 one ~7% slower.
-template <int kKw, int kPixels, bool kMasked, bool kEdge, bool kTop, bool kBottom>
-NN_INLINE_AVX2 void input_row_two8(const float* row, const float* w_top, const float* w_bottom, int64_t x0,
-                                   int64_t in_w, size_t C, const float* zeros, __m256i m,
-                                   __m256 (&upper)[kPixels], __m256 (&lower)[kPixels]) {
-  const float* in = kEdge ? row : row + size_t(x0) * C;
+// pixels of each row, 8 accumulators. Tap row by tap row: tap row r's weights (in
+// registers) meet input row r for the upper output row and r + 1 for the lower, so all 8
+// FMA chains advance in every step. Two ymm FMAs issue per cycle at 4 cycles' latency, so
+// 8 chains are just enough: reading each input row once for both (its pixels feeding tap
+// row r of the upper and r - 1 of the lower) left the first and last input rows to 4
+// chains, half the FMA rate for a third of a 3x3 layer's work. Each accumulator takes its
+// taps in the same order as a row at a time, so the results are the same bits.
+template <int kKw, int kPixels, bool kMasked, bool kEdge>
+NN_INLINE_AVX2 void tap_row_two8(const float* row_up, const float* row_lo, const float* wk, int64_t x0,
+                                 int64_t in_w, size_t C, const float* zeros, __m256i m,
+                                 __m256 (&upper)[kPixels], __m256 (&lower)[kPixels]) {
+  __m256 wv[kKw];
+#pragma GCC unroll 5
+  for (int kx = 0; kx < kKw; ++kx) wv[kx] = _mm256_load_ps(wk + kx * 8);
+  const float* up = kEdge ? row_up : row_up + size_t(x0) * C;
+  const float* lo = kEdge ? row_lo : row_lo + size_t(x0) * C;
   constexpr int kSpan = kPixels - 1 + kKw;
 #pragma GCC unroll 16
-  for (int j = 0; j < kSpan; ++j, in += C) {
-    __m256 x = load8<kMasked>(kEdge ? column_at8(row, x0 + j, in_w, C, zeros) : in, m);
-    NN_KEEP_IN_REGISTER(x);
+  for (int j = 0; j < kSpan; ++j, up += C, lo += C) {
+    __m256 xu = load8<kMasked>(kEdge ? column_at8(row_up, x0 + j, in_w, C, zeros) : up, m);
+    __m256 xl = load8<kMasked>(kEdge ? column_at8(row_lo, x0 + j, in_w, C, zeros) : lo, m);
+    NN_KEEP_IN_REGISTER(xu);
+    NN_KEEP_IN_REGISTER(xl);
 #pragma GCC unroll 5
     for (int kx = 0; kx < kKw; ++kx) {
       const int p = j - kx;
       if (p < 0 || p >= kPixels) continue;
-      if constexpr (kTop) upper[p] = _mm256_fmadd_ps(x, _mm256_load_ps(w_top + kx * 8), upper[p]);
-      if constexpr (kBottom) lower[p] = _mm256_fmadd_ps(x, _mm256_load_ps(w_bottom + kx * 8), lower[p]);
+      upper[p] = _mm256_fmadd_ps(xu, wv[kx], upper[p]);
+      lower[p] = _mm256_fmadd_ps(xl, wv[kx], lower[p]);
     }
   }
 }
 
-template <int kKw, int kPixels, bool kMasked, bool kRes, bool kEdge>
+// kKh: the kernel height where known at compile time (else 0), so the tap rows unroll;
+// kC: the channel count likewise (16), so the input columns are constant offsets.
+template <int kKw, int kKh, int kC, int kPixels, bool kMasked, bool kRes, bool kEdge>
 NN_INLINE_AVX2 void pixel_block8_two(const RowArgs& a, const RowArgs& b, size_t ox, size_t cb, __m256i m,
                                      const EpilogueAvx2& epi) {
   const NativeConvShape& s = *a.s;
-  const size_t C = s.out_c, kh = s.kernel_h;
+  const size_t C = kC > 0 ? size_t(kC) : s.out_c, kh = kKh > 0 ? size_t(kKh) : s.kernel_h;
+  float* const out_a = a.out_row;
+  float* const out_b = b.out_row;
+  const float* const res_a = a.res_row;
+  const float* const res_b = b.res_row;
   const float* w = a.packed + (cb / 8) * (a.taps + 1) * 8;
-  const float* taps = w + 8;  // tap row r: taps + r * kKw * 8
   __m256 upper[kPixels], lower[kPixels];
 #pragma GCC unroll 8
   for (int p = 0; p < kPixels; ++p) upper[p] = lower[p] = _mm256_load_ps(w);
   const int64_t x0 = int64_t(ox) - s.pad_left, in_w = s.in_w;
   const float* zeros = a.zeros + cb;
-  constexpr size_t kRow = size_t(kKw) * 8;
-  input_row_two8<kKw, kPixels, kMasked, kEdge, true, false>(a.rows[0] + cb, taps, nullptr, x0, in_w, C, zeros, m,
-                                                            upper, lower);
-  for (size_t r = 1; r < kh; ++r)
-    input_row_two8<kKw, kPixels, kMasked, kEdge, true, true>(a.rows[r] + cb, taps + r * kRow,
-                                                             taps + (r - 1) * kRow, x0, in_w, C, zeros, m,
-                                                             upper, lower);
-  input_row_two8<kKw, kPixels, kMasked, kEdge, false, true>(b.rows[kh - 1] + cb, nullptr, taps + (kh - 1) * kRow,
-                                                            x0, in_w, C, zeros, m, upper, lower);
+#pragma GCC unroll 8
+  for (size_t r = 0; r < kh; ++r)
+    tap_row_two8<kKw, kPixels, kMasked, kEdge>(a.rows[r] + cb, b.rows[r] + cb, w + (1 + r * kKw) * 8, x0,
+                                               in_w, C, zeros, m, upper, lower);
   const size_t at = ox * C + cb, n = C - cb;
 #pragma GCC unroll 8
   for (int p = 0; p < kPixels; ++p) {
-    finish8<kMasked, kRes>(a.out_row + at + p * C, a.res_row + at + p * C, m, n, upper[p], epi);
-    finish8<kMasked, kRes>(b.out_row + at + p * C, b.res_row + at + p * C, m, n, lower[p], epi);
+    finish8<kMasked, kRes>(out_a + at + p * C, res_a + at + p * C, m, n, upper[p], epi);
+    finish8<kMasked, kRes>(out_b + at + p * C, res_b + at + p * C, m, n, lower[p], epi);
   }
 }
 
 // Two rows (a: the upper, b: the lower) in depthwise_row8_t's column order: groups of 4
 // (8 as two 4s) in pairs, single pixels a row at a time.
-template <int kKw, bool kRes>
+template <int kKw, int kKh, int kC, bool kRes>
 struct TwoRows8 {
   const RowArgs& a;
   const RowArgs& b;
@@ -329,19 +338,21 @@ struct TwoRows8 {
       group<4, kEdge>(ox + 4);
     } else {
       for (size_t cb = 0; cb < full; cb += 8)
-        pixel_block8_two<kKw, kPixels, false, kRes, kEdge>(a, b, ox, cb, all, epi);
-      if (full < a.s->out_c) pixel_block8_two<kKw, kPixels, true, kRes, kEdge>(a, b, ox, full, tail, epi);
+        pixel_block8_two<kKw, kKh, kC, kPixels, false, kRes, kEdge>(a, b, ox, cb, all, epi);
+      if (full < a.s->out_c)
+        pixel_block8_two<kKw, kKh, kC, kPixels, true, kRes, kEdge>(a, b, ox, full, tail, epi);
     }
   }
 };
 
-template <int kKw, bool kHs, bool kRes>
-NN_TARGET_AVX2 void depthwise_two_rows8_t(const RowArgs& a, const RowArgs& b, const EpilogueAvx2& shared_epi) {
+template <int kKw, int kKh, int kC, bool kHs, bool kRes>
+NN_TARGET_AVX2 void depthwise_two_rows8_t(const RowArgs& a, const RowArgs& b,
+                                          const EpilogueAvx2& shared_epi) {
   EpilogueAvx2 epi = shared_epi;
   epi.hard_swish = kHs;
   epi.residual = kRes;
   const size_t C = a.s->out_c, full = C / 8 * 8, out_w = a.s->out_w;
-  TwoRows8<kKw, kRes> w{a, b, full, _mm256_set1_epi32(-1), lane_mask(C - full), epi};
+  TwoRows8<kKw, kKh, kC, kRes> w{a, b, full, _mm256_set1_epi32(-1), lane_mask(C - full), epi};
   size_t ox = 0;
   for (; ox < a.ox_lo && ox + 4 <= out_w; ox += 4) w.template group<4, true>(ox);
   for (; ox < a.ox_lo; ++ox) w.template group<1, true>(ox);
@@ -352,13 +363,23 @@ NN_TARGET_AVX2 void depthwise_two_rows8_t(const RowArgs& a, const RowArgs& b, co
   for (; ox < out_w; ++ox) w.template group<1, true>(ox);
 }
 
+template <int kKw, int kKh, int kC>
+void depthwise_two_rows8_epilogue(const RowArgs& a, const RowArgs& b, const EpilogueAvx2& epi) {
+  if (epi.hard_swish)
+    (epi.residual ? depthwise_two_rows8_t<kKw, kKh, kC, true, true>
+                  : depthwise_two_rows8_t<kKw, kKh, kC, true, false>)(a, b, epi);
+  else
+    (epi.residual ? depthwise_two_rows8_t<kKw, kKh, kC, false, true>
+                  : depthwise_two_rows8_t<kKw, kKh, kC, false, false>)(a, b, epi);
+}
+
+// 3x3: the tap rows unrolled, and 16 channels (selfie's wide maps) at constant offsets;
+// 5x5 keeps its tap-row loop (unrolled, it ran slower).
 template <int kKw>
 void depthwise_two_rows8_dispatch(const RowArgs& a, const RowArgs& b, const EpilogueAvx2& epi) {
-  if (epi.hard_swish)
-    (epi.residual ? depthwise_two_rows8_t<kKw, true, true> : depthwise_two_rows8_t<kKw, true, false>)(a, b, epi);
-  else
-    (epi.residual ? depthwise_two_rows8_t<kKw, false, true> : depthwise_two_rows8_t<kKw, false, false>)(a, b,
-                                                                                                      epi);
+  if (kKw != 3 || a.s->kernel_h != 3) return depthwise_two_rows8_epilogue<kKw, 0, 0>(a, b, epi);
+  if (a.s->out_c == 16) return depthwise_two_rows8_epilogue<3, 3, 16>(a, b, epi);
+  depthwise_two_rows8_epilogue<3, 3, 0>(a, b, epi);
 }
 
 // ---- AVX-512F: 16-channel blocks, k-masked channel tails (plain instructions, unlike
