@@ -32,40 +32,8 @@ using nn_test::has_avx_vnni;
 using nn_test::entry_of;
 using nn_test::q8;
 
-// A CONV_2D (kernel x kernel, SAME, stride) or a DEPTHWISE_CONV_2D (multiplier 1) of x with
-// random per-channel weights and bias; returns its int8 output operand.
-uint32_t conv(Model& m, uint32_t x, T type, uint32_t out_c, uint32_t kernel, uint32_t stride, int32_t fuse,
-              uint32_t seed, float out_scale, int32_t out_zp, int8_t every_weight = 0) {
-  const Dims in = m.operands[x].dims;  // a copy: adding operands moves them
-  const uint32_t in_c = in[3];
-  const bool dw = type == T::DEPTHWISE_CONV_2D;
-  if (dw) out_c = in_c;
-  std::mt19937 rng(seed);
-  const Dims fdims = dw ? Dims{1, kernel, kernel, in_c} : Dims{out_c, kernel, kernel, in_c};
-  std::vector<int8_t> w(num_elements(fdims));
-  for (int8_t& v : w) v = every_weight ? every_weight : static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
-  const uint32_t f = m.add_constant(OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL, fdims, w.data(), w.size());
-  m.operands[f].channel_quant.channel_dim = dw ? 3 : 0;
-  for (uint32_t o = 0; o < out_c; ++o) m.operands[f].channel_quant.scales.push_back(0.002f * (1.f + 0.31f * float(o % 7)));
-  std::vector<int32_t> bias(out_c);
-  for (int32_t& v : bias) v = static_cast<int32_t>(rng() % 8001) - 4000;
-  const uint32_t b = m.add_constant_i32({out_c}, bias);
-  m.operands[b].scale = 0.f;
-  const Dims out{in[0], (in[1] + stride - 1) / stride, (in[2] + stride - 1) / stride, out_c};
-  const uint32_t y = m.add_operand(q8(out, out_scale, out_zp));
-  std::vector<uint32_t> ins = {x, f, b, m.add_scalar_i32(1), m.add_scalar_i32(int32_t(stride)),
-                               m.add_scalar_i32(int32_t(stride))};
-  if (dw) ins.push_back(m.add_scalar_i32(1));
-  ins.push_back(m.add_scalar_i32(fuse));
-  m.add_operation(type, ins, {y});
-  return y;
-}
-
-uint32_t add(Model& m, uint32_t a, uint32_t b, int32_t fuse, float scale, int32_t zp) {
-  const uint32_t z = m.add_operand(q8(m.operands[a].dims, scale, zp));
-  m.add_operation(T::ADD, {a, b, m.add_scalar_i32(fuse)}, {z});
-  return z;
-}
+using nn_test::int8_conv;
+using nn_test::int8_add;
 
 using Outcome = nn_test::Int8Outcome;
 using Mode = nn_test::Int8Mode;
@@ -146,8 +114,8 @@ TEST(NativeInt8Residual, PointwiseConvAddEqualsTheReference) {
         auto m = std::make_shared<Model>();
         const uint32_t x = m->add_operand(q8({1, 7, 9, 2 * c + 3}, 0.05f, -17, Lifetime::MODEL_INPUT));
         const uint32_t skip = m->add_operand(q8({1, 7, 9, c}, 0.08f, 9, Lifetime::MODEL_INPUT));
-        const uint32_t y = conv(*m, x, T::CONV_2D, c, 1, 1, kNone, seed++, 0.11f, 5);
-        const uint32_t z = conv_first ? add(*m, y, skip, fuse, 0.13f, -6) : add(*m, skip, y, fuse, 0.13f, -6);
+        const uint32_t y = int8_conv(*m, x, T::CONV_2D, c, 1, 1, kNone, seed++, 0.11f, 5);
+        const uint32_t z = conv_first ? int8_add(*m, y, skip, fuse, 0.13f, -6) : int8_add(*m, skip, y, fuse, 0.13f, -6);
         m->operands[z].lifetime = Lifetime::MODEL_OUTPUT;
         m->inputs = {x, skip};
         m->outputs = {z};
@@ -163,10 +131,10 @@ TEST(NativeInt8Residual, WindowConvAddEqualsTheReference) {
     for (uint32_t stride : {1u, 2u}) {
       auto m = std::make_shared<Model>();
       const uint32_t x = m->add_operand(q8({1, 11, 9, 5}, 0.04f, 3, Lifetime::MODEL_INPUT));
-      const uint32_t y = conv(*m, x, T::CONV_2D, c, 3, stride, kRelu6, seed++, 0.07f, -100);
+      const uint32_t y = int8_conv(*m, x, T::CONV_2D, c, 3, stride, kRelu6, seed++, 0.07f, -100);
       const uint32_t skip =
           m->add_operand(q8(m->operands[y].dims, 0.02f, -40, Lifetime::MODEL_INPUT));
-      const uint32_t z = add(*m, y, skip, kRelu, 0.09f, -128);
+      const uint32_t z = int8_add(*m, y, skip, kRelu, 0.09f, -128);
       m->operands[z].lifetime = Lifetime::MODEL_OUTPUT;
       m->inputs = {x, skip};
       m->outputs = {z};
@@ -186,9 +154,9 @@ TEST(NativeInt8Residual, DepthwiseAddOfItsOwnInputEqualsTheReference) {
         if (kernel == 3 && c > 32 && !has_avx512_vbmi()) continue;
         auto m = std::make_shared<Model>();
         const uint32_t x = m->add_operand(q8({1, 9, 13, 8}, 0.05f, -17, Lifetime::MODEL_INPUT));
-        const uint32_t y = conv(*m, x, T::CONV_2D, c, 1, 1, kNone, seed++, 0.06f, 12);
-        const uint32_t d = conv(*m, y, T::DEPTHWISE_CONV_2D, c, kernel, 1, kRelu6, seed++, 0.03f, -128);
-        const uint32_t z = add(*m, y, d, fuse, 0.075f, -20);
+        const uint32_t y = int8_conv(*m, x, T::CONV_2D, c, 1, 1, kNone, seed++, 0.06f, 12);
+        const uint32_t d = int8_conv(*m, y, T::DEPTHWISE_CONV_2D, c, kernel, 1, kRelu6, seed++, 0.03f, -128);
+        const uint32_t z = int8_add(*m, y, d, fuse, 0.075f, -20);
         m->operands[z].lifetime = Lifetime::MODEL_OUTPUT;
         m->inputs = {x};
         m->outputs = {z};
@@ -204,9 +172,9 @@ TEST(NativeInt8Residual, TwoConvsIntoOneAddFuseIntoTheLaterOne) {
   for (uint32_t c : {13u, 16u}) {
     auto m = std::make_shared<Model>();
     const uint32_t x = m->add_operand(q8({1, 7, 9, 11}, 0.05f, -17, Lifetime::MODEL_INPUT));
-    const uint32_t y = conv(*m, x, T::CONV_2D, c, 1, 1, kNone, 500 + c, 0.11f, 5);
-    const uint32_t r = conv(*m, x, T::CONV_2D, c, 3, 1, kRelu, 510 + c, 0.07f, -60);
-    const uint32_t z = add(*m, y, r, kNone, 0.13f, -6);
+    const uint32_t y = int8_conv(*m, x, T::CONV_2D, c, 1, 1, kNone, 500 + c, 0.11f, 5);
+    const uint32_t r = int8_conv(*m, x, T::CONV_2D, c, 3, 1, kRelu, 510 + c, 0.07f, -60);
+    const uint32_t z = int8_add(*m, y, r, kNone, 0.13f, -6);
     m->operands[z].lifetime = Lifetime::MODEL_OUTPUT;
     m->inputs = {x};
     m->outputs = {z};
@@ -235,8 +203,8 @@ TEST(NativeInt8Residual, EveryPairOfConvOutputAndResidualEqualsTheReference) {
     const uint32_t in = m->add_operand(q8({1, 256, 256, 1}, 0.05f, 0, Lifetime::MODEL_INPUT));
     const uint32_t skip = m->add_operand(q8({1, 256, 256, 1}, res_scale, zr, Lifetime::MODEL_INPUT));
     // 0.05 * 0.002 * 127 * 128 / conv_scale: about +-1.6 / conv_scale steps, past the int8 range
-    const uint32_t y = conv(*m, in, T::CONV_2D, 1, 1, 1, kNone, 600 + trial, conv_scale, 0, 127);
-    const uint32_t z = add(*m, y, skip, trial % 3 == 1 ? kRelu : kNone, out_scale, zo);
+    const uint32_t y = int8_conv(*m, in, T::CONV_2D, 1, 1, 1, kNone, 600 + trial, conv_scale, 0, 127);
+    const uint32_t z = int8_add(*m, y, skip, trial % 3 == 1 ? kRelu : kNone, out_scale, zo);
     m->operands[z].lifetime = Lifetime::MODEL_OUTPUT;
     m->inputs = {in, skip};
     m->outputs = {z};
@@ -288,9 +256,9 @@ TEST(NativeInt8Residual, AddStaysSeparateWhereItCannotFuse) {
       auto m = std::make_shared<Model>();
       const uint32_t x = m->add_operand(q8({1, 7, 9, 11}, 0.05f, -17, Lifetime::MODEL_INPUT));
       const uint32_t skip = m->add_operand(q8({1, 7, 9, c}, 0.08f, 9, Lifetime::MODEL_INPUT));
-      const uint32_t y = conv(*m, x, T::CONV_2D, c, 1, 1, kNone, 300 + c, 0.11f, 5);
-      const uint32_t z = add(*m, y, skip, kNone, 0.13f, -6);
-      const uint32_t z2 = add(*m, y, y, kNone, 0.2f, 0);  // a second reader of the conv's output
+      const uint32_t y = int8_conv(*m, x, T::CONV_2D, c, 1, 1, kNone, 300 + c, 0.11f, 5);
+      const uint32_t z = int8_add(*m, y, skip, kNone, 0.13f, -6);
+      const uint32_t z2 = int8_add(*m, y, y, kNone, 0.2f, 0);  // a second reader of the conv's output
       m->operands[z].lifetime = Lifetime::MODEL_OUTPUT;
       m->operands[z2].lifetime = Lifetime::MODEL_OUTPUT;
       m->inputs = {x, skip};
@@ -301,8 +269,8 @@ TEST(NativeInt8Residual, AddStaysSeparateWhereItCannotFuse) {
       auto m = std::make_shared<Model>();
       const uint32_t x = m->add_operand(q8({1, 7, 9, 11}, 0.05f, -17, Lifetime::MODEL_INPUT));
       const uint32_t skip = m->add_operand(q8({1, 1, 1, c}, 0.08f, 9, Lifetime::MODEL_INPUT));
-      const uint32_t y = conv(*m, x, T::CONV_2D, c, 1, 1, kNone, 310 + c, 0.11f, 5);
-      const uint32_t z = add(*m, y, skip, kNone, 0.13f, -6);
+      const uint32_t y = int8_conv(*m, x, T::CONV_2D, c, 1, 1, kNone, 310 + c, 0.11f, 5);
+      const uint32_t z = int8_add(*m, y, skip, kNone, 0.13f, -6);
       m->operands[z].lifetime = Lifetime::MODEL_OUTPUT;
       m->inputs = {x, skip};
       m->outputs = {z};

@@ -29,6 +29,46 @@ inline nn::Operand q8(nn::Dims d, float scale, int32_t zp, nn::Lifetime life = n
   return o;
 }
 
+// A CONV_2D (kernel x kernel, SAME, stride) or a DEPTHWISE_CONV_2D (multiplier 1) of x with
+// random per-channel weights (every one `every_weight` when nonzero) and bias; returns its
+// int8 output operand.
+inline uint32_t int8_conv(nn::Model& m, uint32_t x, nn::OperationType type, uint32_t out_c, uint32_t kernel,
+                          uint32_t stride, int32_t fuse, uint32_t seed, float out_scale, int32_t out_zp,
+                          int8_t every_weight = 0) {
+  using nn::Dims;
+  const Dims in = m.operands[x].dims;  // a copy: adding operands moves them
+  const uint32_t in_c = in[3];
+  const bool dw = type == nn::OperationType::DEPTHWISE_CONV_2D;
+  if (dw) out_c = in_c;
+  std::mt19937 rng(seed);
+  const Dims fdims = dw ? Dims{1, kernel, kernel, in_c} : Dims{out_c, kernel, kernel, in_c};
+  std::vector<int8_t> w(nn::num_elements(fdims));
+  for (int8_t& v : w) v = every_weight ? every_weight : static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  const uint32_t f = m.add_constant(nn::OperandType::TENSOR_QUANT8_SYMM_PER_CHANNEL, fdims, w.data(), w.size());
+  m.operands[f].channel_quant.channel_dim = dw ? 3 : 0;
+  for (uint32_t o = 0; o < out_c; ++o)
+    m.operands[f].channel_quant.scales.push_back(0.002f * (1.f + 0.31f * float(o % 7)));
+  std::vector<int32_t> bias(out_c);
+  for (int32_t& v : bias) v = static_cast<int32_t>(rng() % 8001) - 4000;
+  const uint32_t b = m.add_constant_i32({out_c}, bias);
+  m.operands[b].scale = 0.f;
+  const Dims out{in[0], (in[1] + stride - 1) / stride, (in[2] + stride - 1) / stride, out_c};
+  const uint32_t y = m.add_operand(q8(out, out_scale, out_zp));
+  std::vector<uint32_t> ins = {x, f, b, m.add_scalar_i32(1), m.add_scalar_i32(int32_t(stride)),
+                               m.add_scalar_i32(int32_t(stride))};
+  if (dw) ins.push_back(m.add_scalar_i32(1));
+  ins.push_back(m.add_scalar_i32(fuse));
+  m.add_operation(type, ins, {y});
+  return y;
+}
+
+// ADD(a, b) with fuse code `fuse` into an int8 operand of a's shape.
+inline uint32_t int8_add(nn::Model& m, uint32_t a, uint32_t b, int32_t fuse, float scale, int32_t zp) {
+  const uint32_t z = m.add_operand(q8(m.operands[a].dims, scale, zp));
+  m.add_operation(nn::OperationType::ADD, {a, b, m.add_scalar_i32(fuse)}, {z});
+  return z;
+}
+
 #if defined(__x86_64__) || defined(__i386__)
 #define NN_TEST_CPU_HAS(feature) __builtin_cpu_supports(feature)
 #else

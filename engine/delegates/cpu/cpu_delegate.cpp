@@ -88,6 +88,7 @@ Status CpuPartition::build(bool use_xnnpack, const std::map<uint32_t, std::strin
   if (options_.cpu.fold_reshapes) fuse_reshapes_into_data_ops();
   if (options_.cpu.int8_table_dequantize) fuse_int8_table_dequantize();
   if (options_.cpu.int8_expand_depthwise) fuse_int8_expand_depthwise();
+  if (options_.cpu.int8_conv_table) fuse_int8_conv_tables();
   if (options_.cpu.concat_affine) fuse_concat_affine();
   if (options_.cpu.conv_before_resize) fuse_conv_before_resize();
   if (native_conv_supported() && options_.cpu.native_kernels && options_.cpu.add_mean) fuse_add_mean();

@@ -137,6 +137,7 @@ class CpuPartition final : public CompiledPartition {
   void fuse_reshapes_into_data_ops();
   void fuse_int8_table_dequantize();
   void fuse_int8_expand_depthwise();
+  void fuse_int8_conv_tables();
   void fuse_concat_affine();
   void fuse_conv_before_resize();
   void fuse_add_mean();

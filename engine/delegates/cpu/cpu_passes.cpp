@@ -143,6 +143,30 @@ void CpuPartition::fuse_int8_table_dequantize() {
   }
 }
 
+// An int8 table op (HARD_SWISH, LOGISTIC, TANH) that alone reads what a native int8 conv or
+// depthwise conv writes: the conv looks each chunk of its rows up as it writes them
+// (fuse_int8_table), so the table op is no step and no pass over memory of its own. After the
+// residual ADDs (a conv running one takes no table), the table + DEQUANTIZE fusion (which
+// keeps its table op) and the expansion + depthwise fusion (which would drop the table).
+void CpuPartition::fuse_int8_conv_tables() {
+  for (uint32_t k : live_) {
+    FusedOp& r = rec(k);
+    const Operation& op = model_.operations[k];
+    if (!r.data || !fusable(k) || op.outputs.size() != 1 || (r.output && *r.output != op.outputs[0]) ||
+        (op.type != OperationType::CONV_2D && op.type != OperationType::DEPTHWISE_CONV_2D) ||
+        !internal_single_use(op.outputs[0]))
+      continue;
+    const uint32_t t = readers_.at(op.outputs[0])[0];
+    auto it = ops_.find(t);
+    if (!fusable(t) || it == ops_.end() || !it->second.data || model_.operations[t].outputs.size() != 1) continue;
+    std::shared_ptr<const Int8Lookup> lookup = int8_table_lookup(*it->second.data);
+    if (!lookup || !fuse_int8_table(*r.data, lookup, std::string(operation_type_name(model_.operations[t].type))))
+      continue;
+    absorb(k, t);
+    r.output = model_.operations[t].outputs[0];
+  }
+}
+
 // A native int8 1x1 conv whose output a native int8 depthwise conv alone reads (an inverted
 // residual's expansion): one op (int8_expand_depthwise) computes the conv's rows into a ring
 // the depthwise reads at once, so the expanded tensor is never written. After the residual

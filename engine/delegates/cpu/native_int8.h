@@ -120,6 +120,23 @@ bool fuse_int8_residual_add(NativeDataOp& conv, const Model& model, uint32_t add
 std::unique_ptr<NativeDataOp> int8_expand_depthwise(std::unique_ptr<NativeDataOp>& conv,
                                                     std::unique_ptr<NativeDataOp>& depthwise);
 
+// A byte table's lookup over runs of bytes: out[i] = table[in[i]], out may be in.
+class Int8Lookup {
+ public:
+  virtual ~Int8Lookup() = default;
+  virtual void lookup(const int8_t* in, int8_t* out, size_t n) const = 0;
+};
+
+// The lookup of `table` (an int8 HARD_SWISH, LOGISTIC or TANH from make_native_int8_op that
+// writes int8), or nullptr for any other op.
+std::shared_ptr<const Int8Lookup> int8_table_lookup(const NativeDataOp& table);
+
+// Makes `conv` (an int8 CONV_2D or DEPTHWISE_CONV_2D from make_native_int8_conv, running no
+// residual ADD) look each chunk of rows it has just written up in `table`, so it writes the
+// table op's output (CpuOptions::int8_conv_table); `op_name` is the table op's, for the kernel
+// text. False (and `conv` unchanged) for any other op.
+bool fuse_int8_table(NativeDataOp& conv, std::shared_ptr<const Int8Lookup> table, const std::string& op_name);
+
 // `table` (an int8 HARD_SWISH, LOGISTIC or TANH from make_native_int8_op) made to write
 // float values: each output byte q as DEQUANTIZE gives it, float(q - zero_point) * scale, for
 // a DEQUANTIZE that alone reads the table's output. nullptr when `table` is no table op.

@@ -1043,6 +1043,12 @@ class Int8ConvOp : public NativeDataOp {
     operands_.push_back(residual);
     name_ += " +ADD table";
   }
+  // A table op (HARD_SWISH, LOGISTIC, TANH) applied to the rows as they are written.
+  void add_lookup(std::shared_ptr<const Int8Lookup> lookup, const std::string& op_name) {
+    lookup_ = std::move(lookup);
+    name_ += " +" + op_name + " table";
+  }
+  bool runs_residual() const { return add_ || table_; }
 
  protected:
   static const int8_t* residual_input(const NativeDataArgs& args) {
@@ -1050,6 +1056,7 @@ class Int8ConvOp : public NativeDataOp {
   }
   // Elements [e0, e1) of out, just written as the conv's output, become the ADD's.
   void finish(int8_t* out, const int8_t* residual, size_t e0, size_t e1) const {
+    if (lookup_) lookup_->lookup(out + e0, out + e0, e1 - e0);
     if (table_)
       table_->run(out + e0, residual + e0, out + e0, e1 - e0, true);
     else if (add_)
@@ -1060,6 +1067,7 @@ class Int8ConvOp : public NativeDataOp {
  private:
   std::unique_ptr<Int8AddMath> add_;
   std::unique_ptr<Int8AddTable> table_;
+  std::shared_ptr<const Int8Lookup> lookup_;
 };
 
 // CONV_2D 1x1, stride 1, unpadded: the GEMM over all pixels.
@@ -2134,6 +2142,13 @@ std::unique_ptr<NativeDataOp> int8_expand_depthwise(std::unique_ptr<NativeDataOp
   conv.release(), depthwise.release();
   return std::make_unique<Int8ExpandDepthwise>(std::unique_ptr<Int8PointwiseConv>(c),
                                                std::unique_ptr<Int8Depthwise>(d));
+}
+
+bool fuse_int8_table(NativeDataOp& conv, std::shared_ptr<const Int8Lookup> table, const std::string& op_name) {
+  auto* op = dynamic_cast<Int8ConvOp*>(&conv);
+  if (!op || !table || op->runs_residual()) return false;
+  op->add_lookup(std::move(table), op_name);
+  return true;
 }
 
 bool fuse_int8_residual_add(NativeDataOp& conv, const Model& m, uint32_t add, uint32_t residual, int32_t fuse,

@@ -609,7 +609,7 @@ class Int8Add final : public NativeDataOp {
 
 // ---------------------------------------------------------------------------------------
 // HARD_SWISH / TANH / LOGISTIC through the reference's table: out[i] = table[in[i] + 128].
-class Int8Table final : public NativeDataOp {
+class Int8Table final : public NativeDataOp, public Int8Lookup {
  public:
   Int8Table(const std::vector<int32_t>& table, uint32_t input, size_t count, const NativeIsa& isa, bool avx2_lookup)
       : count_(count),
@@ -646,8 +646,11 @@ class Int8Table final : public NativeDataOp {
     void* out;
     size_t per_chunk;
   };
+
+ public:
+  bool to_float() const { return to_float_; }
   // out[i] = the table's byte for in[i], i < n.
-  void lookup(const int8_t* in, int8_t* out, size_t n) const {
+  void lookup(const int8_t* in, int8_t* out, size_t n) const override {
     size_t i = 0;
 #if NN_NATIVE_X86
     if (vbmi_) i = lookup_vbmi(in, out, n);
@@ -655,6 +658,8 @@ class Int8Table final : public NativeDataOp {
 #endif
     for (; i < n; ++i) out[i] = table_[static_cast<uint8_t>(in[i]) ^ 0x80u];
   }
+
+ private:
   static void chunk(void* ctx, size_t row) {
     const Task& t = *static_cast<const Task*>(ctx);
     const size_t i0 = row * t.per_chunk, n = std::min(t.op->count_, i0 + t.per_chunk) - i0;
@@ -1506,6 +1511,12 @@ bool int8_resize_rounds_alike(float so, int32_t zo, float r) {
     }
   }
   return true;
+}
+
+std::shared_ptr<const Int8Lookup> int8_table_lookup(const NativeDataOp& table) {
+  const auto* t = dynamic_cast<const Int8Table*>(&table);
+  if (!t || t->to_float()) return nullptr;
+  return std::make_shared<Int8Table>(*t);
 }
 
 std::unique_ptr<NativeDataOp> int8_table_dequantized(const NativeDataOp& table, float scale, int32_t zero_point) {

@@ -235,6 +235,10 @@ struct CpuOptions {
   // alone reads writes the float values itself, so the int8 tensor and the DEQUANTIZE step
   // go (selfie's sigmoid head). NN_NO_INT8_TABLE_DEQUANTIZE=1.
   bool int8_table_dequantize = true;
+  // A native int8 table op (HARD_SWISH, LOGISTIC, TANH) that alone reads a native int8 conv's
+  // or depthwise conv's output applied by the conv to each chunk of rows it has just written:
+  // the same bytes, no step or pass over memory of its own. NN_NO_INT8_CONV_TABLE=1.
+  bool int8_conv_table = true;
   // A native int8 1x1 conv and the native int8 3x3 / 5x5 depthwise conv that alone reads it
   // run as one op: the conv's rows into a ring of the depthwise's kernel height that the
   // depthwise reads at once, so the expanded tensor is never written (an inverted residual's
