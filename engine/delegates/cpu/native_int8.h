@@ -16,7 +16,9 @@
 //   NNAPI's fixed point, which rounds twice.
 // - HARD_SWISH and TANH: the reference kernel's 256-entry table (the exactly rounded
 //   function), looked up 64 bytes a step with AVX-512 VBMI's two-table byte permute, else a
-//   byte at a time. XNNPACK 2022 has no int8 hard-swish or tanh.
+//   byte at a time. XNNPACK 2022 has no int8 hard-swish or tanh. A table op that alone reads
+//   a native int8 conv's output is applied by the conv to the rows it has just written
+//   (fuse_int8_table, CpuOptions::int8_conv_table).
 // - A residual ADD after a native int8 conv or depthwise conv: the conv applies NNAPI's ADD
 //   to each chunk of its output rows while they are in cache (native_int8_add.h), so the ADD
 //   is exact and no step of its own. By default with AVX-512 VBMI, by the ADD's byte tables
