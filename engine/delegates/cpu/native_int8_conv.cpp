@@ -1612,38 +1612,60 @@ class Int8Depthwise final : public Int8ConvOp {
   // the kernel with zero weights; columns and rows in the padding hold the zero point, which
   // adds nothing against vnni_bias_), then each output is kK * kGroups vpdpbusd. rows: the
   // kernel's input rows (zero_row_ where outside), then fillers.
-  template <size_t kK>
-  NN_TARGET_VNNI_VBMI void row_vnni(const int8_t* const rows[8], int8_t* out_row) const {
-    constexpr size_t kGroups = (kK + 3) / 4;
-    const size_t c = s_.out_c, pad = s_.pad_left, stride = s_.stride_w;
-    const size_t cols_n = (size_t(s_.out_w) - 1) * stride + kK;  // from input column -pad
+  // The VNNI row forms' input columns (row_vnni, row_pair_vnni3): from input column -pad_left,
+  // `groups` groups of 4 tap rows each, 16 channels x 4 rows interleaved (a channel's 4 bytes
+  // side by side) and moved into u8 (x + 128), 64-byte aligned, one buffer per thread; the
+  // columns in the padding hold zx (vnni_columns writes them).
+  struct VnniColumns {
+    uint8_t* cols;
+    size_t groups, in_lo, in_hi;
+  };
+  NN_TARGET_VNNI_VBMI VnniColumns vnni_columns(size_t kk, size_t groups) const {
+    const size_t pad = s_.pad_left;
+    const size_t cols_n = (size_t(s_.out_w) - 1) * s_.stride_w + kk;  // from input column -pad
     const size_t in_lo = std::min(pad, cols_n), in_hi = std::min(cols_n, pad + s_.in_w);
-    thread_local std::vector<uint8_t> storage;  // [column][group][16 channels][4 rows], 64-byte aligned
-    storage.resize(cols_n * kGroups * 64 + 64);
+    thread_local std::vector<uint8_t> storage;  // [column][group][16 channels][4 rows]
+    storage.resize(cols_n * groups * 64 + 64);
     uint8_t* const cols = storage.data() + (-reinterpret_cast<uintptr_t>(storage.data()) & 63);
+    const __m512i padding = _mm512_set1_epi8(char(zx_ ^ 0x80));
+    for (size_t i = 0; i < in_lo * groups; ++i) _mm512_store_si512(cols + i * 64, padding);
+    for (size_t i = in_hi * groups; i < cols_n * groups; ++i) _mm512_store_si512(cols + i * 64, padding);
+    return {cols, groups, in_lo, in_hi};
+  }
+  // Channels [ch, ch + 16) of v's in-image columns from rows[0 .. kRows) (a last group of
+  // fewer than 4 rows leaves its slots zero: their weights are zero).
+  template <size_t kGroups, size_t kRows>
+  NN_TARGET_VNNI_VBMI void interleave_columns(const VnniColumns& v, const int8_t* const rows[], size_t ch) const {
     alignas(64) static constexpr uint8_t kInterleave[64] = {
         0,  16, 32, 48, 1,  17, 33, 49, 2,  18, 34, 50, 3,  19, 35, 51, 4,  20, 36, 52, 5,  21,
         37, 53, 6,  22, 38, 54, 7,  23, 39, 55, 8,  24, 40, 56, 9,  25, 41, 57, 10, 26, 42, 58,
         11, 27, 43, 59, 12, 28, 44, 60, 13, 29, 45, 61, 14, 30, 46, 62, 15, 31, 47, 63};
     const __m512i order = _mm512_load_si512(kInterleave);
     const __m512i flip = _mm512_set1_epi8(char(0x80));
-    const __m512i padding = _mm512_set1_epi8(char(zx_ ^ 0x80));
-    for (size_t i = 0; i < in_lo * kGroups; ++i) _mm512_store_si512(cols + i * 64, padding);
-    for (size_t i = in_hi * kGroups; i < cols_n * kGroups; ++i) _mm512_store_si512(cols + i * 64, padding);
+    const size_t c = s_.out_c, pad = s_.pad_left;
+    const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - ch)) - 1);
+    for (size_t i = v.in_lo; i < v.in_hi; ++i) {
+      const size_t at = (i - pad) * c + ch;
+#pragma GCC unroll 2
+      for (size_t g = 0; g < kGroups; ++g) {
+        __m512i z = _mm512_zextsi128_si512(_mm_maskz_loadu_epi8(k, rows[4 * g] + at));
+        z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[4 * g + 1] + at), 1);
+        z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[4 * g + 2] + at), 2);
+        if (4 * g + 3 < kRows) z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[4 * g + 3] + at), 3);
+        _mm512_store_si512(v.cols + (i * kGroups + g) * 64, _mm512_xor_si512(_mm512_permutexvar_epi8(order, z), flip));
+      }
+    }
+  }
+
+  template <size_t kK>
+  NN_TARGET_VNNI_VBMI void row_vnni(const int8_t* const rows[8], int8_t* out_row) const {
+    constexpr size_t kGroups = (kK + 3) / 4;
+    const size_t c = s_.out_c, stride = s_.stride_w;
+    const VnniColumns v = vnni_columns(kK, kGroups);
+    uint8_t* const cols = v.cols;
     for (size_t ch = 0; ch < c; ch += 16) {
       const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - ch)) - 1);
-      for (size_t i = in_lo; i < in_hi; ++i) {
-        const size_t at = (i - pad) * c + ch;
-#pragma GCC unroll 2
-        for (size_t g = 0; g < kGroups; ++g) {
-          __m512i z = _mm512_zextsi128_si512(_mm_maskz_loadu_epi8(k, rows[4 * g] + at));
-          z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[4 * g + 1] + at), 1);
-          z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[4 * g + 2] + at), 2);
-          if (4 * g + 3 < kK) z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[4 * g + 3] + at), 3);
-          _mm512_store_si512(cols + (i * kGroups + g) * 64,
-                             _mm512_xor_si512(_mm512_permutexvar_epi8(order, z), flip));
-        }
-      }
+      interleave_columns<kGroups, kK>(v, rows, ch);
       const int8_t* wp = w4_.data() + ch / 16 * kGroups * kK * 64;
       __m512i wv[kGroups * kK];
 #pragma GCC unroll 10
@@ -1669,31 +1691,12 @@ class Int8Depthwise final : public Int8ConvOp {
   // pixel's two rows accumulated side by side. The same products in the same order per row.
   NN_TARGET_VNNI_VBMI void row_pair_vnni3(const int8_t* const rows[4], int8_t* out0, int8_t* out1) const {
     constexpr size_t kK = 3;
-    const size_t c = s_.out_c, pad = s_.pad_left, stride = s_.stride_w;
-    const size_t cols_n = (size_t(s_.out_w) - 1) * stride + kK;  // from input column -pad
-    const size_t in_lo = std::min(pad, cols_n), in_hi = std::min(cols_n, pad + s_.in_w);
-    thread_local std::vector<uint8_t> storage;  // [column][16 channels][4 rows], 64-byte aligned
-    storage.resize(cols_n * 64 + 64);
-    uint8_t* const cols = storage.data() + (-reinterpret_cast<uintptr_t>(storage.data()) & 63);
-    alignas(64) static constexpr uint8_t kInterleave[64] = {
-        0,  16, 32, 48, 1,  17, 33, 49, 2,  18, 34, 50, 3,  19, 35, 51, 4,  20, 36, 52, 5,  21,
-        37, 53, 6,  22, 38, 54, 7,  23, 39, 55, 8,  24, 40, 56, 9,  25, 41, 57, 10, 26, 42, 58,
-        11, 27, 43, 59, 12, 28, 44, 60, 13, 29, 45, 61, 14, 30, 46, 62, 15, 31, 47, 63};
-    const __m512i order = _mm512_load_si512(kInterleave);
-    const __m512i flip = _mm512_set1_epi8(char(0x80));
-    const __m512i padding = _mm512_set1_epi8(char(zx_ ^ 0x80));
-    for (size_t i = 0; i < in_lo; ++i) _mm512_store_si512(cols + i * 64, padding);
-    for (size_t i = in_hi; i < cols_n; ++i) _mm512_store_si512(cols + i * 64, padding);
+    const size_t c = s_.out_c, stride = s_.stride_w;
+    const VnniColumns v = vnni_columns(kK, 1);
+    uint8_t* const cols = v.cols;
     for (size_t ch = 0; ch < c; ch += 16) {
       const __mmask16 k = __mmask16((1u << std::min<size_t>(16, c - ch)) - 1);
-      for (size_t i = in_lo; i < in_hi; ++i) {
-        const size_t at = (i - pad) * c + ch;
-        __m512i z = _mm512_zextsi128_si512(_mm_maskz_loadu_epi8(k, rows[0] + at));
-        z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[1] + at), 1);
-        z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[2] + at), 2);
-        z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(k, rows[3] + at), 3);
-        _mm512_store_si512(cols + i * 64, _mm512_xor_si512(_mm512_permutexvar_epi8(order, z), flip));
-      }
+      interleave_columns<1, 4>(v, rows, ch);  // all four rows: the pair's
       const int8_t* wp = w4_.data() + ch / 16 * kK * 64;
       const int8_t* wq = w4_next_.data() + ch / 16 * kK * 64;
       __m512i wv[kK], wn[kK];
