@@ -138,6 +138,16 @@ inline std::vector<float> direct_conv(const nn::cpu::NativeConvShape& s, const N
 
 // Runs `op` (n output floats) on a NaN-filled scratch of its scratch_bytes() (its contents
 // are undefined on entry) and fails the test if it wrote past the output.
+// A depthwise conv's filter as NativeDepthwise takes it, [1, kh, kw, C], from d.filter in
+// direct_conv's OHWI with one input per group.
+inline std::vector<float> depthwise_filter(const nn::cpu::NativeConvShape& s, const NativeConvData& d) {
+  std::vector<float> filter(d.filter.size());
+  const size_t taps = size_t(s.kernel_h) * s.kernel_w;
+  for (size_t o = 0; o < s.out_c; ++o)
+    for (size_t t = 0; t < taps; ++t) filter[t * s.out_c + o] = d.filter[o * taps + t];
+  return filter;
+}
+
 inline std::vector<float> run_native(const nn::cpu::NativeOp& op, const NativeConvData& d,
                                      const nn::cpu::Epilogue& e, size_t n, pthreadpool_t pool) {
   std::vector<float> out(n + 16, -7.f);

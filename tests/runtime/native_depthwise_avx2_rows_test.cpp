@@ -68,11 +68,8 @@ TEST(NativeDepthwiseAvx2Rows, RowPairsMatchTheConvAndOneRowAtATime) {
                      std::to_string(stage));
         const nn_test::NativeConvData d = nn_test::random_conv_data(s, seed);
         seed += 4;
-        // The kernel's filter is [1, kh, kw, C]; direct_conv's OHWI with one input per group.
-        std::vector<float> filter(d.filter.size());
+        const std::vector<float> filter = nn_test::depthwise_filter(s, d);
         const size_t taps = size_t(s.kernel_h) * s.kernel_w;
-        for (size_t o = 0; o < s.out_c; ++o)
-          for (size_t t = 0; t < taps; ++t) filter[t * s.out_c + o] = d.filter[o * taps + t];
         const std::vector<float> want = nn_test::direct_conv(s, d, e);
         NativeDepthwise pairs(s, filter.data(), d.bias.data(), e, avx2(true));
         NativeDepthwise rows(s, filter.data(), d.bias.data(), e, avx2(false));
