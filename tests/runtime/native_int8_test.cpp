@@ -605,6 +605,70 @@ TEST(NativeInt8, PointwiseConvAndTiledTransposeConvEqualTheReference) {
             "CONV_2D 3x3/2 SAME 3->" + std::to_string(out_c) + " width " + std::to_string(width), "conv", "xnnpack");
 }
 
+// Convs with narrow tap rows (kernel_w * in_c <= 16 bytes: RGB stems and the like) with VNNI
+// read each pixel's taps from its output row's window rows laid out once, padded and flipped
+// (CpuOptions::native_int8_direct_windows), 9 tap groups with their weights in registers and
+// any other count from memory; off, each window is gathered into a GEMM row. Both give the
+// reference's bytes: SAME padding on both sides or only past the end (even sizes at stride
+// 2), kernels 3 / 5 / 7, strides 1 and 2, 1-3 column blocks (the last one partial), batch 2,
+// inputs at both ends of int8 and random ones, 1 and 2 threads; in fp32 requantization the
+// two forms give the same bytes. Wider tap rows and dilated columns keep the gathered rows.
+TEST(NativeInt8, NarrowWindowConvsDirectAndGatheredEqualTheReference) {
+  if (!has_avx512_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  struct Shape {
+    uint32_t in_c, kernel, stride, width, out_c, dilation;
+  };
+  const Shape shapes[] = {{3, 3, 2, 25, 16, 1}, {3, 3, 2, 24, 32, 1}, {3, 3, 1, 13, 40, 1},
+                          {4, 3, 2, 19, 16, 1}, {1, 3, 2, 20, 16, 1}, {2, 3, 1, 11, 24, 1},
+                          {5, 3, 2, 17, 32, 1}, {3, 5, 2, 21, 16, 1}, {2, 7, 2, 23, 48, 1},
+                          {1, 5, 1, 9, 8, 1},   {6, 3, 2, 17, 16, 1}, {3, 3, 1, 15, 16, 2}};
+  uint32_t seed = 900;
+  for (const Shape& sh : shapes)
+    for (bool ends : {false, true}) {
+      const int32_t fuse = seed % 3 == 0 ? 3 : seed % 3 == 1 ? 1 : 0;  // RELU6, RELU, none
+      auto m = conv_model(T::CONV_2D, {2, 15, sh.width, sh.in_c}, sh.out_c, true, true, fuse, seed++,
+                          sh.kernel, sh.stride, sh.dilation);
+      ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+      const size_t bytes = size_t(2) * 15 * sh.width * sh.in_c;
+      std::vector<std::vector<int8_t>> x = input_at_the_ends(bytes, 7, 5, seed);
+      if (!ends) {
+        std::mt19937 rng(seed);
+        for (int8_t& v : x[0]) v = int8_t(int(rng() % 256) - 128);
+      }
+      const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
+      const bool narrow = sh.kernel * sh.in_c <= 16 && sh.dilation == 1;
+      const std::string shape = std::to_string(sh.in_c) + "->" + std::to_string(sh.out_c) + " " +
+                                std::to_string(sh.kernel) + "x" + std::to_string(sh.kernel) + "/" +
+                                std::to_string(sh.stride) + " width " + std::to_string(sh.width) +
+                                (sh.dilation > 1 ? " dilated" : "") + (ends ? " ends" : " random");
+      for (bool fp32 : {false, true}) {
+        std::vector<int8_t> gathered_fp32;
+        for (bool direct : {false, true})
+          for (int threads : {1, 2}) {
+            CpuOptions cpu;
+            cpu.int8_fp32_requant = fp32;
+            cpu.native_int8_direct_windows = direct;
+            std::string kernel;
+            const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
+            const std::string name = shape + (direct ? ", direct" : ", gathered") +
+                                     (fp32 ? ", fp32, " : ", ") + std::to_string(threads) + " threads";
+            EXPECT_EQ(kernel.rfind("native int8 conv AVX-512 VNNI", 0), 0u) << name << ": " << kernel;
+            EXPECT_EQ(kernel.find(", direct windows") != std::string::npos, direct && narrow)
+                << name << ": " << kernel;
+            if (!fp32) {
+              size_t differ = 0;
+              for (size_t i = 0; i < got.size(); ++i) differ += got[i] != expected[i];
+              EXPECT_EQ(differ, 0u) << name << ": " << differ << " of " << got.size() << " bytes differ";
+            } else if (!direct) {
+              gathered_fp32 = got;
+            } else {
+              EXPECT_EQ(got, gathered_fp32) << name << ": the direct form differs from the gathered rows";
+            }
+          }
+      }
+    }
+}
+
 // The narrow 1x1 convs of a segmentation net (8-24 channels) on the VNNI GEMM, its rows read
 // in place (k % 4 == 0, each broadcast flipped in its register) and through the flipped copy
 // (the switch off, and k = 13 always): the reference's bytes, odd sizes, 1 and 2 threads

@@ -66,6 +66,7 @@ CpuOptions CpuOptions::from_environment() {
   o.native_int8_resize_integer = !set("NN_NO_NATIVE_INT8_RESIZE_INTEGER");
   o.native_int8_gate_pairs = !set("NN_NO_NATIVE_INT8_GATE_PAIRS");
   o.native_int8_in_place_tiles = !set("NN_NO_NATIVE_INT8_IN_PLACE_TILES");
+  o.native_int8_direct_windows = !set("NN_NO_NATIVE_INT8_DIRECT_WINDOWS");
   o.int8_table_dequantize = !set("NN_NO_INT8_TABLE_DEQUANTIZE");
   o.int8_conv_table = !set("NN_NO_INT8_CONV_TABLE");
   o.int8_expand_depthwise = !set("NN_NO_INT8_EXPAND_DEPTHWISE");

@@ -90,7 +90,8 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& model, uint32_t o
 
 // CONV_2D (groups 1; windows gathered into rows unless 1x1, stride 1, unpadded) and
 // TRANSPOSE_CONV_2D with kernel == stride as one int8 GEMM, DEPTHWISE_CONV_2D (multiplier 1)
-// in int32 lanes (native_int8_conv.cpp), or nullptr with *why. `cpu`: native_int8_in_place_tiles.
+// in int32 lanes (native_int8_conv.cpp), or nullptr with *why. `cpu`: native_int8_in_place_tiles,
+// native_int8_direct_windows.
 std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& model, uint32_t op_index,
                                                     const StaticLookup& statics, const NativeIsa& isa,
                                                     std::string* why, const CpuOptions& cpu);

@@ -591,65 +591,153 @@ class Int8Gemm {
       }
   }
 
-#if NN_NATIVE_X86
-  // A narrow window conv's GEMM rows built in registers (no gathered copy): `count` output
-  // pixels whose windows are inside the input, the first one's top-left tap at x, the next
-  // `step` bytes on; each window is kh rows (`row_stride` apart) of `row_bytes` <= 16
-  // contiguous bytes, kh <= 4, kh * row_bytes == k. compact: vpermb indices taking row r's
-  // bytes from 128-bit lane r into k contiguous bytes. out: count rows of ldo.
-  NN_TARGET_VNNI_VBMI void window_run(const int8_t* x, size_t row_stride, size_t kh, size_t row_bytes,
-                                      size_t step, size_t count, const uint8_t* compact, int8_t* out,
-                                      size_t ldo) const {
-    size_t j = 0;
-    for (; j + 2 * kVnniCols <= n_; j += 2 * kVnniCols)
-      window_columns<2>(x, row_stride, kh, row_bytes, step, count, compact, j, out, ldo);
-    for (; j < n_; j += kVnniCols)
-      window_columns<1>(x, row_stride, kh, row_bytes, step, count, compact, j, out, ldo);
+  // A narrow window conv (an RGB stem: kernel_w * in_c <= 16 bytes a tap row) without a
+  // GEMM row per pixel: the caller lays each output row's kh window rows out padded and
+  // flipped to unsigned (Int8WindowConv::direct_row), and each pixel broadcasts its tap row's
+  // bytes 4 at a time straight from there; a row's last group reads up to 3 bytes past the
+  // row's taps, which meet zero weights. Weights [n / 16][kh][groups][16 columns][4 bytes].
+  void prepare_direct(size_t kh, size_t row_bytes) {
+    direct_kh_ = kh;
+    direct_groups_ = (row_bytes + 3) / 4;
+    direct_w_.assign(n_pad_ * kh * direct_groups_ * 4, 0);
+    for (size_t j = 0; j < n_; ++j)
+      for (size_t ky = 0; ky < kh; ++ky)
+        for (size_t b = 0; b < row_bytes; ++b)
+          direct_w_[(((j / 16 * kh + ky) * direct_groups_ + b / 4) * 16 + j % 16) * 4 + b % 4] =
+              w_[j * k_ + ky * row_bytes + b];
   }
-  // window_run's columns [j, j + 16 * kBlocks): each window's bytes built once for them all.
+  static constexpr size_t kDirectMaxGroups = 32;  // kh * groups, the tap groups of a window
+  // The bytes each pixel reads of a tap row.
+  size_t direct_reach() const {
+    return 4 * direct_groups_;
+  }
+
+#if NN_NATIVE_X86
+  // `count` output pixels, the first one's window at x (its kh rows row_stride apart, already
+  // flipped), the next `step` bytes on; out: count rows of ldo.
+  NN_TARGET_VNNI void direct_run(const int8_t* x, size_t row_stride, size_t step, size_t count, int8_t* out,
+                                 size_t ldo) const {
+    size_t j = 0;
+    if (direct_kh_ * direct_groups_ == 9) {  // 3x3 on 3 or 4 channels: weights in registers
+      for (; j + 2 * kVnniCols <= n_; j += 2 * kVnniCols)
+        direct_held<2, 9>(x, row_stride, step, count, j, out, ldo);
+      for (; j < n_; j += kVnniCols) direct_held<1, 9>(x, row_stride, step, count, j, out, ldo);
+      return;
+    }
+    for (; j + 2 * kVnniCols <= n_; j += 2 * kVnniCols)
+      direct_columns<2>(x, row_stride, step, count, j, out, ldo);
+    for (; j < n_; j += kVnniCols) direct_columns<1>(x, row_stride, step, count, j, out, ldo);
+  }
+  // direct_run's columns [j, j + 16 * kBlocks) for kTaps groups, their weights held in
+  // registers over all the pixels.
+  template <size_t kBlocks, size_t kTaps>
+  NN_TARGET_VNNI void direct_held(const int8_t* x, size_t row_stride, size_t step, size_t count, size_t j,
+                                  int8_t* out, size_t ldo) const {
+    const size_t per_block = kTaps * 64;
+    __m512i w[kBlocks][kTaps];
+    __m512i b[kBlocks];
+    ChannelRequant::Columns16 rq[kBlocks];
+    __mmask16 keep[kBlocks];
+    for (size_t i = 0; i < kBlocks; ++i) {
+      const size_t jb = j + i * kVnniCols;
+      for (size_t t = 0; t < kTaps; ++t)
+        w[i][t] = _mm512_loadu_si512(direct_w_.data() + jb / 16 * per_block + t * 64);
+      b[i] = _mm512_loadu_si512(bias_.data() + jb);
+      rq[i] = requant_.columns16(jb);
+      keep[i] = __mmask16((1u << std::min<size_t>(16, n_ - jb)) - 1);
+    }
+    size_t offset[kTaps];
+    for (size_t t = 0; t < kTaps; ++t) offset[t] = t / direct_groups_ * row_stride + 4 * (t % direct_groups_);
+    const int8_t* px = x;
+    int8_t* o = out + j;
+    // Two pixels a pass (their chains interleaved), each column block's sum split over two
+    // accumulators where the registers allow it (one block: half the chain's latency).
+    constexpr size_t kSplit = kBlocks == 1 ? 2 : 1;
+    size_t p = 0;
+    for (; p + 2 <= count; p += 2, px += 2 * step, o += 2 * ldo) {
+      __m512i acc[kBlocks][2][2];
+#pragma GCC unroll 4
+      for (size_t i = 0; i < kBlocks; ++i)
+        acc[i][0][0] = acc[i][1][0] = b[i], acc[i][0][1] = acc[i][1][1] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+      for (size_t t = 0; t < kTaps; ++t) {
+        int32_t d0, d1;
+        std::memcpy(&d0, px + offset[t], 4);
+        std::memcpy(&d1, px + step + offset[t], 4);
+        const __m512i u0 = _mm512_set1_epi32(d0), u1 = _mm512_set1_epi32(d1);
+#pragma GCC unroll 4
+        for (size_t i = 0; i < kBlocks; ++i) {
+          dpbusd_in_place(acc[i][0][t % kSplit], u0, w[i][t]);
+          dpbusd_in_place(acc[i][1][t % kSplit], u1, w[i][t]);
+        }
+      }
+#pragma GCC unroll 4
+      for (size_t i = 0; i < kBlocks; ++i) {
+        _mm512_mask_cvtsepi32_storeu_epi8(o + i * kVnniCols, keep[i],
+                                          rq[i].apply(_mm512_add_epi32(acc[i][0][0], acc[i][0][1])));
+        _mm512_mask_cvtsepi32_storeu_epi8(o + ldo + i * kVnniCols, keep[i],
+                                          rq[i].apply(_mm512_add_epi32(acc[i][1][0], acc[i][1][1])));
+      }
+    }
+    for (; p < count; ++p, px += step, o += ldo) {
+      __m512i acc[kBlocks][3];
+#pragma GCC unroll 4
+      for (size_t i = 0; i < kBlocks; ++i) acc[i][0] = b[i], acc[i][1] = acc[i][2] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+      for (size_t t = 0; t < kTaps; ++t) {
+        int32_t d;
+        std::memcpy(&d, px + offset[t], 4);
+        const __m512i u = _mm512_set1_epi32(d);
+#pragma GCC unroll 4
+        for (size_t i = 0; i < kBlocks; ++i) dpbusd_in_place(acc[i][t % 3], u, w[i][t]);
+      }
+#pragma GCC unroll 4
+      for (size_t i = 0; i < kBlocks; ++i)
+        _mm512_mask_cvtsepi32_storeu_epi8(
+            o + i * kVnniCols, keep[i],
+            rq[i].apply(_mm512_add_epi32(_mm512_add_epi32(acc[i][0], acc[i][1]), acc[i][2])));
+    }
+  }
+  // direct_run's columns [j, j + 16 * kBlocks) for any number of groups, weights from memory.
   template <size_t kBlocks>
-  NN_TARGET_VNNI_VBMI void window_columns(const int8_t* x, size_t row_stride, size_t kh, size_t row_bytes,
-                                          size_t step, size_t count, const uint8_t* compact, size_t j,
-                                          int8_t* out, size_t ldo) const {
-    const __mmask16 tap_row = __mmask16((1u << row_bytes) - 1);
-    const __m512i order = _mm512_loadu_si512(compact);
-    const __m512i flip = _mm512_set1_epi8(char(0x80));
+  NN_TARGET_VNNI void direct_columns(const int8_t* x, size_t row_stride, size_t step, size_t count, size_t j,
+                                     int8_t* out, size_t ldo) const {
+    const size_t per_block = direct_kh_ * direct_groups_ * 64;
     const int8_t* w[kBlocks];
     __m512i b[kBlocks];
     ChannelRequant::Columns16 rq[kBlocks];
     __mmask16 keep[kBlocks];
     for (size_t i = 0; i < kBlocks; ++i) {
       const size_t jb = j + i * kVnniCols;
-      w[i] = packed8_.data() + jb * k_groups_ * 4;
+      w[i] = direct_w_.data() + jb / 16 * per_block;
       b[i] = _mm512_loadu_si512(bias_.data() + jb);
       rq[i] = requant_.columns16(jb);
       keep[i] = __mmask16((1u << std::min<size_t>(16, n_ - jb)) - 1);
     }
+    const size_t taps = direct_kh_ * direct_groups_;
+    size_t offset[kDirectMaxGroups];
+    for (size_t t = 0; t < taps; ++t) offset[t] = t / direct_groups_ * row_stride + 4 * (t % direct_groups_);
     const int8_t* px = x;
     int8_t* o = out + j;
     for (size_t p = 0; p < count; ++p, px += step, o += ldo) {
-      __m512i z = _mm512_zextsi128_si512(_mm_maskz_loadu_epi8(tap_row, px));
-      if (kh > 1) z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(tap_row, px + row_stride), 1);
-      if (kh > 2) z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(tap_row, px + 2 * row_stride), 2);
-      if (kh > 3) z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(tap_row, px + 3 * row_stride), 3);
-      // The window's groups of 4 bytes broadcast from memory (load ports) rather than by a
-      // vpermd each (the shuffle port, which the window's assembly already keeps busy).
-      alignas(64) int32_t window[16];
-      _mm512_store_si512(window, _mm512_xor_si512(_mm512_permutexvar_epi8(order, z), flip));
-      // Two accumulators per block (even and odd groups): half the vpdpbusd chain's latency.
       __m512i acc[kBlocks], odd[kBlocks];
       for (size_t i = 0; i < kBlocks; ++i) acc[i] = b[i], odd[i] = _mm512_setzero_si512();
-      size_t g = 0;
-      for (; g + 2 <= k_groups_; g += 2) {
-        const __m512i ug = _mm512_set1_epi32(window[g]), uh = _mm512_set1_epi32(window[g + 1]);
+      size_t t = 0;
+      for (; t + 2 <= taps; t += 2) {
+        int32_t dg, dh;
+        std::memcpy(&dg, px + offset[t], 4);
+        std::memcpy(&dh, px + offset[t + 1], 4);
+        const __m512i ug = _mm512_set1_epi32(dg), uh = _mm512_set1_epi32(dh);
         for (size_t i = 0; i < kBlocks; ++i) {
-          dpbusd_in_place(acc[i], ug, _mm512_loadu_si512(w[i] + g * 64));
-          dpbusd_in_place(odd[i], uh, _mm512_loadu_si512(w[i] + (g + 1) * 64));
+          dpbusd_in_place(acc[i], ug, _mm512_loadu_si512(w[i] + t * 64));
+          dpbusd_in_place(odd[i], uh, _mm512_loadu_si512(w[i] + (t + 1) * 64));
         }
       }
-      if (g < k_groups_) {
-        const __m512i ug = _mm512_set1_epi32(window[g]);
-        for (size_t i = 0; i < kBlocks; ++i) dpbusd_in_place(acc[i], ug, _mm512_loadu_si512(w[i] + g * 64));
+      if (t < taps) {
+        int32_t dg;
+        std::memcpy(&dg, px + offset[t], 4);
+        const __m512i ug = _mm512_set1_epi32(dg);
+        for (size_t i = 0; i < kBlocks; ++i) dpbusd_in_place(acc[i], ug, _mm512_loadu_si512(w[i] + t * 64));
       }
       for (size_t i = 0; i < kBlocks; ++i)
         _mm512_mask_cvtsepi32_storeu_epi8(o + i * kVnniCols, keep[i], rq[i].apply(_mm512_add_epi32(acc[i], odd[i])));
@@ -1016,6 +1104,8 @@ class Int8Gemm {
   ChannelRequant requant_;
   std::vector<int32_t> bias_;  // per column, padded; less (128 + zx) (VNNI, dp_) or zx (sign_) * sum of the column's weights
   std::vector<int8_t> packed8_;
+  std::vector<int8_t> direct_w_;  // prepare_direct's [n / 16][kh][groups][16 columns][4 bytes]
+  size_t direct_kh_ = 0, direct_groups_ = 0;
   std::vector<int16_t> packed16_;
   std::vector<int8_t> w_;
   std::vector<int32_t> raw_bias_;
@@ -1121,34 +1211,52 @@ inline void copy_bytes(int8_t* dst, const int8_t* src, size_t n) {
     for (size_t i = 0; i < n; ++i) dst[i] = src[i];
 }
 
+#if NN_NATIVE_X86
+// dst[0, len): `left` bytes of pad, then src's `bytes` each ^ 0x80 (signed to unsigned), then pad
+// to the end; all pad when src is null (a row in the padding).
+NN_TARGET_I8_512 inline void flip_padded_row(const int8_t* src, size_t bytes, size_t left, uint8_t pad,
+                                             uint8_t* dst, size_t len) {
+  const __m512i flip = _mm512_set1_epi8(char(0x80));
+  const size_t body = src ? std::min(bytes, len - std::min(left, len)) : 0;
+  const size_t head = src ? std::min(left, len) : len;
+  std::memset(dst, pad, head);
+  size_t i = 0;
+  for (; i + 64 <= body; i += 64)
+    _mm512_storeu_si512(dst + head + i, _mm512_xor_si512(_mm512_loadu_si512(src + i), flip));
+  if (i < body) {
+    const __mmask64 m = (__mmask64{1} << (body - i)) - 1;
+    _mm512_mask_storeu_epi8(dst + head + i, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, src + i), flip));
+  }
+  if (head + body < len) std::memset(dst + head + body, pad, len - head - body);
+}
+#endif
+
 // Any other CONV_2D (groups 1): each task gathers its output pixels' windows into
 // rows of kh * kw * in_c bytes (taps in the padding read the input zero point, adding nothing), then the
-// GEMM.
+// GEMM. Narrow windows with VNNI (direct_: an RGB stem's 3 tap rows of 9 bytes) skip the
+// gathered rows: per output row, its window rows are laid out once, padded with the zero
+// point and flipped to unsigned, and the GEMM's direct form reads every pixel's taps there.
 class Int8WindowConv final : public Int8ConvOp {
  public:
-  Int8WindowConv(std::unique_ptr<Int8Gemm> gemm, const NativeConvShape& s, int32_t zx, uint32_t input)
+  // direct: CpuOptions::native_int8_direct_windows.
+  Int8WindowConv(std::unique_ptr<Int8Gemm> gemm, const NativeConvShape& s, int32_t zx, uint32_t input,
+                 bool direct)
       : gemm_(std::move(gemm)), s_(s), zx_(zx) {
     operands_ = {input};
-    // Narrow windows (an RGB stem: 3 rows of 9 bytes) go to the GEMM from registers, a row
-    // of output pixels at a time; pixels whose window reaches the padding are gathered.
     const size_t row_bytes = size_t(s.kernel_w) * s.in_c;
-    narrow_ = gemm_->vnni() && !gemm_->amx() && has_vbmi() && s.kernel_h <= 4 && row_bytes <= 16 &&
-              s.dilation_w == 1;
-    if (narrow_) {
-      for (size_t t = 0; t < 64; ++t)
-        compact_[t] = uint8_t(t < s.kernel_h * row_bytes ? 16 * (t / row_bytes) + t % row_bytes : 63);
-      const int64_t reach = int64_t(s.kernel_w) - 1;
-      while (ox_lo_ < s.out_w && int64_t(ox_lo_ * s.stride_w) < int64_t(s.pad_left)) ++ox_lo_;
-      ox_hi_ = ox_lo_;
-      while (ox_hi_ < s.out_w && int64_t(ox_hi_ * s.stride_w) - s.pad_left + reach < int64_t(s.in_w))
-        ++ox_hi_;
+    direct_ = direct && gemm_->vnni() && !gemm_->amx() && row_bytes <= 16 && s.dilation_w == 1 &&
+              s.kernel_h * ((row_bytes + 3) / 4) <= Int8Gemm::kDirectMaxGroups;
+    if (direct_) {
+      gemm_->prepare_direct(s.kernel_h, row_bytes);
+      // the last pixel's taps start (out_w - 1) * stride_w pixels in and read direct_reach() bytes
+      band_row_ = (size_t(s.out_w) - 1) * s.stride_w * s.in_c + gemm_->direct_reach();
     }
-    name_ = std::string("native int8 conv ") + gemm_->isa_name();
+    name_ = std::string("native int8 conv ") + gemm_->isa_name() + (direct_ ? ", direct windows" : "");
   }
   void run(const NativeDataArgs& args) const override {
     Task t{this, static_cast<const int8_t*>(args.inputs[0]), static_cast<int8_t*>(args.output),
            residual_input(args)};
-    if (narrow_) return for_each_row(args.pool, size_t(s_.batch) * s_.out_h, &Int8WindowConv::narrow_row, &t);
+    if (direct_) return for_each_row(args.pool, size_t(s_.batch) * s_.out_h, &Int8WindowConv::direct_row, &t);
     const size_t pixels = size_t(s_.batch) * s_.out_h * s_.out_w, per = gemm_->rows_per_task();
     for_each_row(args.pool, (pixels + per - 1) / per, &Int8WindowConv::task, &t);
   }
@@ -1160,32 +1268,31 @@ class Int8WindowConv final : public Int8ConvOp {
     int8_t* out;
     const int8_t* residual;
   };
-  static void narrow_row(void* ctx, size_t r) {
+  // Output row r (direct_): its kh window rows one after another, each padded with the zero
+  // point (a row in the padding all of it) and flipped to unsigned, so that every pixel's
+  // taps are inside; then the direct GEMM over the row's pixels.
+  static void direct_row(void* ctx, size_t r) {
     const Task& t = *static_cast<const Task*>(ctx);
-    narrow_row_conv(t, r);
-    const size_t bytes = size_t(t.op->s_.out_w) * t.op->s_.out_c;  // an output row's
-    t.op->finish(t.out, t.residual, r * bytes, (r + 1) * bytes);
-  }
-  // Output row r (narrow_): the pixels whose windows are inside from registers, the rest
-  // (and every pixel of a row whose window rows reach the padding) gathered.
-  static void narrow_row_conv(const Task& t, size_t r) {
     const Int8WindowConv& op = *t.op;
     const NativeConvShape& s = op.s_;
-    const size_t n = r / s.out_h, oy = r % s.out_h, c = s.in_c;
-    const int64_t iy0 = int64_t(oy * s.stride_h) - s.pad_top;
-    const bool rows_in = iy0 >= 0 && iy0 + int64_t((s.kernel_h - 1) * s.dilation_h) < int64_t(s.in_h);
-    const size_t p0 = r * s.out_w;
-    if (!rows_in || op.ox_lo_ >= op.ox_hi_) return gather_chunks(t, p0, p0 + s.out_w);
 #if NN_NATIVE_X86
-    const size_t row_stride = size_t(s.in_w) * c;
-    const int8_t* x =
-        t.x + (n * s.in_h + size_t(iy0)) * row_stride + (op.ox_lo_ * s.stride_w - s.pad_left) * c;
-    op.gemm_->window_run(x, row_stride * s.dilation_h, s.kernel_h, size_t(s.kernel_w) * c,
-                         size_t(s.stride_w) * c, op.ox_hi_ - op.ox_lo_, op.compact_,
-                         t.out + (p0 + op.ox_lo_) * s.out_c, s.out_c);
+    const size_t n = r / s.out_h, oy = r % s.out_h, c = s.in_c;
+    thread_local std::vector<uint8_t> band_storage;
+    band_storage.resize(s.kernel_h * op.band_row_);
+    uint8_t* band = band_storage.data();
+    const uint8_t pad = uint8_t(op.zx_ ^ 0x80);
+    for (size_t ky = 0; ky < s.kernel_h; ++ky) {
+      const int64_t iy = int64_t(oy * s.stride_h + ky * s.dilation_h) - s.pad_top;
+      const int8_t* src =
+          iy >= 0 && iy < int64_t(s.in_h) ? t.x + (n * s.in_h + size_t(iy)) * size_t(s.in_w) * c : nullptr;
+      flip_padded_row(src, size_t(s.in_w) * c, size_t(s.pad_left) * c, pad, band + ky * op.band_row_,
+                      op.band_row_);
+    }
+    op.gemm_->direct_run(reinterpret_cast<const int8_t*>(band), op.band_row_, size_t(s.stride_w) * c, s.out_w,
+                         t.out + r * s.out_w * s.out_c, s.out_c);
 #endif
-    gather_chunks(t, p0, p0 + op.ox_lo_);
-    gather_chunks(t, p0 + op.ox_hi_, p0 + s.out_w);
+    const size_t bytes = size_t(s.out_w) * s.out_c;  // an output row's
+    op.finish(t.out, t.residual, r * bytes, (r + 1) * bytes);
   }
   static void gather_chunks(const Task& t, size_t p0, size_t p1) {
     const size_t per = t.op->gemm_->rows_per_task();
@@ -1238,9 +1345,8 @@ class Int8WindowConv final : public Int8ConvOp {
   std::unique_ptr<Int8Gemm> gemm_;
   NativeConvShape s_;
   int32_t zx_;
-  bool narrow_ = false;
-  uint8_t compact_[64] = {};
-  size_t ox_lo_ = 0, ox_hi_ = 0;  // narrow_: output columns whose windows are inside horizontally
+  bool direct_ = false;
+  size_t band_row_ = 0;  // direct_: bytes of each laid-out window row
 };
 
 // DEPTHWISE_CONV_2D with multiplier 1: per output pixel and 16 (AVX-512) or 8 (AVX2)
@@ -2100,7 +2206,8 @@ std::unique_ptr<NativeDataOp> make_native_int8_conv(const Model& m, uint32_t k, 
     shape.kernel_h = kh, shape.kernel_w = kw, shape.stride_h = p->stride_h, shape.stride_w = p->stride_w;
     shape.dilation_h = p->dilation_h, shape.dilation_w = p->dilation_w;
     shape.pad_top = p->pad_top, shape.pad_left = p->pad_left;
-    return std::make_unique<Int8WindowConv>(std::move(gemm), shape, in.zero_point, op.inputs[0]);
+    return std::make_unique<Int8WindowConv>(std::move(gemm), shape, in.zero_point, op.inputs[0],
+                                            cpu.native_int8_direct_windows);
   }
   if (op.type == T::TRANSPOSE_CONV_2D) {
     if (kh != p->stride_h || kw != p->stride_w || p->pad_top || p->pad_bottom || p->pad_left ||
