@@ -1786,7 +1786,7 @@ class Int8Depthwise final : public Int8ConvOp {
         for (size_t g = 0; g < kGroups; ++g)
 #pragma GCC unroll 5
           for (size_t kx = 0; kx < kK; ++kx)
-            acc = _mm512_dpbusd_epi32(acc, _mm512_load_si512(u + (kx * kGroups + g) * 64), wv[g * kK + kx]);
+            dpbusd_in_place(acc, _mm512_load_si512(u + (kx * kGroups + g) * 64), wv[g * kK + kx]);
         _mm512_mask_cvtsepi32_storeu_epi8(o, k, rq.apply(acc));
       }
     }
@@ -1806,6 +1806,7 @@ class Int8Depthwise final : public Int8ConvOp {
       const int8_t* wp = w4_.data() + ch / 16 * kK * 64;
       const int8_t* wq = w4_next_.data() + ch / 16 * kK * 64;
       __m512i wv[kK], wn[kK];
+#pragma GCC unroll 3
       for (size_t t = 0; t < kK; ++t) wv[t] = _mm512_loadu_si512(wp + t * 64), wn[t] = _mm512_loadu_si512(wq + t * 64);
       const __m512i b = _mm512_loadu_si512(vnni_bias_.data() + ch);
       const ChannelRequant::Columns16 rq = requant_.columns16(ch);
@@ -1814,10 +1815,13 @@ class Int8Depthwise final : public Int8ConvOp {
       int8_t* o1 = out1 + ch;
       for (size_t ox = 0; ox < s_.out_w; ++ox, u += stride * 64, o0 += c, o1 += c) {
         __m512i acc0 = b, acc1 = b;
+        // Unrolled, each accumulator in its register: a loop here kept the three taps as a
+        // runtime loop with two register copies per vpdpbusd.
+#pragma GCC unroll 3
         for (size_t kx = 0; kx < kK; ++kx) {
           const __m512i x = _mm512_load_si512(u + kx * 64);
-          acc0 = _mm512_dpbusd_epi32(acc0, x, wv[kx]);
-          acc1 = _mm512_dpbusd_epi32(acc1, x, wn[kx]);
+          dpbusd_in_place(acc0, x, wv[kx]);
+          dpbusd_in_place(acc1, x, wn[kx]);
         }
         _mm512_mask_cvtsepi32_storeu_epi8(o0, k, rq.apply(acc0));
         _mm512_mask_cvtsepi32_storeu_epi8(o1, k, rq.apply(acc1));
