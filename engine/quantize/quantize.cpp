@@ -309,6 +309,68 @@ std::string QuantizeReport::to_string() const {
   return s;
 }
 
+std::string LatencyComparison::to_string() const {
+  char line[320];
+  std::snprintf(
+      line, sizeof line,
+      "latency here (cpu delegate, median of %zu alternating runs each): float %.3f ms, int8 %.3f ms: "
+      "int8 %.2fx float\n",
+      runs, float_ms, int8_ms, ratio());
+  std::string s = line;
+  if (ratio() >= 1.0) {
+    std::snprintf(
+        line, sizeof line,
+        "int8 is not faster here: %zu of %zu ops stay float (the error limits above keep them) and %zu "
+        "QUANTIZE / DEQUANTIZE ops convert at their borders\n",
+        float_ops, float_ops + int8_ops, converts);
+    s += line;
+  }
+  return s;
+}
+
+Result<LatencyComparison> compare_latency(std::shared_ptr<const Model> float_model,
+                                          std::shared_ptr<const Model> int8_model,
+                                          const InputProvider& inputs, size_t runs, int threads,
+                                          const CpuOptions& cpu) {
+  NN_CHECK_OR_RETURN(runs > 0, StatusCode::kInvalidArgument, "latency comparison: runs must be positive");
+  LatencyComparison c;
+  c.runs = runs;
+  for (const Operation& op : int8_model->operations) {
+    if (op.type == OperationType::QUANTIZE || op.type == OperationType::DEQUANTIZE) {
+      ++c.converts;
+      continue;
+    }
+    bool int8 = false;
+    for (uint32_t o : op.outputs) int8 |= int8_model->operands[o].type != kF32;
+    ++(int8 ? c.int8_ops : c.float_ops);
+  }
+  SessionOptions so;
+  so.delegates = {"cpu"};
+  so.threads = threads;
+  so.cpu = cpu;
+  std::unique_ptr<Session> sessions[2];
+  const std::shared_ptr<const Model> models[2] = {float_model, int8_model};
+  for (int m = 0; m < 2; ++m) {
+    NN_ASSIGN_OR_RETURN(sessions[m], Session::open(models[m], so));
+    std::vector<Tensor> in;
+    for (uint32_t i : models[m]->inputs) in.push_back(Tensor::like(models[m]->operands[i]));
+    NN_RETURN_IF_ERROR(inputs(0, in));
+    for (size_t i = 0; i < in.size(); ++i)
+      std::memcpy(sessions[m]->input_data(i), in[i].data(), in[i].bytes.size());
+  }
+  std::vector<double> times[2];
+  for (size_t r = 0; r < runs + 3; ++r)  // three warm-up rounds first
+    for (int m = 0; m < 2; ++m) {
+      NN_RETURN_IF_ERROR(sessions[m]->run());
+      if (r >= 3) times[m].push_back(sessions[m]->last_run_ms());
+    }
+  for (int m = 0; m < 2; ++m) {
+    std::nth_element(times[m].begin(), times[m].begin() + times[m].size() / 2, times[m].end());
+    (m ? c.int8_ms : c.float_ms) = times[m][times[m].size() / 2];
+  }
+  return c;
+}
+
 Result<Model> quantize_model(const Model& source, size_t num_samples, const InputProvider& provider,
                              const QuantizeOptions& options, QuantizeReport* report) {
   NN_CHECK_OR_RETURN(num_samples > 0, StatusCode::kInvalidArgument, "quantization needs calibration samples");

@@ -29,7 +29,7 @@ struct QuantizeArgs {
   bool per_tensor = false;
   double percentile = 99.99, max_op_error = 0.25, max_op_output_error = 0.01, max_output_error = 0;
   std::string range_margin = "auto", weight_rounding = "nearest";
-  bool no_bias_correction = false;
+  bool no_bias_correction = false, no_latency = false;
   size_t limit = 0, error_samples = 8, budget_lookahead = 4, video_frames = 30;
   int threads = 1;
   std::string delegate = "cpu";
@@ -124,7 +124,18 @@ int quantize(std::shared_ptr<nn::Model>& model, const QuantizeArgs& args, bool q
     return 1;
   }
   if (!quiet) std::printf("%s", report.to_string().c_str());
-  model = std::make_shared<nn::Model>(std::move(*q));
+  auto int8 = std::make_shared<nn::Model>(std::move(*q));
+  if (!quiet && !args.no_latency) {
+    // Whether the int8 model pays where it will run (this CPU, the session's 1 thread).
+    auto latency =
+        nn::quantize::compare_latency(model, int8, provider, 21, 1, nn::CpuOptions::from_environment());
+    if (latency)
+      std::printf("%s", latency->to_string().c_str());
+    else
+      std::fprintf(stderr, "nnconvert: warning: timing the int8 model against the float one: %s\n",
+                   latency.status().to_string().c_str());
+  }
+  model = std::move(int8);
   return 0;
 }
 
@@ -294,6 +305,10 @@ int main(int argc, char** argv) {
   app.add_option("--video-frames", qa.video_frames,
                  "frames taken from each video in the calibration folder, evenly spread (default 30)");
   app.add_option("--keep-float", qa.keep_float, "op indices to keep float");
+  app.add_flag(
+      "--no-latency", qa.no_latency,
+      "do not time the int8 model against the float one on this CPU after quantizing (by default both "
+      "run 21 alternating times on the cpu delegate, 1 thread, and the medians are printed)");
   app.add_option("--threads", qa.threads, "threads for the calibration runs (default 1)");
   app.add_option("--calibration-delegate", qa.delegate, "where calibration runs the model: cpu (default) or reference");
   NN_PARSE_COMMAND_LINE(app, argc, argv);

@@ -131,6 +131,53 @@ TEST(Quantize, IntModelFollowsNnapiRulesAndRoundTripsThroughTheFile) {
   EXPECT_LT(std::sqrt(err / ref), 0.05);
 }
 
+// nnconvert's latency line: both models timed on the CPU delegate, alternating, and the
+// int8 model's ops counted as int8, float (kept by the limits) and converts; the line says
+// when int8 does not pay. Bad arguments and a failing input provider are errors, not crashes.
+TEST(Quantize, LatencyComparisonTimesBothModelsAndCountsTheirOps) {
+  auto f = small_float_model();
+  quantize::QuantizeOptions opt;
+  opt.delegates = {"reference"};
+  opt.max_op_output_error = 1;  // every op int8
+  auto all = quantize::quantize_model(*f, 4, random_inputs(), opt);
+  ASSERT_TRUE(all.is_ok()) << all.status().to_string();
+  auto c = quantize::compare_latency(f, std::make_shared<Model>(std::move(*all)), random_inputs(), 5);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_GT(c->float_ms, 0);
+  EXPECT_GT(c->int8_ms, 0);
+  EXPECT_EQ(c->runs, 5u);
+  EXPECT_EQ(c->int8_ops, 3u);  // conv (its RELU folded), depthwise, FC
+  EXPECT_EQ(c->float_ops, 0u);
+  EXPECT_EQ(c->converts, 2u);  // QUANTIZE in, DEQUANTIZE out
+  EXPECT_NE(c->to_string().find("latency here"), std::string::npos) << c->to_string();
+
+  opt.keep_float = {1};  // the depthwise (op 1 once the RELU is folded) stays float
+  auto some = quantize::quantize_model(*f, 4, random_inputs(), opt);
+  ASSERT_TRUE(some.is_ok()) << some.status().to_string();
+  c = quantize::compare_latency(f, std::make_shared<Model>(std::move(*some)), random_inputs(), 3);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->int8_ops, 2u);
+  EXPECT_EQ(c->float_ops, 1u);
+  EXPECT_EQ(c->converts, 4u);  // around the float depthwise too
+
+  quantize::LatencyComparison slower;
+  slower.float_ms = 1, slower.int8_ms = 1.2, slower.runs = 3, slower.float_ops = 4, slower.int8_ops = 6,
+  slower.converts = 5;
+  EXPECT_NE(slower.to_string().find("int8 is not faster here: 4 of 10 ops stay float"), std::string::npos)
+      << slower.to_string();
+  quantize::LatencyComparison faster = slower;
+  faster.int8_ms = 0.5;
+  EXPECT_EQ(faster.to_string().find("not faster"), std::string::npos) << faster.to_string();
+
+  EXPECT_FALSE(quantize::compare_latency(f, f, random_inputs(), 0).is_ok());
+  auto failing = [](size_t, std::vector<Tensor>&) {
+    return Status(StatusCode::kInvalidArgument, "no sample");
+  };
+  auto bad = quantize::compare_latency(f, f, failing, 3);
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().to_string().find("no sample"), std::string::npos);
+}
+
 TEST(Quantize, AnOpOverTheErrorLimitStaysFloat) {
   auto f = small_float_model();
   quantize::QuantizeOptions opt;

@@ -19,12 +19,14 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "nn/ir/model.h"
+#include "nn/runtime/session.h"
 #include "nn/runtime/tensor.h"
 #include "nn/status.h"
 
@@ -136,5 +138,24 @@ struct QuantizeReport {
 // Quantizes `model` (validated, float) after running it on `num_samples` calibration inputs.
 Result<Model> quantize_model(const Model& model, size_t num_samples, const InputProvider& inputs,
                              const QuantizeOptions& options, QuantizeReport* report = nullptr);
+
+// What the int8 model costs against the float one where it will run: both on the CPU
+// delegate (`cpu`: its switches), `threads` threads, calibration sample 0 as the input,
+// `runs` timed runs of each alternating after a warm-up (so both see the same machine
+// load), medians. The error limits keep ops float, and each border between float and int8
+// ops is a QUANTIZE or DEQUANTIZE: an int8 model is not always the faster one, and nnconvert
+// says which it is.
+struct LatencyComparison {
+  double float_ms = 0, int8_ms = 0;
+  size_t runs = 0;
+  size_t int8_ops = 0, float_ops = 0;  // of the int8 model's ops other than the converts
+  size_t converts = 0;                 // its QUANTIZE and DEQUANTIZE ops
+  double ratio() const { return float_ms > 0 ? int8_ms / float_ms : 0; }
+  std::string to_string() const;  // nnconvert's lines
+};
+Result<LatencyComparison> compare_latency(std::shared_ptr<const Model> float_model,
+                                          std::shared_ptr<const Model> int8_model,
+                                          const InputProvider& inputs, size_t runs = 21, int threads = 1,
+                                          const CpuOptions& cpu = {});
 
 }  // namespace nn::quantize
