@@ -789,18 +789,52 @@ class Int8Gemm {
     for (; j < n_; j += kVnniCols) columns_vnni<kRows, 1>(u, j, out, ldo);
   }
 
+  template <size_t kBlocks>
+  NN_TARGET_VNNI void rows_narrow_vnni(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
+    const uint8_t* rows = reinterpret_cast<const uint8_t*>(x);
+    const ColumnConsts<kBlocks> cc = column_consts<kBlocks>(0);
+    size_t r = r0;
+    for (; r + kVnniRows <= r1; r += kVnniRows)
+      columns_vnni<kVnniRows, kBlocks, true>(rows + r * k_, 0, cc, out + r * ldo, ldo);
+    for (; r < r1; ++r) columns_vnni<1, kBlocks, true>(rows + r * k_, 0, cc, out + r * ldo, ldo);
+  }
+
   // tile_vnni's columns [j, j + 16 * kBlocks): each broadcast of 4 input bytes feeds kBlocks
   // vpdpbusd (one broadcast per vpdpbusd bounds the tile by the loads otherwise). kFlip: u is
   // x as it is, flipped here.
   template <size_t kRows, size_t kBlocks, bool kFlip = false>
   NN_INLINE_VNNI void columns_vnni(const uint8_t* u, size_t j, int8_t* out, size_t ldo) const {
+    columns_vnni<kRows, kBlocks, kFlip>(u, j, column_consts<kBlocks>(j), out, ldo);
+  }
+  // The bias, requantization and store mask of columns [j, j + 16 * kBlocks): built per tile,
+  // or once per run of rows where they are all the columns (rows_vnni).
+  template <size_t kBlocks>
+  struct ColumnConsts {
+    __m512i bias[kBlocks];
+    ChannelRequant::Columns16 rq[kBlocks];
+    __mmask16 keep[kBlocks];
+  };
+  template <size_t kBlocks>
+  NN_INLINE_VNNI ColumnConsts<kBlocks> column_consts(size_t j) const {
+    ColumnConsts<kBlocks> c;
+#pragma GCC unroll 2
+    for (size_t i = 0; i < kBlocks; ++i) {
+      const size_t jb = j + i * kVnniCols;
+      c.bias[i] = _mm512_loadu_si512(bias_.data() + jb);
+      c.rq[i] = requant_.columns16(jb);
+      c.keep[i] = __mmask16((1u << std::min<size_t>(16, n_ - jb)) - 1);
+    }
+    return c;
+  }
+  template <size_t kRows, size_t kBlocks, bool kFlip = false>
+  NN_INLINE_VNNI void columns_vnni(const uint8_t* u, size_t j, const ColumnConsts<kBlocks>& cc, int8_t* out,
+                                   size_t ldo) const {
     const int8_t* w = packed8_.data() + j * k_groups_ * 4;
     __m512i acc[kBlocks][kRows];
 #pragma GCC unroll 2
     for (size_t i = 0; i < kBlocks; ++i) {
-      const __m512i b = _mm512_loadu_si512(bias_.data() + j + i * kVnniCols);
 #pragma GCC unroll 8
-      for (size_t r = 0; r < kRows; ++r) acc[i][r] = b;
+      for (size_t r = 0; r < kRows; ++r) acc[i][r] = cc.bias[i];
     }
     for (size_t g = 0; g < k_groups_; ++g) {
       __m512i wg[kBlocks];
@@ -819,11 +853,9 @@ class Int8Gemm {
 #pragma GCC unroll 2
     for (size_t i = 0; i < kBlocks; ++i) {
       const size_t jb = j + i * kVnniCols;
-      const __mmask16 keep = __mmask16((1u << std::min<size_t>(16, n_ - jb)) - 1);
-      const ChannelRequant::Columns16 rq = requant_.columns16(jb);
 #pragma GCC unroll 8
       for (size_t r = 0; r < kRows; ++r)
-        _mm512_mask_cvtsepi32_storeu_epi8(out + r * ldo + jb, keep, rq.apply(acc[i][r]));
+        _mm512_mask_cvtsepi32_storeu_epi8(out + r * ldo + jb, cc.keep[i], cc.rq[i].apply(acc[i][r]));
     }
   }
 
@@ -927,6 +959,12 @@ class Int8Gemm {
 #endif
 
   NN_TARGET_VNNI void rows_vnni(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
+    // Read in place with at most two column blocks (a segmentation net's 16- and 32-channel
+    // 1x1 convs): the columns' constants once for all the rows, not once per tile.
+    if (in_place_ && n_ <= 2 * kVnniCols) {
+      if (n_ > kVnniCols) return rows_narrow_vnni<2>(x, r0, r1, out, ldo);
+      return rows_narrow_vnni<1>(x, r0, r1, out, ldo);
+    }
     thread_local std::vector<uint8_t> u;
     u.resize(kVnniRows * k_ + 4);
     size_t r = r0;
