@@ -3,7 +3,8 @@
 // CpuOptions::native_int8_resize_integer) give the AVX-512 integer form's bytes, within one
 // step of the reference's float blend, at odd sizes and channel counts, inputs at both int8
 // ends, 1 and 2 threads; the same-shaped ADD in one rounding (CpuOptions::native_int8_add_avx2)
-// within one step of NNAPI's for every input pair.
+// within one step of NNAPI's for every input pair; the fp32 gate MUL's AVX2 loop (rounded,
+// then clamped as bytes) with the AVX-512 form's bytes.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -272,6 +273,61 @@ TEST(NativeInt8Avx2Add, KernelChoice) {
 
 TEST(NativeInt8Avx2Add, EnvironmentTurnsItOff) {
   nn_test::expect_env_turns_off("NN_NO_NATIVE_INT8_ADD_AVX2", &CpuOptions::native_int8_add_avx2);
+}
+
+// MUL of a [1, pixels, 1, c] tensor by a per-channel gate [1, 1, 1, c].
+std::shared_ptr<Model> gate_model(uint32_t pixels, uint32_t c, const AddScales& s) {
+  auto m = std::make_shared<Model>();
+  const uint32_t a = m->add_operand(q8({1, pixels, 1, c}, s.a, s.za, Lifetime::MODEL_INPUT));
+  const uint32_t g = m->add_operand(q8({1, 1, 1, c}, s.b, s.zb, Lifetime::MODEL_INPUT));
+  m->inputs = {a, g};
+  const uint32_t y = m->add_operand(q8({1, pixels, 1, c}, s.out, s.zo, Lifetime::MODEL_OUTPUT));
+  m->add_operation(T::MUL, {a, g, m->add_scalar_i32(s.fuse)}, {y});
+  m->outputs = {y};
+  return m;
+}
+
+// The fp32 gate (CpuOptions::int8_fp32_requant) on AVX2 gives the AVX-512 form's bytes and
+// its own scalar tail's: every input byte against every gate byte (256 channels), channel
+// counts that leave a step's channels offset and a tail, RELU and RELU6, products far past
+// the int8 range (the float clamp kept), 1 and 2 threads.
+TEST(NativeInt8Avx2Gate, Fp32GateEqualsTheAvx512Form) {
+  if (!nn_test::has_avx2() || !nn_test::has_avx512_int8()) GTEST_SKIP() << "no AVX2 and AVX-512";
+  const AddScales scales[] = {
+      {0.105f, 1.f / 256, 0.053f, -124, -128, -122, 1},  // selfie's gate, ReLU
+      {0.03f, 0.05f, 0.07f, 11, -7, 2, 3},               // RELU6
+      {0.0516f, 0.02f, 0.011f, 127, 0, -128},            // zero points at the ends
+      {1e3f, 1e3f, 1e-3f, 0, 0, 0},                      // products near 2^38: clamped in float
+      {1e3f, 1e3f, 1e-3f, 0, 0, 5, 1},                   // and ReLU
+  };
+  for (const AddScales& s : scales)
+    for (uint32_t c : {256u, 13u, 40u})
+      for (uint32_t pixels : {256u, 37u}) {
+        auto m = gate_model(pixels, c, s);
+        ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+        std::vector<std::vector<int8_t>> x(2);
+        for (uint32_t p = 0; p < pixels; ++p)
+          for (uint32_t k = 0; k < c; ++k) x[0].push_back(static_cast<int8_t>(p * 7 + k * 3 + p / 37));
+        for (uint32_t k = 0; k < c; ++k) x[1].push_back(static_cast<int8_t>(c == 256 ? k : k * 41 + 5));
+        std::string kernel;
+        const std::vector<int8_t> expected = run(m, x, "cpu", CpuOptions{}, 1, &kernel);
+        ASSERT_EQ(kernel, "native int8 mul AVX-512 gate, fp32 requant");
+        const std::vector<int8_t> reference = run(m, x, "reference", {}, 1, nullptr);
+        for (int threads : {1, 2}) {
+          CpuOptions cpu;
+          cpu.avx512 = false;
+          const std::vector<int8_t> got = run(m, x, "cpu", cpu, threads, &kernel);
+          EXPECT_EQ(kernel, "native int8 mul AVX2 gate, fp32 requant");
+          const std::string what = "scales " + std::to_string(s.a) + " x " + std::to_string(s.b) + " -> " +
+                                   std::to_string(s.out) + ", " + std::to_string(c) + " channels, " +
+                                   std::to_string(pixels) + " pixels, " + std::to_string(threads) +
+                                   " threads";
+          EXPECT_EQ(got, expected) << what;
+          ASSERT_EQ(got.size(), reference.size());
+          for (size_t i = 0; i < got.size(); ++i)
+            ASSERT_LE(std::abs(got[i] - reference[i]), 1) << what << " at " << i;
+        }
+      }
 }
 
 }  // namespace

@@ -163,6 +163,7 @@ class Int8Mul final : public NativeDataOp {
     // The fp32 gate: per channel c the multiplier (b - zb) sa sb / so, then the constant
     // zo - za * multiplier, each repeated as `pairs` (entry e is channel e % C, e < C + 64).
     std::vector<float> fp32;
+    bool fp32_small = false;  // every |a * m + k| of the fp32 gate below 2^30
   };
 
   int32_t scalar(int32_t a, int32_t b) const {
@@ -299,11 +300,14 @@ class Int8Mul final : public NativeDataOp {
   void fp32_constants(Task* t) const {
     const size_t c = channels_, n = c + 64;
     t->fp32.assign(2 * n, 0.f);
+    double largest = 0.0;
     for (size_t i = 0; i < n; ++i) {
       const double m = double(t->gate[i % c]) * real_;
       t->fp32[i] = float(m);
       t->fp32[n + i] = float(double(zo_) - double(za_) * double(float(m)));
+      largest = std::max(largest, 128.0 * std::fabs(double(t->fp32[i])) + std::fabs(double(t->fp32[n + i])));
     }
+    t->fp32_small = largest < 0x1p30;
   }
 
   // One element of the fp32 gate: a * m + k in one rounding (the FMA the vector forms run),
@@ -354,19 +358,23 @@ class Int8Mul final : public NativeDataOp {
     const float* mul = t.fp32.data();
     const float* add = mul + n;
     const __m256 lo = _mm256_set1_ps(float(range_.lo)), hi = _mm256_set1_ps(float(range_.hi));
+    const __m256i lo8 = _mm256_set1_epi8(int8_t(range_.lo)), hi8 = _mm256_set1_epi8(int8_t(range_.hi));
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     size_t off = 0, e = p0 * c;
     for (; e + 32 <= end; e += 32) {
-      const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.a + e));
       __m256i v[4];
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) {
-        const __m128i part = q < 2 ? _mm256_castsi256_si128(bytes) : _mm256_extracti128_si256(bytes, 1);
-        const __m256 x = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q % 2 ? _mm_srli_si128(part, 8) : part));
+        // 8 bytes loaded and widened in one vpmovsxbd.
+        const __m128i part = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(t.a + e + 8 * q));
+        const __m256 x = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(part));
         const __m256 y = _mm256_fmadd_ps(x, _mm256_loadu_ps(mul + off + 8 * q), _mm256_loadu_ps(add + off + 8 * q));
-        v[q] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(y, lo), hi));
+        // Where every |y| is below 2^30 (t.fp32_small), rounded first and clamped as bytes
+        // below: the same integers, as the bounds are.
+        v[q] = _mm256_cvtps_epi32(t.fp32_small ? y : _mm256_min_ps(_mm256_max_ps(y, lo), hi));
       }
-      const __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+      __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+      if (t.fp32_small) w = _mm256_min_epi8(_mm256_max_epi8(w, lo8), hi8);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(t.out + e), _mm256_permutevar8x32_epi32(w, order));
       off += step;
       if (off >= c) off -= c;
