@@ -4,7 +4,7 @@
 // step of the reference's float blend, at odd sizes and channel counts, inputs at both int8
 // ends, 1 and 2 threads; the same-shaped ADD in one rounding (CpuOptions::native_int8_add_avx2)
 // within one step of NNAPI's for every input pair; the fp32 gate MUL's AVX2 loop (rounded,
-// then clamped as bytes) with the AVX-512 form's bytes.
+// then clamped as bytes) with the AVX-512 form's bytes; the global average pool's AVX2 sums.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -326,6 +326,39 @@ TEST(NativeInt8Avx2Gate, Fp32GateEqualsTheAvx512Form) {
           ASSERT_EQ(got.size(), reference.size());
           for (size_t i = 0; i < got.size(); ++i)
             ASSERT_LE(std::abs(got[i] - reference[i]), 1) << what << " at " << i;
+        }
+      }
+}
+
+// The global AVERAGE_POOL_2D on AVX2 (int16 partial sums, two accumulators): the reference's
+// bytes with every value -128 or 127 (the largest partial sums an int16 lane holds), channel
+// counts packed several pixels a vector, 16 a vector, and past the last 16; a pixel count
+// with an odd step left over.
+TEST(NativeInt8Avx2Pool, GlobalPoolAtBothEndsEqualsTheReference) {
+  if (!nn_test::has_avx2()) GTEST_SKIP() << "no AVX2";
+  for (int8_t v : {int8_t(-128), int8_t(127)})
+    for (uint32_t c : {4u, 16u, 24u, 64u})
+      for (Shape hw : {Shape{40, 205, 1, 1}, Shape{41, 203, 1, 1}}) {  // 8200 pixels; 8323 (a step left over)
+        const uint32_t h = hw.in_h, w = hw.in_w;
+        auto m = std::make_shared<Model>();
+        Operand in = q8({1, h, w, c}, 0.031f, -5);
+        in.lifetime = Lifetime::MODEL_INPUT;
+        std::vector<uint32_t> ins{m->add_operand(in)};
+        m->inputs = ins;
+        for (int32_t p : {2, 1, 1, int32_t(w), int32_t(h), 0}) ins.push_back(m->add_scalar_i32(p));
+        const uint32_t y = m->add_operand(q8({1, 1, 1, c}, 0.031f, -5, Lifetime::MODEL_OUTPUT));
+        m->add_operation(T::AVERAGE_POOL_2D, ins, {y});
+        m->outputs = {y};
+        ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+        std::vector<std::vector<int8_t>> x{std::vector<int8_t>(size_t(h) * w * c, v)};
+        for (size_t i = 0; i < x[0].size(); i += 7) x[0][i] = int8_t(i % 256);  // not all alike
+        for (int threads : {1, 2}) {
+          CpuOptions cpu;
+          cpu.avx512 = false;
+          std::string kernel;
+          EXPECT_EQ(run(m, x, "cpu", cpu, threads, &kernel), run(m, x, "reference", {}, 1, nullptr))
+              << int(v) << ", " << c << " channels, width " << w << ", " << threads << " threads";
+          EXPECT_EQ(kernel, "native int8 average pool AVX2");
         }
       }
 }

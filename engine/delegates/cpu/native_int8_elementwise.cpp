@@ -942,8 +942,45 @@ class Int8Mean final : public NativeDataOp {
     }
     return c1;
   }
+  // sums_avx512 on AVX2: 16 channels a vector in int16 lanes (fewer that divide 16 take 16 / C
+  // pixels a step), two accumulators taking alternate steps; channels past the last 16 eight
+  // at a time in int32 lanes.
   NN_TARGET_INT8_AVX2 size_t sums_avx2(const int8_t* image, size_t c0, size_t c1, int32_t* sum) const {
+    const size_t channels = channels_;
+    const bool packed = channels < 16 && 16 % channels == 0;  // then c0 == 0, c1 == channels: one block
+    const size_t per_step = packed ? 16 / channels : 1, steps = pixels_ / per_step, stride = per_step * channels;
     size_t c = c0;
+    for (; packed ? c == c0 : c + 16 <= c1; c += 16) {
+      const int8_t* from = image + (packed ? 0 : c);
+      __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+      for (size_t s0 = 0; s0 < steps; s0 += 255) {  // at most 255 int8 values in an int16 lane
+        __m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
+        const size_t s1 = std::min(steps, s0 + 255);
+        size_t st = s0;
+#define NN_AT(step) _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(from + (step)*stride)))
+        for (; st + 2 <= s1; st += 2) {
+          even = _mm256_add_epi16(even, NN_AT(st));
+          odd = _mm256_add_epi16(odd, NN_AT(st + 1));
+        }
+        if (st < s1) even = _mm256_add_epi16(even, NN_AT(st));
+#undef NN_AT
+        const __m256i acc = _mm256_add_epi16(even, odd);
+        lo = _mm256_add_epi32(lo, _mm256_cvtepi16_epi32(_mm256_castsi256_si128(acc)));
+        hi = _mm256_add_epi32(hi, _mm256_cvtepi16_epi32(_mm256_extracti128_si256(acc, 1)));
+      }
+      alignas(32) int32_t lane[16];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(lane), lo);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(lane + 8), hi);
+      if (!packed) {
+        for (size_t j = 0; j < 16; ++j) sum[c - c0 + j] = lane[j];
+        continue;
+      }
+      for (size_t j = 0; j < channels; ++j) sum[j] = 0;
+      for (size_t j = 0; j < 16; ++j) sum[j % channels] += lane[j];
+      for (size_t p = steps * per_step; p < pixels_; ++p)  // pixels left over from the last step
+        for (size_t j = 0; j < channels; ++j) sum[j] += image[p * channels + j];
+      return c1;
+    }
     for (; c + 8 <= c1; c += 8) {
       __m256i acc = _mm256_setzero_si256();
       for (size_t p = 0; p < pixels_; ++p)
@@ -1634,7 +1671,7 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
     }
     case T::AVERAGE_POOL_2D: {
       if (!cpu.native_int8_pool) return no("native int8 AVERAGE_POOL_2D off");
-      if (!avx512_int8(isa)) return no("int8 AVERAGE_POOL_2D without AVX-512 (XNNPACK's is as fast)");
+
       auto p = decode_pool(m, op);
       if (!p.is_ok() || in.dims.size() != 4) return no("int8 AVERAGE_POOL_2D parameters");
       const int64_t h0 = -p->pad_h.before, w0 = -p->pad_w.before;
