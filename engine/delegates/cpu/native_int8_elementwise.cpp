@@ -624,28 +624,33 @@ class OneRoundingForm {
 
  private:
 #if NN_NATIVE_X86
-  // 16 outputs from 16 a and 16 b widened to int16: the pairs interleaved (in lane halves),
-  // vpmaddwd by (Ma, Mb), shifted, and packed back in order.
-  NN_INLINE_INT8_AVX2 static __m256i sixteen(__m256i a, __m256i b, __m256i m, __m256i bias, __m128i shift) {
-    const __m256i lo =
-        _mm256_sra_epi32(_mm256_add_epi32(_mm256_madd_epi16(_mm256_unpacklo_epi16(a, b), m), bias), shift);
-    const __m256i hi =
-        _mm256_sra_epi32(_mm256_add_epi32(_mm256_madd_epi16(_mm256_unpackhi_epi16(a, b), m), bias), shift);
-    return _mm256_packs_epi32(lo, hi);
+  // 8 outputs (4 per 128-bit half) from their (a, b) pairs as int16: vpmaddwd by (Ma, Mb),
+  // the bias, the shift.
+  NN_INLINE_INT8_AVX2 static __m256i eight(__m256i pairs16, __m256i m, __m256i bias, __m128i shift) {
+    return _mm256_sra_epi32(_mm256_add_epi32(_mm256_madd_epi16(pairs16, m), bias), shift);
   }
 
+  // 32 outputs a step: a and b interleaved bytewise, widened to int16 with their sign bytes
+  // (unpacks within 128-bit halves), which the packs back to bytes undo in order.
   NN_TARGET_INT8_AVX2 size_t run_avx2(const int8_t* a, const int8_t* b, int8_t* out, size_t n) const {
     const __m256i m = _mm256_set1_epi32(int32_t(uint16_t(ma_)) | int32_t(uint32_t(uint16_t(mb_)) << 16));
     const __m256i bias = _mm256_set1_epi32(bias_), zo = _mm256_set1_epi16(zo_);
-    const __m256i lo = _mm256_set1_epi8(lo_), hi = _mm256_set1_epi8(hi_);
+    const __m256i lo = _mm256_set1_epi8(lo_), hi = _mm256_set1_epi8(hi_), zero = _mm256_setzero_si256();
     const __m128i shift = _mm_cvtsi32_si128(shift_);
     size_t i = 0;
     for (; i + 32 <= n; i += 32) {
-#define NN_AT(p, k) _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>((p) + i + (k))))
-      const __m256i first = _mm256_adds_epi16(sixteen(NN_AT(a, 0), NN_AT(b, 0), m, bias, shift), zo);
-      const __m256i second = _mm256_adds_epi16(sixteen(NN_AT(a, 16), NN_AT(b, 16), m, bias, shift), zo);
-#undef NN_AT
-      const __m256i bytes = _mm256_permute4x64_epi64(_mm256_packs_epi16(first, second), 0xD8);
+      const __m256i va = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i));
+      const __m256i vb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i));
+      // Pairs 0-7 | 16-23 and 8-15 | 24-31, each (a, b) as two bytes.
+      const __m256i y0 = _mm256_unpacklo_epi8(va, vb), y1 = _mm256_unpackhi_epi8(va, vb);
+      const __m256i s0 = _mm256_cmpgt_epi8(zero, y0), s1 = _mm256_cmpgt_epi8(zero, y1);
+      const __m256i v0 = eight(_mm256_unpacklo_epi8(y0, s0), m, bias, shift);    // pairs 0-3 | 16-19
+      const __m256i v1 = eight(_mm256_unpackhi_epi8(y0, s0), m, bias, shift);    // 4-7 | 20-23
+      const __m256i v2 = eight(_mm256_unpacklo_epi8(y1, s1), m, bias, shift);    // 8-11 | 24-27
+      const __m256i v3 = eight(_mm256_unpackhi_epi8(y1, s1), m, bias, shift);    // 12-15 | 28-31
+      const __m256i first = _mm256_adds_epi16(_mm256_packs_epi32(v0, v1), zo);   // 0-7 | 16-23
+      const __m256i second = _mm256_adds_epi16(_mm256_packs_epi32(v2, v3), zo);  // 8-15 | 24-31
+      const __m256i bytes = _mm256_packs_epi16(first, second);                   // 0-15 | 16-31
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
                           _mm256_min_epi8(_mm256_max_epi8(bytes, lo), hi));
     }
@@ -1671,7 +1676,6 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
     }
     case T::AVERAGE_POOL_2D: {
       if (!cpu.native_int8_pool) return no("native int8 AVERAGE_POOL_2D off");
-
       auto p = decode_pool(m, op);
       if (!p.is_ok() || in.dims.size() != 4) return no("int8 AVERAGE_POOL_2D parameters");
       const int64_t h0 = -p->pad_h.before, w0 = -p->pad_w.before;
