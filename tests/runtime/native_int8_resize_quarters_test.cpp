@@ -186,6 +186,7 @@ TEST(NativeInt8ResizeAvx2, EqualsTheReference) {
         for (int threads : {1, 2}) {
           CpuOptions cpu;
           cpu.avx512 = false;
+          cpu.native_int8_resize_integer = false;  // the float blend: the reference's bytes
           std::string kernel;
           const std::string what = "scales " + std::to_string(sc.in) + " -> " + std::to_string(sc.out) + " zo " +
                                    std::to_string(sc.zo) + ", " + std::to_string(c) + " channels, width " +

@@ -114,11 +114,11 @@ void check(const std::shared_ptr<Model>& m, const std::string& name, const std::
                               : gemm && mode.avx_vnni && has_avx_vnni() ? " AVX-VNNI"
                               : has_avx2()                              ? " AVX2"
                                                                         : "";
-      // LOGISTIC and the global pool have XNNPACK kernels as fast as a byte-wise table or our
-      // AVX2 sums: they are native with AVX-512 (LOGISTIC: VBMI) only.
+      // LOGISTIC has an XNNPACK kernel as fast as a byte-wise table: native with AVX-512 VBMI
+      // only. The global pool is native with AVX-512 or AVX2.
       const T type = m->operations[0].type;
       const bool takes = type == T::LOGISTIC          ? avx512 && has_avx512_int8() && has_avx512_vbmi()
-                         : type == T::AVERAGE_POOL_2D ? avx512 && has_avx512_int8()
+                         : type == T::AVERAGE_POOL_2D ? (avx512 && has_avx512_int8()) || has_avx2()
                                                       : true;
       // With AVX-512 but no VNNI, convs and depthwise convs are XNNPACK's (AVX-512) ones.
       const bool avx512_no_vnni = avx512 && has_avx512_int8() && !has_avx512_vnni() && native_kind != "deconv";

@@ -55,6 +55,7 @@ CpuOptions CpuOptions::from_environment() {
   o.int8_fp32_requant = !set("NN_NO_INT8_FP32_REQUANT");
   o.native_int8_add = set("NN_NATIVE_INT8_ADD");
   o.native_int8_add_table = !set("NN_NO_NATIVE_INT8_ADD_TABLE");
+  o.native_int8_add_avx2 = !set("NN_NO_NATIVE_INT8_ADD_AVX2");
   o.native_int8_residual = set("NN_NATIVE_INT8_RESIDUAL");
   o.native_int8_residual_table = !set("NN_NO_NATIVE_INT8_RESIDUAL_TABLE");
   o.native_int8_logistic = !set("NN_NO_NATIVE_INT8_LOGISTIC");

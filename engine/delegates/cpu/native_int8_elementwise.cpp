@@ -163,6 +163,7 @@ class Int8Mul final : public NativeDataOp {
     // The fp32 gate: per channel c the multiplier (b - zb) sa sb / so, then the constant
     // zo - za * multiplier, each repeated as `pairs` (entry e is channel e % C, e < C + 64).
     std::vector<float> fp32;
+    bool fp32_small = false;  // every |a * m + k| of the fp32 gate below 2^30
   };
 
   int32_t scalar(int32_t a, int32_t b) const {
@@ -299,11 +300,14 @@ class Int8Mul final : public NativeDataOp {
   void fp32_constants(Task* t) const {
     const size_t c = channels_, n = c + 64;
     t->fp32.assign(2 * n, 0.f);
+    double largest = 0.0;
     for (size_t i = 0; i < n; ++i) {
       const double m = double(t->gate[i % c]) * real_;
       t->fp32[i] = float(m);
       t->fp32[n + i] = float(double(zo_) - double(za_) * double(float(m)));
+      largest = std::max(largest, 128.0 * std::fabs(double(t->fp32[i])) + std::fabs(double(t->fp32[n + i])));
     }
+    t->fp32_small = largest < 0x1p30;
   }
 
   // One element of the fp32 gate: a * m + k in one rounding (the FMA the vector forms run),
@@ -354,19 +358,23 @@ class Int8Mul final : public NativeDataOp {
     const float* mul = t.fp32.data();
     const float* add = mul + n;
     const __m256 lo = _mm256_set1_ps(float(range_.lo)), hi = _mm256_set1_ps(float(range_.hi));
+    const __m256i lo8 = _mm256_set1_epi8(int8_t(range_.lo)), hi8 = _mm256_set1_epi8(int8_t(range_.hi));
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     size_t off = 0, e = p0 * c;
     for (; e + 32 <= end; e += 32) {
-      const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.a + e));
       __m256i v[4];
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) {
-        const __m128i part = q < 2 ? _mm256_castsi256_si128(bytes) : _mm256_extracti128_si256(bytes, 1);
-        const __m256 x = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q % 2 ? _mm_srli_si128(part, 8) : part));
+        // 8 bytes loaded and widened in one vpmovsxbd.
+        const __m128i part = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(t.a + e + 8 * q));
+        const __m256 x = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(part));
         const __m256 y = _mm256_fmadd_ps(x, _mm256_loadu_ps(mul + off + 8 * q), _mm256_loadu_ps(add + off + 8 * q));
-        v[q] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(y, lo), hi));
+        // Where every |y| is below 2^30 (t.fp32_small), rounded first and clamped as bytes
+        // below: the same integers, as the bounds are.
+        v[q] = _mm256_cvtps_epi32(t.fp32_small ? y : _mm256_min_ps(_mm256_max_ps(y, lo), hi));
       }
-      const __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+      __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+      if (t.fp32_small) w = _mm256_min_epi8(_mm256_max_epi8(w, lo8), hi8);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(t.out + e), _mm256_permutevar8x32_epi32(w, order));
       off += step;
       if (off >= c) off -= c;
@@ -569,6 +577,91 @@ class Int8Mul final : public NativeDataOp {
 struct TableForm {
   Int8AddTable table;
   void run(const int8_t* a, const int8_t* b, int8_t* out, size_t n) const { table.run(a, b, out, n, true); }
+};
+
+// XNNPACK's qs8 add scheme on AVX2, one rounding where NNAPI rounds three times:
+// out = clamp(zo + ((a Ma + b Mb + bias) >> s)), Ma = round(sa / so 2^s), Mb likewise,
+// bias = 2^(s-1) - za Ma - zb Mb (half up). Ma and Mb are int16, so each input pair is one
+// vpmaddwd lane: 32 outputs from four. Within one step of NNAPI's bytes: build() checks all
+// 65536 input pairs against Int8AddMath and refuses otherwise.
+class OneRoundingForm {
+ public:
+  bool build(const Operand& a, const Operand& b, const Operand& out, int32_t fuse, const Int8AddMath& exact) {
+    const double ra = double(a.scale) / out.scale, rb = double(b.scale) / out.scale;
+    const double larger = std::max(ra, rb);
+    if (!(larger > 0) || !std::isfinite(larger)) return false;
+    // The largest shift (at most 30) whose larger multiplier fits int16; at least 12, so the
+    // multipliers' rounding moves a sum (|a - za| <= 255 per input) by under 1/16 of a step.
+    shift_ = 30;
+    while (shift_ >= 12 && std::lround(std::ldexp(larger, shift_)) > 32767) --shift_;
+    if (shift_ < 12) return false;
+    ma_ = int16_t(std::lround(std::ldexp(ra, shift_)));
+    mb_ = int16_t(std::lround(std::ldexp(rb, shift_)));
+    bias_ = (int32_t{1} << (shift_ - 1)) - a.zero_point * int32_t{ma_} - b.zero_point * int32_t{mb_};
+    zo_ = int16_t(out.zero_point);
+    const quant::Range range = quant::activation_range(fuse, out);
+    lo_ = int8_t(range.lo);
+    hi_ = int8_t(range.hi);
+    for (int32_t x = -128; x < 128; ++x)
+      for (int32_t y = -128; y < 128; ++y)
+        if (std::abs(scalar(int8_t(x), int8_t(y)) - exact.scalar(x, y)) > 1) return false;
+    return true;
+  }
+
+  int8_t scalar(int8_t a, int8_t b) const {
+    const int32_t q = ((a * int32_t{ma_} + b * int32_t{mb_} + bias_) >> shift_) + zo_;
+    return static_cast<int8_t>(std::clamp<int32_t>(q, lo_, hi_));
+  }
+
+  // out[i] = a[i] + b[i] for i < n; out may be a or b (each vector is read before it is written).
+  void run(const int8_t* a, const int8_t* b, int8_t* out, size_t n) const {
+    size_t i = 0;
+#if NN_NATIVE_X86
+    i = run_avx2(a, b, out, n);
+#endif
+    for (; i < n; ++i) out[i] = scalar(a[i], b[i]);
+  }
+
+ private:
+#if NN_NATIVE_X86
+  // 8 outputs (4 per 128-bit half) from their (a, b) pairs as int16: vpmaddwd by (Ma, Mb),
+  // the bias, the shift.
+  NN_INLINE_INT8_AVX2 static __m256i eight(__m256i pairs16, __m256i m, __m256i bias, __m128i shift) {
+    return _mm256_sra_epi32(_mm256_add_epi32(_mm256_madd_epi16(pairs16, m), bias), shift);
+  }
+
+  // 32 outputs a step: a and b interleaved bytewise, widened to int16 with their sign bytes
+  // (unpacks within 128-bit halves), which the packs back to bytes undo in order.
+  NN_TARGET_INT8_AVX2 size_t run_avx2(const int8_t* a, const int8_t* b, int8_t* out, size_t n) const {
+    const __m256i m = _mm256_set1_epi32(int32_t(uint16_t(ma_)) | int32_t(uint32_t(uint16_t(mb_)) << 16));
+    const __m256i bias = _mm256_set1_epi32(bias_), zo = _mm256_set1_epi16(zo_);
+    const __m256i lo = _mm256_set1_epi8(lo_), hi = _mm256_set1_epi8(hi_), zero = _mm256_setzero_si256();
+    const __m128i shift = _mm_cvtsi32_si128(shift_);
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+      const __m256i va = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i));
+      const __m256i vb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i));
+      // Pairs 0-7 | 16-23 and 8-15 | 24-31, each (a, b) as two bytes.
+      const __m256i y0 = _mm256_unpacklo_epi8(va, vb), y1 = _mm256_unpackhi_epi8(va, vb);
+      const __m256i s0 = _mm256_cmpgt_epi8(zero, y0), s1 = _mm256_cmpgt_epi8(zero, y1);
+      const __m256i v0 = eight(_mm256_unpacklo_epi8(y0, s0), m, bias, shift);    // pairs 0-3 | 16-19
+      const __m256i v1 = eight(_mm256_unpackhi_epi8(y0, s0), m, bias, shift);    // 4-7 | 20-23
+      const __m256i v2 = eight(_mm256_unpacklo_epi8(y1, s1), m, bias, shift);    // 8-11 | 24-27
+      const __m256i v3 = eight(_mm256_unpackhi_epi8(y1, s1), m, bias, shift);    // 12-15 | 28-31
+      const __m256i first = _mm256_adds_epi16(_mm256_packs_epi32(v0, v1), zo);   // 0-7 | 16-23
+      const __m256i second = _mm256_adds_epi16(_mm256_packs_epi32(v2, v3), zo);  // 8-15 | 24-31
+      const __m256i bytes = _mm256_packs_epi16(first, second);                   // 0-15 | 16-31
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                          _mm256_min_epi8(_mm256_max_epi8(bytes, lo), hi));
+    }
+    return i;
+  }
+#endif
+
+  int16_t ma_ = 0, mb_ = 0, zo_ = 0;
+  int32_t bias_ = 0;
+  int shift_ = 0;
+  int8_t lo_ = -128, hi_ = 127;
 };
 
 template <typename Form>
@@ -854,8 +947,45 @@ class Int8Mean final : public NativeDataOp {
     }
     return c1;
   }
+  // sums_avx512 on AVX2: 16 channels a vector in int16 lanes (fewer that divide 16 take 16 / C
+  // pixels a step), two accumulators taking alternate steps; channels past the last 16 eight
+  // at a time in int32 lanes.
   NN_TARGET_INT8_AVX2 size_t sums_avx2(const int8_t* image, size_t c0, size_t c1, int32_t* sum) const {
+    const size_t channels = channels_;
+    const bool packed = channels < 16 && 16 % channels == 0;  // then c0 == 0, c1 == channels: one block
+    const size_t per_step = packed ? 16 / channels : 1, steps = pixels_ / per_step, stride = per_step * channels;
     size_t c = c0;
+    for (; packed ? c == c0 : c + 16 <= c1; c += 16) {
+      const int8_t* from = image + (packed ? 0 : c);
+      __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+      for (size_t s0 = 0; s0 < steps; s0 += 255) {  // at most 255 int8 values in an int16 lane
+        __m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
+        const size_t s1 = std::min(steps, s0 + 255);
+        size_t st = s0;
+#define NN_AT(step) _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(from + (step)*stride)))
+        for (; st + 2 <= s1; st += 2) {
+          even = _mm256_add_epi16(even, NN_AT(st));
+          odd = _mm256_add_epi16(odd, NN_AT(st + 1));
+        }
+        if (st < s1) even = _mm256_add_epi16(even, NN_AT(st));
+#undef NN_AT
+        const __m256i acc = _mm256_add_epi16(even, odd);
+        lo = _mm256_add_epi32(lo, _mm256_cvtepi16_epi32(_mm256_castsi256_si128(acc)));
+        hi = _mm256_add_epi32(hi, _mm256_cvtepi16_epi32(_mm256_extracti128_si256(acc, 1)));
+      }
+      alignas(32) int32_t lane[16];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(lane), lo);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(lane + 8), hi);
+      if (!packed) {
+        for (size_t j = 0; j < 16; ++j) sum[c - c0 + j] = lane[j];
+        continue;
+      }
+      for (size_t j = 0; j < channels; ++j) sum[j] = 0;
+      for (size_t j = 0; j < 16; ++j) sum[j % channels] += lane[j];
+      for (size_t p = steps * per_step; p < pixels_; ++p)  // pixels left over from the last step
+        for (size_t j = 0; j < channels; ++j) sum[j] += image[p * channels + j];
+      return c1;
+    }
     for (; c + 8 <= c1; c += 8) {
       __m256i acc = _mm256_setzero_si256();
       for (size_t p = 0; p < pixels_; ++p)
@@ -911,16 +1041,18 @@ class Int8Resize final : public NativeDataOp {
     // The column weights 3/4, 1/4 (odd) and 1/4, 3/4 (even) of a half-pixel 2x width; a
     // weighted tap is at least si / 4 - rounding apart from zero, so with si >= 2^-100 its
     // quarter is a normal float: exact.
-    quarters_ = avx512_ && twice_w_ && quarters && cols_[1].frac == 0.25f && cols_[2].frac == 0.75f &&
-                si_ >= 0x1p-100f;
+    const bool quarter_cols =
+        twice_w_ && quarters && cols_[1].frac == 0.25f && cols_[2].frac == 0.75f && si_ >= 0x1p-100f;
+    quarters_ = avx512_ && quarter_cols;
     // Quotients far below float's range, so q0 and its correction stay finite (an infinite q0
     // would make the correction NaN where the division gives infinity, clamped to 127).
     reciprocal_ = avx512_ && reciprocal && 255.0 * si_ / so_ < 0x1p100 && int8_resize_reciprocal(so_, zo_, &inv_so_);
     name_ = avx512_ ? "native int8 resize AVX-512" : avx2_ ? "native int8 resize AVX2" : "native int8 resize";
-    // The integer form: a 2x width with the quarter taps, every row's weight a multiple of 1/4,
-    // the same scale and zero point in and out.
-    integer_ = avx512_ && integer && quarters_ && si_ == so_ && zi_ == zo_ &&
-               quarter_weight(cols_[0].frac) != kNoQuarter && quarter_weight(cols_[2 * in_w_ - 1].frac) != kNoQuarter &&
+    // The integer form (AVX-512 or AVX2, the same bytes): a 2x width with the quarter taps,
+    // every row's weight a multiple of 1/4, the same scale and zero point in and out.
+    integer_ = integer && quarter_cols && si_ == so_ && zi_ == zo_ &&
+               quarter_weight(cols_[0].frac) != kNoQuarter &&
+               quarter_weight(cols_[2 * in_w_ - 1].frac) != kNoQuarter &&
                std::all_of(rows_.begin(), rows_.end(),
                            [](const BilinearTap& t) { return quarter_weight(t.frac) != kNoQuarter; });
     if (integer_) {
@@ -962,7 +1094,8 @@ class Int8Resize final : public NativeDataOp {
     int8_t* out = t.out + r * op.out_w_ * c;
     const size_t nw = op.in_w_ * c;
 #if NN_NATIVE_X86
-    if (op.integer_) return op.row_integer_avx512(r0, r1, quarter_weight(ty.frac), out);
+    if (op.integer_ && op.avx512_) return op.row_integer_avx512(r0, r1, quarter_weight(ty.frac), out);
+    if (op.integer_) return op.row_integer_avx2(r0, r1, quarter_weight(ty.frac), out);
 #endif
     thread_local std::vector<float> rows;
     if (rows.size() < 2 * nw) rows.resize(2 * nw);
@@ -1255,6 +1388,98 @@ class Int8Resize final : public NativeDataOp {
   }
 #endif
 
+  // Output pixels 2p + 1 and 2p + 2 of the integer form from V_p (at `here`) and V_(p+1) (c
+  // lanes on), 16 channels: the odd pixel's bytes in the low half, the even pixel's in the high.
+  NN_INLINE_INT8_AVX2 static __m256i integer_pair16(const int16_t* here_at, size_t c, __m256i three,
+                                                    __m256i lim) {
+    const __m256i here = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(here_at));
+    const __m256i next = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(here_at + c));
+    const __m256i o = _mm256_add_epi16(_mm256_mullo_epi16(here, three), next);
+    const __m256i e = _mm256_add_epi16(here, _mm256_mullo_epi16(next, three));
+    const __m256i ro = _mm256_srai_epi16(_mm256_add_epi16(o, _mm256_cmpgt_epi16(lim, o)), 4);
+    const __m256i re = _mm256_srai_epi16(_mm256_add_epi16(e, _mm256_cmpgt_epi16(lim, e)), 4);
+    return _mm256_permute4x64_epi64(_mm256_packs_epi16(ro, re), 0xD8);
+  }
+
+  // row_integer_avx512 on AVX2, the same sums and roundings (so the same bytes), 16 channels
+  // a step. Each input row pair's vertical blend is kept as V + 2, so a horizontal sum is
+  // S + 8 (the horizontal weights add up to 4) and its rounding is (S + 8 - [S < 16 zo]) >> 4:
+  // the same value as sixteenth's ((d + 8 - [d < 0]) >> 4) + zo, d = S - 16 zo, with 16 zo
+  // moved inside the shift.
+  NN_TARGET_INT8_AVX2 void row_integer_avx2(const int8_t* r0, const int8_t* r1, int wv, int8_t* out) const {
+    const size_t c = channels_, w = in_w_, n = w * c, pairs = n - c;
+    // Under 16 channels the odd and even outputs go through flat byte rows; from 16 up, 16
+    // channels a step, the last step overlapping the one before where c is not a multiple
+    // of 16 (the same bytes written twice).
+    const bool flat = c < 16;
+    thread_local std::vector<int16_t> rows;
+    thread_local std::vector<int8_t> bytes;
+    if (rows.size() < n) rows.resize(n);
+    if (flat && bytes.size() < 2 * pairs) bytes.resize(2 * pairs);
+    int16_t* v = rows.data();
+    const __m256i w0 = _mm256_set1_epi16(int16_t(4 - wv)), w1 = _mm256_set1_epi16(int16_t(wv));
+    const __m256i two = _mm256_set1_epi16(2);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+      const __m256i a = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + i)));
+      const __m256i b = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + i)));
+      _mm256_storeu_si256(
+          reinterpret_cast<__m256i*>(v + i),
+          _mm256_add_epi16(_mm256_add_epi16(_mm256_mullo_epi16(a, w0), _mm256_mullo_epi16(b, w1)), two));
+    }
+    for (; i < n; ++i) v[i] = int16_t((4 - wv) * r0[i] + wv * r1[i] + 2);
+    const auto step = [c](size_t j) { return j + 16 > c ? c - 16 : j; };  // the last one overlapping
+    const int32_t limit = 16 * zo_ + 8;
+    const __m256i three = _mm256_set1_epi16(3), lim = _mm256_set1_epi16(int16_t(limit));
+    const auto round = [limit](int32_t s) {
+      return static_cast<int8_t>(std::clamp((s - (s < limit ? 1 : 0)) >> 4, -128, 127));
+    };
+    if (!flat) {
+      for (size_t p = 0; p + 1 < w; ++p)
+        for (size_t jj = 0; jj < c; jj += 16) {
+          const size_t j = step(jj);
+          const __m256i oe = integer_pair16(v + p * c + j, c, three, lim);
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (2 * p + 1) * c + j), _mm256_castsi256_si128(oe));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (2 * p + 2) * c + j),
+                           _mm256_extracti128_si256(oe, 1));
+        }
+    } else {
+      int8_t *odd = bytes.data(), *even = odd + pairs;  // even[i]: output pixel 2i + 2
+      size_t k = 0;
+      for (; k + 16 <= pairs; k += 16) {
+        const __m256i oe = integer_pair16(v + k, c, three, lim);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(odd + k), _mm256_castsi256_si128(oe));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(even + k), _mm256_extracti128_si256(oe, 1));
+      }
+      for (; k < pairs; ++k) {
+        odd[k] = round(3 * v[k] + v[k + c]);
+        even[k] = round(v[k] + 3 * v[k + c]);
+      }
+      for (size_t p = 0; p + 1 < w; ++p) {
+        std::memcpy(out + (2 * p + 1) * c, odd + p * c, c);
+        std::memcpy(out + (2 * p + 2) * c, even + p * c, c);
+      }
+    }
+    // Output pixel 0 and 2w - 1 by their own taps (the edge pixel twice: 4 V).
+    for (int edge = 0; edge < 2; ++edge) {
+      const BilinearTap& t = edge ? cols_[2 * w - 1] : cols_[0];
+      const int h = quarter_weight(t.frac);
+      const int16_t *lo = v + t.lo * c, *hi = v + t.hi * c;
+      int8_t* o = out + (edge ? (2 * w - 1) * c : 0);
+      const __m256i hl = _mm256_set1_epi16(int16_t(4 - h)), hh = _mm256_set1_epi16(int16_t(h));
+      for (size_t jj = 0; !flat && jj < c; jj += 16) {
+        const size_t j = step(jj);
+        const __m256i s = _mm256_add_epi16(
+            _mm256_mullo_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo + j)), hl),
+            _mm256_mullo_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi + j)), hh));
+        const __m256i r = _mm256_srai_epi16(_mm256_add_epi16(s, _mm256_cmpgt_epi16(lim, s)), 4);
+        const __m256i b = _mm256_permute4x64_epi64(_mm256_packs_epi16(r, r), 0xD8);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o + j), _mm256_castsi256_si128(b));
+      }
+      for (size_t j = 0; flat && j < c; ++j) o[j] = round((4 - h) * lo[j] + h * hi[j]);
+    }
+  }
+
   // Whether output pixel ox in [1, 2 in_w - 2] blends input pixels (ox - 1) / 2 and the next
   // with one of two fractions by its parity (a 2x upsampling with half-pixel centres).
   static bool doubles_width(const std::vector<BilinearTap>& cols, size_t in_w) {
@@ -1360,7 +1585,7 @@ class Int8Resize final : public NativeDataOp {
   bool avx512_, avx2_;
   bool twice_w_;  // row_twice_w_avx512 / _avx2
   bool quarters_ = false;  // row_quarters_avx512
-  bool integer_ = false;   // row_integer_avx512
+  bool integer_ = false;   // row_integer_avx512 / _avx2
   bool reciprocal_ = false;  // Requant16::apply by inv_so_ rather than a division
   float inv_so_ = 0.f;
   std::string name_;
@@ -1406,7 +1631,10 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
     }
     case T::ADD: {
       const bool by_table = cpu.native_int8_add_table && avx512_vbmi(isa);
-      if (!cpu.native_int8_add && !by_table) return no("native int8 ADD off");
+      // AVX2 only: AVX-512 keeps the VBMI tables or XNNPACK's AVX-512 qs8 add.
+      const bool one_rounding =
+          cpu.native_int8_add_avx2 && !avx512_int8(isa) && !cpu.native_int8_add && avx2(isa);
+      if (!cpu.native_int8_add && !by_table && !one_rounding) return no("native int8 ADD off");
       const Operand& b = m.operands[op.inputs[1]];
       const void* fuse = statics(op.inputs[2]);
       if (b.type != kQ8 || !fuse) return no("int8 ADD with a non-int8 input or a non-constant fuse code");
@@ -1422,6 +1650,13 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
         if (!cpu.native_int8_add) return no("int8 ADD whose byte tables differ from NNAPI's arithmetic");
       }
       Int8AddMath math(in, b, out, code, isa);
+      if (one_rounding) {
+        OneRoundingForm form;
+        if (!form.build(in, b, out, code, math))
+          return no("int8 ADD whose one rounding is not within a step of NNAPI's");
+        return std::make_unique<Int8Add<OneRoundingForm>>(form, "native int8 add AVX2, one rounding",
+                                                          num_elements(out.dims), op.inputs[0], op.inputs[1]);
+      }
       const std::string form = math.isa_name();
       return std::make_unique<Int8Add<Int8AddMath>>(math, form == "scalar" ? "native int8 add" : "native int8 add " + form,
                                                     num_elements(out.dims), op.inputs[0], op.inputs[1]);
@@ -1441,7 +1676,6 @@ std::unique_ptr<NativeDataOp> make_native_int8_op(const Model& m, uint32_t k, co
     }
     case T::AVERAGE_POOL_2D: {
       if (!cpu.native_int8_pool) return no("native int8 AVERAGE_POOL_2D off");
-      if (!avx512_int8(isa)) return no("int8 AVERAGE_POOL_2D without AVX-512 (XNNPACK's is as fast)");
       auto p = decode_pool(m, op);
       if (!p.is_ok() || in.dims.size() != 4) return no("int8 AVERAGE_POOL_2D parameters");
       const int64_t h0 = -p->pad_h.before, w0 = -p->pad_w.before;

@@ -195,6 +195,11 @@ struct CpuOptions {
   // Int8AddTable), where they give NNAPI's bytes for all 65536 input pairs (checked when the
   // kernel is made): exact, and faster than XNNPACK's qs8 add. NN_NO_NATIVE_INT8_ADD_TABLE=1.
   bool native_int8_add_table = true;
+  // With AVX2 but not AVX-512, a same-shaped int8 ADD in XNNPACK's one-rounding scheme on
+  // int16 lanes (vpmaddwd of each input pair by int16 multipliers, one shift), where within
+  // one step of NNAPI's bytes for all 65536 input pairs (checked when the kernel is made);
+  // faster than XNNPACK's qs8 add. NN_NO_NATIVE_INT8_ADD_AVX2=1: XNNPACK.
+  bool native_int8_add_avx2 = true;
   // A same-shaped int8 ADD reading a native int8 conv's or depthwise conv's output (read by
   // nothing else) applied by that conv to the rows it has just written, with NNAPI's exact
   // ADD arithmetic. Off by default: the exact ADD costs more than XNNPACK's one-rounding qs8
@@ -218,10 +223,11 @@ struct CpuOptions {
   // reciprocal plus one FMA correction, where checked (when the kernel is made) to round to
   // the division's bytes (int8_resize_reciprocal). NN_NO_NATIVE_INT8_RESIZE_RECIPROCAL=1.
   bool native_int8_resize_reciprocal = true;
-  // That 2x width row with AVX-512, where the input and output share scale and zero point and
-  // every row weight is a multiple of 1/4 (selfie's three upsamplings): the taps' weighted sum
-  // in int16 and its rounding by a shift, within one step of the reference's float blend
-  // (equal but near a half). NN_NO_NATIVE_INT8_RESIZE_INTEGER=1: the float blend, exact.
+  // That 2x width row (AVX-512 or AVX2, the same bytes), where the input and output share
+  // scale and zero point and every row weight is a multiple of 1/4 (selfie's three
+  // upsamplings): the taps' weighted sum in int16 and its rounding by a shift, within one step
+  // of the reference's float blend (equal but near a half). NN_NO_NATIVE_INT8_RESIZE_INTEGER=1:
+  // the float blend, exact.
   bool native_int8_resize_integer = true;
   // An int8 MUL by a per-channel gate (squeeze-and-excite): its two products as vpdpwssd on
   // int16 pairs (AVX-512 VNNI, 64 elements a step; AVX-VNNI or AVX2's vpmaddwd, 32) across
