@@ -222,5 +222,45 @@ TEST(NativeInt8AvxTwoConv, SegmentationHeadDeconvInFp32EqualsTheGemmRows) {
     }
 }
 
+// The 1x1 convs on the AVX2 GEMM (column blocks outside, rows inside; 16 columns packed into
+// one store; a narrower activation range clamped, int8's by the saturating packs): the
+// reference's bytes under NNAPI's requantization, and in fp32 requantization the AVX-512 VNNI
+// GEMM's bytes where the CPU has it (the same accumulators and the same fused multiply-add).
+// k a multiple of 4 (read in place) or not (copied), 1-12 column blocks (the last one partial),
+// pixel counts not a multiple of the 4-row tile, RELU / RELU6 / none, 1 and 2 threads.
+TEST(NativeInt8AvxTwoConv, PointwiseConvsEqualTheReferenceAndTheAvx512Bytes) {
+  if (!nn_test::has_avx2()) GTEST_SKIP() << "no AVX2";
+  uint32_t seed = 2100;
+  for (uint32_t in_c : {4u, 13u, 16u, 32u})
+    for (uint32_t out_c : {8u, 13u, 16u, 24u, 40u, 96u})
+      for (bool ends : {false, true}) {
+        const int32_t fuse = seed % 3 == 0 ? 3 : seed % 3 == 1 ? 1 : 0;  // RELU6, RELU, none
+        auto m = conv_model(T::CONV_2D, {1, 7, 11, in_c}, out_c, fuse, seed, 1, 1);
+        ++seed;
+        ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+        const auto x = input(size_t(7) * 11 * in_c, ends, seed);
+        const std::vector<int8_t> expected = run(m, x, "reference", {}, 1, nullptr);
+        const std::string name = std::to_string(in_c) + "->" + std::to_string(out_c) + " fuse " +
+                                 std::to_string(fuse) + (ends ? " ends" : " random");
+        for (int threads : {1, 2}) {
+          std::string kernel;
+          const std::vector<int8_t> got = run(m, x, "cpu", avx2_options(false), threads, &kernel);
+          EXPECT_EQ(kernel, "native int8 conv 1x1 AVX2 vpmaddubsw") << name;
+          const size_t differ = bytes_differing(got, expected);
+          EXPECT_EQ(differ, 0u) << name << ", " << threads << " threads: " << differ << " of " << got.size()
+                                << " bytes differ";
+          if (!nn_test::has_avx512_vnni()) continue;
+          std::string avx2_kernel, vnni_kernel;
+          const std::vector<int8_t> avx2 = run(m, x, "cpu", avx2_options(true), threads, &avx2_kernel);
+          CpuOptions vnni;
+          vnni.amx = false;
+          const std::vector<int8_t> wide = run(m, x, "cpu", vnni, threads, &vnni_kernel);
+          EXPECT_EQ(vnni_kernel.rfind("native int8 conv 1x1 AVX-512 VNNI, fp32 requant", 0), 0u)
+              << vnni_kernel;
+          EXPECT_EQ(avx2, wide) << name << ", fp32 (" << avx2_kernel << " / " << vnni_kernel << ")";
+        }
+      }
+}
+
 }  // namespace
 }  // namespace nn

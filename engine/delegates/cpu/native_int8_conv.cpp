@@ -333,10 +333,12 @@ struct ChannelRequant {
   }
 
   // The fp32 form's constants for 8 columns, and the form (Columns8::apply and apply8).
+  // Callers pack with signed saturation (vpackssdw, vpacksswb), which is the clamp to
+  // [-128, 127]: only a narrower activation range takes vpmaxsd / vpminsd.
   struct Fp32Columns8 {
     __m256 scale, float_zo, scaled_lo, scaled_hi;
     __m256i zo, lo, hi;
-    bool bounded;
+    bool bounded, clamp_lo, clamp_hi;
     NN_INLINE_I8_AVX2 __m256i apply(__m256i x) const {
       __m256i q;
       if (bounded) {
@@ -345,13 +347,22 @@ struct ChannelRequant {
         const __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(x), scale);
         q = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, scaled_lo), scaled_hi)), zo);
       }
-      return _mm256_min_epi32(_mm256_max_epi32(q, lo), hi);
+      if (clamp_lo) q = _mm256_max_epi32(q, lo);
+      if (clamp_hi) q = _mm256_min_epi32(q, hi);
+      return q;
     }
   };
   NN_INLINE_I8_AVX2 Fp32Columns8 fp32_columns8(size_t j) const {
-    return {_mm256_loadu_ps(scale.data() + j), _mm256_set1_ps(float(zo)), _mm256_set1_ps(float(range.lo - zo)),
-            _mm256_set1_ps(float(range.hi - zo)), _mm256_set1_epi32(zo), _mm256_set1_epi32(range.lo),
-            _mm256_set1_epi32(range.hi), fp32_bounded};
+    return {_mm256_loadu_ps(scale.data() + j),
+            _mm256_set1_ps(float(zo)),
+            _mm256_set1_ps(float(range.lo - zo)),
+            _mm256_set1_ps(float(range.hi - zo)),
+            _mm256_set1_epi32(zo),
+            _mm256_set1_epi32(range.lo),
+            _mm256_set1_epi32(range.hi),
+            fp32_bounded,
+            range.lo > -128,
+            range.hi < 127};
   }
 
   // Columns [j, j + 8) with AVX2: the short form as Columns16's (a lane mask for the s > 0
@@ -1215,7 +1226,8 @@ class Int8Gemm {
   }
 
   // kRows rows of x (row stride `stride` >= 4 * k_groups_, bytes past k zero) against
-  // columns [j, j + 8 * kBlocks). Each 4-byte group of a row is broadcast; vpmaddubsw takes
+  // columns [j, j + 8 * kBlocks) (w, bias: theirs; cols: how many there are; out: the first
+  // one's). Each 4-byte group of a row is broadcast; vpmaddubsw takes
   // |x| (unsigned, 128 for -128) against w with x's sign (vpsignb), so each pair sum
   // |x0 w0 + x1 w1| <= 2 * 128 * 127 fits int16 without saturating (no weight is -128), and
   // vpmaddwd by ones sums the pairs into int32: the exact dot product, 32 products per
@@ -1223,13 +1235,14 @@ class Int8Gemm {
   // half as many products per cycle).
   // kDp (AVX-VNNI): x + 128 by one vpdpbusd against w, the bias holding -(128 + zx) * sum(w).
   template <size_t kRows, size_t kBlocks, bool kDp>
-  NN_INLINE_I8_AVX2 void columns_sign(const int8_t* x, size_t stride, size_t j, int8_t* out, size_t ldo) const {
-    const int8_t* w = packed8_.data() + j * k_groups_ * 4;
+  NN_INLINE_I8_AVX2 void columns_sign(const int8_t* x, size_t stride, const int8_t* w, const int32_t* bias,
+                                      const ChannelRequant::Columns8* rq, size_t cols, int8_t* out,
+                                      size_t ldo) const {
     const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(char(0x80));
     __m256i acc[kBlocks][kRows];
 #pragma GCC unroll 2
     for (size_t i = 0; i < kBlocks; ++i) {
-      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias_.data() + j + i * kSignCols));
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias + i * kSignCols));
 #pragma GCC unroll 6
       for (size_t r = 0; r < kRows; ++r) acc[i][r] = b;
     }
@@ -1256,60 +1269,73 @@ class Int8Gemm {
         }
       }
     }
-#pragma GCC unroll 2
-    for (size_t i = 0; i < kBlocks; ++i) {
-      const size_t jb = j + i * kSignCols;
-      const size_t cols = std::min<size_t>(kSignCols, n_ - jb);
-      const ChannelRequant::Columns8 rq = requant_.columns8(jb);
+    if (kBlocks == 2 && cols == 2 * kSignCols) {  // 16 columns: both blocks packed into one store
 #pragma GCC unroll 6
       for (size_t r = 0; r < kRows; ++r) {
-        const __m256i v = rq.apply(acc[i][r]);
+        const __m256i v = _mm256_permute4x64_epi64(
+            _mm256_packs_epi32(rq[0].apply(acc[0][r]), rq[kBlocks - 1].apply(acc[kBlocks - 1][r])), 0xD8);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + r * ldo),
+                         _mm_packs_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
+      }
+      return;
+    }
+#pragma GCC unroll 2
+    for (size_t i = 0; i < kBlocks; ++i) {
+      const size_t here = std::min(kSignCols, cols - i * kSignCols);
+#pragma GCC unroll 6
+      for (size_t r = 0; r < kRows; ++r) {
+        const __m256i v = rq[i].apply(acc[i][r]);
         const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
         const __m128i b8 = _mm_packs_epi16(w16, w16);
-        if (cols == kSignCols) {
-          _mm_storel_epi64(reinterpret_cast<__m128i*>(out + r * ldo + jb), b8);
+        if (here == kSignCols) {
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(out + r * ldo + i * kSignCols), b8);
         } else {
           alignas(16) int8_t tmp[16];
           _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b8);
-          std::memcpy(out + r * ldo + jb, tmp, cols);
+          std::memcpy(out + r * ldo + i * kSignCols, tmp, here);
         }
       }
     }
   }
 
-  template <size_t kRows, bool kDp>
-  NN_INLINE_I8_AVX2 void tile_sign(const int8_t* x, size_t stride, int8_t* out, size_t ldo) const {
-    size_t j = 0;
-    for (; j + 2 * kSignCols <= n_; j += 2 * kSignCols) columns_sign<kRows, 2, kDp>(x, stride, j, out, ldo);
-    for (; j < n_; j += kSignCols) columns_sign<kRows, 1, kDp>(x, stride, j, out, ldo);
+  // All `rows` rows of x against columns [j, j + 8 * kBlocks): their weights, bias and
+  // requantization constants set up once for the rows (the int8 stores may alias the vectors'
+  // pointers, which GCC would otherwise reload per tile).
+  template <size_t kBlocks, bool kDp>
+  NN_INLINE_I8_AVX2 void rows_columns_sign(const int8_t* x, size_t stride, size_t rows, size_t j, int8_t* out,
+                                           size_t ldo) const {
+    constexpr size_t kRows = kDp ? kDpRows : kSignRows;
+    ChannelRequant::Columns8 rq[kBlocks];
+    for (size_t i = 0; i < kBlocks; ++i) rq[i] = requant_.columns8(j + i * kSignCols);
+    const int8_t* w = packed8_.data() + j * k_groups_ * 4;
+    const int32_t* bias = bias_.data() + j;
+    const size_t cols = std::min(kBlocks * kSignCols, n_ - j);
+    size_t r = 0;
+    for (; r + kRows <= rows; r += kRows)
+      columns_sign<kRows, kBlocks, kDp>(x + r * stride, stride, w, bias, rq, cols, out + r * ldo + j, ldo);
+    for (; r < rows; ++r)
+      columns_sign<1, kBlocks, kDp>(x + r * stride, stride, w, bias, rq, cols, out + r * ldo + j, ldo);
   }
 
   // Rows read in place when k is a multiple of 4, else copied with zero bytes up to the group
-  // (which meet zero weights, also as 128 in the kDp form).
+  // (which meet zero weights, also as 128 in the kDp form). Column blocks outside, rows inside:
+  // a block's weights stay in L1 over the task's rows.
   template <bool kDp>
   NN_TARGET_I8_AVX2 void rows_sign(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
-    const size_t k4 = k_groups_ * 4;
+    const size_t k4 = k_groups_ * 4, rows = r1 - r0;
     thread_local std::vector<int8_t> staged;
-    const bool in_place = k4 == k_;
-    constexpr size_t kRows = kDp ? kDpRows : kSignRows;
-    if (!in_place) staged.assign(kRows * k4, 0);
-    size_t r = r0;
-    for (; r + kRows <= r1; r += kRows) {
-      const int8_t* rows = x + r * k_;
-      if (!in_place) {
-        for (size_t q = 0; q < kRows; ++q) std::memcpy(staged.data() + q * k4, rows + q * k_, k_);
-        rows = staged.data();
-      }
-      tile_sign<kRows, kDp>(rows, in_place ? k_ : k4, out + r * ldo, ldo);
+    const int8_t* src = x + r0 * k_;
+    size_t stride = k_;
+    if (k4 != k_) {
+      staged.assign(rows * k4, 0);
+      for (size_t q = 0; q < rows; ++q) std::memcpy(staged.data() + q * k4, src + q * k_, k_);
+      src = staged.data(), stride = k4;
     }
-    for (; r < r1; ++r) {
-      const int8_t* row = x + r * k_;
-      if (!in_place) {
-        std::memcpy(staged.data(), row, k_);
-        row = staged.data();
-      }
-      tile_sign<1, kDp>(row, k4, out + r * ldo, ldo);
-    }
+    out += r0 * ldo;
+    size_t j = 0;
+    for (; j + 2 * kSignCols <= n_; j += 2 * kSignCols)
+      rows_columns_sign<2, kDp>(src, stride, rows, j, out, ldo);
+    for (; j < n_; j += kSignCols) rows_columns_sign<1, kDp>(src, stride, rows, j, out, ldo);
   }
 
   NN_TARGET_I8_AVX2 void rows_avx2(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
