@@ -262,5 +262,51 @@ TEST(NativeInt8AvxTwoConv, PointwiseConvsEqualTheReferenceAndTheAvx512Bytes) {
       }
 }
 
+// The 3x3 stride-1 depthwise conv on AVX2 takes output rows two at a time (the four input rows
+// a pair reads interleaved once): the reference's bytes under NNAPI's requantization, and in
+// fp32 requantization the AVX-512 VNNI form's bytes where the CPU has it. Heights even and odd
+// (the last row alone), SAME padding top and bottom, widths 1-9, 1-24 channels (partial
+// blocks of 8), batch 2, inputs at both ends of int8, 1 and 2 threads; stride 2 (single rows)
+// beside them.
+TEST(NativeInt8AvxTwoConv, DepthwiseRowPairsEqualTheReferenceAndTheAvx512Bytes) {
+  if (!nn_test::has_avx2()) GTEST_SKIP() << "no AVX2";
+  uint32_t seed = 3100;
+  for (uint32_t c : {1u, 8u, 13u, 24u})
+    for (uint32_t h : {2u, 3u, 8u})
+      for (uint32_t stride : {1u, 2u})
+        for (bool ends : {false, true}) {
+          const uint32_t wd = 1 + (seed * 4) % 9;
+          auto m = std::make_shared<Model>();
+          const uint32_t x = m->add_operand(q8({2, h, wd, c}, 0.05f, -17, Lifetime::MODEL_INPUT));
+          const int32_t fuse = seed % 3 == 0 ? 3 : seed % 3 == 1 ? 1 : 0;
+          const uint32_t y =
+              nn_test::int8_conv(*m, x, T::DEPTHWISE_CONV_2D, c, 3, stride, fuse, seed, 0.11f, 5);
+          m->operands[y].lifetime = Lifetime::MODEL_OUTPUT;
+          m->inputs = {x};
+          m->outputs = {y};
+          ++seed;
+          ASSERT_TRUE(m->validate_and_infer_shapes().is_ok());
+          const auto in = input(size_t(2) * h * wd * c, ends, seed);
+          const std::vector<int8_t> expected = run(m, in, "reference", {}, 1, nullptr);
+          const std::string name = "x" + std::to_string(c) + " " + std::to_string(h) + "x" +
+                                   std::to_string(wd) + " stride " + std::to_string(stride) +
+                                   (ends ? " ends" : " random");
+          for (int threads : {1, 2}) {
+            std::string kernel;
+            const std::vector<int8_t> got = run(m, in, "cpu", avx2_options(false), threads, &kernel);
+            EXPECT_EQ(kernel, "native int8 depthwise AVX2 vpmaddubsw") << name;
+            const size_t differ = bytes_differing(got, expected);
+            EXPECT_EQ(differ, 0u) << name << ", " << threads << " threads: " << differ << " of " << got.size()
+                                  << " bytes differ";
+            if (!nn_test::has_avx512_vnni() || !nn_test::has_avx512_vbmi()) continue;
+            std::string avx2_kernel, vnni_kernel;
+            const std::vector<int8_t> avx2 = run(m, in, "cpu", avx2_options(true), threads, &avx2_kernel);
+            const std::vector<int8_t> wide = run(m, in, "cpu", CpuOptions{}, threads, &vnni_kernel);
+            EXPECT_EQ(vnni_kernel, "native int8 depthwise AVX-512 VNNI, fp32 requant") << name;
+            EXPECT_EQ(avx2, wide) << name << ", fp32 (" << avx2_kernel << " / " << vnni_kernel << ")";
+          }
+        }
+}
+
 }  // namespace
 }  // namespace nn

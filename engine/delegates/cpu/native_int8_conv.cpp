@@ -1717,6 +1717,13 @@ class Int8Depthwise final : public Int8ConvOp {
         for (size_t ky = 0; ky < kk; ++ky)
           for (size_t kx = 0; kx < kk; ++kx)
             w8_[(((ch / 8 * groups + ky / 4) * kk + kx) * 8 + ch % 8) * 4 + ky % 4] = w[(ky * kk + kx) * c + ch];
+      if (kk == 3 && !avx_vnni_) {  // row_pair_avx2's lower row: its taps in row slots 1-3
+        w8_next_.assign(c_pad_ * kk * 4, 0);
+        for (size_t ch = 0; ch < c; ++ch)
+          for (size_t ky = 0; ky < kk; ++ky)
+            for (size_t kx = 0; kx < kk; ++kx)
+              w8_next_[((ch / 8 * kk + kx) * 8 + ch % 8) * 4 + ky + 1] = w[(ky * kk + kx) * c + ch];
+      }
       if (avx_vnni_) {  // the input enters as x + 128
         vnni_bias_.assign(c_pad_, 0);
         for (size_t ch = 0; ch < c; ++ch) {
@@ -1761,9 +1768,13 @@ class Int8Depthwise final : public Int8ConvOp {
     else
       for_each_row(args.pool, size_t(s_.batch) * s_.out_h, &Int8Depthwise::row, &t);
   }
-  // Output rows two at a time (row_pair_vnni3): the 3x3 VNNI form at stride 1, where the four
-  // input rows a pair reads are interleaved once for both rows.
-  bool pairs() const { return vnni_k_ == 3 && s_.stride_h == 1 && s_.out_h >= 2 && !w4_next_.empty(); }
+  // Output rows two at a time (row_pair_vnni3, row_pair_avx2): the 3x3 VNNI or AVX2 form (not
+  // AVX-VNNI's) at stride 1, where the four input rows a pair reads are interleaved once for
+  // both rows.
+  bool pairs() const {
+    return (vnni_k_ == 3 || avx2_k_ == 3) && s_.stride_h == 1 && s_.out_h >= 2 &&
+           !(vnni_k_ ? w4_next_ : w8_next_).empty();
+  }
   const NativeConvShape& shape() const { return s_; }
   // Whether rows come from the row-pointer forms (3x3 / 5x5, dilation 1: VNNI or AVX2), which
   // can read input rows from anywhere (an expansion's ring, Int8ExpandDepthwise).
@@ -1826,7 +1837,10 @@ class Int8Depthwise final : public Int8ConvOp {
         rows[ky] = iy >= 0 && iy < int64_t(s.in_h) ? t.x + (n * s.in_h + size_t(iy)) * s.in_w * c
                                                    : op.zero_row_.data();
       }
-      op.row_pair_vnni3(rows, t.out + r * bytes, t.out + (r + 1) * bytes);
+      if (op.vnni_k_)
+        op.row_pair_vnni3(rows, t.out + r * bytes, t.out + (r + 1) * bytes);
+      else
+        op.row_pair_avx2(rows, t.out + r * bytes, t.out + (r + 1) * bytes);
 #endif
     }
     op.finish(t.out, t.residual, r * bytes, std::min(r + 2, (n + 1) * size_t(s.out_h)) * bytes);
@@ -2017,6 +2031,86 @@ class Int8Depthwise final : public Int8ConvOp {
     }
   }
 
+  // Output rows oy and oy + 1 of the 3x3 AVX2 form at stride 1 from the four input rows they
+  // read (rows[0..3]): per 8 channels each input column interleaved once (row_avx2's) for both,
+  // the upper row against w8_ (slots 0-2), the lower against w8_next_ (slots 1-3). The same
+  // products in the same order per row as row_avx2.
+  NN_TARGET_I8_AVX2 void row_pair_avx2(const int8_t* const rows[4], int8_t* out0, int8_t* out1) const {
+    constexpr size_t kK = 3, kBytes = 64;  // a column's: x, |x|
+    const NativeConvShape& s = s_;
+    const size_t c = s.out_c, stride = s.stride_w;
+    const int64_t first = -int64_t(s.pad_left);
+    const size_t span = (s.out_w - 1) * stride + kK;
+    thread_local std::vector<int8_t> cols_storage;  // [span][x, |x|], 32 bytes each
+    cols_storage.resize(span * kBytes);
+    int8_t* const cols = cols_storage.data();
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m128i zx = _mm_set1_epi8(static_cast<char>(zx_));
+    const size_t i0 = size_t(std::clamp<int64_t>(-first, 0, int64_t(span)));
+    const size_t i1 = size_t(std::clamp<int64_t>(int64_t(s.in_w) - first, int64_t(i0), int64_t(span)));
+    for (size_t ch = 0; ch < c; ch += 8) {
+      const size_t cn = std::min<size_t>(8, c - ch);
+      for (size_t i = 0; i < i0; ++i) interleave_column<false>(cols + i * kBytes, zx, zx, zx, zx);
+      for (size_t i = i1; i < span; ++i) interleave_column<false>(cols + i * kBytes, zx, zx, zx, zx);
+      const size_t at = ch + size_t(first + int64_t(i0)) * c;
+      const int8_t *p0 = rows[0] + at, *p1 = rows[1] + at, *p2 = rows[2] + at, *p3 = rows[3] + at;
+      if (cn == 8) {
+        for (size_t i = i0; i < i1; ++i, p0 += c, p1 += c, p2 += c, p3 += c)
+          interleave_column<false>(cols + i * kBytes, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p0)),
+                                   _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p1)),
+                                   _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p2)),
+                                   _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p3)));
+      } else {
+        auto part = [cn](const int8_t* p) {
+          int64_t b = 0;
+          std::memcpy(&b, p, cn);
+          return b;
+        };
+        for (size_t i = i0; i < i1; ++i, p0 += c, p1 += c, p2 += c, p3 += c)
+          interleave_column<false>(cols + i * kBytes, _mm_cvtsi64_si128(part(p0)),
+                                   _mm_cvtsi64_si128(part(p1)), _mm_cvtsi64_si128(part(p2)),
+                                   _mm_cvtsi64_si128(part(p3)));
+      }
+      __m256i wv[kK], wn[kK];
+      const int8_t* wp = w8_.data() + ch / 8 * kK * 32;
+      const int8_t* wq = w8_next_.data() + ch / 8 * kK * 32;
+#pragma GCC unroll 3
+      for (size_t kx = 0; kx < kK; ++kx) {
+        wv[kx] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + kx * 32));
+        wn[kx] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + kx * 32));
+      }
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(inner_bias_.data() + ch));
+      const ChannelRequant::Columns8 rq = requant_.columns8(ch);
+      int8_t* o0 = out0 + ch;
+      int8_t* o1 = out1 + ch;
+      for (size_t ox = 0; ox < s.out_w; ++ox, o0 += c, o1 += c) {
+        const __m256i* col = reinterpret_cast<const __m256i*>(cols + ox * stride * kBytes);
+        __m256i acc0 = b, acc1 = b;
+#pragma GCC unroll 3
+        for (size_t kx = 0; kx < kK; ++kx) {
+          const __m256i v = _mm256_loadu_si256(col + 2 * kx), av = _mm256_loadu_si256(col + 2 * kx + 1);
+          acc0 = _mm256_add_epi32(
+              acc0, _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(wv[kx], v)), ones));
+          acc1 = _mm256_add_epi32(
+              acc1, _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(wn[kx], v)), ones));
+        }
+        const __m256i v0 = rq.apply(acc0), v1 = rq.apply(acc1);
+        const __m128i w0 = _mm_packs_epi32(_mm256_castsi256_si128(v0), _mm256_extracti128_si256(v0, 1));
+        const __m128i w1 = _mm_packs_epi32(_mm256_castsi256_si128(v1), _mm256_extracti128_si256(v1, 1));
+        const __m128i b8 = _mm_packs_epi16(w0, w1);  // row 0's 8 bytes, then row 1's
+        if (cn == 8) {
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(o0), b8);
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(o1), _mm_unpackhi_epi64(b8, b8));
+        } else {
+          alignas(16) int8_t tmp[16];
+          _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b8);
+          std::memcpy(o0, tmp, cn);
+          std::memcpy(o1, tmp + 8, cn);
+        }
+      }
+    }
+  }
+
   // A whole output row of the kK x kK form with VNNI: per 16 channels, each input column the
   // row reads becomes kGroups x 64 bytes (channel-major: four rows' bytes + 128 each, rows past
   // the kernel with zero weights; columns and rows in the padding hold the zero point, which
@@ -2164,6 +2258,7 @@ class Int8Depthwise final : public Int8ConvOp {
   uint32_t avx2_k_ = 0;                     // 3 or 5: the AVX2 form's (row_avx2), else 0
   bool avx_vnni_ = false;                   // row_avx2's vpdpbusd form
   std::vector<int8_t> w8_;                  // AVX2: [C / 8][ky / 4][kx][8 channels][ky % 4]
+  std::vector<int8_t> w8_next_;  // AVX2 3x3 (row_pair_avx2): the lower row's, in row slots 1-3, slot 0 zero
   std::vector<int8_t> w4_;                  // VNNI: [C / 16][ky / 4][kx][16 channels][ky % 4]
   // The 3x3 VNNI form's weights for the lower row of a pair (row_pair_vnni3): its taps in
   // row slots 1-3 of the four rows the pair reads, slot 0 zero.
