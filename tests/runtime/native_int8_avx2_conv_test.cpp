@@ -222,8 +222,9 @@ TEST(NativeInt8AvxTwoConv, SegmentationHeadDeconvInFp32EqualsTheGemmRows) {
     }
 }
 
-// The 1x1 convs on the AVX2 GEMM (column blocks outside, rows inside; 16 columns packed into
-// one store; a narrower activation range clamped, int8's by the saturating packs): the
+// The 1x1 convs on the AVX2 GEMM (column blocks outside, rows inside; |x| made once where the
+// columns are more than 16; 16 columns packed into one store; a narrower activation range
+// clamped, int8's by the saturating packs): the
 // reference's bytes under NNAPI's requantization, and in fp32 requantization the AVX-512 VNNI
 // GEMM's bytes where the CPU has it (the same accumulators and the same fused multiply-add).
 // k a multiple of 4 (read in place) or not (copied), 1-12 column blocks (the last one partial),

@@ -1234,10 +1234,12 @@ class Int8Gemm {
   // vpmaddubsw + vpmaddwd, which issue on different ports (vpmaddwd alone on int16 runs
   // half as many products per cycle).
   // kDp (AVX-VNNI): x + 128 by one vpdpbusd against w, the bias holding -(128 + zx) * sum(w).
-  template <size_t kRows, size_t kBlocks, bool kDp>
-  NN_INLINE_I8_AVX2 void columns_sign(const int8_t* x, size_t stride, const int8_t* w, const int32_t* bias,
-                                      const ChannelRequant::Columns8* rq, size_t cols, int8_t* out,
-                                      size_t ldo) const {
+  // kAbsCopy: ax holds |x| at the same offsets, made once for all the column blocks (else
+  // vpabsb per broadcast).
+  template <size_t kRows, size_t kBlocks, bool kDp, bool kAbsCopy>
+  NN_INLINE_I8_AVX2 void columns_sign(const int8_t* x, const int8_t* ax, size_t stride, const int8_t* w,
+                                      const int32_t* bias, const ChannelRequant::Columns8* rq, size_t cols,
+                                      int8_t* out, size_t ldo) const {
     const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(char(0x80));
     __m256i acc[kBlocks][kRows];
 #pragma GCC unroll 2
@@ -1261,11 +1263,18 @@ class Int8Gemm {
 #pragma GCC unroll 2
           for (size_t i = 0; i < kBlocks; ++i) dpbusd_ymm(acc[i][r], ux, wg[i]);
         } else {
-          const __m256i ax = _mm256_abs_epi8(xb);
+          __m256i axb;
+          if constexpr (kAbsCopy) {
+            int32_t av;
+            std::memcpy(&av, ax + r * stride + 4 * g, 4);
+            axb = _mm256_set1_epi32(av);
+          } else {
+            axb = _mm256_abs_epi8(xb);
+          }
 #pragma GCC unroll 2
           for (size_t i = 0; i < kBlocks; ++i)
             acc[i][r] = _mm256_add_epi32(
-                acc[i][r], _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(wg[i], xb)), ones));
+                acc[i][r], _mm256_madd_epi16(_mm256_maddubs_epi16(axb, _mm256_sign_epi8(wg[i], xb)), ones));
         }
       }
     }
@@ -1301,9 +1310,9 @@ class Int8Gemm {
   // All `rows` rows of x against columns [j, j + 8 * kBlocks): their weights, bias and
   // requantization constants set up once for the rows (the int8 stores may alias the vectors'
   // pointers, which GCC would otherwise reload per tile).
-  template <size_t kBlocks, bool kDp>
-  NN_INLINE_I8_AVX2 void rows_columns_sign(const int8_t* x, size_t stride, size_t rows, size_t j, int8_t* out,
-                                           size_t ldo) const {
+  template <size_t kBlocks, bool kDp, bool kAbsCopy>
+  NN_INLINE_I8_AVX2 void rows_columns_sign(const int8_t* x, const int8_t* ax, size_t stride, size_t rows,
+                                           size_t j, int8_t* out, size_t ldo) const {
     constexpr size_t kRows = kDp ? kDpRows : kSignRows;
     ChannelRequant::Columns8 rq[kBlocks];
     for (size_t i = 0; i < kBlocks; ++i) rq[i] = requant_.columns8(j + i * kSignCols);
@@ -1312,9 +1321,11 @@ class Int8Gemm {
     const size_t cols = std::min(kBlocks * kSignCols, n_ - j);
     size_t r = 0;
     for (; r + kRows <= rows; r += kRows)
-      columns_sign<kRows, kBlocks, kDp>(x + r * stride, stride, w, bias, rq, cols, out + r * ldo + j, ldo);
+      columns_sign<kRows, kBlocks, kDp, kAbsCopy>(x + r * stride, ax + r * stride, stride, w, bias, rq, cols,
+                                                  out + r * ldo + j, ldo);
     for (; r < rows; ++r)
-      columns_sign<1, kBlocks, kDp>(x + r * stride, stride, w, bias, rq, cols, out + r * ldo + j, ldo);
+      columns_sign<1, kBlocks, kDp, kAbsCopy>(x + r * stride, ax + r * stride, stride, w, bias, rq, cols,
+                                              out + r * ldo + j, ldo);
   }
 
   // Rows read in place when k is a multiple of 4, else copied with zero bytes up to the group
@@ -1331,11 +1342,33 @@ class Int8Gemm {
       for (size_t q = 0; q < rows; ++q) std::memcpy(staged.data() + q * k4, src + q * k_, k_);
       src = staged.data(), stride = k4;
     }
+    // |x| once for all the column blocks where they are more than one pair (vpabsb per broadcast
+    // otherwise, per block pair)
+    thread_local std::vector<int8_t> absolute;
+    const int8_t* ax = src;
+    const bool copy = !kDp && n_ > 2 * kSignCols;
+    if (copy) {
+      const size_t bytes = (rows - 1) * stride + k4;
+      absolute.resize(bytes);
+      size_t i = 0;
+      for (; i + 32 <= bytes; i += 32)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(absolute.data() + i),
+                            _mm256_abs_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+      for (; i < bytes; ++i)
+        absolute[i] = int8_t(std::abs(int32_t{src[i]}));  // -128: 128 unsigned, as vpabsb
+      ax = absolute.data();
+    }
     out += r0 * ldo;
     size_t j = 0;
+    if (copy) {
+      for (; j + 2 * kSignCols <= n_; j += 2 * kSignCols)
+        rows_columns_sign<2, kDp, true>(src, ax, stride, rows, j, out, ldo);
+      for (; j < n_; j += kSignCols) rows_columns_sign<1, kDp, true>(src, ax, stride, rows, j, out, ldo);
+      return;
+    }
     for (; j + 2 * kSignCols <= n_; j += 2 * kSignCols)
-      rows_columns_sign<2, kDp>(src, stride, rows, j, out, ldo);
-    for (; j < n_; j += kSignCols) rows_columns_sign<1, kDp>(src, stride, rows, j, out, ldo);
+      rows_columns_sign<2, kDp, false>(src, ax, stride, rows, j, out, ldo);
+    for (; j < n_; j += kSignCols) rows_columns_sign<1, kDp, false>(src, ax, stride, rows, j, out, ldo);
   }
 
   NN_TARGET_I8_AVX2 void rows_avx2(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
