@@ -21,7 +21,14 @@
 //   requantization as the VNNI form (the same exact accumulators, so the same bytes).
 //
 // A transpose conv whose kernel equals its stride (no padding: each output pixel has one
-// input pixel) is this GEMM with j over (ky, kx, o), its rows scattered to the output.
+// input pixel) is this GEMM with j over (ky, kx, o), its rows scattered to the output; 2x2
+// to one channel (a segmentation head) puts its 4 columns of several pixels in one vector
+// and writes them straight to the two output rows (Int8Gemm::deconv_2x2_row).
+//
+// Narrow window convs (RGB stems) read their taps from window rows laid out once per output
+// row instead of gathered GEMM rows (Int8WindowConv): flipped bytes into vpdpbusd with
+// AVX-512 VNNI, int16 x - zx into vpmaddwd on AVX2 (exact for any weight, as the sign trick
+// on bytes would be too, but with fewer ops per product: no vpsignb, no widening vpmaddwd).
 #include <pthreadpool.h>
 
 #include <algorithm>
@@ -47,6 +54,8 @@
 #define NN_INLINE_I8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2"), always_inline)) inline
 #define NN_TARGET_I8_512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2")))
 #define NN_INLINE_I8_AVX2 __attribute__((target("avx2,fma"), always_inline)) inline
+// A lambda inside an AVX2 kernel: lambdas take no target from the function around them.
+#define NN_LAMBDA_I8_AVX2 __attribute__((target("avx2,fma"), always_inline))
 #if defined(__linux__) && defined(__x86_64__)  // AMX exists in 64-bit mode only
 #include <cpuid.h>
 #include <sys/syscall.h>
@@ -74,6 +83,14 @@ __attribute__((target("avx512f,avx512vnni"), always_inline)) inline void dpbusd_
 // The same on ymm with AVX-VNNI's VEX encoding, for CPUs without AVX-512 (Intel 12th gen and
 // later, Zen 5 with AVX-512 off). In asm so that the AVX2 kernels that hold it need no
 // avxvnni target: it runs only where NativeIsa::avx_vnni says the CPU has it.
+// acc += u . w by int16 pairs (vpmaddwd, then vpaddd) in acc's own register, w from a register
+// or memory: as dpbusd_in_place, GCC 12 keeps unrolled tiles' accumulators put only so.
+__attribute__((target("avx2"), always_inline)) inline void maddwd_in_place(__m256i& acc, __m256i u,
+                                                                           const __m256i& w) {
+  __m256i product;
+  asm("vpmaddwd %3, %2, %1\n\tvpaddd %1, %0, %0" : "+x"(acc), "=&x"(product) : "x"(u), "xm"(w));
+}
+
 __attribute__((target("avx2"), always_inline)) inline void dpbusd_ymm(__m256i& acc, __m256i u, __m256i w) {
   asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(w));
 }
@@ -316,10 +333,12 @@ struct ChannelRequant {
   }
 
   // The fp32 form's constants for 8 columns, and the form (Columns8::apply and apply8).
+  // Callers pack with signed saturation (vpackssdw, vpacksswb), which is the clamp to
+  // [-128, 127]: only a narrower activation range takes vpmaxsd / vpminsd.
   struct Fp32Columns8 {
     __m256 scale, float_zo, scaled_lo, scaled_hi;
     __m256i zo, lo, hi;
-    bool bounded;
+    bool bounded, clamp_lo, clamp_hi;
     NN_INLINE_I8_AVX2 __m256i apply(__m256i x) const {
       __m256i q;
       if (bounded) {
@@ -328,13 +347,22 @@ struct ChannelRequant {
         const __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(x), scale);
         q = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, scaled_lo), scaled_hi)), zo);
       }
-      return _mm256_min_epi32(_mm256_max_epi32(q, lo), hi);
+      if (clamp_lo) q = _mm256_max_epi32(q, lo);
+      if (clamp_hi) q = _mm256_min_epi32(q, hi);
+      return q;
     }
   };
   NN_INLINE_I8_AVX2 Fp32Columns8 fp32_columns8(size_t j) const {
-    return {_mm256_loadu_ps(scale.data() + j), _mm256_set1_ps(float(zo)), _mm256_set1_ps(float(range.lo - zo)),
-            _mm256_set1_ps(float(range.hi - zo)), _mm256_set1_epi32(zo), _mm256_set1_epi32(range.lo),
-            _mm256_set1_epi32(range.hi), fp32_bounded};
+    return {_mm256_loadu_ps(scale.data() + j),
+            _mm256_set1_ps(float(zo)),
+            _mm256_set1_ps(float(range.lo - zo)),
+            _mm256_set1_ps(float(range.hi - zo)),
+            _mm256_set1_epi32(zo),
+            _mm256_set1_epi32(range.lo),
+            _mm256_set1_epi32(range.hi),
+            fp32_bounded,
+            range.lo > -128,
+            range.hi < 127};
   }
 
   // Columns [j, j + 8) with AVX2: the short form as Columns16's (a lane mask for the s > 0
@@ -480,7 +508,19 @@ class Int8Gemm {
     w_.assign(w, w + n * k);
     raw_bias_.assign(n, 0);
     if (bias) std::copy(bias, bias + n, raw_bias_.begin());
-    if (vnni_ && n == 4 && k % 4 == 0) {  // the four-column form: 4 rows x 4 columns a vector
+    if (avx2_ && n == 4 && k % 8 == 0) {  // the AVX2 four-column form: 2 rows x 4 columns a ymm
+      quad16_w_.assign(k / 2 * 16, 0);
+      for (size_t g = 0; g < k / 2; ++g)
+        for (size_t lane = 0; lane < 8; ++lane)
+          for (size_t b = 0; b < 2; ++b) quad16_w_[(g * 8 + lane) * 2 + b] = w[lane % 4 * k + 2 * g + b];
+      for (size_t lane = 0; lane < 8; ++lane) {
+        int32_t wsum = 0;
+        for (size_t i = 0; i < k; ++i) wsum += w[lane % 4 * k + i];
+        quad16_bias_[lane] = (bias ? bias[lane % 4] : 0) - zx * wsum;  // x enters as it is
+      }
+    }
+    // the four-column form: 4 rows x 4 columns a vector (its requantization also the AVX2 form's)
+    if ((vnni_ && n == 4 && k % 4 == 0) || !quad16_w_.empty()) {
       quad_w_.assign(k_groups_ * 64, 0);
       for (size_t g = 0; g < k_groups_; ++g)
         for (size_t lane = 0; lane < 16; ++lane)
@@ -501,7 +541,11 @@ class Int8Gemm {
   // columns (ky, kx) go straight to the two output rows. x: `pixels` rows of k bytes.
   bool has_deconv_2x2() const { return quad_requant_ != nullptr; }
 #if NN_NATIVE_X86
-  NN_TARGET_VNNI void deconv_2x2_row(const int8_t* x, size_t pixels, int8_t* out0, int8_t* out1) const {
+  void deconv_2x2_row(const int8_t* x, size_t pixels, int8_t* out0, int8_t* out1) const {
+    if (vnni_) return deconv_2x2_vnni(x, pixels, out0, out1);
+    deconv_2x2_avx2(x, pixels, out0, out1);
+  }
+  NN_TARGET_VNNI void deconv_2x2_vnni(const int8_t* x, size_t pixels, int8_t* out0, int8_t* out1) const {
     const __m512i flip = _mm512_set1_epi8(char(0x80));
     const __m512i b = _mm512_loadu_si512(quad_bias_);
     const ChannelRequant::Columns16 rq = quad_requant_->columns16(0);
@@ -549,6 +593,87 @@ class Int8Gemm {
       const __mmask16 keep = __mmask16((1u << (2 * here)) - 1);
       _mm_mask_storeu_epi8(out0 + 2 * p, keep, out);
       _mm_mask_storeu_epi8(out1 + 2 * p, keep, _mm_srli_si128(out, 8));
+    }
+  }
+  // The AVX2 four-column form (k % 8 == 0): a ymm holds 2 pixels x 4 columns. Per 16 bytes of
+  // channels, pixels q and q + 1 one in each 128-bit lane, widened to int16 in place (x as it
+  // is: the bias holds -zx * sum(w)), each int16 pair spread over its lane's 4 columns by
+  // vpshufd into a vpmaddwd: exact for any weight. 4 pixels a pass, 8 bytes to each output row.
+  static NN_INLINE_I8_AVX2 __m256i madd_at(__m256i v, const int16_t* w) {
+    return _mm256_madd_epi16(v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
+  }
+  NN_TARGET_I8_AVX2 void deconv_2x2_avx2(const int8_t* x, size_t pixels, int8_t* out0, int8_t* out1) const {
+    if (k_ == 16) return deconv_2x2_avx2_k<16>(x, pixels, out0, out1);  // a segmentation head's
+    deconv_2x2_avx2_k<0>(x, pixels, out0, out1);
+  }
+  // kK: k where fixed, else 0.
+  template <size_t kK>
+  NN_INLINE_I8_AVX2 void deconv_2x2_avx2_k(const int8_t* x, size_t pixels, int8_t* out0, int8_t* out1) const {
+    const size_t k = kK ? kK : k_;
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quad16_bias_));
+    const ChannelRequant::Columns8 rq = quad_requant_->columns8(0);
+    const __m128i rows = _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+    const int16_t* w = quad16_w_.data();
+    // 4 pixels (p[0..3]) into bytes of pixels 0-3 x columns 0-3 (signed saturation, as vpmovsdb)
+    auto pass = [&](const int8_t* const* px) NN_LAMBDA_I8_AVX2 {
+      __m256i acc[2] = {b, b};
+      size_t c = 0;
+#pragma GCC unroll 2
+      for (; c + 16 <= k; c += 16) {
+        const int16_t* wc = w + c * 8;  // pairs c / 2 .. c / 2 + 7, 16 int16 each
+#pragma GCC unroll 2
+        for (size_t h = 0; h < 2; ++h) {
+          const __m256i z = _mm256_inserti128_si256(
+              _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(px[2 * h] + c))),
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(px[2 * h + 1] + c)), 1);
+          const __m256i lo = _mm256_srai_epi16(_mm256_unpacklo_epi8(z, z), 8);
+          const __m256i hi = _mm256_srai_epi16(_mm256_unpackhi_epi8(z, z), 8);
+          __m256i s0 = _mm256_add_epi32(madd_at(_mm256_shuffle_epi32(lo, 0x00), wc + 0 * 16),
+                                        madd_at(_mm256_shuffle_epi32(lo, 0x55), wc + 1 * 16));
+          __m256i s1 = _mm256_add_epi32(madd_at(_mm256_shuffle_epi32(lo, 0xAA), wc + 2 * 16),
+                                        madd_at(_mm256_shuffle_epi32(lo, 0xFF), wc + 3 * 16));
+          s0 = _mm256_add_epi32(s0, _mm256_add_epi32(madd_at(_mm256_shuffle_epi32(hi, 0x00), wc + 4 * 16),
+                                                     madd_at(_mm256_shuffle_epi32(hi, 0x55), wc + 5 * 16)));
+          s1 = _mm256_add_epi32(s1, _mm256_add_epi32(madd_at(_mm256_shuffle_epi32(hi, 0xAA), wc + 6 * 16),
+                                                     madd_at(_mm256_shuffle_epi32(hi, 0xFF), wc + 7 * 16)));
+          acc[h] = _mm256_add_epi32(acc[h], _mm256_add_epi32(s0, s1));
+        }
+      }
+      if (c < k) {  // the last 8 bytes
+        const int16_t* wc = w + c * 8;
+        for (size_t h = 0; h < 2; ++h) {
+          const __m256i z = _mm256_inserti128_si256(
+              _mm256_castsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(px[2 * h] + c))),
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(px[2 * h + 1] + c)), 1);
+          const __m256i lo = _mm256_srai_epi16(_mm256_unpacklo_epi8(z, z), 8);
+          acc[h] = _mm256_add_epi32(
+              acc[h],
+              _mm256_add_epi32(_mm256_add_epi32(madd_at(_mm256_shuffle_epi32(lo, 0x00), wc + 0 * 16),
+                                                madd_at(_mm256_shuffle_epi32(lo, 0x55), wc + 1 * 16)),
+                               _mm256_add_epi32(madd_at(_mm256_shuffle_epi32(lo, 0xAA), wc + 2 * 16),
+                                                madd_at(_mm256_shuffle_epi32(lo, 0xFF), wc + 3 * 16))));
+        }
+      }
+      const __m256i v0 = rq.apply(acc[0]), v1 = rq.apply(acc[1]);
+      const __m128i w01 = _mm_packs_epi32(_mm256_castsi256_si128(v0), _mm256_extracti128_si256(v0, 1));
+      const __m128i w23 = _mm_packs_epi32(_mm256_castsi256_si128(v1), _mm256_extracti128_si256(v1, 1));
+      return _mm_shuffle_epi8(_mm_packs_epi16(w01, w23), rows);
+    };
+    size_t p = 0;
+    for (; p + 4 <= pixels; p += 4) {
+      const int8_t* px[4] = {x + p * k, x + (p + 1) * k, x + (p + 2) * k, x + (p + 3) * k};
+      const __m128i out = pass(px);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out0 + 2 * p), out);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out1 + 2 * p), _mm_srli_si128(out, 8));
+    }
+    if (p < pixels) {  // 1-3 pixels, the missing ones read as the first
+      const size_t here = pixels - p;
+      const int8_t* px[4];
+      for (size_t q = 0; q < 4; ++q) px[q] = x + (p + (q < here ? q : 0)) * k;
+      alignas(16) int8_t tmp[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(tmp), pass(px));
+      std::memcpy(out0 + 2 * p, tmp, 2 * here);
+      std::memcpy(out1 + 2 * p, tmp + 8, 2 * here);
     }
   }
 #endif
@@ -607,6 +732,31 @@ class Int8Gemm {
               w_[j * k_ + ky * row_bytes + b];
   }
   static constexpr size_t kDirectMaxGroups = 32;  // kh * groups, the tap groups of a window
+  // The AVX2 form of the narrow window convs (not with AVX-VNNI, which keeps the gathered rows):
+  // the window rows laid out as int16 x - zx (the padding 0), each pixel's tap row read an int16
+  // pair a broadcast into vpmaddwd against the columns' weight pairs (exact for any weight: no
+  // saturating pair sums as vpmaddubsw on bytes has). A row's last pair reads up to one value
+  // past the row's taps, which meets a zero weight. Weights [n / 8][kh][pairs][8 columns][2 int16].
+  bool direct16_fits() const {
+    return avx2_ && !dp_;
+  }
+  void prepare_direct16(size_t kh, size_t row_values) {
+    direct_kh_ = kh;
+    direct_groups_ = (row_values + 1) / 2;
+    direct16_w_.assign(n_pad_ * kh * direct_groups_ * 2, 0);
+    for (size_t j = 0; j < n_; ++j)
+      for (size_t ky = 0; ky < kh; ++ky)
+        for (size_t b = 0; b < row_values; ++b)
+          direct16_w_[(((j / 8 * kh + ky) * direct_groups_ + b / 2) * 8 + j % 8) * 2 + b % 2] =
+              w_[j * k_ + ky * row_values + b];
+    direct16_bias_.assign(n_pad_, 0);
+    std::copy(raw_bias_.begin(), raw_bias_.end(), direct16_bias_.begin());
+  }
+  static constexpr size_t kDirect16Pixels = 4;  // direct16_run's pixels a pass
+  // The int16 values each pixel reads of a tap row.
+  size_t direct16_reach() const {
+    return 2 * direct_groups_;
+  }
   // The bytes each pixel reads of a tap row.
   size_t direct_reach() const {
     return 4 * direct_groups_;
@@ -741,6 +891,100 @@ class Int8Gemm {
       }
       for (size_t i = 0; i < kBlocks; ++i)
         _mm512_mask_cvtsepi32_storeu_epi8(o + i * kVnniCols, keep[i], rq[i].apply(_mm512_add_epi32(acc[i], odd[i])));
+    }
+  }
+  // `count` output pixels, the first one's window at x (its kh rows row_stride int16 apart),
+  // the next `step` values on; out: count rows of ldo.
+  NN_TARGET_I8_AVX2 void direct16_run(const int16_t* x, size_t row_stride, size_t step, size_t count,
+                                      int8_t* out, size_t ldo) const {
+    // an RGB stem's 3x3 stride 2 window: every tap at a fixed offset from its row's pointer
+    if (direct_kh_ == 3 && direct_groups_ == 5 && step == 6)
+      return direct16_shape<3, 5, 6>(x, row_stride, step, count, out, ldo);
+    direct16_shape<0, 0, 0>(x, row_stride, step, count, out, ldo);
+  }
+  // kKh, kPairs, kStep: the window's rows, pairs a row and step where fixed, else 0.
+  template <size_t kKh, size_t kPairs, size_t kStep>
+  NN_INLINE_I8_AVX2 void direct16_shape(const int16_t* x, size_t row_stride, size_t step, size_t count,
+                                        int8_t* out, size_t ldo) const {
+    size_t j = 0;
+    for (; j + 2 * kSignCols <= n_; j += 2 * kSignCols)
+      direct16_columns<2, kKh, kPairs, kStep>(x, row_stride, step, count, j, out, ldo);
+    for (; j < n_; j += kSignCols)
+      direct16_columns<1, kKh, kPairs, kStep>(x, row_stride, step, count, j, out, ldo);
+  }
+  // Columns [j, j + 8 * kBlocks) of all the pixels, their requantization constants built once.
+  template <size_t kBlocks, size_t kKh, size_t kPairs, size_t kStep>
+  NN_INLINE_I8_AVX2 void direct16_columns(const int16_t* x, size_t row_stride, size_t step, size_t count,
+                                          size_t j, int8_t* out, size_t ldo) const {
+    ChannelRequant::Columns8 rq[kBlocks];
+    for (size_t i = 0; i < kBlocks; ++i) rq[i] = requant_.columns8(j + i * kSignCols);
+    // in locals: the int8 stores may alias the vectors' pointers, which GCC would reload per pass
+    const int16_t* w = direct16_w_.data() + j / 8 * direct_kh_ * direct_groups_ * 16;
+    const int32_t* bias = direct16_bias_.data() + j;
+    const size_t cols = std::min<size_t>(kBlocks * kSignCols, n_ - j);
+    size_t p = 0;
+    for (; p + kDirect16Pixels <= count; p += kDirect16Pixels)
+      direct16_pixels<kDirect16Pixels, kBlocks, kKh, kPairs, kStep>(x + p * step, row_stride, step, w, bias,
+                                                                    rq, cols, out + p * ldo + j, ldo);
+    for (; p < count; ++p)
+      direct16_pixels<1, kBlocks, kKh, kPairs, kStep>(x + p * step, row_stride, step, w, bias, rq, cols,
+                                                      out + p * ldo + j, ldo);
+  }
+  // kPixels pixels against columns [j, j + 8 * kBlocks): each weight pair vector loaded once for
+  // all the pixels, each pixel's pair broadcast once for all the blocks.
+  template <size_t kPixels, size_t kBlocks, size_t kKh, size_t kPairs, size_t kStep>
+  // w, bias: the columns' own; cols: how many of them there are; out: the first one's.
+  NN_INLINE_I8_AVX2 void direct16_pixels(const int16_t* x, size_t row_stride, size_t step_, const int16_t* w,
+                                         const int32_t* bias, const ChannelRequant::Columns8* rq, size_t cols,
+                                         int8_t* out, size_t ldo) const {
+    const size_t kh = kKh ? kKh : direct_kh_, pairs = kPairs ? kPairs : direct_groups_,
+                 step = kStep ? kStep : step_;
+    const size_t per_block = kh * pairs * 16;
+    __m256i acc[kPixels][kBlocks];
+#pragma GCC unroll 2
+    for (size_t i = 0; i < kBlocks; ++i) {
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias + i * kSignCols));
+#pragma GCC unroll 4
+      for (size_t q = 0; q < kPixels; ++q) acc[q][i] = b;
+    }
+    // ky not unrolled: per window row the pixels' tap rows stay in kPixels registers and each
+    // pair is at a fixed offset from them (unrolled, GCC kept every tap's address on the stack)
+#pragma GCC unroll 3
+    for (size_t ky = 0; ky < kh; ++ky) {
+      const int16_t* row = x + ky * row_stride;
+      const int16_t* wk = w + ky * pairs * 16;
+#pragma GCC unroll 8
+      for (size_t g = 0; g < pairs; ++g) {
+        __m256i wg[kBlocks];
+#pragma GCC unroll 2
+        for (size_t i = 0; i < kBlocks; ++i)
+          wg[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + i * per_block + g * 16));
+#pragma GCC unroll 4
+        for (size_t q = 0; q < kPixels; ++q) {
+          int32_t d;
+          std::memcpy(&d, row + q * step + 2 * g, 4);
+          const __m256i u = _mm256_set1_epi32(d);
+#pragma GCC unroll 2
+          for (size_t i = 0; i < kBlocks; ++i) maddwd_in_place(acc[q][i], u, wg[i]);
+        }
+      }
+    }
+#pragma GCC unroll 2
+    for (size_t i = 0; i < kBlocks; ++i) {
+      const size_t here = std::min(kSignCols, cols - i * kSignCols);
+#pragma GCC unroll 4
+      for (size_t q = 0; q < kPixels; ++q) {
+        const __m256i v = rq[i].apply(acc[q][i]);
+        const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        const __m128i b8 = _mm_packs_epi16(w16, w16);
+        if (here == kSignCols) {
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(out + q * ldo + i * kSignCols), b8);
+        } else {
+          alignas(16) int8_t tmp[16];
+          _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b8);
+          std::memcpy(out + q * ldo + i * kSignCols, tmp, here);
+        }
+      }
     }
   }
 #endif
@@ -1020,21 +1264,25 @@ class Int8Gemm {
   }
 
   // kRows rows of x (row stride `stride` >= 4 * k_groups_, bytes past k zero) against
-  // columns [j, j + 8 * kBlocks). Each 4-byte group of a row is broadcast; vpmaddubsw takes
+  // columns [j, j + 8 * kBlocks) (w, bias: theirs; cols: how many there are; out: the first
+  // one's). Each 4-byte group of a row is broadcast; vpmaddubsw takes
   // |x| (unsigned, 128 for -128) against w with x's sign (vpsignb), so each pair sum
   // |x0 w0 + x1 w1| <= 2 * 128 * 127 fits int16 without saturating (no weight is -128), and
   // vpmaddwd by ones sums the pairs into int32: the exact dot product, 32 products per
   // vpmaddubsw + vpmaddwd, which issue on different ports (vpmaddwd alone on int16 runs
   // half as many products per cycle).
   // kDp (AVX-VNNI): x + 128 by one vpdpbusd against w, the bias holding -(128 + zx) * sum(w).
-  template <size_t kRows, size_t kBlocks, bool kDp>
-  NN_INLINE_I8_AVX2 void columns_sign(const int8_t* x, size_t stride, size_t j, int8_t* out, size_t ldo) const {
-    const int8_t* w = packed8_.data() + j * k_groups_ * 4;
+  // kAbsCopy: ax holds |x| at the same offsets, made once for all the column blocks (else
+  // vpabsb per broadcast).
+  template <size_t kRows, size_t kBlocks, bool kDp, bool kAbsCopy>
+  NN_INLINE_I8_AVX2 void columns_sign(const int8_t* x, const int8_t* ax, size_t stride, const int8_t* w,
+                                      const int32_t* bias, const ChannelRequant::Columns8* rq, size_t cols,
+                                      int8_t* out, size_t ldo) const {
     const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(char(0x80));
     __m256i acc[kBlocks][kRows];
 #pragma GCC unroll 2
     for (size_t i = 0; i < kBlocks; ++i) {
-      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias_.data() + j + i * kSignCols));
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias + i * kSignCols));
 #pragma GCC unroll 6
       for (size_t r = 0; r < kRows; ++r) acc[i][r] = b;
     }
@@ -1053,68 +1301,112 @@ class Int8Gemm {
 #pragma GCC unroll 2
           for (size_t i = 0; i < kBlocks; ++i) dpbusd_ymm(acc[i][r], ux, wg[i]);
         } else {
-          const __m256i ax = _mm256_abs_epi8(xb);
+          __m256i axb;
+          if constexpr (kAbsCopy) {
+            int32_t av;
+            std::memcpy(&av, ax + r * stride + 4 * g, 4);
+            axb = _mm256_set1_epi32(av);
+          } else {
+            axb = _mm256_abs_epi8(xb);
+          }
 #pragma GCC unroll 2
           for (size_t i = 0; i < kBlocks; ++i)
             acc[i][r] = _mm256_add_epi32(
-                acc[i][r], _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(wg[i], xb)), ones));
+                acc[i][r], _mm256_madd_epi16(_mm256_maddubs_epi16(axb, _mm256_sign_epi8(wg[i], xb)), ones));
         }
       }
+    }
+    if (kBlocks == 2 && cols == 2 * kSignCols) {  // 16 columns: both blocks packed into one store
+#pragma GCC unroll 6
+      for (size_t r = 0; r < kRows; ++r) {
+        const __m256i v = _mm256_permute4x64_epi64(
+            _mm256_packs_epi32(rq[0].apply(acc[0][r]), rq[kBlocks - 1].apply(acc[kBlocks - 1][r])), 0xD8);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + r * ldo),
+                         _mm_packs_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
+      }
+      return;
     }
 #pragma GCC unroll 2
     for (size_t i = 0; i < kBlocks; ++i) {
-      const size_t jb = j + i * kSignCols;
-      const size_t cols = std::min<size_t>(kSignCols, n_ - jb);
-      const ChannelRequant::Columns8 rq = requant_.columns8(jb);
+      const size_t here = std::min(kSignCols, cols - i * kSignCols);
 #pragma GCC unroll 6
       for (size_t r = 0; r < kRows; ++r) {
-        const __m256i v = rq.apply(acc[i][r]);
+        const __m256i v = rq[i].apply(acc[i][r]);
         const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
         const __m128i b8 = _mm_packs_epi16(w16, w16);
-        if (cols == kSignCols) {
-          _mm_storel_epi64(reinterpret_cast<__m128i*>(out + r * ldo + jb), b8);
+        if (here == kSignCols) {
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(out + r * ldo + i * kSignCols), b8);
         } else {
           alignas(16) int8_t tmp[16];
           _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b8);
-          std::memcpy(out + r * ldo + jb, tmp, cols);
+          std::memcpy(out + r * ldo + i * kSignCols, tmp, here);
         }
       }
     }
   }
 
-  template <size_t kRows, bool kDp>
-  NN_INLINE_I8_AVX2 void tile_sign(const int8_t* x, size_t stride, int8_t* out, size_t ldo) const {
-    size_t j = 0;
-    for (; j + 2 * kSignCols <= n_; j += 2 * kSignCols) columns_sign<kRows, 2, kDp>(x, stride, j, out, ldo);
-    for (; j < n_; j += kSignCols) columns_sign<kRows, 1, kDp>(x, stride, j, out, ldo);
+  // All `rows` rows of x against columns [j, j + 8 * kBlocks): their weights, bias and
+  // requantization constants set up once for the rows (the int8 stores may alias the vectors'
+  // pointers, which GCC would otherwise reload per tile).
+  template <size_t kBlocks, bool kDp, bool kAbsCopy>
+  NN_INLINE_I8_AVX2 void rows_columns_sign(const int8_t* x, const int8_t* ax, size_t stride, size_t rows,
+                                           size_t j, int8_t* out, size_t ldo) const {
+    constexpr size_t kRows = kDp ? kDpRows : kSignRows;
+    ChannelRequant::Columns8 rq[kBlocks];
+    for (size_t i = 0; i < kBlocks; ++i) rq[i] = requant_.columns8(j + i * kSignCols);
+    const int8_t* w = packed8_.data() + j * k_groups_ * 4;
+    const int32_t* bias = bias_.data() + j;
+    const size_t cols = std::min(kBlocks * kSignCols, n_ - j);
+    size_t r = 0;
+    for (; r + kRows <= rows; r += kRows)
+      columns_sign<kRows, kBlocks, kDp, kAbsCopy>(x + r * stride, ax + r * stride, stride, w, bias, rq, cols,
+                                                  out + r * ldo + j, ldo);
+    for (; r < rows; ++r)
+      columns_sign<1, kBlocks, kDp, kAbsCopy>(x + r * stride, ax + r * stride, stride, w, bias, rq, cols,
+                                              out + r * ldo + j, ldo);
   }
 
   // Rows read in place when k is a multiple of 4, else copied with zero bytes up to the group
-  // (which meet zero weights, also as 128 in the kDp form).
+  // (which meet zero weights, also as 128 in the kDp form). Column blocks outside, rows inside:
+  // a block's weights stay in L1 over the task's rows.
   template <bool kDp>
   NN_TARGET_I8_AVX2 void rows_sign(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
-    const size_t k4 = k_groups_ * 4;
+    const size_t k4 = k_groups_ * 4, rows = r1 - r0;
     thread_local std::vector<int8_t> staged;
-    const bool in_place = k4 == k_;
-    constexpr size_t kRows = kDp ? kDpRows : kSignRows;
-    if (!in_place) staged.assign(kRows * k4, 0);
-    size_t r = r0;
-    for (; r + kRows <= r1; r += kRows) {
-      const int8_t* rows = x + r * k_;
-      if (!in_place) {
-        for (size_t q = 0; q < kRows; ++q) std::memcpy(staged.data() + q * k4, rows + q * k_, k_);
-        rows = staged.data();
-      }
-      tile_sign<kRows, kDp>(rows, in_place ? k_ : k4, out + r * ldo, ldo);
+    const int8_t* src = x + r0 * k_;
+    size_t stride = k_;
+    if (k4 != k_) {
+      staged.assign(rows * k4, 0);
+      for (size_t q = 0; q < rows; ++q) std::memcpy(staged.data() + q * k4, src + q * k_, k_);
+      src = staged.data(), stride = k4;
     }
-    for (; r < r1; ++r) {
-      const int8_t* row = x + r * k_;
-      if (!in_place) {
-        std::memcpy(staged.data(), row, k_);
-        row = staged.data();
-      }
-      tile_sign<1, kDp>(row, k4, out + r * ldo, ldo);
+    // |x| once for all the column blocks where they are more than one pair (vpabsb per broadcast
+    // otherwise, per block pair)
+    thread_local std::vector<int8_t> absolute;
+    const int8_t* ax = src;
+    const bool copy = !kDp && n_ > 2 * kSignCols;
+    if (copy) {
+      const size_t bytes = (rows - 1) * stride + k4;
+      absolute.resize(bytes);
+      size_t i = 0;
+      for (; i + 32 <= bytes; i += 32)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(absolute.data() + i),
+                            _mm256_abs_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+      for (; i < bytes; ++i)
+        absolute[i] = int8_t(std::abs(int32_t{src[i]}));  // -128: 128 unsigned, as vpabsb
+      ax = absolute.data();
     }
+    out += r0 * ldo;
+    size_t j = 0;
+    if (copy) {
+      for (; j + 2 * kSignCols <= n_; j += 2 * kSignCols)
+        rows_columns_sign<2, kDp, true>(src, ax, stride, rows, j, out, ldo);
+      for (; j < n_; j += kSignCols) rows_columns_sign<1, kDp, true>(src, ax, stride, rows, j, out, ldo);
+      return;
+    }
+    for (; j + 2 * kSignCols <= n_; j += 2 * kSignCols)
+      rows_columns_sign<2, kDp, false>(src, ax, stride, rows, j, out, ldo);
+    for (; j < n_; j += kSignCols) rows_columns_sign<1, kDp, false>(src, ax, stride, rows, j, out, ldo);
   }
 
   NN_TARGET_I8_AVX2 void rows_avx2(const int8_t* x, size_t r0, size_t r1, int8_t* out, size_t ldo) const {
@@ -1143,13 +1435,17 @@ class Int8Gemm {
   std::vector<int32_t> bias_;  // per column, padded; less (128 + zx) (VNNI, dp_) or zx (sign_) * sum of the column's weights
   std::vector<int8_t> packed8_;
   std::vector<int8_t> direct_w_;  // prepare_direct's [n / 16][kh][groups][16 columns][4 bytes]
-  size_t direct_kh_ = 0, direct_groups_ = 0;
+  size_t direct_kh_ = 0, direct_groups_ = 0;  // direct16: groups are int16 pairs
+  std::vector<int16_t> direct16_w_;           // prepare_direct16's [n / 8][kh][pairs][8 columns][2 int16]
+  std::vector<int32_t> direct16_bias_;        // the bias as given, padded (x - zx enters)
   std::vector<int16_t> packed16_;
   std::vector<int8_t> w_;
   std::vector<int32_t> raw_bias_;
   // the four-column form (has_deconv_2x2): lane 4q + j is row q's column j
   std::vector<int8_t> quad_w_;  // [k / 4][16 lanes][4 bytes]
   int32_t quad_bias_[16] = {};
+  std::vector<int16_t> quad16_w_;  // AVX2: [k / 2][8 lanes][2 int16]
+  int32_t quad16_bias_[8] = {};    // AVX2: bias - zx * sum(w) per lane
   std::unique_ptr<ChannelRequant> quad_requant_;
 };
 
@@ -1267,13 +1563,32 @@ NN_TARGET_I8_512 inline void flip_padded_row(const int8_t* src, size_t bytes, si
   }
   if (head + body < len) std::memset(dst + head + body, pad, len - head - body);
 }
+
+// dst[0, len): `left` zeros, then src's `bytes` each less zx as int16, then zeros to the end;
+// all zeros when src is null (a row in the padding, whose taps read the zero point).
+NN_TARGET_I8_AVX2 inline void centered_padded_row(const int8_t* src, size_t bytes, size_t left, int32_t zx,
+                                                  int16_t* dst, size_t len) {
+  const size_t body = src ? std::min(bytes, len - std::min(left, len)) : 0;
+  const size_t head = src ? std::min(left, len) : len;
+  std::fill(dst, dst + head, int16_t{0});
+  const __m256i z = _mm256_set1_epi16(int16_t(zx));
+  size_t i = 0;
+  for (; i + 16 <= body; i += 16)
+    _mm256_storeu_si256(
+        reinterpret_cast<__m256i*>(dst + head + i),
+        _mm256_sub_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))),
+                         z));
+  for (; i < body; ++i) dst[head + i] = int16_t(src[i] - zx);
+  std::fill(dst + head + body, dst + len, int16_t{0});
+}
 #endif
 
 // Any other CONV_2D (groups 1): each task gathers its output pixels' windows into
 // rows of kh * kw * in_c bytes (taps in the padding read the input zero point, adding nothing), then the
 // GEMM. Narrow windows with VNNI (direct_: an RGB stem's 3 tap rows of 9 bytes) skip the
 // gathered rows: per output row, its window rows are laid out once, padded with the zero
-// point and flipped to unsigned, and the GEMM's direct form reads every pixel's taps there.
+// point and flipped to unsigned, and the GEMM's direct form reads every pixel's taps there;
+// on AVX2 without AVX-VNNI (direct16_) laid out as int16 x - zx, the padding 0.
 class Int8WindowConv final : public Int8ConvOp {
  public:
   // direct: CpuOptions::native_int8_direct_windows.
@@ -1284,10 +1599,15 @@ class Int8WindowConv final : public Int8ConvOp {
     const size_t row_bytes = size_t(s.kernel_w) * s.in_c;
     direct_ = direct && gemm_->vnni() && !gemm_->amx() && row_bytes <= 16 && s.dilation_w == 1 &&
               s.kernel_h * ((row_bytes + 3) / 4) <= Int8Gemm::kDirectMaxGroups;
+    direct16_ = direct && gemm_->direct16_fits() && row_bytes <= kDirect16MaxRow && s.dilation_w == 1;
     if (direct_) {
       gemm_->prepare_direct(s.kernel_h, row_bytes);
       // the last pixel's taps start (out_w - 1) * stride_w pixels in and read direct_reach() bytes
       band_row_ = (size_t(s.out_w) - 1) * s.stride_w * s.in_c + gemm_->direct_reach();
+    } else if (direct16_) {
+      gemm_->prepare_direct16(s.kernel_h, row_bytes);
+      band_row_ = (size_t(s.out_w) - 1) * s.stride_w * s.in_c + gemm_->direct16_reach();  // int16 values
+      direct_ = true;
     }
     name_ = std::string("native int8 conv ") + gemm_->isa_name() + (direct_ ? ", direct windows" : "");
   }
@@ -1315,19 +1635,33 @@ class Int8WindowConv final : public Int8ConvOp {
     const NativeConvShape& s = op.s_;
 #if NN_NATIVE_X86
     const size_t n = r / s.out_h, oy = r % s.out_h, c = s.in_c;
-    thread_local std::vector<uint8_t> band_storage;
-    band_storage.resize(s.kernel_h * op.band_row_);
-    uint8_t* band = band_storage.data();
-    const uint8_t pad = uint8_t(op.zx_ ^ 0x80);
-    for (size_t ky = 0; ky < s.kernel_h; ++ky) {
-      const int64_t iy = int64_t(oy * s.stride_h + ky * s.dilation_h) - s.pad_top;
-      const int8_t* src =
-          iy >= 0 && iy < int64_t(s.in_h) ? t.x + (n * s.in_h + size_t(iy)) * size_t(s.in_w) * c : nullptr;
-      flip_padded_row(src, size_t(s.in_w) * c, size_t(s.pad_left) * c, pad, band + ky * op.band_row_,
-                      op.band_row_);
+    if (op.direct16_) {
+      thread_local std::vector<int16_t> band16;
+      band16.resize(s.kernel_h * op.band_row_);
+      for (size_t ky = 0; ky < s.kernel_h; ++ky) {
+        const int64_t iy = int64_t(oy * s.stride_h + ky * s.dilation_h) - s.pad_top;
+        const int8_t* src =
+            iy >= 0 && iy < int64_t(s.in_h) ? t.x + (n * s.in_h + size_t(iy)) * size_t(s.in_w) * c : nullptr;
+        centered_padded_row(src, size_t(s.in_w) * c, size_t(s.pad_left) * c, op.zx_,
+                            band16.data() + ky * op.band_row_, op.band_row_);
+      }
+      op.gemm_->direct16_run(band16.data(), op.band_row_, size_t(s.stride_w) * c, s.out_w,
+                             t.out + r * s.out_w * s.out_c, s.out_c);
+    } else {
+      thread_local std::vector<uint8_t> band_storage;
+      band_storage.resize(s.kernel_h * op.band_row_);
+      uint8_t* band = band_storage.data();
+      const uint8_t pad = uint8_t(op.zx_ ^ 0x80);
+      for (size_t ky = 0; ky < s.kernel_h; ++ky) {
+        const int64_t iy = int64_t(oy * s.stride_h + ky * s.dilation_h) - s.pad_top;
+        const int8_t* src =
+            iy >= 0 && iy < int64_t(s.in_h) ? t.x + (n * s.in_h + size_t(iy)) * size_t(s.in_w) * c : nullptr;
+        flip_padded_row(src, size_t(s.in_w) * c, size_t(s.pad_left) * c, pad, band + ky * op.band_row_,
+                        op.band_row_);
+      }
+      op.gemm_->direct_run(reinterpret_cast<const int8_t*>(band), op.band_row_, size_t(s.stride_w) * c,
+                           s.out_w, t.out + r * s.out_w * s.out_c, s.out_c);
     }
-    op.gemm_->direct_run(reinterpret_cast<const int8_t*>(band), op.band_row_, size_t(s.stride_w) * c, s.out_w,
-                         t.out + r * s.out_w * s.out_c, s.out_c);
 #endif
     const size_t bytes = size_t(s.out_w) * s.out_c;  // an output row's
     op.finish(t.out, t.residual, r * bytes, (r + 1) * bytes);
@@ -1383,8 +1717,11 @@ class Int8WindowConv final : public Int8ConvOp {
   std::unique_ptr<Int8Gemm> gemm_;
   NativeConvShape s_;
   int32_t zx_;
+  // The AVX2 direct form's widest tap row (kernel_w * in_c values): 7x7 on 4 channels.
+  static constexpr size_t kDirect16MaxRow = 28;
   bool direct_ = false;
-  size_t band_row_ = 0;  // direct_: bytes of each laid-out window row
+  bool direct16_ = false;  // direct_ in the AVX2 form (Int8Gemm::direct16_run)
+  size_t band_row_ = 0;    // direct_: bytes (direct16_: int16 values) of each laid-out window row
 };
 
 // DEPTHWISE_CONV_2D with multiplier 1: per output pixel and 16 (AVX-512) or 8 (AVX2)
@@ -1451,6 +1788,13 @@ class Int8Depthwise final : public Int8ConvOp {
         for (size_t ky = 0; ky < kk; ++ky)
           for (size_t kx = 0; kx < kk; ++kx)
             w8_[(((ch / 8 * groups + ky / 4) * kk + kx) * 8 + ch % 8) * 4 + ky % 4] = w[(ky * kk + kx) * c + ch];
+      if (kk == 3 && !avx_vnni_) {  // row_pair_avx2's lower row: its taps in row slots 1-3
+        w8_next_.assign(c_pad_ * kk * 4, 0);
+        for (size_t ch = 0; ch < c; ++ch)
+          for (size_t ky = 0; ky < kk; ++ky)
+            for (size_t kx = 0; kx < kk; ++kx)
+              w8_next_[((ch / 8 * kk + kx) * 8 + ch % 8) * 4 + ky + 1] = w[(ky * kk + kx) * c + ch];
+      }
       if (avx_vnni_) {  // the input enters as x + 128
         vnni_bias_.assign(c_pad_, 0);
         for (size_t ch = 0; ch < c; ++ch) {
@@ -1495,9 +1839,13 @@ class Int8Depthwise final : public Int8ConvOp {
     else
       for_each_row(args.pool, size_t(s_.batch) * s_.out_h, &Int8Depthwise::row, &t);
   }
-  // Output rows two at a time (row_pair_vnni3): the 3x3 VNNI form at stride 1, where the four
-  // input rows a pair reads are interleaved once for both rows.
-  bool pairs() const { return vnni_k_ == 3 && s_.stride_h == 1 && s_.out_h >= 2 && !w4_next_.empty(); }
+  // Output rows two at a time (row_pair_vnni3, row_pair_avx2): the 3x3 VNNI or AVX2 form (not
+  // AVX-VNNI's) at stride 1, where the four input rows a pair reads are interleaved once for
+  // both rows.
+  bool pairs() const {
+    return (vnni_k_ == 3 || avx2_k_ == 3) && s_.stride_h == 1 && s_.out_h >= 2 &&
+           !(vnni_k_ ? w4_next_ : w8_next_).empty();
+  }
   const NativeConvShape& shape() const { return s_; }
   // Whether rows come from the row-pointer forms (3x3 / 5x5, dilation 1: VNNI or AVX2), which
   // can read input rows from anywhere (an expansion's ring, Int8ExpandDepthwise).
@@ -1560,7 +1908,10 @@ class Int8Depthwise final : public Int8ConvOp {
         rows[ky] = iy >= 0 && iy < int64_t(s.in_h) ? t.x + (n * s.in_h + size_t(iy)) * s.in_w * c
                                                    : op.zero_row_.data();
       }
-      op.row_pair_vnni3(rows, t.out + r * bytes, t.out + (r + 1) * bytes);
+      if (op.vnni_k_)
+        op.row_pair_vnni3(rows, t.out + r * bytes, t.out + (r + 1) * bytes);
+      else
+        op.row_pair_avx2(rows, t.out + r * bytes, t.out + (r + 1) * bytes);
 #endif
     }
     op.finish(t.out, t.residual, r * bytes, std::min(r + 2, (n + 1) * size_t(s.out_h)) * bytes);
@@ -1751,6 +2102,86 @@ class Int8Depthwise final : public Int8ConvOp {
     }
   }
 
+  // Output rows oy and oy + 1 of the 3x3 AVX2 form at stride 1 from the four input rows they
+  // read (rows[0..3]): per 8 channels each input column interleaved once (row_avx2's) for both,
+  // the upper row against w8_ (slots 0-2), the lower against w8_next_ (slots 1-3). The same
+  // products in the same order per row as row_avx2.
+  NN_TARGET_I8_AVX2 void row_pair_avx2(const int8_t* const rows[4], int8_t* out0, int8_t* out1) const {
+    constexpr size_t kK = 3, kBytes = 64;  // a column's: x, |x|
+    const NativeConvShape& s = s_;
+    const size_t c = s.out_c, stride = s.stride_w;
+    const int64_t first = -int64_t(s.pad_left);
+    const size_t span = (s.out_w - 1) * stride + kK;
+    thread_local std::vector<int8_t> cols_storage;  // [span][x, |x|], 32 bytes each
+    cols_storage.resize(span * kBytes);
+    int8_t* const cols = cols_storage.data();
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m128i zx = _mm_set1_epi8(static_cast<char>(zx_));
+    const size_t i0 = size_t(std::clamp<int64_t>(-first, 0, int64_t(span)));
+    const size_t i1 = size_t(std::clamp<int64_t>(int64_t(s.in_w) - first, int64_t(i0), int64_t(span)));
+    for (size_t ch = 0; ch < c; ch += 8) {
+      const size_t cn = std::min<size_t>(8, c - ch);
+      for (size_t i = 0; i < i0; ++i) interleave_column<false>(cols + i * kBytes, zx, zx, zx, zx);
+      for (size_t i = i1; i < span; ++i) interleave_column<false>(cols + i * kBytes, zx, zx, zx, zx);
+      const size_t at = ch + size_t(first + int64_t(i0)) * c;
+      const int8_t *p0 = rows[0] + at, *p1 = rows[1] + at, *p2 = rows[2] + at, *p3 = rows[3] + at;
+      if (cn == 8) {
+        for (size_t i = i0; i < i1; ++i, p0 += c, p1 += c, p2 += c, p3 += c)
+          interleave_column<false>(cols + i * kBytes, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p0)),
+                                   _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p1)),
+                                   _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p2)),
+                                   _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p3)));
+      } else {
+        auto part = [cn](const int8_t* p) {
+          int64_t b = 0;
+          std::memcpy(&b, p, cn);
+          return b;
+        };
+        for (size_t i = i0; i < i1; ++i, p0 += c, p1 += c, p2 += c, p3 += c)
+          interleave_column<false>(cols + i * kBytes, _mm_cvtsi64_si128(part(p0)),
+                                   _mm_cvtsi64_si128(part(p1)), _mm_cvtsi64_si128(part(p2)),
+                                   _mm_cvtsi64_si128(part(p3)));
+      }
+      __m256i wv[kK], wn[kK];
+      const int8_t* wp = w8_.data() + ch / 8 * kK * 32;
+      const int8_t* wq = w8_next_.data() + ch / 8 * kK * 32;
+#pragma GCC unroll 3
+      for (size_t kx = 0; kx < kK; ++kx) {
+        wv[kx] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + kx * 32));
+        wn[kx] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + kx * 32));
+      }
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(inner_bias_.data() + ch));
+      const ChannelRequant::Columns8 rq = requant_.columns8(ch);
+      int8_t* o0 = out0 + ch;
+      int8_t* o1 = out1 + ch;
+      for (size_t ox = 0; ox < s.out_w; ++ox, o0 += c, o1 += c) {
+        const __m256i* col = reinterpret_cast<const __m256i*>(cols + ox * stride * kBytes);
+        __m256i acc0 = b, acc1 = b;
+#pragma GCC unroll 3
+        for (size_t kx = 0; kx < kK; ++kx) {
+          const __m256i v = _mm256_loadu_si256(col + 2 * kx), av = _mm256_loadu_si256(col + 2 * kx + 1);
+          acc0 = _mm256_add_epi32(
+              acc0, _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(wv[kx], v)), ones));
+          acc1 = _mm256_add_epi32(
+              acc1, _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(wn[kx], v)), ones));
+        }
+        const __m256i v0 = rq.apply(acc0), v1 = rq.apply(acc1);
+        const __m128i w0 = _mm_packs_epi32(_mm256_castsi256_si128(v0), _mm256_extracti128_si256(v0, 1));
+        const __m128i w1 = _mm_packs_epi32(_mm256_castsi256_si128(v1), _mm256_extracti128_si256(v1, 1));
+        const __m128i b8 = _mm_packs_epi16(w0, w1);  // row 0's 8 bytes, then row 1's
+        if (cn == 8) {
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(o0), b8);
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(o1), _mm_unpackhi_epi64(b8, b8));
+        } else {
+          alignas(16) int8_t tmp[16];
+          _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b8);
+          std::memcpy(o0, tmp, cn);
+          std::memcpy(o1, tmp + 8, cn);
+        }
+      }
+    }
+  }
+
   // A whole output row of the kK x kK form with VNNI: per 16 channels, each input column the
   // row reads becomes kGroups x 64 bytes (channel-major: four rows' bytes + 128 each, rows past
   // the kernel with zero weights; columns and rows in the padding hold the zero point, which
@@ -1898,6 +2329,7 @@ class Int8Depthwise final : public Int8ConvOp {
   uint32_t avx2_k_ = 0;                     // 3 or 5: the AVX2 form's (row_avx2), else 0
   bool avx_vnni_ = false;                   // row_avx2's vpdpbusd form
   std::vector<int8_t> w8_;                  // AVX2: [C / 8][ky / 4][kx][8 channels][ky % 4]
+  std::vector<int8_t> w8_next_;  // AVX2 3x3 (row_pair_avx2): the lower row's, in row slots 1-3, slot 0 zero
   std::vector<int8_t> w4_;                  // VNNI: [C / 16][ky / 4][kx][16 channels][ky % 4]
   // The 3x3 VNNI form's weights for the lower row of a pair (row_pair_vnni3): its taps in
   // row slots 1-3 of the four rows the pair reads, slot 0 zero.
@@ -2012,7 +2444,8 @@ class Int8TiledDeconv final : public NativeDataOp {
         kw_(kw),
         out_c_(out_c) {
     operands_ = {input};
-    name_ = std::string("native int8 deconv ") + gemm_->isa_name();
+    four_columns_ = gemm_->has_deconv_2x2() && kh == 2 && kw == 2 && out_c == 1;
+    name_ = std::string("native int8 deconv ") + gemm_->isa_name() + (four_columns_ ? ", four columns" : "");
   }
   const char* kernel() const override { return name_.c_str(); }
   void run(const NativeDataArgs& args) const override {
@@ -2031,7 +2464,7 @@ class Int8TiledDeconv final : public NativeDataOp {
     const Task& t = *static_cast<const Task*>(ctx);
     const Int8TiledDeconv& op = *t.op;
 #if NN_NATIVE_X86
-    if (op.gemm_->has_deconv_2x2() && op.kh_ == 2 && op.kw_ == 2 && op.out_c_ == 1) {
+    if (op.four_columns_) {
       int8_t* out0 = t.out + row * 2 * (op.in_w_ * 2);
       op.gemm_->deconv_2x2_row(t.x + row * op.in_w_ * op.in_c_, op.in_w_, out0, out0 + op.in_w_ * 2);
       return;
@@ -2051,6 +2484,7 @@ class Int8TiledDeconv final : public NativeDataOp {
   }
   std::unique_ptr<Int8Gemm> gemm_;
   size_t batch_, in_h_, in_w_, in_c_, kh_, kw_, out_c_;
+  bool four_columns_;  // 2x2 to one channel, the GEMM's deconv_2x2_row
   std::string name_;
 };
 

@@ -239,8 +239,10 @@ struct CpuOptions {
   bool native_int8_in_place_tiles = true;
   // A VNNI int8 conv whose tap rows are narrow (kernel_w * in_c <= 16 bytes: an RGB stem)
   // lays each output row's window rows out once, padded and flipped to unsigned, and reads
-  // every pixel's taps there 4 bytes a broadcast, weights held in registers; the same bytes
-  // (NN_NO_NATIVE_INT8_DIRECT_WINDOWS=1: each pixel's window gathered into a GEMM row).
+  // every pixel's taps there 4 bytes a broadcast, weights held in registers; on AVX2 without
+  // AVX-VNNI (kernel_w * in_c <= 28) the rows are laid out as int16 x - zx and read a pair a
+  // broadcast into vpmaddwd; the same bytes (NN_NO_NATIVE_INT8_DIRECT_WINDOWS=1: each
+  // pixel's window gathered into a GEMM row).
   bool native_int8_direct_windows = true;
   // A native int8 table op (HARD_SWISH, LOGISTIC, TANH) whose output a DEQUANTIZE to float
   // alone reads writes the float values itself, so the int8 tensor and the DEQUANTIZE step
