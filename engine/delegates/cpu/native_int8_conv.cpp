@@ -80,6 +80,20 @@ __attribute__((target("avx512f,avx512vnni"), always_inline)) inline void dpbusd_
   asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(w));
 }
 
+// 8 int32 lanes saturated to int8 (the packs saturate as the requantization's clamp to int8
+// needs), the first `here` (at most 8) stored at dst.
+__attribute__((target("avx2"), always_inline)) inline void store_int8x8(int8_t* dst, __m256i v, size_t here) {
+  const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  const __m128i b8 = _mm_packs_epi16(w16, w16);
+  if (here == 8) {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), b8);
+  } else {
+    alignas(16) int8_t tmp[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b8);
+    std::memcpy(dst, tmp, here);
+  }
+}
+
 // The same on ymm with AVX-VNNI's VEX encoding, for CPUs without AVX-512 (Intel 12th gen and
 // later, Zen 5 with AVX-512 off). In asm so that the AVX2 kernels that hold it need no
 // avxvnni target: it runs only where NativeIsa::avx_vnni says the CPU has it.
@@ -974,16 +988,7 @@ class Int8Gemm {
       const size_t here = std::min(kSignCols, cols - i * kSignCols);
 #pragma GCC unroll 4
       for (size_t q = 0; q < kPixels; ++q) {
-        const __m256i v = rq[i].apply(acc[q][i]);
-        const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-        const __m128i b8 = _mm_packs_epi16(w16, w16);
-        if (here == kSignCols) {
-          _mm_storel_epi64(reinterpret_cast<__m128i*>(out + q * ldo + i * kSignCols), b8);
-        } else {
-          alignas(16) int8_t tmp[16];
-          _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b8);
-          std::memcpy(out + q * ldo + i * kSignCols, tmp, here);
-        }
+        store_int8x8(out + q * ldo + i * kSignCols, rq[i].apply(acc[q][i]), here);
       }
     }
   }
@@ -1331,16 +1336,7 @@ class Int8Gemm {
       const size_t here = std::min(kSignCols, cols - i * kSignCols);
 #pragma GCC unroll 6
       for (size_t r = 0; r < kRows; ++r) {
-        const __m256i v = rq[i].apply(acc[i][r]);
-        const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-        const __m128i b8 = _mm_packs_epi16(w16, w16);
-        if (here == kSignCols) {
-          _mm_storel_epi64(reinterpret_cast<__m128i*>(out + r * ldo + i * kSignCols), b8);
-        } else {
-          alignas(16) int8_t tmp[16];
-          _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b8);
-          std::memcpy(out + r * ldo + i * kSignCols, tmp, here);
-        }
+        store_int8x8(out + r * ldo + i * kSignCols, rq[i].apply(acc[i][r]), here);
       }
     }
   }
