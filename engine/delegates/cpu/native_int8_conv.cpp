@@ -533,12 +533,15 @@ class Int8Gemm {
         quad16_bias_[lane] = (bias ? bias[lane % 4] : 0) - zx * wsum;  // x enters as it is
       }
     }
-    // the four-column form: 4 rows x 4 columns a vector (its requantization also the AVX2 form's)
+    // the four-column form: 4 rows x 4 columns a vector (its requantization also the AVX2 form's,
+    // whose weights are quad16_w_: k_groups_ counts other groups there)
     if ((vnni_ && n == 4 && k % 4 == 0) || !quad16_w_.empty()) {
-      quad_w_.assign(k_groups_ * 64, 0);
-      for (size_t g = 0; g < k_groups_; ++g)
-        for (size_t lane = 0; lane < 16; ++lane)
-          for (size_t b = 0; b < 4; ++b) quad_w_[(g * 16 + lane) * 4 + b] = w[lane % 4 * k + 4 * g + b];
+      if (vnni_) {
+        quad_w_.assign(k_groups_ * 64, 0);
+        for (size_t g = 0; g < k_groups_; ++g)
+          for (size_t lane = 0; lane < 16; ++lane)
+            for (size_t b = 0; b < 4; ++b) quad_w_[(g * 16 + lane) * 4 + b] = w[lane % 4 * k + 4 * g + b];
+      }
       std::vector<quant::Multiplier> m16(16);
       std::vector<int64_t> bounds = accumulator_bounds(w, n, k, k, 1, bias, zx), bounds16(16);
       for (size_t lane = 0; lane < 16; ++lane) {
