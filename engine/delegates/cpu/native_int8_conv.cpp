@@ -2022,6 +2022,33 @@ class Int8Depthwise final : public Int8ConvOp {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(at) + 1, _mm256_abs_epi8(v));
     }
   }
+  // cn (<= 8) channels of four input rows r[0..3], interleaved column by column into
+  // dst + i * step for the span's columns i: those in [i0, i1) inside the image, the first of
+  // them at byte `at` of each row, `c` bytes apart; the others the zero point.
+  template <bool kDp>
+  NN_INLINE_I8_AVX2 static void interleave_columns_avx2(const int8_t* const r[4], size_t at, size_t c,
+                                                        size_t cn, size_t i0, size_t i1, size_t span,
+                                                        __m128i zx, int8_t* dst, size_t step) {
+    for (size_t i = 0; i < i0; ++i) interleave_column<kDp>(dst + i * step, zx, zx, zx, zx);
+    for (size_t i = i1; i < span; ++i) interleave_column<kDp>(dst + i * step, zx, zx, zx, zx);
+    const int8_t *p0 = r[0] + at, *p1 = r[1] + at, *p2 = r[2] + at, *p3 = r[3] + at;
+    if (cn == 8) {
+      for (size_t i = i0; i < i1; ++i, p0 += c, p1 += c, p2 += c, p3 += c)
+        interleave_column<kDp>(dst + i * step, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p0)),
+                               _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p1)),
+                               _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p2)),
+                               _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p3)));
+      return;
+    }
+    auto part = [cn](const int8_t* p) {
+      int64_t b = 0;
+      std::memcpy(&b, p, cn);
+      return b;
+    };
+    for (size_t i = i0; i < i1; ++i, p0 += c, p1 += c, p2 += c, p3 += c)
+      interleave_column<kDp>(dst + i * step, _mm_cvtsi64_si128(part(p0)), _mm_cvtsi64_si128(part(p1)),
+                             _mm_cvtsi64_si128(part(p2)), _mm_cvtsi64_si128(part(p3)));
+  }
   template <size_t kK, bool kDp>
   NN_TARGET_I8_AVX2 void row_avx2(const int8_t* const rows[8], int8_t* out_row) const {
     constexpr size_t kGroups = (kK + 3) / 4;
@@ -2040,32 +2067,10 @@ class Int8Depthwise final : public Int8ConvOp {
       // Input columns [i0, i1) of the span are inside the image.
       const size_t i0 = size_t(std::clamp<int64_t>(-first, 0, int64_t(span)));
       const size_t i1 = size_t(std::clamp<int64_t>(int64_t(s.in_w) - first, int64_t(i0), int64_t(span)));
-#define put(i, g, r0, r1, r2, r3) interleave_column<kDp>(cols + ((i) * kGroups + (g)) * kBytes, r0, r1, r2, r3)
-      for (size_t g = 0; g < kGroups; ++g) {
-        for (size_t i = 0; i < i0; ++i) put(i, g, zx, zx, zx, zx);
-        for (size_t i = i1; i < span; ++i) put(i, g, zx, zx, zx, zx);
-        const int8_t* p0 = rows[4 * g] + ch + size_t(first + int64_t(i0)) * c;
-        const int8_t* p1 = rows[4 * g + 1] + ch + size_t(first + int64_t(i0)) * c;
-        const int8_t* p2 = rows[4 * g + 2] + ch + size_t(first + int64_t(i0)) * c;
-        const int8_t* p3 = rows[4 * g + 3] + ch + size_t(first + int64_t(i0)) * c;
-        if (cn == 8) {
-          for (size_t i = i0; i < i1; ++i, p0 += c, p1 += c, p2 += c, p3 += c)
-            put(i, g, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p0)),
-                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p1)),
-                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p2)),
-                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p3)));
-        } else {
-          auto part = [cn](const int8_t* p) {
-            int64_t b = 0;
-            std::memcpy(&b, p, cn);
-            return b;
-          };
-          for (size_t i = i0; i < i1; ++i, p0 += c, p1 += c, p2 += c, p3 += c)
-            put(i, g, _mm_cvtsi64_si128(part(p0)), _mm_cvtsi64_si128(part(p1)), _mm_cvtsi64_si128(part(p2)),
-                _mm_cvtsi64_si128(part(p3)));
-        }
-      }
-#undef put
+      const size_t at = ch + size_t(first + int64_t(i0)) * c;
+      for (size_t g = 0; g < kGroups; ++g)
+        interleave_columns_avx2<kDp>(rows + 4 * g, at, c, cn, i0, i1, span, zx, cols + g * kBytes,
+                                     kGroups * kBytes);
       __m256i wv[kK][kGroups];
       const int8_t* wp = w8_.data() + ch / 8 * kGroups * kK * 32;
       for (size_t g = 0; g < kGroups; ++g)
@@ -2120,27 +2125,8 @@ class Int8Depthwise final : public Int8ConvOp {
     const size_t i1 = size_t(std::clamp<int64_t>(int64_t(s.in_w) - first, int64_t(i0), int64_t(span)));
     for (size_t ch = 0; ch < c; ch += 8) {
       const size_t cn = std::min<size_t>(8, c - ch);
-      for (size_t i = 0; i < i0; ++i) interleave_column<false>(cols + i * kBytes, zx, zx, zx, zx);
-      for (size_t i = i1; i < span; ++i) interleave_column<false>(cols + i * kBytes, zx, zx, zx, zx);
-      const size_t at = ch + size_t(first + int64_t(i0)) * c;
-      const int8_t *p0 = rows[0] + at, *p1 = rows[1] + at, *p2 = rows[2] + at, *p3 = rows[3] + at;
-      if (cn == 8) {
-        for (size_t i = i0; i < i1; ++i, p0 += c, p1 += c, p2 += c, p3 += c)
-          interleave_column<false>(cols + i * kBytes, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p0)),
-                                   _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p1)),
-                                   _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p2)),
-                                   _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p3)));
-      } else {
-        auto part = [cn](const int8_t* p) {
-          int64_t b = 0;
-          std::memcpy(&b, p, cn);
-          return b;
-        };
-        for (size_t i = i0; i < i1; ++i, p0 += c, p1 += c, p2 += c, p3 += c)
-          interleave_column<false>(cols + i * kBytes, _mm_cvtsi64_si128(part(p0)),
-                                   _mm_cvtsi64_si128(part(p1)), _mm_cvtsi64_si128(part(p2)),
-                                   _mm_cvtsi64_si128(part(p3)));
-      }
+      interleave_columns_avx2<false>(rows, ch + size_t(first + int64_t(i0)) * c, c, cn, i0, i1, span, zx,
+                                     cols, kBytes);
       __m256i wv[kK], wn[kK];
       const int8_t* wp = w8_.data() + ch / 8 * kK * 32;
       const int8_t* wq = w8_next_.data() + ch / 8 * kK * 32;
